@@ -1,0 +1,325 @@
+//! Coordinator configuration: raw [`CoordinatorSettings`] (what a user writes,
+//! signed so that out-of-range values are representable and rejected) validated
+//! once into an immutable [`CoordinatorConfig`].
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::types::{JobId, TaskId};
+
+/// One year in milliseconds: the seed caps the minimum pause here.
+pub const MIN_PAUSE_CAP_MS: u64 = 365 * 24 * 60 * 60 * 1_000;
+/// The seed's ring of recently pending checkpoint ids ("ghost" ids) that tells
+/// a late message from an unknown one.
+pub const RECENT_IDS_MAX: usize = 16;
+/// Upper bound on task ids: tasks are indexed densely at configuration time,
+/// so a bound keeps that index finite (16 Mi subtasks is far beyond any job).
+pub const TASK_ID_MAX: u32 = 1 << 24;
+/// Upper bound on the trigger request queue, whatever the user asks for.
+pub const QUEUE_CAP: u32 = 1_024;
+
+/// What the user configures. Validate with [`CoordinatorConfig::new`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct CoordinatorSettings {
+    /// The job this coordinator serves.
+    pub job: JobId,
+    /// Base interval between periodic checkpoints (> 0). Raised to the
+    /// minimum pause when smaller, as in the seed.
+    pub interval_ms: i64,
+    /// A pending checkpoint expires this long after it was created (>= 1).
+    pub timeout_ms: i64,
+    /// Minimum pause between the completion of one checkpoint and the trigger
+    /// of the next non-forced one (>= 0, capped at one year).
+    pub min_pause_ms: i64,
+    /// Most non-forced checkpoints pending at once (>= 1).
+    pub max_concurrent: i64,
+    /// Number of consecutive counted checkpoint failures tolerated before the
+    /// job is failed (>= 0).
+    pub tolerable_failures: i64,
+    /// Completed checkpoints retained; older ones are discarded (>= 1).
+    pub retained_max: i64,
+    /// Bound on queued trigger requests (>= 1, capped at [`QUEUE_CAP`]).
+    pub queue_max: i64,
+    /// Persist periodic checkpoints externally (needs `checkpoint_dir`).
+    pub externalized: bool,
+    /// Directory for externalized checkpoints.
+    pub checkpoint_dir: Option<String>,
+    /// Number of registered master hooks; with 0 the hook effect is skipped.
+    pub master_hooks: u32,
+    /// Tasks that receive the trigger message (the sources).
+    pub tasks_to_trigger: Vec<TaskId>,
+    /// Tasks whose acknowledgement completes a checkpoint.
+    pub tasks_to_wait: Vec<TaskId>,
+    /// Tasks notified when a checkpoint completes or is aborted.
+    pub tasks_to_commit: Vec<TaskId>,
+}
+
+impl CoordinatorSettings {
+    /// A small, valid default: one source task `0` triggered, every task in
+    /// `0..tasks` acknowledging and committing, interval 1 s, timeout 10 s,
+    /// no pause, one concurrent checkpoint, no tolerable failures, one retained.
+    #[must_use]
+    pub fn with_tasks(job: JobId, tasks: u32) -> Self {
+        let all: Vec<TaskId> = (0..tasks.max(1)).map(TaskId).collect();
+        CoordinatorSettings {
+            job,
+            interval_ms: 1_000,
+            timeout_ms: 10_000,
+            min_pause_ms: 0,
+            max_concurrent: 1,
+            tolerable_failures: 0,
+            retained_max: 1,
+            queue_max: 16,
+            externalized: false,
+            checkpoint_dir: None,
+            master_hooks: 0,
+            tasks_to_trigger: vec![TaskId(0)],
+            tasks_to_wait: all.clone(),
+            tasks_to_commit: all,
+        }
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+pub enum ConfigError {
+    /// `interval_ms` must be > 0.
+    #[error("checkpoint interval must be larger than zero (got {0} ms)")]
+    IntervalNotPositive(i64),
+    /// `timeout_ms` must be >= 1.
+    #[error("checkpoint timeout must be at least 1 ms (got {0} ms)")]
+    TimeoutNotPositive(i64),
+    /// `min_pause_ms` must be >= 0.
+    #[error("minimum pause between checkpoints must be >= 0 (got {0} ms)")]
+    NegativeMinPause(i64),
+    /// `max_concurrent` must be >= 1.
+    #[error("max concurrent checkpoints must be >= 1 (got {0})")]
+    MaxConcurrentNotPositive(i64),
+    /// `tolerable_failures` must be >= 0.
+    #[error("tolerable failed checkpoints must be >= 0 (got {0})")]
+    NegativeTolerableFailures(i64),
+    /// `retained_max` must be >= 1.
+    #[error("retained checkpoints must be >= 1 (got {0})")]
+    RetainedNotPositive(i64),
+    /// `queue_max` must be >= 1.
+    #[error("trigger request queue bound must be >= 1 (got {0})")]
+    QueueNotPositive(i64),
+    /// Externalized checkpoints without a directory.
+    #[error("externalized checkpoints are configured but no checkpoint directory is set")]
+    ExternalizedWithoutDirectory,
+    /// A task list that must not be empty is empty.
+    #[error("the list of {0} must not be empty")]
+    NoTasks(&'static str),
+    /// A task id appears twice in one list.
+    #[error("task {task} appears twice in {list}")]
+    DuplicateTask {
+        /// The repeated task.
+        task: TaskId,
+        /// Which list.
+        list: &'static str,
+    },
+    /// A task id beyond [`TASK_ID_MAX`].
+    #[error("task id {0} is beyond the supported maximum")]
+    TaskIdTooLarge(TaskId),
+}
+
+/// Role bits of one task slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub(crate) struct Roles {
+    pub trigger: bool,
+    pub wait: Option<u32>,
+    pub commit: bool,
+}
+
+/// A validated, immutable configuration. Build it with [`CoordinatorConfig::new`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CoordinatorConfig {
+    pub(crate) job: JobId,
+    pub(crate) interval_ms: u64,
+    pub(crate) timeout_ms: u64,
+    pub(crate) min_pause_ms: u64,
+    pub(crate) max_concurrent: usize,
+    pub(crate) tolerable_failures: u64,
+    pub(crate) retained_max: usize,
+    pub(crate) queue_max: usize,
+    pub(crate) externalized: bool,
+    pub(crate) master_hooks: u32,
+    pub(crate) trigger: Vec<TaskId>,
+    pub(crate) wait: Vec<TaskId>,
+    pub(crate) commit: Vec<TaskId>,
+    /// Indexed by task id: that task's roles; ack slot = position in `wait`.
+    pub(crate) roles: Vec<Roles>,
+    pub(crate) settings: CoordinatorSettings,
+}
+
+fn check_list(list: &[TaskId], name: &'static str) -> Result<(), ConfigError> {
+    if list.is_empty() {
+        return Err(ConfigError::NoTasks(name));
+    }
+    let mut sorted: Vec<TaskId> = list.to_vec();
+    sorted.sort_unstable();
+    for pair in sorted.windows(2) {
+        if let [a, b] = pair {
+            if a == b {
+                return Err(ConfigError::DuplicateTask { task: *a, list: name });
+            }
+        }
+    }
+    if let Some(t) = sorted.iter().find(|t| t.0 >= TASK_ID_MAX) {
+        return Err(ConfigError::TaskIdTooLarge(*t));
+    }
+    Ok(())
+}
+
+fn non_negative(v: i64, err: fn(i64) -> ConfigError) -> Result<u64, ConfigError> {
+    u64::try_from(v).map_err(|_| err(v))
+}
+
+fn positive(v: i64, err: fn(i64) -> ConfigError) -> Result<u64, ConfigError> {
+    match u64::try_from(v) {
+        Ok(0) | Err(_) => Err(err(v)),
+        Ok(x) => Ok(x),
+    }
+}
+
+fn to_usize(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
+impl CoordinatorConfig {
+    /// Validates `settings` in the seed's order: interval, timeout, pause,
+    /// concurrency, externalization; then the modern limits and task lists.
+    /// The pause is capped at one year and the interval raised to the pause.
+    pub fn new(settings: CoordinatorSettings) -> Result<Self, ConfigError> {
+        let interval = positive(settings.interval_ms, ConfigError::IntervalNotPositive)?;
+        let timeout_ms = positive(settings.timeout_ms, ConfigError::TimeoutNotPositive)?;
+        let min_pause = non_negative(settings.min_pause_ms, ConfigError::NegativeMinPause)?;
+        let max_concurrent = positive(settings.max_concurrent, ConfigError::MaxConcurrentNotPositive)?;
+        if settings.externalized && settings.checkpoint_dir.is_none() {
+            return Err(ConfigError::ExternalizedWithoutDirectory);
+        }
+        let tolerable = non_negative(
+            settings.tolerable_failures,
+            ConfigError::NegativeTolerableFailures,
+        )?;
+        let retained = positive(settings.retained_max, ConfigError::RetainedNotPositive)?;
+        let queue = positive(settings.queue_max, ConfigError::QueueNotPositive)?;
+        check_list(&settings.tasks_to_trigger, "tasks to trigger")?;
+        check_list(&settings.tasks_to_wait, "tasks to wait for")?;
+        check_list(&settings.tasks_to_commit, "tasks to commit to")?;
+
+        let min_pause_ms = min_pause.min(MIN_PAUSE_CAP_MS);
+        let interval_ms = interval.max(min_pause_ms);
+        let highest = settings
+            .tasks_to_trigger
+            .iter()
+            .chain(&settings.tasks_to_wait)
+            .chain(&settings.tasks_to_commit)
+            .map(|t| t.0)
+            .max()
+            .unwrap_or(0);
+        let mut roles = vec![Roles::default(); highest as usize + 1];
+        for t in &settings.tasks_to_trigger {
+            if let Some(r) = roles.get_mut(t.0 as usize) {
+                r.trigger = true;
+            }
+        }
+        for (slot, t) in settings.tasks_to_wait.iter().enumerate() {
+            if let Some(r) = roles.get_mut(t.0 as usize) {
+                r.wait = u32::try_from(slot).ok();
+            }
+        }
+        for t in &settings.tasks_to_commit {
+            if let Some(r) = roles.get_mut(t.0 as usize) {
+                r.commit = true;
+            }
+        }
+        Ok(CoordinatorConfig {
+            job: settings.job,
+            interval_ms,
+            timeout_ms,
+            min_pause_ms,
+            max_concurrent: to_usize(max_concurrent),
+            tolerable_failures: tolerable,
+            retained_max: to_usize(retained),
+            queue_max: to_usize(queue.min(u64::from(QUEUE_CAP))),
+            externalized: settings.externalized,
+            master_hooks: settings.master_hooks,
+            trigger: settings.tasks_to_trigger.clone(),
+            wait: settings.tasks_to_wait.clone(),
+            commit: settings.tasks_to_commit.clone(),
+            roles,
+            settings,
+        })
+    }
+
+    /// The job id.
+    pub fn job(&self) -> JobId {
+        self.job
+    }
+    /// Effective periodic interval (raised to the minimum pause).
+    pub fn interval_ms(&self) -> u64 {
+        self.interval_ms
+    }
+    /// Checkpoint timeout.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms
+    }
+    /// Effective minimum pause (capped at one year).
+    pub fn min_pause_ms(&self) -> u64 {
+        self.min_pause_ms
+    }
+    /// Most non-forced pending checkpoints.
+    pub fn max_concurrent(&self) -> usize {
+        self.max_concurrent
+    }
+    /// Tolerated consecutive counted failures.
+    pub fn tolerable_failures(&self) -> u64 {
+        self.tolerable_failures
+    }
+    /// Retained completed checkpoints.
+    pub fn retained_max(&self) -> usize {
+        self.retained_max
+    }
+    /// Trigger request queue bound.
+    pub fn queue_max(&self) -> usize {
+        self.queue_max
+    }
+    /// Whether periodic checkpoints are externalized.
+    pub fn externalized(&self) -> bool {
+        self.externalized
+    }
+    /// Tasks receiving trigger messages.
+    pub fn tasks_to_trigger(&self) -> &[TaskId] {
+        &self.trigger
+    }
+    /// Tasks whose acks complete a checkpoint (ack slot = index here).
+    pub fn tasks_to_wait(&self) -> &[TaskId] {
+        &self.wait
+    }
+    /// Tasks notified of completion / abortion.
+    pub fn tasks_to_commit(&self) -> &[TaskId] {
+        &self.commit
+    }
+    /// Number of task slots (highest task id + 1).
+    pub fn task_slots(&self) -> usize {
+        self.roles.len()
+    }
+    /// The settings this config was validated from.
+    pub fn settings(&self) -> &CoordinatorSettings {
+        &self.settings
+    }
+    /// The ack slot of `task`, if it is a task to wait for.
+    pub fn wait_slot(&self, task: TaskId) -> Option<usize> {
+        self.roles
+            .get(task.0 as usize)
+            .and_then(|r| r.wait)
+            .map(|s| s as usize)
+    }
+    pub(crate) fn is_known(&self, task: TaskId) -> bool {
+        self.roles
+            .get(task.0 as usize)
+            .is_some_and(|r| r.trigger || r.wait.is_some() || r.commit)
+    }
+}

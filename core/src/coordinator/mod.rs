@@ -1,0 +1,691 @@
+//! The JobManager-side checkpoint coordinator as a pure reducer.
+//!
+//! `reduce(&state, now, event) -> Transition { state, effects, outcome, clock }`
+//! re-expresses the behaviour of Flink's `CheckpointCoordinator` (the seed
+//! `000_581ecda2d70f6dc2.txt`) plus the modern additions listed in the crate
+//! docs. [`CoordinatorState::apply`] is the in-place form; both share one code
+//! path.
+//!
+//! # Driving contract
+//!
+//! The host owns threads, RPC, timers and storage. For every event it calls the
+//! reducer once (serialised: one event at a time, e.g. under one lock) and then
+//! carries out the returned effects **in order**:
+//!
+//! | effect | what the host does | what comes back |
+//! |---|---|---|
+//! | [`CoordinatorEffect::ScheduleTimer`] | (re-)arm that timer for `at`, replacing an armed one with the same key | [`CoordinatorEvent::TimerFired`] |
+//! | [`CoordinatorEffect::CancelTimer`] | disarm it (a firing that races the cancel is harmless: it is ignored) | nothing |
+//! | [`CoordinatorEffect::AllocateCheckpointId`] | take the next id from the (HA) counter | [`CoordinatorEvent::CheckpointIdAllocated`] |
+//! | [`CoordinatorEffect::TriggerMasterHooks`] | run the master hooks | [`CoordinatorEvent::MasterHooksDone`] |
+//! | [`CoordinatorEffect::TriggerTask`] | send the trigger RPC to that attempt | acks / declines |
+//! | [`CoordinatorEffect::FinalizeCheckpoint`] | write the metadata | [`CoordinatorEvent::FinalizeDone`] |
+//! | [`CoordinatorEffect::StoreCheckpoint`] | add it to the completed-checkpoint store | [`CoordinatorEvent::StoreDone`] |
+//! | [`CoordinatorEffect::DiscardState`] | delete that state handle (asynchronously is fine) | nothing |
+//! | [`CoordinatorEffect::NotifyComplete`] / [`CoordinatorEffect::NotifyAborted`] | send the RPC to that attempt | nothing |
+//! | [`CoordinatorEffect::CheckpointCompleted`] / [`CoordinatorEffect::CheckpointAborted`] / [`CoordinatorEffect::RequestFailed`] | complete the user's future / stats | nothing |
+//! | [`CoordinatorEffect::FailJob`] | fail the job (tolerable failures exceeded) | usually [`CoordinatorEvent::TaskFailed`]s, a restore |
+//! | [`CoordinatorEffect::ResetIdCounter`] / [`CoordinatorEffect::RestoreState`] | reset the counter; assign the checkpoint's state to tasks | nothing |
+//! | [`CoordinatorEffect::ShutdownServices`] | shut the store and the id counter down | nothing |
+//!
+//! State handles carried by acknowledgements are owned by the coordinator from
+//! the moment an ack is `Applied` or answered with a discard; an ack that is
+//! `Ignored` without a `DiscardState` (after shutdown) or `Rejected` leaves the
+//! handle with the host.
+
+mod config;
+mod reduce;
+mod state;
+
+pub use config::*;
+pub use reduce::reduce;
+pub use state::*;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::types::{
+    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
+};
+
+/// A coordinator timer. The timer table holds at most one deadline per key;
+/// scheduling an armed key replaces its deadline. The derived order (periodic
+/// first, then timeouts by id) is the order a host should fire timers that are
+/// due at the same instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Timer {
+    /// The periodic trigger.
+    Periodic,
+    /// The expiry of one pending checkpoint.
+    Timeout(CheckpointId),
+}
+
+/// A host-visible handle for one trigger request, assigned by the coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct RequestId(pub u64);
+
+/// What was asked for.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum TriggerKind {
+    /// A checkpoint from the periodic timer (never forced).
+    Periodic,
+    /// A checkpoint requested by the user; `forced` skips the concurrency and
+    /// minimum-pause checks.
+    Checkpoint {
+        /// Skip the concurrency and pause checks.
+        forced: bool,
+    },
+    /// A savepoint into `target`: always forced, never subsumed.
+    Savepoint {
+        /// Target directory.
+        target: String,
+    },
+}
+
+impl TriggerKind {
+    /// Forced requests skip the concurrency and minimum-pause checks.
+    #[must_use]
+    pub fn is_forced(&self) -> bool {
+        match self {
+            TriggerKind::Periodic => false,
+            TriggerKind::Checkpoint { forced } => *forced,
+            TriggerKind::Savepoint { .. } => true,
+        }
+    }
+    /// Queue priority: savepoint > forced > the rest.
+    #[must_use]
+    pub fn priority(&self) -> u8 {
+        match self {
+            TriggerKind::Savepoint { .. } => 2,
+            TriggerKind::Checkpoint { forced: true } => 1,
+            TriggerKind::Checkpoint { forced: false } | TriggerKind::Periodic => 0,
+        }
+    }
+    /// Whether this is a savepoint.
+    #[must_use]
+    pub fn is_savepoint(&self) -> bool {
+        matches!(self, TriggerKind::Savepoint { .. })
+    }
+}
+
+/// The options a trigger message carries to a task.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum CheckpointOptions {
+    /// A full checkpoint (externalized or not).
+    FullCheckpoint,
+    /// A savepoint written to `target`.
+    Savepoint {
+        /// Target directory.
+        target: String,
+    },
+}
+
+/// Job status passed to shutdown (the store decides what to keep from it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum JobStatus {
+    /// Finished successfully.
+    Finished,
+    /// Cancelled by the user.
+    Canceled,
+    /// Failed terminally.
+    Failed,
+    /// Suspended (e.g. lost leadership): retained state must be kept.
+    Suspended,
+}
+
+/// Where a restore comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum RestoreSource {
+    /// The latest completed checkpoint; with `error_if_none`, having none is
+    /// an error rather than a no-op.
+    Latest {
+        /// Whether an empty history is an error.
+        error_if_none: bool,
+    },
+    /// A savepoint the host loaded: its id and the state handles it holds.
+    Savepoint {
+        /// The savepoint's checkpoint id.
+        checkpoint: CheckpointId,
+        /// Its state.
+        handles: Vec<StateHandle>,
+    },
+}
+
+/// Everything that can happen to a coordinator.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum CoordinatorEvent {
+    /// Start periodic scheduling (restarts it when already on).
+    StartScheduler,
+    /// Stop periodic scheduling: aborts every pending checkpoint and clears
+    /// the queued and in-flight requests.
+    StopScheduler,
+    /// A user (or the host) asks for a checkpoint or savepoint.
+    Trigger {
+        /// What is asked for.
+        kind: TriggerKind,
+    },
+    /// A timer the coordinator scheduled fired.
+    TimerFired {
+        /// Which one.
+        timer: Timer,
+    },
+    /// The answer to [`CoordinatorEffect::AllocateCheckpointId`].
+    CheckpointIdAllocated {
+        /// The request it was allocated for.
+        request: RequestId,
+        /// The id, or why the counter failed.
+        result: Result<CheckpointId, IoFailure>,
+    },
+    /// The answer to [`CoordinatorEffect::TriggerMasterHooks`].
+    MasterHooksDone {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Success or the hook failure.
+        result: Result<(), IoFailure>,
+    },
+    /// A task acknowledged a checkpoint with its state (if it has any).
+    Acknowledge {
+        /// The job the message claims to belong to.
+        job: JobId,
+        /// The task.
+        task: TaskId,
+        /// Its execution attempt.
+        attempt: AttemptNo,
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The state written for it.
+        state: Option<StateHandle>,
+    },
+    /// A task declined a checkpoint.
+    Decline {
+        /// The job the message claims to belong to.
+        job: JobId,
+        /// The task.
+        task: TaskId,
+        /// Its execution attempt.
+        attempt: AttemptNo,
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Why.
+        reason: DeclineReason,
+    },
+    /// The answer to [`CoordinatorEffect::FinalizeCheckpoint`].
+    FinalizeDone {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Success or the failure.
+        result: Result<(), IoFailure>,
+    },
+    /// The answer to [`CoordinatorEffect::StoreCheckpoint`].
+    StoreDone {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Success or the failure.
+        result: Result<(), IoFailure>,
+    },
+    /// A task attempt is (now) running.
+    TaskRunning {
+        /// The task.
+        task: TaskId,
+        /// Its attempt (not older than the one known).
+        attempt: AttemptNo,
+    },
+    /// A task attempt failed: every pending checkpoint it has not acknowledged
+    /// is aborted.
+    TaskFailed {
+        /// The task.
+        task: TaskId,
+        /// The attempt that failed.
+        attempt: AttemptNo,
+    },
+    /// Restore state (latest checkpoint, or a savepoint).
+    Restore {
+        /// From where.
+        source: RestoreSource,
+    },
+    /// Shut down for good: aborts everything; afterwards every event is
+    /// ignored and nothing is emitted.
+    Shutdown {
+        /// The job's final status.
+        status: JobStatus,
+    },
+}
+
+/// Why a pending checkpoint (or a request) ended without completing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum AbortReason {
+    /// It timed out.
+    Expired,
+    /// A task declined it.
+    Declined(DeclineReason),
+    /// A newer checkpoint completed first.
+    Subsumed,
+    /// A task it was waiting for failed.
+    TaskFailed,
+    /// The master hooks failed.
+    MasterHooksFailed,
+    /// Writing the metadata failed.
+    FinalizeFailed,
+    /// Adding it to the completed store failed.
+    StoreFailed,
+    /// The checkpoint id counter failed.
+    IdAllocationFailed,
+    /// Periodic scheduling was stopped.
+    SchedulerStopped,
+    /// The coordinator shut down.
+    Shutdown,
+    /// A pre-check failed when a queued or in-flight request was resumed.
+    Rejected(TriggerRejection),
+}
+
+impl AbortReason {
+    /// Whether this failure counts towards the tolerable-failure limit.
+    #[must_use]
+    pub fn counts_as_failure(self) -> bool {
+        match self {
+            AbortReason::Expired
+            | AbortReason::MasterHooksFailed
+            | AbortReason::FinalizeFailed
+            | AbortReason::StoreFailed
+            | AbortReason::IdAllocationFailed => true,
+            AbortReason::Declined(reason) => reason.counts_as_failure(),
+            AbortReason::Subsumed
+            | AbortReason::TaskFailed
+            | AbortReason::SchedulerStopped
+            | AbortReason::Shutdown
+            | AbortReason::Rejected(_) => false,
+        }
+    }
+}
+
+/// Why a trigger request was turned down (the seed's `CheckpointDeclineReason`
+/// for trigger results).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum TriggerRejection {
+    /// A periodic trigger while periodic scheduling is off.
+    PeriodicSchedulerShutdown,
+    /// A non-forced request is already queued or in flight.
+    AlreadyQueued,
+    /// The minimum pause since the last completion has not passed; the
+    /// periodic timer was moved to the earliest allowed time.
+    MinimumTimeBetweenCheckpoints,
+    /// A task to trigger is not running, or a task to wait for has no attempt.
+    NotAllRequiredTasksRunning,
+    /// The request queue is full.
+    QueueFull,
+}
+
+/// Why a request waits in the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum QueueReason {
+    /// `max_concurrent` non-forced checkpoints are pending (the seed's
+    /// `TOO_MANY_CONCURRENT_CHECKPOINTS`: the periodic timer is cancelled).
+    TooManyConcurrent,
+    /// Another request is allocating its id (the seed's trigger lock).
+    TriggerInProgress,
+}
+
+/// Why the job must fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FailJobReason {
+    /// More consecutive counted checkpoint failures than tolerated.
+    TolerableFailuresExceeded {
+        /// Failures counted so far.
+        failures: u64,
+    },
+}
+
+/// What the host must do. See the module docs for the contract.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CoordinatorEffect {
+    /// Arm (or re-arm) a timer.
+    ScheduleTimer {
+        /// Which.
+        timer: Timer,
+        /// When.
+        at: Millis,
+    },
+    /// Disarm a timer.
+    CancelTimer {
+        /// Which.
+        timer: Timer,
+    },
+    /// Allocate a checkpoint id for a request.
+    AllocateCheckpointId {
+        /// The request.
+        request: RequestId,
+    },
+    /// Run the master hooks for a checkpoint.
+    TriggerMasterHooks {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Its timestamp.
+        timestamp: Millis,
+    },
+    /// Send the trigger message to a task attempt.
+    TriggerTask {
+        /// The task.
+        task: TaskId,
+        /// Its attempt.
+        attempt: AttemptNo,
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Its timestamp.
+        timestamp: Millis,
+        /// Full checkpoint or savepoint.
+        options: CheckpointOptions,
+    },
+    /// Write the metadata of a fully acknowledged checkpoint.
+    FinalizeCheckpoint {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Whether it goes to an external location.
+        externalized: bool,
+        /// The state it holds, in ack-slot order.
+        handles: Vec<StateHandle>,
+    },
+    /// Add a finalized checkpoint to the completed store.
+    StoreCheckpoint {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Delete a state handle nobody owns any more. Emitted exactly once per
+    /// handle the coordinator took ownership of.
+    DiscardState {
+        /// The checkpoint it was written for.
+        checkpoint: CheckpointId,
+        /// The handle.
+        handle: StateHandle,
+    },
+    /// Tell a task attempt the checkpoint completed (commit).
+    NotifyComplete {
+        /// The task.
+        task: TaskId,
+        /// Its current attempt.
+        attempt: AttemptNo,
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Its timestamp.
+        timestamp: Millis,
+    },
+    /// Tell a task attempt the checkpoint was aborted.
+    NotifyAborted {
+        /// The task.
+        task: TaskId,
+        /// Its current attempt.
+        attempt: AttemptNo,
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The latest completed checkpoint, if any.
+        latest_completed: Option<CheckpointId>,
+    },
+    /// Informational: a checkpoint completed (complete the user's future).
+    CheckpointCompleted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The request it came from.
+        request: RequestId,
+        /// Whether it is a savepoint.
+        savepoint: bool,
+    },
+    /// Informational: a pending checkpoint was aborted.
+    CheckpointAborted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The request it came from.
+        request: RequestId,
+        /// Why.
+        reason: AbortReason,
+    },
+    /// Informational: a queued or in-flight request ended without a
+    /// checkpoint (fail the user's future).
+    RequestFailed {
+        /// The request.
+        request: RequestId,
+        /// Why.
+        reason: AbortReason,
+    },
+    /// Fail the job.
+    FailJob {
+        /// Why.
+        reason: FailJobReason,
+    },
+    /// Reset the id counter so the next id is `next`.
+    ResetIdCounter {
+        /// The next id to hand out.
+        next: CheckpointId,
+    },
+    /// Assign a completed checkpoint's state to the tasks.
+    RestoreState {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Its state.
+        handles: Vec<StateHandle>,
+    },
+    /// Shut down the completed store and the id counter.
+    ShutdownServices {
+        /// The job's final status.
+        status: JobStatus,
+    },
+}
+
+/// What an applied event did.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Applied {
+    /// Periodic scheduling started.
+    SchedulerStarted,
+    /// Periodic scheduling stopped; that many pending checkpoints aborted.
+    SchedulerStopped {
+        /// Pending checkpoints aborted.
+        aborted: usize,
+    },
+    /// The request is allocating its checkpoint id.
+    AllocatingId {
+        /// The request.
+        request: RequestId,
+    },
+    /// The request waits in the queue.
+    Queued {
+        /// The request.
+        request: RequestId,
+        /// Why it waits.
+        reason: QueueReason,
+    },
+    /// The request was turned down (effects may move the periodic timer).
+    TriggerRejected {
+        /// The request.
+        request: RequestId,
+        /// Why.
+        reason: TriggerRejection,
+    },
+    /// The periodic timer fired; what became of its request is inside.
+    PeriodicFired(Box<Applied>),
+    /// A pending checkpoint was created (trigger messages or hooks emitted).
+    CheckpointTriggered {
+        /// The request.
+        request: RequestId,
+        /// The new checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The request ended without a checkpoint (id allocation failed, or a
+    /// re-check after the allocation failed).
+    RequestEnded {
+        /// The request.
+        request: RequestId,
+        /// Why.
+        reason: AbortReason,
+    },
+    /// Master hooks finished; trigger messages emitted.
+    HooksDone {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// An ack was recorded (the seed's `SUCCESS`).
+    Acknowledged {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Acks still missing.
+        remaining: usize,
+    },
+    /// Finalization moved on to storing.
+    Finalized {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// A checkpoint completed.
+    Completed {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// A pending checkpoint was aborted.
+    Aborted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Why.
+        reason: AbortReason,
+    },
+    /// A task's status changed; that many pending checkpoints were aborted.
+    TaskUpdated {
+        /// Pending checkpoints aborted because of it.
+        aborted: usize,
+    },
+    /// Restore effects emitted; `None` when there was nothing to restore.
+    Restored {
+        /// The checkpoint restored.
+        checkpoint: Option<CheckpointId>,
+    },
+    /// The coordinator shut down.
+    ShutDown,
+}
+
+/// Why an event changed nothing (except possibly emitting the discard of a
+/// state handle the coordinator cannot keep).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Ignored {
+    /// The coordinator is shut down.
+    Shutdown,
+    /// No such checkpoint, and not among the recent ones (state discarded).
+    UnknownCheckpoint,
+    /// The checkpoint was pending recently and is gone (state discarded
+    /// unless it is retained by a completed checkpoint). The seed's "late
+    /// message for now expired checkpoint".
+    LateMessage,
+    /// The task already acknowledged this checkpoint (the seed's `DUPLICATE`).
+    DuplicateAck,
+    /// The task (or attempt) is not one this checkpoint waits for (the seed's
+    /// `UNKNOWN`; state discarded).
+    UnknownTask,
+    /// The checkpoint is fully acknowledged and completing (the seed's
+    /// `DISCARDED`; state discarded).
+    CheckpointDiscarded,
+    /// The message is from an older attempt of the task.
+    StaleAttempt,
+    /// The timer is not armed (cancelled, or its checkpoint is gone).
+    TimerNotArmed,
+    /// The timer fired before its deadline (a stale firing of a re-armed timer).
+    TimerNotDue,
+    /// The answer is for a request that is no longer in flight.
+    UnknownRequest,
+    /// The answer arrived for a checkpoint not waiting for it.
+    NotAwaited,
+    /// Nothing to restore and no error was asked for.
+    NothingToRestore,
+}
+
+/// Host misuse: the event is refused and the state is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Error, Serialize, Deserialize)]
+pub enum CoordinatorError {
+    /// A message for another job.
+    #[error("message for job {got} but this coordinator serves job {expected}")]
+    WrongJob {
+        /// This coordinator's job.
+        expected: JobId,
+        /// The job named in the message.
+        got: JobId,
+    },
+    /// The id counter handed out an id not above every id seen.
+    #[error("checkpoint id {got} is not above the last id {last}")]
+    NonIncreasingId {
+        /// What the counter answered.
+        got: CheckpointId,
+        /// The highest id seen before.
+        last: CheckpointId,
+    },
+    /// An id at `u64::MAX` leaves no successor.
+    #[error("checkpoint id {0} leaves no successor (overflow)")]
+    IdOverflow(CheckpointId),
+    /// A task id not in the configuration.
+    #[error("task {0} is not part of this job")]
+    UnknownTask(TaskId),
+    /// Restore of the latest checkpoint with none available.
+    #[error("no completed checkpoint available to restore")]
+    NoCheckpointToRestore,
+    /// A savepoint restore while checkpoints are pending or in flight, or
+    /// with an id not above the ids already used.
+    #[error("cannot restore savepoint {0}: checkpoints are active or newer ids were used")]
+    SavepointRestoreConflict(CheckpointId),
+}
+
+/// The result of one event.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The event did something; the effects say what the host must do.
+    Applied(Applied),
+    /// The event was stale, late, duplicate or unknown.
+    Ignored(Ignored),
+    /// Host misuse; state unchanged, no effects.
+    Rejected(CoordinatorError),
+}
+
+impl Outcome {
+    /// Whether the event was applied.
+    #[must_use]
+    pub fn is_applied(&self) -> bool {
+        matches!(self, Outcome::Applied(_))
+    }
+}
+
+/// What happened to the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum Clock {
+    /// `now` was not before the last time seen.
+    #[default]
+    Monotonic,
+    /// `now` went backwards; the last time seen was used instead.
+    Clamped {
+        /// What the host passed.
+        given: Millis,
+        /// What the reducer used.
+        used: Millis,
+    },
+}
+
+/// The in-place result of one event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Effects, in the order the host must carry them out.
+    pub effects: Vec<CoordinatorEffect>,
+    /// What the event did.
+    pub outcome: Outcome,
+    /// Whether time was clamped.
+    pub clock: Clock,
+}
+
+/// The pure result of one event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transition {
+    /// The new state.
+    pub state: CoordinatorState,
+    /// Effects, in the order the host must carry them out.
+    pub effects: Vec<CoordinatorEffect>,
+    /// What the event did.
+    pub outcome: Outcome,
+    /// Whether time was clamped.
+    pub clock: Clock,
+}

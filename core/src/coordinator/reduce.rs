@@ -1,0 +1,1005 @@
+//! The coordinator reducer. One code path serves the pure [`reduce`] and the
+//! in-place [`CoordinatorState::apply`].
+//!
+//! Discipline: every handler decides `Ignored` / `Rejected` before it mutates
+//! anything, so a refused event leaves the state as it was (only the clock
+//! moves forward).
+
+use super::state::{AckSlot, Completed, CoordinatorState, Pending, PendingPhase, Request};
+use super::{
+    AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect as E, CoordinatorError,
+    CoordinatorEvent, FailJobReason, Ignored, JobStatus, Outcome, QueueReason, RequestId,
+    RestoreSource, Step, Timer, Transition, TriggerKind, TriggerRejection,
+};
+use super::config::RECENT_IDS_MAX;
+use crate::types::{AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId};
+
+/// The pure entry point: `(state, now, event) -> (state', effects, outcome)`.
+#[must_use]
+pub fn reduce(state: &CoordinatorState, now: Millis, event: CoordinatorEvent) -> Transition {
+    let mut next = state.clone();
+    let step = next.apply(now, event);
+    Transition {
+        state: next,
+        effects: step.effects,
+        outcome: step.outcome,
+        clock: step.clock,
+    }
+}
+
+type Fx = Vec<E>;
+
+impl CoordinatorState {
+    /// The in-place entry point (same code as [`reduce`]).
+    pub fn apply(&mut self, now: Millis, event: CoordinatorEvent) -> Step {
+        let clock = if now < self.now {
+            Clock::Clamped {
+                given: now,
+                used: self.now,
+            }
+        } else {
+            self.now = now;
+            Clock::Monotonic
+        };
+        let mut fx = Vec::new();
+        let outcome = if self.shutdown {
+            Outcome::Ignored(Ignored::Shutdown)
+        } else {
+            self.dispatch(event, &mut fx)
+        };
+        Step {
+            effects: fx,
+            outcome,
+            clock,
+        }
+    }
+
+    fn dispatch(&mut self, event: CoordinatorEvent, fx: &mut Fx) -> Outcome {
+        match event {
+            CoordinatorEvent::StartScheduler => self.on_start_scheduler(fx),
+            CoordinatorEvent::StopScheduler => self.on_stop_scheduler(fx),
+            CoordinatorEvent::Trigger { kind } => {
+                let request = self.new_request(kind);
+                Outcome::Applied(self.on_request(request, true, fx))
+            }
+            CoordinatorEvent::TimerFired { timer } => self.on_timer(timer, fx),
+            CoordinatorEvent::CheckpointIdAllocated { request, result } => {
+                self.on_id_allocated(request, result, fx)
+            }
+            CoordinatorEvent::MasterHooksDone { checkpoint, result } => {
+                self.on_hooks_done(checkpoint, result, fx)
+            }
+            CoordinatorEvent::Acknowledge {
+                job,
+                task,
+                attempt,
+                checkpoint,
+                state,
+            } => self.on_ack(job, task, attempt, checkpoint, state, fx),
+            CoordinatorEvent::Decline {
+                job,
+                task,
+                attempt,
+                checkpoint,
+                reason,
+            } => self.on_decline(job, task, attempt, checkpoint, reason, fx),
+            CoordinatorEvent::FinalizeDone { checkpoint, result } => {
+                self.on_finalize_done(checkpoint, result, fx)
+            }
+            CoordinatorEvent::StoreDone { checkpoint, result } => {
+                self.on_store_done(checkpoint, result, fx)
+            }
+            CoordinatorEvent::TaskRunning { task, attempt } => self.on_task_running(task, attempt),
+            CoordinatorEvent::TaskFailed { task, attempt } => self.on_task_failed(task, attempt, fx),
+            CoordinatorEvent::Restore { source } => self.on_restore(source, fx),
+            CoordinatorEvent::Shutdown { status } => self.on_shutdown(status, fx),
+        }
+    }
+
+    // ----- scheduling -------------------------------------------------------
+
+    fn arm(&mut self, timer: Timer, at: Millis, fx: &mut Fx) {
+        self.timers.insert(timer, at);
+        fx.push(E::ScheduleTimer { timer, at });
+    }
+
+    fn disarm(&mut self, timer: Timer, fx: &mut Fx) {
+        if self.timers.remove(&timer).is_some() {
+            fx.push(E::CancelTimer { timer });
+        }
+    }
+
+    fn on_start_scheduler(&mut self, fx: &mut Fx) -> Outcome {
+        // The seed stops first (aborting pending checkpoints), then starts.
+        self.stop_scheduler(fx);
+        self.periodic = true;
+        let at = self.now.saturating_add(self.config.interval_ms);
+        self.arm(Timer::Periodic, at, fx);
+        Outcome::Applied(Applied::SchedulerStarted)
+    }
+
+    fn on_stop_scheduler(&mut self, fx: &mut Fx) -> Outcome {
+        let aborted = self.stop_scheduler(fx);
+        Outcome::Applied(Applied::SchedulerStopped { aborted })
+    }
+
+    /// The seed's `stopCheckpointScheduler`: clear the queue (and the request
+    /// allocating its id), stop periodic triggering, abort every pending
+    /// checkpoint, reset the consecutive trigger failure count.
+    fn stop_scheduler(&mut self, fx: &mut Fx) -> usize {
+        self.drop_requests(AbortReason::SchedulerStopped, fx);
+        self.periodic = false;
+        self.disarm(Timer::Periodic, fx);
+        let ids: Vec<CheckpointId> = self.pending.keys().copied().collect();
+        for id in &ids {
+            self.abort(*id, AbortReason::SchedulerStopped, fx);
+        }
+        self.consecutive_trigger_failures = 0;
+        ids.len()
+    }
+
+    fn drop_requests(&mut self, reason: AbortReason, fx: &mut Fx) {
+        if let Some(r) = self.in_flight.take() {
+            fx.push(E::RequestFailed {
+                request: r.id,
+                reason,
+            });
+        }
+        for r in std::mem::take(&mut self.queue) {
+            fx.push(E::RequestFailed {
+                request: r.id,
+                reason,
+            });
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer, fx: &mut Fx) -> Outcome {
+        let Some(deadline) = self.timers.get(&timer).copied() else {
+            return Outcome::Ignored(Ignored::TimerNotArmed);
+        };
+        if self.now < deadline {
+            return Outcome::Ignored(Ignored::TimerNotDue);
+        }
+        self.timers.remove(&timer);
+        match timer {
+            Timer::Periodic => {
+                // Fixed rate: the next firing is one interval after this
+                // deadline, or after now when the host fired late.
+                let interval = self.config.interval_ms;
+                let next = deadline.saturating_add(interval);
+                let at = if next <= self.now {
+                    self.now.saturating_add(interval)
+                } else {
+                    next
+                };
+                self.arm(Timer::Periodic, at, fx);
+                let request = self.new_request(TriggerKind::Periodic);
+                let applied = self.on_request(request, true, fx);
+                Outcome::Applied(Applied::PeriodicFired(Box::new(applied)))
+            }
+            Timer::Timeout(id) => {
+                // Structural: the timeout key is removed with its checkpoint,
+                // so an armed timeout always has a pending checkpoint.
+                if self.pending.contains_key(&id) {
+                    self.abort(id, AbortReason::Expired, fx);
+                    self.resume_queued(fx);
+                    Outcome::Applied(Applied::Aborted {
+                        checkpoint: id,
+                        reason: AbortReason::Expired,
+                    })
+                } else {
+                    Outcome::Ignored(Ignored::TimerNotArmed)
+                }
+            }
+        }
+    }
+
+    // ----- triggering -------------------------------------------------------
+
+    fn new_request(&mut self, kind: TriggerKind) -> Request {
+        let id = RequestId(self.next_request);
+        self.next_request = self.next_request.saturating_add(1);
+        Request {
+            id,
+            kind,
+            requested_at: self.now,
+        }
+    }
+
+    fn non_forced_outstanding(&self) -> bool {
+        self.queue.iter().any(|r| !r.kind.is_forced())
+            || self.in_flight.as_ref().is_some_and(|r| !r.kind.is_forced())
+    }
+
+    fn enqueue(&mut self, request: Request) -> bool {
+        if self.queue.len() >= self.config.queue_max {
+            return false;
+        }
+        let prio = request.kind.priority();
+        let at = self
+            .queue
+            .iter()
+            .position(|r| r.kind.priority() < prio)
+            .unwrap_or(self.queue.len());
+        self.queue.insert(at, request);
+        true
+    }
+
+    fn tasks_ready(&self) -> bool {
+        let running = |t: &TaskId| self.tasks.get(t.0 as usize).is_some_and(|s| s.running);
+        self.config.trigger.iter().all(running) && self.config.wait.iter().all(running)
+    }
+
+    /// Earliest time the minimum pause allows a non-forced trigger, when that
+    /// is still in the future.
+    fn pause_until(&self) -> Option<Millis> {
+        let last = self.last_completion?;
+        let earliest = last.saturating_add(self.config.min_pause_ms);
+        (earliest > self.now).then_some(earliest)
+    }
+
+    /// The seed's pre-checks, in its order. `fresh` is false for a request
+    /// resumed from the queue (it is the queued one, so "already queued" does
+    /// not apply to it).
+    fn on_request(&mut self, request: Request, fresh: bool, fx: &mut Fx) -> Applied {
+        let id = request.id;
+        let reject = |reason| Applied::TriggerRejected {
+            request: id,
+            reason,
+        };
+        if matches!(request.kind, TriggerKind::Periodic) && !self.periodic {
+            return reject(TriggerRejection::PeriodicSchedulerShutdown);
+        }
+        if !request.kind.is_forced() {
+            if fresh && self.non_forced_outstanding() {
+                return reject(TriggerRejection::AlreadyQueued);
+            }
+            if self.pending.len() >= self.config.max_concurrent {
+                return self.queue_too_many(request, fx);
+            }
+            if let Some(at) = self.pause_until() {
+                if self.periodic {
+                    self.arm(Timer::Periodic, at, fx);
+                }
+                return reject(TriggerRejection::MinimumTimeBetweenCheckpoints);
+            }
+        }
+        if self.in_flight.is_some() {
+            return if self.enqueue(request) {
+                Applied::Queued {
+                    request: id,
+                    reason: QueueReason::TriggerInProgress,
+                }
+            } else {
+                reject(TriggerRejection::QueueFull)
+            };
+        }
+        if !self.tasks_ready() {
+            return reject(TriggerRejection::NotAllRequiredTasksRunning);
+        }
+        fx.push(E::AllocateCheckpointId { request: id });
+        self.in_flight = Some(request);
+        Applied::AllocatingId { request: id }
+    }
+
+    /// Too many concurrent checkpoints: queue the request and cancel the
+    /// periodic timer (it is re-armed when the request resumes).
+    fn queue_too_many(&mut self, request: Request, fx: &mut Fx) -> Applied {
+        let id = request.id;
+        if !self.enqueue(request) {
+            return Applied::TriggerRejected {
+                request: id,
+                reason: TriggerRejection::QueueFull,
+            };
+        }
+        self.disarm(Timer::Periodic, fx);
+        Applied::Queued {
+            request: id,
+            reason: QueueReason::TooManyConcurrent,
+        }
+    }
+
+    /// The seed's `triggerQueuedRequests`, generalised to the priority queue:
+    /// start the best queued request that may start now. A resumed periodic
+    /// request re-arms the periodic timer one interval later (the seed's
+    /// `scheduleAtFixedRate(0, interval)`).
+    fn resume_queued(&mut self, fx: &mut Fx) {
+        // Each round removes one request, so this ends within the bound.
+        while self.in_flight.is_none() {
+            let slot_free = self.pending.len() < self.config.max_concurrent;
+            let Some(pos) = self
+                .queue
+                .iter()
+                .position(|r| r.kind.is_forced() || slot_free)
+            else {
+                return;
+            };
+            let request = self.queue.remove(pos);
+            if matches!(request.kind, TriggerKind::Periodic) && self.periodic {
+                let at = self.now.saturating_add(self.config.interval_ms);
+                self.arm(Timer::Periodic, at, fx);
+            }
+            let id = request.id;
+            match self.on_request(request, false, fx) {
+                Applied::TriggerRejected { reason, .. } => fx.push(E::RequestFailed {
+                    request: id,
+                    reason: AbortReason::Rejected(reason),
+                }),
+                Applied::Queued { .. } => return,
+                Applied::AllocatingId { .. }
+                | Applied::SchedulerStarted
+                | Applied::SchedulerStopped { .. }
+                | Applied::PeriodicFired(_)
+                | Applied::CheckpointTriggered { .. }
+                | Applied::RequestEnded { .. }
+                | Applied::HooksDone { .. }
+                | Applied::Acknowledged { .. }
+                | Applied::Finalized { .. }
+                | Applied::Completed { .. }
+                | Applied::Aborted { .. }
+                | Applied::TaskUpdated { .. }
+                | Applied::Restored { .. }
+                | Applied::ShutDown => {}
+            }
+        }
+    }
+
+    fn on_id_allocated(
+        &mut self,
+        request: RequestId,
+        result: Result<CheckpointId, IoFailure>,
+        fx: &mut Fx,
+    ) -> Outcome {
+        if self.in_flight.as_ref().map(|r| r.id) != Some(request) {
+            return Outcome::Ignored(Ignored::UnknownRequest);
+        }
+        let id = match result {
+            Ok(id) => id,
+            Err(_) => {
+                self.in_flight = None;
+                self.consecutive_trigger_failures = self.consecutive_trigger_failures.saturating_add(1);
+                let reason = AbortReason::IdAllocationFailed;
+                fx.push(E::RequestFailed { request, reason });
+                self.count_failure(None, reason, false, fx);
+                self.resume_queued(fx);
+                return Outcome::Applied(Applied::RequestEnded { request, reason });
+            }
+        };
+        if let Some(last) = self.last_id {
+            if id <= last {
+                return Outcome::Rejected(CoordinatorError::NonIncreasingId { got: id, last });
+            }
+        }
+        let Some(req) = self.in_flight.take() else {
+            return Outcome::Ignored(Ignored::UnknownRequest);
+        };
+        self.last_id = Some(id);
+        // The re-check after the id arrived (the seed's second lock).
+        if let Some(reason) = self.recheck(&req, fx) {
+            match reason {
+                Recheck::Queue => {
+                    let applied = self.queue_too_many(req, fx);
+                    return Outcome::Applied(applied);
+                }
+                Recheck::Reject(r) => {
+                    let reason = AbortReason::Rejected(r);
+                    fx.push(E::RequestFailed { request, reason });
+                    self.resume_queued(fx);
+                    return Outcome::Applied(Applied::RequestEnded { request, reason });
+                }
+            }
+        }
+        self.create_pending(req, id, fx);
+        self.consecutive_trigger_failures = 0;
+        self.resume_queued(fx);
+        Outcome::Applied(Applied::CheckpointTriggered {
+            request,
+            checkpoint: id,
+        })
+    }
+
+    fn recheck(&mut self, req: &Request, fx: &mut Fx) -> Option<Recheck> {
+        if matches!(req.kind, TriggerKind::Periodic) && !self.periodic {
+            return Some(Recheck::Reject(TriggerRejection::PeriodicSchedulerShutdown));
+        }
+        if !req.kind.is_forced() {
+            if self.pending.len() >= self.config.max_concurrent {
+                return Some(Recheck::Queue);
+            }
+            if let Some(at) = self.pause_until() {
+                if self.periodic {
+                    self.arm(Timer::Periodic, at, fx);
+                }
+                return Some(Recheck::Reject(TriggerRejection::MinimumTimeBetweenCheckpoints));
+            }
+        }
+        if !self.tasks_ready() {
+            return Some(Recheck::Reject(TriggerRejection::NotAllRequiredTasksRunning));
+        }
+        None
+    }
+
+    fn create_pending(&mut self, req: Request, id: CheckpointId, fx: &mut Fx) {
+        let attempts: Vec<AttemptNo> = self
+            .config
+            .wait
+            .iter()
+            .map(|t| self.tasks.get(t.0 as usize).map_or(AttemptNo(0), |s| s.attempt))
+            .collect();
+        let slots = attempts.len();
+        let hooks = self.config.master_hooks > 0;
+        let pending = Pending {
+            id,
+            request: req.id,
+            kind: req.kind,
+            timestamp: self.now,
+            attempts: attempts.into(),
+            acks: std::iter::repeat_n(AckSlot::Waiting, slots).collect(),
+            remaining: slots,
+            phase: if hooks {
+                PendingPhase::AwaitingHooks
+            } else {
+                PendingPhase::AwaitingAcks
+            },
+        };
+        let timestamp = pending.timestamp;
+        self.pending.insert(id, pending);
+        let at = self.now.saturating_add(self.config.timeout_ms);
+        self.arm(Timer::Timeout(id), at, fx);
+        if hooks {
+            fx.push(E::TriggerMasterHooks {
+                checkpoint: id,
+                timestamp,
+            });
+        } else {
+            self.send_triggers(id, fx);
+        }
+    }
+
+    fn send_triggers(&self, id: CheckpointId, fx: &mut Fx) {
+        let Some(p) = self.pending.get(&id) else {
+            return;
+        };
+        let options = match &p.kind {
+            TriggerKind::Savepoint { target } => CheckpointOptions::Savepoint {
+                target: target.clone(),
+            },
+            TriggerKind::Periodic | TriggerKind::Checkpoint { .. } => {
+                CheckpointOptions::FullCheckpoint
+            }
+        };
+        for t in &self.config.trigger {
+            if let Some(s) = self.tasks.get(t.0 as usize) {
+                fx.push(E::TriggerTask {
+                    task: *t,
+                    attempt: s.attempt,
+                    checkpoint: id,
+                    timestamp: p.timestamp,
+                    options: options.clone(),
+                });
+            }
+        }
+    }
+
+    fn on_hooks_done(
+        &mut self,
+        id: CheckpointId,
+        result: Result<(), IoFailure>,
+        fx: &mut Fx,
+    ) -> Outcome {
+        let Some(p) = self.pending.get_mut(&id) else {
+            return Outcome::Ignored(self.gone(id));
+        };
+        if p.phase != PendingPhase::AwaitingHooks {
+            return Outcome::Ignored(Ignored::NotAwaited);
+        }
+        if result.is_err() {
+            let reason = AbortReason::MasterHooksFailed;
+            self.abort(id, reason, fx);
+            self.resume_queued(fx);
+            return Outcome::Applied(Applied::Aborted {
+                checkpoint: id,
+                reason,
+            });
+        }
+        p.phase = PendingPhase::AwaitingAcks;
+        let full = p.remaining == 0;
+        self.send_triggers(id, fx);
+        if full {
+            self.on_fully_acked(id, fx);
+        }
+        Outcome::Applied(Applied::HooksDone { checkpoint: id })
+    }
+
+    // ----- acks and declines -------------------------------------------------
+
+    fn check_job(&self, job: JobId) -> Result<(), CoordinatorError> {
+        if job == self.config.job {
+            Ok(())
+        } else {
+            Err(CoordinatorError::WrongJob {
+                expected: self.config.job,
+                got: job,
+            })
+        }
+    }
+
+    /// The answer for a message about a checkpoint that is not pending.
+    fn gone(&self, id: CheckpointId) -> Ignored {
+        if self.recent.contains(&id) {
+            Ignored::LateMessage
+        } else {
+            Ignored::UnknownCheckpoint
+        }
+    }
+
+    fn retained(&self, id: CheckpointId, handle: StateHandle) -> bool {
+        self.completed
+            .iter()
+            .any(|c| c.id == id && c.handles().any(|h| h == handle))
+    }
+
+    fn discard(id: CheckpointId, handle: Option<StateHandle>, fx: &mut Fx) {
+        if let Some(handle) = handle {
+            fx.push(E::DiscardState {
+                checkpoint: id,
+                handle,
+            });
+        }
+    }
+
+    fn on_ack(
+        &mut self,
+        job: JobId,
+        task: TaskId,
+        attempt: AttemptNo,
+        id: CheckpointId,
+        handle: Option<StateHandle>,
+        fx: &mut Fx,
+    ) -> Outcome {
+        if let Err(e) = self.check_job(job) {
+            return Outcome::Rejected(e);
+        }
+        let slot = self.config.wait_slot(task);
+        let Some(p) = self.pending.get_mut(&id) else {
+            // Late or unknown: discard, unless the handle is retained by the
+            // completed checkpoint it was written for (a duplicated ack that
+            // arrives after completion must not delete committed state).
+            let why = self.gone(id);
+            if !handle.is_some_and(|h| self.retained(id, h)) {
+                Self::discard(id, handle, fx);
+            }
+            return Outcome::Ignored(why);
+        };
+        let Some(slot) = slot else {
+            Self::discard(id, handle, fx);
+            return Outcome::Ignored(Ignored::UnknownTask);
+        };
+        if p.attempts.get(slot) != Some(&attempt) {
+            Self::discard(id, handle, fx);
+            return Outcome::Ignored(Ignored::UnknownTask);
+        }
+        let completing = matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing);
+        match p.acks.get(slot).copied() {
+            Some(AckSlot::Acked(held)) => {
+                // Same handle again: a duplicate delivery, nothing to free.
+                // Another handle: the second write is an orphan.
+                if held != handle {
+                    Self::discard(id, handle, fx);
+                }
+                Outcome::Ignored(if completing {
+                    Ignored::CheckpointDiscarded
+                } else {
+                    Ignored::DuplicateAck
+                })
+            }
+            Some(AckSlot::Waiting) if !completing => {
+                p.acks.set(slot, AckSlot::Acked(handle));
+                p.remaining = p.remaining.saturating_sub(1);
+                let remaining = p.remaining;
+                let ready = remaining == 0 && p.phase == PendingPhase::AwaitingAcks;
+                if ready {
+                    self.on_fully_acked(id, fx);
+                }
+                Outcome::Applied(Applied::Acknowledged {
+                    checkpoint: id,
+                    remaining,
+                })
+            }
+            Some(AckSlot::Waiting) | None => {
+                Self::discard(id, handle, fx);
+                Outcome::Ignored(Ignored::CheckpointDiscarded)
+            }
+        }
+    }
+
+    fn on_decline(
+        &mut self,
+        job: JobId,
+        task: TaskId,
+        attempt: AttemptNo,
+        id: CheckpointId,
+        reason: DeclineReason,
+        fx: &mut Fx,
+    ) -> Outcome {
+        if let Err(e) = self.check_job(job) {
+            return Outcome::Rejected(e);
+        }
+        let Some(p) = self.pending.get(&id) else {
+            return Outcome::Ignored(self.gone(id));
+        };
+        if !self.config.is_known(task) {
+            return Outcome::Ignored(Ignored::UnknownTask);
+        }
+        if let Some(slot) = self.config.wait_slot(task) {
+            if p.attempts.get(slot) != Some(&attempt) {
+                return Outcome::Ignored(Ignored::StaleAttempt);
+            }
+        } else if self.tasks.get(task.0 as usize).map(|s| s.attempt) != Some(attempt) {
+            return Outcome::Ignored(Ignored::StaleAttempt);
+        }
+        if p.fully_acked() && p.phase != PendingPhase::AwaitingHooks {
+            return Outcome::Ignored(Ignored::CheckpointDiscarded);
+        }
+        let abort = AbortReason::Declined(reason);
+        self.abort(id, abort, fx);
+        // The seed resumes the queued request only when no more recent
+        // checkpoint is pending.
+        if !self.pending.keys().any(|k| *k >= id) {
+            self.resume_queued(fx);
+        }
+        Outcome::Applied(Applied::Aborted {
+            checkpoint: id,
+            reason: abort,
+        })
+    }
+
+    // ----- completion --------------------------------------------------------
+
+    /// A checkpoint has every ack (and its hooks): it no longer waits on
+    /// anybody but us, so its timeout is cancelled; completions run one at a
+    /// time in id order, so completed checkpoint ids only increase.
+    fn on_fully_acked(&mut self, id: CheckpointId, fx: &mut Fx) {
+        self.disarm(Timer::Timeout(id), fx);
+        self.start_next_completion(fx);
+    }
+
+    fn start_next_completion(&mut self, fx: &mut Fx) {
+        if self.completing.is_some() {
+            return;
+        }
+        let next = self
+            .pending
+            .values()
+            .find(|p| p.remaining == 0 && p.phase == PendingPhase::AwaitingAcks)
+            .map(|p| p.id);
+        let Some(id) = next else {
+            return;
+        };
+        let externalized = self.config.externalized;
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.phase = PendingPhase::Finalizing;
+            let handles = p.handles().collect();
+            let externalized = externalized || p.kind.is_savepoint();
+            self.completing = Some(id);
+            fx.push(E::FinalizeCheckpoint {
+                checkpoint: id,
+                externalized,
+                handles,
+            });
+        }
+    }
+
+    fn on_finalize_done(
+        &mut self,
+        id: CheckpointId,
+        result: Result<(), IoFailure>,
+        fx: &mut Fx,
+    ) -> Outcome {
+        let Some(p) = self.pending.get_mut(&id) else {
+            return Outcome::Ignored(self.gone(id));
+        };
+        if p.phase != PendingPhase::Finalizing {
+            return Outcome::Ignored(Ignored::NotAwaited);
+        }
+        if result.is_err() {
+            return self.fail_completion(id, AbortReason::FinalizeFailed, fx);
+        }
+        p.phase = PendingPhase::Storing;
+        fx.push(E::StoreCheckpoint { checkpoint: id });
+        Outcome::Applied(Applied::Finalized { checkpoint: id })
+    }
+
+    fn fail_completion(&mut self, id: CheckpointId, reason: AbortReason, fx: &mut Fx) -> Outcome {
+        self.abort(id, reason, fx);
+        self.resume_queued(fx);
+        self.start_next_completion(fx);
+        Outcome::Applied(Applied::Aborted {
+            checkpoint: id,
+            reason,
+        })
+    }
+
+    fn on_store_done(
+        &mut self,
+        id: CheckpointId,
+        result: Result<(), IoFailure>,
+        fx: &mut Fx,
+    ) -> Outcome {
+        let Some(p) = self.pending.get(&id) else {
+            return Outcome::Ignored(self.gone(id));
+        };
+        if p.phase != PendingPhase::Storing {
+            return Outcome::Ignored(Ignored::NotAwaited);
+        }
+        if result.is_err() {
+            return self.fail_completion(id, AbortReason::StoreFailed, fx);
+        }
+        let Some(p) = self.pending.remove(&id) else {
+            return Outcome::Ignored(Ignored::NotAwaited);
+        };
+        self.completing = None;
+        self.remember(id);
+        let savepoint = p.kind.is_savepoint();
+        self.completed.push_back(Completed {
+            id,
+            request: Some(p.request),
+            savepoint,
+            timestamp: p.timestamp,
+            handles: p.acks,
+        });
+        self.evict_completed(fx);
+        // Subsume every older pending checkpoint that may be subsumed.
+        let older: Vec<CheckpointId> = self
+            .pending
+            .values()
+            .filter(|q| q.id < id && q.can_be_subsumed())
+            .map(|q| q.id)
+            .collect();
+        for q in older {
+            self.abort(q, AbortReason::Subsumed, fx);
+        }
+        self.last_completion = Some(self.now);
+        if self.latest_completed.is_none_or(|l| l < id) {
+            self.latest_completed = Some(id);
+        }
+        self.failures.count = 0;
+        self.failures.counted.clear();
+        self.failures.job_failed = false;
+        fx.push(E::CheckpointCompleted {
+            checkpoint: id,
+            request: p.request,
+            savepoint,
+        });
+        for t in &self.config.commit {
+            if let Some(s) = self.tasks.get(t.0 as usize) {
+                fx.push(E::NotifyComplete {
+                    task: *t,
+                    attempt: s.attempt,
+                    checkpoint: id,
+                    timestamp: p.timestamp,
+                });
+            }
+        }
+        self.resume_queued(fx);
+        self.start_next_completion(fx);
+        Outcome::Applied(Applied::Completed { checkpoint: id })
+    }
+
+    fn evict_completed(&mut self, fx: &mut Fx) {
+        while self.completed.len() > self.config.retained_max {
+            if let Some(old) = self.completed.pop_front() {
+                for h in old.handles() {
+                    Self::discard(old.id, Some(h), fx);
+                }
+            }
+        }
+    }
+
+    fn remember(&mut self, id: CheckpointId) {
+        if self.recent.len() >= RECENT_IDS_MAX {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(id);
+    }
+
+    /// Abort one pending checkpoint: cancel its timeout, discard its state,
+    /// remember its id, tell the host and the tasks, count the failure.
+    fn abort(&mut self, id: CheckpointId, reason: AbortReason, fx: &mut Fx) {
+        let Some(p) = self.pending.remove(&id) else {
+            return;
+        };
+        self.disarm(Timer::Timeout(id), fx);
+        if self.completing == Some(id) {
+            self.completing = None;
+        }
+        for h in p.handles() {
+            Self::discard(id, Some(h), fx);
+        }
+        self.remember(id);
+        fx.push(E::CheckpointAborted {
+            checkpoint: id,
+            request: p.request,
+            reason,
+        });
+        if reason != AbortReason::Shutdown {
+            for t in &self.config.commit {
+                if let Some(s) = self.tasks.get(t.0 as usize) {
+                    if s.running {
+                        fx.push(E::NotifyAborted {
+                            task: *t,
+                            attempt: s.attempt,
+                            checkpoint: id,
+                            latest_completed: self.latest_completed,
+                        });
+                    }
+                }
+            }
+        }
+        self.count_failure(Some(id), reason, p.kind.is_savepoint(), fx);
+    }
+
+    /// Flink's `CheckpointFailureManager`: count each checkpoint id once,
+    /// only for counted reasons and never for savepoints; past the limit,
+    /// fail the job (once, until a success resets the counter).
+    fn count_failure(
+        &mut self,
+        id: Option<CheckpointId>,
+        reason: AbortReason,
+        savepoint: bool,
+        fx: &mut Fx,
+    ) {
+        if savepoint || !reason.counts_as_failure() {
+            return;
+        }
+        if let Some(id) = id {
+            if self.failures.counted.insert(id).is_some() {
+                return;
+            }
+        }
+        self.failures.count = self.failures.count.saturating_add(1);
+        if self.failures.count > self.config.tolerable_failures && !self.failures.job_failed {
+            self.failures.job_failed = true;
+            fx.push(E::FailJob {
+                reason: FailJobReason::TolerableFailuresExceeded {
+                    failures: self.failures.count,
+                },
+            });
+        }
+    }
+
+    // ----- tasks, restore, shutdown -----------------------------------------
+
+    fn on_task_running(&mut self, task: TaskId, attempt: AttemptNo) -> Outcome {
+        let Some(s) = self.tasks.get(task.0 as usize).copied() else {
+            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
+        };
+        if !self.config.is_known(task) {
+            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
+        }
+        if attempt < s.attempt || (attempt == s.attempt && s.running) {
+            return Outcome::Ignored(Ignored::StaleAttempt);
+        }
+        self.tasks.set(
+            task.0 as usize,
+            super::TaskStatus {
+                attempt,
+                running: true,
+            },
+        );
+        Outcome::Applied(Applied::TaskUpdated { aborted: 0 })
+    }
+
+    fn on_task_failed(&mut self, task: TaskId, attempt: AttemptNo, fx: &mut Fx) -> Outcome {
+        let Some(s) = self.tasks.get(task.0 as usize).copied() else {
+            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
+        };
+        if !self.config.is_known(task) {
+            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
+        }
+        if attempt != s.attempt || !s.running {
+            return Outcome::Ignored(Ignored::StaleAttempt);
+        }
+        self.tasks.set(
+            task.0 as usize,
+            super::TaskStatus {
+                attempt,
+                running: false,
+            },
+        );
+        let victims: Vec<CheckpointId> = match self.config.wait_slot(task) {
+            Some(slot) => self
+                .pending
+                .values()
+                .filter(|p| {
+                    !matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing)
+                        && p.acks.get(slot) == Some(&AckSlot::Waiting)
+                })
+                .map(|p| p.id)
+                .collect(),
+            None => Vec::new(),
+        };
+        for id in &victims {
+            self.abort(*id, AbortReason::TaskFailed, fx);
+        }
+        if !victims.is_empty() {
+            self.resume_queued(fx);
+        }
+        Outcome::Applied(Applied::TaskUpdated {
+            aborted: victims.len(),
+        })
+    }
+
+    fn on_restore(&mut self, source: RestoreSource, fx: &mut Fx) -> Outcome {
+        match source {
+            RestoreSource::Latest { error_if_none } => {
+                let Some(latest) = self.completed.last() else {
+                    return if error_if_none {
+                        Outcome::Rejected(CoordinatorError::NoCheckpointToRestore)
+                    } else {
+                        Outcome::Ignored(Ignored::NothingToRestore)
+                    };
+                };
+                fx.push(E::RestoreState {
+                    checkpoint: latest.id,
+                    handles: latest.handles().collect(),
+                });
+                Outcome::Applied(Applied::Restored {
+                    checkpoint: Some(latest.id),
+                })
+            }
+            RestoreSource::Savepoint { checkpoint, handles } => {
+                let Some(next) = checkpoint.next() else {
+                    return Outcome::Rejected(CoordinatorError::IdOverflow(checkpoint));
+                };
+                let conflict = !self.pending.is_empty()
+                    || self.in_flight.is_some()
+                    || self.last_id.is_some_and(|l| checkpoint <= l);
+                if conflict {
+                    return Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(
+                        checkpoint,
+                    ));
+                }
+                fx.push(E::ResetIdCounter { next });
+                self.last_id = Some(checkpoint);
+                self.remember(checkpoint);
+                self.completed.push_back(Completed {
+                    id: checkpoint,
+                    request: None,
+                    savepoint: true,
+                    timestamp: self.now,
+                    handles: handles.iter().map(|h| AckSlot::Acked(Some(*h))).collect(),
+                });
+                self.evict_completed(fx);
+                fx.push(E::RestoreState {
+                    checkpoint,
+                    handles,
+                });
+                Outcome::Applied(Applied::Restored {
+                    checkpoint: Some(checkpoint),
+                })
+            }
+        }
+    }
+
+    fn on_shutdown(&mut self, status: JobStatus, fx: &mut Fx) -> Outcome {
+        self.shutdown = true;
+        self.periodic = false;
+        self.drop_requests(AbortReason::Shutdown, fx);
+        let ids: Vec<CheckpointId> = self.pending.keys().copied().collect();
+        for id in ids {
+            self.abort(id, AbortReason::Shutdown, fx);
+        }
+        let timers: Vec<Timer> = self.timers.keys().copied().collect();
+        for t in timers {
+            self.disarm(t, fx);
+        }
+        fx.push(E::ShutdownServices { status });
+        Outcome::Applied(Applied::ShutDown)
+    }
+}
+
+enum Recheck {
+    Queue,
+    Reject(TriggerRejection),
+}

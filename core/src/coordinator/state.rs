@@ -1,0 +1,402 @@
+//! The coordinator's state: persistent (`imbl`) collections so that `reduce`
+//! returns a new state cheaply and every past state can be kept.
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use imbl::{OrdMap, OrdSet, Vector};
+
+use super::config::{CoordinatorConfig, ConfigError, CoordinatorSettings};
+use super::{RequestId, Timer, TriggerKind};
+use crate::types::{AttemptNo, CheckpointId, Millis, StateHandle};
+
+/// Where a task attempt is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TaskStatus {
+    /// The current attempt.
+    pub attempt: AttemptNo,
+    /// Whether that attempt is running (a failed attempt has no live
+    /// execution until a new attempt runs).
+    pub running: bool,
+}
+
+/// One ack slot of a pending checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AckSlot {
+    /// Not acknowledged yet.
+    Waiting,
+    /// Acknowledged, with the task's state if it had any.
+    Acked(Option<StateHandle>),
+}
+
+/// Where a pending checkpoint is on its way to completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PendingPhase {
+    /// Waiting for the master hooks (trigger messages not sent yet).
+    AwaitingHooks,
+    /// Waiting for acks (or, when none is missing, for the completion slot:
+    /// completions run one at a time, in id order).
+    AwaitingAcks,
+    /// Waiting for [`super::CoordinatorEvent::FinalizeDone`].
+    Finalizing,
+    /// Waiting for [`super::CoordinatorEvent::StoreDone`].
+    Storing,
+}
+
+/// A checkpoint that was triggered and has not completed or been aborted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pending {
+    pub(crate) id: CheckpointId,
+    pub(crate) request: RequestId,
+    pub(crate) kind: TriggerKind,
+    pub(crate) timestamp: Millis,
+    /// Attempt expected from each ack slot, captured at trigger time.
+    pub(crate) attempts: Arc<[AttemptNo]>,
+    pub(crate) acks: Vector<AckSlot>,
+    pub(crate) remaining: usize,
+    pub(crate) phase: PendingPhase,
+}
+
+impl Hash for Pending {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.id.hash(h);
+        self.request.hash(h);
+        self.kind.hash(h);
+        self.timestamp.hash(h);
+        self.attempts.len().hash(h);
+        self.attempts.hash(h);
+        self.acks.len().hash(h);
+        for a in &self.acks {
+            a.hash(h);
+        }
+        self.remaining.hash(h);
+        self.phase.hash(h);
+    }
+}
+
+impl Pending {
+    /// The checkpoint id.
+    pub fn id(&self) -> CheckpointId {
+        self.id
+    }
+    /// The request it came from.
+    pub fn request(&self) -> RequestId {
+        self.request
+    }
+    /// What kind of checkpoint.
+    pub fn kind(&self) -> &TriggerKind {
+        &self.kind
+    }
+    /// When it was triggered.
+    pub fn timestamp(&self) -> Millis {
+        self.timestamp
+    }
+    /// Forced checkpoints are exempt from the concurrency limit.
+    pub fn is_forced(&self) -> bool {
+        self.kind.is_forced()
+    }
+    /// Savepoints are never subsumed.
+    pub fn can_be_subsumed(&self) -> bool {
+        !self.kind.is_savepoint()
+    }
+    /// Acks still missing.
+    pub fn remaining(&self) -> usize {
+        self.remaining
+    }
+    /// The phase.
+    pub fn phase(&self) -> PendingPhase {
+        self.phase
+    }
+    /// Every ack slot, in `tasks_to_wait` order.
+    pub fn acks(&self) -> impl Iterator<Item = &AckSlot> + '_ {
+        self.acks.iter()
+    }
+    /// The attempt expected in each ack slot.
+    pub fn attempts(&self) -> &[AttemptNo] {
+        &self.attempts
+    }
+    /// Handles held by this pending checkpoint.
+    pub fn handles(&self) -> impl Iterator<Item = StateHandle> + '_ {
+        self.acks.iter().filter_map(|a| match a {
+            AckSlot::Acked(h) => *h,
+            AckSlot::Waiting => None,
+        })
+    }
+    /// Fully acknowledged.
+    pub fn fully_acked(&self) -> bool {
+        self.remaining == 0
+    }
+}
+
+/// A completed checkpoint retained by the coordinator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completed {
+    pub(crate) id: CheckpointId,
+    pub(crate) request: Option<RequestId>,
+    pub(crate) savepoint: bool,
+    pub(crate) timestamp: Millis,
+    pub(crate) handles: Vector<AckSlot>,
+}
+
+impl Hash for Completed {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.id.hash(h);
+        self.request.hash(h);
+        self.savepoint.hash(h);
+        self.timestamp.hash(h);
+        self.handles.len().hash(h);
+        for a in &self.handles {
+            a.hash(h);
+        }
+    }
+}
+
+impl Completed {
+    /// The checkpoint id.
+    pub fn id(&self) -> CheckpointId {
+        self.id
+    }
+    /// Whether it is a savepoint.
+    pub fn is_savepoint(&self) -> bool {
+        self.savepoint
+    }
+    /// When it was triggered.
+    pub fn timestamp(&self) -> Millis {
+        self.timestamp
+    }
+    /// The state handles it retains.
+    pub fn handles(&self) -> impl Iterator<Item = StateHandle> + '_ {
+        self.handles.iter().filter_map(|a| match a {
+            AckSlot::Acked(h) => *h,
+            AckSlot::Waiting => None,
+        })
+    }
+}
+
+/// A trigger request waiting in the queue or allocating its id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Request {
+    pub(crate) id: RequestId,
+    pub(crate) kind: TriggerKind,
+    pub(crate) requested_at: Millis,
+}
+
+impl Request {
+    /// The request id.
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+    /// What was asked for.
+    pub fn kind(&self) -> &TriggerKind {
+        &self.kind
+    }
+}
+
+/// The tolerable-failure counter (Flink's `CheckpointFailureManager`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FailureCounter {
+    pub(crate) count: u64,
+    /// Checkpoint ids already counted (each id counts once); cleared on success.
+    pub(crate) counted: OrdSet<CheckpointId>,
+    /// FailJob was emitted; sticky until a success resets the counter.
+    pub(crate) job_failed: bool,
+}
+
+impl Hash for FailureCounter {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.count.hash(h);
+        self.counted.len().hash(h);
+        for c in &self.counted {
+            c.hash(h);
+        }
+        self.job_failed.hash(h);
+    }
+}
+
+/// The whole coordinator. Cheap to clone (persistent collections).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoordinatorState {
+    pub(crate) config: Arc<CoordinatorConfig>,
+    pub(crate) now: Millis,
+    pub(crate) shutdown: bool,
+    pub(crate) periodic: bool,
+    pub(crate) timers: OrdMap<Timer, Millis>,
+    /// Indexed by task id.
+    pub(crate) tasks: Vector<TaskStatus>,
+    pub(crate) next_request: u64,
+    pub(crate) in_flight: Option<Request>,
+    /// Sorted by priority (highest first), FIFO within a priority.
+    pub(crate) queue: Vector<Request>,
+    pub(crate) pending: OrdMap<CheckpointId, Pending>,
+    pub(crate) completing: Option<CheckpointId>,
+    pub(crate) completed: Vector<Completed>,
+    pub(crate) recent: Vector<CheckpointId>,
+    pub(crate) last_id: Option<CheckpointId>,
+    pub(crate) last_completion: Option<Millis>,
+    pub(crate) latest_completed: Option<CheckpointId>,
+    pub(crate) consecutive_trigger_failures: u64,
+    pub(crate) failures: FailureCounter,
+}
+
+fn hash_seq<H: Hasher, T: Hash>(h: &mut H, len: usize, items: impl Iterator<Item = T>) {
+    len.hash(h);
+    for i in items {
+        i.hash(h);
+    }
+}
+
+impl Hash for CoordinatorState {
+    /// Hashes every field but the (constant) configuration, writing each
+    /// collection's length first: imbl's own `Hash` has no length prefix, and
+    /// a model checker that stores 64-bit fingerprints would silently merge
+    /// states like `{1:{}, 2:{}}` and `{1:{2}}`.
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.now.hash(h);
+        self.shutdown.hash(h);
+        self.periodic.hash(h);
+        hash_seq(h, self.timers.len(), self.timers.iter());
+        hash_seq(h, self.tasks.len(), self.tasks.iter());
+        self.next_request.hash(h);
+        self.in_flight.hash(h);
+        hash_seq(h, self.queue.len(), self.queue.iter());
+        hash_seq(h, self.pending.len(), self.pending.iter());
+        self.completing.hash(h);
+        hash_seq(h, self.completed.len(), self.completed.iter());
+        hash_seq(h, self.recent.len(), self.recent.iter());
+        self.last_id.hash(h);
+        self.last_completion.hash(h);
+        self.latest_completed.hash(h);
+        self.consecutive_trigger_failures.hash(h);
+        self.failures.hash(h);
+    }
+}
+
+impl CoordinatorState {
+    /// A fresh coordinator: scheduler off, every configured task running at
+    /// attempt 0, nothing pending.
+    pub fn new(config: CoordinatorConfig) -> Self {
+        let tasks = (0..config.task_slots())
+            .map(|_| TaskStatus {
+                attempt: AttemptNo(0),
+                running: true,
+            })
+            .collect();
+        CoordinatorState {
+            config: Arc::new(config),
+            now: Millis(0),
+            shutdown: false,
+            periodic: false,
+            timers: OrdMap::new(),
+            tasks,
+            next_request: 0,
+            in_flight: None,
+            queue: Vector::new(),
+            pending: OrdMap::new(),
+            completing: None,
+            completed: Vector::new(),
+            recent: Vector::new(),
+            last_id: None,
+            last_completion: None,
+            latest_completed: None,
+            consecutive_trigger_failures: 0,
+            failures: FailureCounter::default(),
+        }
+    }
+
+    /// Validates `settings` and builds a fresh coordinator.
+    pub fn from_settings(settings: CoordinatorSettings) -> Result<Self, ConfigError> {
+        CoordinatorConfig::new(settings).map(Self::new)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CoordinatorConfig {
+        &self.config
+    }
+    /// The last time seen.
+    pub fn now(&self) -> Millis {
+        self.now
+    }
+    /// Whether the coordinator is shut down (sticky).
+    pub fn is_shutdown(&self) -> bool {
+        self.shutdown
+    }
+    /// Whether periodic scheduling is on.
+    pub fn is_periodic_scheduling(&self) -> bool {
+        self.periodic
+    }
+    /// Armed timers and their deadlines.
+    pub fn timers(&self) -> impl Iterator<Item = (&Timer, &Millis)> + '_ {
+        self.timers.iter()
+    }
+    /// The deadline of an armed timer.
+    pub fn timer_deadline(&self, timer: Timer) -> Option<Millis> {
+        self.timers.get(&timer).copied()
+    }
+    /// Pending checkpoints in id order.
+    pub fn pending(&self) -> impl Iterator<Item = &Pending> + '_ {
+        self.pending.values()
+    }
+    /// One pending checkpoint.
+    pub fn pending_checkpoint(&self, id: CheckpointId) -> Option<&Pending> {
+        self.pending.get(&id)
+    }
+    /// Number of pending checkpoints.
+    pub fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+    /// Retained completed checkpoints, oldest first.
+    pub fn completed(&self) -> impl Iterator<Item = &Completed> + '_ {
+        self.completed.iter()
+    }
+    /// The latest completed checkpoint id (notify-aborted carries it).
+    pub fn latest_completed(&self) -> Option<CheckpointId> {
+        self.latest_completed
+    }
+    /// The request allocating its id, if any.
+    pub fn in_flight(&self) -> Option<&Request> {
+        self.in_flight.as_ref()
+    }
+    /// Queued requests, highest priority first.
+    pub fn queued(&self) -> impl Iterator<Item = &Request> + '_ {
+        self.queue.iter()
+    }
+    /// The seed's `triggerRequestQueued` flag: a non-forced request waits.
+    pub fn is_trigger_request_queued(&self) -> bool {
+        self.queue.iter().any(|r| !r.kind.is_forced())
+    }
+    /// Ids of the most recently pending checkpoints (at most 16).
+    pub fn recent_ids(&self) -> impl Iterator<Item = &CheckpointId> + '_ {
+        self.recent.iter()
+    }
+    /// Highest checkpoint id seen.
+    pub fn last_id(&self) -> Option<CheckpointId> {
+        self.last_id
+    }
+    /// Consecutive unsuccessful triggers (the seed's counter).
+    pub fn consecutive_trigger_failures(&self) -> u64 {
+        self.consecutive_trigger_failures
+    }
+    /// Consecutive counted checkpoint failures (tolerable-failure counter).
+    pub fn counted_failures(&self) -> u64 {
+        self.failures.count
+    }
+    /// Whether `FailJob` was emitted and not yet reset by a success.
+    pub fn job_failed(&self) -> bool {
+        self.failures.job_failed
+    }
+    /// A task's status.
+    pub fn task_status(&self, task: crate::types::TaskId) -> Option<TaskStatus> {
+        self.tasks.get(task.0 as usize).copied()
+    }
+    /// The checkpoint in finalize / store, if any.
+    pub fn completing(&self) -> Option<CheckpointId> {
+        self.completing
+    }
+    /// Every state handle the coordinator currently owns (pending acks and
+    /// retained completed checkpoints), for ledger checks.
+    pub fn owned_handles(&self) -> Vec<StateHandle> {
+        let mut v: Vec<StateHandle> = self.pending.values().flat_map(Pending::handles).collect();
+        v.extend(self.completed.iter().flat_map(Completed::handles));
+        v
+    }
+}

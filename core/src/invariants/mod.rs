@@ -1,0 +1,3 @@
+//! Invariants shared by every proof layer.
+pub mod coordinator;
+pub mod task;

@@ -1,0 +1,566 @@
+//! Task invariants: plain functions over states and effect lists, and a
+//! stateful [`TaskMonitor`] for cross-step rules. Used by unit tests,
+//! proptest, the stateright model, loom tests and fuzzing.
+
+use core::hash::{Hash, Hasher};
+
+use imbl::{OrdMap, OrdSet};
+
+use crate::task::{Lifecycle, Outcome, ResultStatus, TaskEffect, TaskEvent, TaskState};
+use crate::types::{CheckpointId, StateHandle, Thread};
+
+/// A broken task invariant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TaskViolation {
+    /// Which invariant (a stable short name).
+    pub invariant: &'static str,
+    /// What was seen.
+    pub detail: String,
+}
+
+impl core::fmt::Display for TaskViolation {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "task invariant `{}` violated: {}", self.invariant, self.detail)
+    }
+}
+
+impl std::error::Error for TaskViolation {}
+
+fn violation(invariant: &'static str, detail: String) -> Result<(), TaskViolation> {
+    Err(TaskViolation { invariant, detail })
+}
+
+fn above(id: CheckpointId, mark: Option<CheckpointId>) -> bool {
+    mark.is_none_or(|m| id > m)
+}
+
+fn at_or_below(id: CheckpointId, mark: Option<CheckpointId>) -> bool {
+    mark.is_some_and(|m| id <= m)
+}
+
+/// Checks one state:
+/// * `aborted_bound`: the aborted-id memory holds at most `aborted_ids_max` ids;
+/// * `aborted_unexecuted`: every remembered aborted id is above the last executed id;
+/// * `single_active_result`: at most one write result is not failed;
+/// * `result_has_mail`: every write result still has its checkpoint mail pending
+///   (so the task thread will remove it);
+/// * `ids_started`: results and mails are for started ids, async parts for executed ids;
+/// * `torn_down`: a failed or closed task holds no results, mails or async parts.
+pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
+    let aborted = s.aborted_ids();
+    if aborted.len() > s.config().aborted_ids_max {
+        return violation(
+            "aborted_bound",
+            format!("{} ids remembered, bound {}", aborted.len(), s.config().aborted_ids_max),
+        );
+    }
+    if let Some(id) = aborted.iter().find(|id| !above(**id, s.last_executed())) {
+        return violation(
+            "aborted_unexecuted",
+            format!("aborted id {id} at or below last executed {:?}", s.last_executed()),
+        );
+    }
+    let results = s.write_results();
+    let active: Vec<CheckpointId> = results
+        .iter()
+        .filter(|(_, st)| !matches!(st, ResultStatus::Failed(_)))
+        .map(|(id, _)| *id)
+        .collect();
+    if active.len() > 1 {
+        return violation("single_active_result", format!("active results {active:?}"));
+    }
+    let mails = s.pending_mails();
+    if let Some((id, _)) = results.iter().find(|(id, _)| !mails.contains(id)) {
+        return violation("result_has_mail", format!("result {id} has no pending mail"));
+    }
+    if let Some((id, _)) = results
+        .iter()
+        .find(|(id, _)| !at_or_below(*id, s.last_started()))
+    {
+        return violation("ids_started", format!("result {id} never started"));
+    }
+    if let Some(id) = mails.iter().find(|id| !at_or_below(**id, s.last_started())) {
+        return violation("ids_started", format!("mail {id} never started"));
+    }
+    let parts = s.async_parts();
+    if let Some(id) = parts.iter().find(|id| !at_or_below(**id, s.last_executed())) {
+        return violation("ids_started", format!("async part {id} never executed"));
+    }
+    match s.lifecycle() {
+        Lifecycle::Running => {}
+        Lifecycle::Failed | Lifecycle::Closed => {
+            if !results.is_empty() || !mails.is_empty() || !parts.is_empty() {
+                return violation(
+                    "torn_down",
+                    format!(
+                        "{:?} task holds results {results:?}, mails {mails:?}, async parts {parts:?}",
+                        s.lifecycle()
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks one step's effects: `no_spurious_failure` (every `FailTask` is
+/// genuine) and `single_failure` (at most one `FailTask`).
+pub fn check_effects(effects: &[TaskEffect]) -> Result<(), TaskViolation> {
+    let mut failures = 0usize;
+    for e in effects {
+        if let TaskEffect::FailTask { reason } = e {
+            if !reason.is_genuine() {
+                return violation("no_spurious_failure", format!("FailTask({reason:?})"));
+            }
+            failures = failures.saturating_add(1);
+        }
+    }
+    if failures > 1 {
+        return violation("single_failure", format!("{failures} FailTask effects"));
+    }
+    Ok(())
+}
+
+/// `no_leaked_result`: when nothing is outstanding (no scheduled mail, no
+/// writer work, no async part: see [`TaskState::has_outstanding_work`]), no
+/// write result is left.
+pub fn check_quiescent(s: &TaskState) -> Result<(), TaskViolation> {
+    if s.has_outstanding_work() {
+        return Ok(());
+    }
+    let results = s.write_results();
+    if results.is_empty() {
+        Ok(())
+    } else {
+        violation("no_leaked_result", format!("quiescent with results {results:?}"))
+    }
+}
+
+/// What the monitor knows about one created write result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+struct Track {
+    settled: bool,
+    removed: bool,
+    in_async: bool,
+}
+
+/// A stateful checker fed every `(event, effects, outcome)` of one task, in
+/// order. Cross-step rules: `result_created_once`, `remove_on_task_thread`,
+/// `executed_increase`, `complete_monotonic`, `handle_once`, `ack_once`,
+/// `ack_xor_decline`, `silent_after_end` (nothing after close or a task
+/// failure), `ignored_is_silent`, plus [`check_effects`] on every step; call
+/// [`TaskMonitor::leaked`] at quiescence.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskMonitor {
+    ended: bool,
+    last_executed: Option<CheckpointId>,
+    last_complete: Option<CheckpointId>,
+    tracks: OrdMap<CheckpointId, Track>,
+    handles: OrdSet<StateHandle>,
+    acked: OrdSet<CheckpointId>,
+    declined: OrdSet<CheckpointId>,
+}
+
+impl Hash for TaskMonitor {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.ended.hash(h);
+        self.last_executed.hash(h);
+        self.last_complete.hash(h);
+        h.write_usize(self.tracks.len());
+        for (k, v) in &self.tracks {
+            k.hash(h);
+            v.hash(h);
+        }
+        h.write_usize(self.handles.len());
+        for x in &self.handles {
+            x.hash(h);
+        }
+        for set in [&self.acked, &self.declined] {
+            h.write_usize(set.len());
+            for x in set {
+                x.hash(h);
+            }
+        }
+    }
+}
+
+impl TaskMonitor {
+    /// A monitor for a fresh task.
+    #[must_use]
+    pub fn new() -> TaskMonitor {
+        TaskMonitor::default()
+    }
+
+    /// Write results created and not yet both completed/failed and removed.
+    /// Empty at quiescence unless a result leaked.
+    #[must_use]
+    pub fn leaked(&self) -> Vec<CheckpointId> {
+        self.tracks.keys().copied().collect()
+    }
+
+    fn track(&mut self, id: CheckpointId, f: impl FnOnce(&mut Track)) {
+        if let Some(t) = self.tracks.get_mut(&id) {
+            f(t);
+            if t.settled && t.removed {
+                self.tracks.remove(&id);
+            }
+        }
+    }
+
+    /// Observes one step. On `Err` the monitor may be partly updated.
+    pub fn observe(
+        &mut self,
+        event: &TaskEvent,
+        effects: &[TaskEffect],
+        outcome: &Outcome,
+    ) -> Result<(), TaskViolation> {
+        if self.ended && !effects.is_empty() {
+            return violation("silent_after_end", format!("{event:?} -> {effects:?}"));
+        }
+        match outcome {
+            Outcome::Applied | Outcome::Skipped(_) => {}
+            Outcome::Ignored(_) | Outcome::Rejected(_) => {
+                if !effects.is_empty() {
+                    return violation("ignored_is_silent", format!("{outcome:?} -> {effects:?}"));
+                }
+                return Ok(());
+            }
+        }
+        check_effects(effects)?;
+        let on_task = event.thread() == Thread::Task;
+        for e in effects {
+            match e {
+                TaskEffect::StartWriter { checkpoint } => {
+                    if self.tracks.contains_key(checkpoint) {
+                        return violation("result_created_once", format!("{checkpoint}"));
+                    }
+                    self.tracks.insert(*checkpoint, Track::default());
+                }
+                TaskEffect::AbortWriter {
+                    checkpoint,
+                    cleanup,
+                } => {
+                    if *cleanup && !on_task {
+                        return violation(
+                            "remove_on_task_thread",
+                            format!("{event:?} removed result {checkpoint}"),
+                        );
+                    }
+                    let cleanup = *cleanup;
+                    self.track(*checkpoint, |t| {
+                        t.settled = true;
+                        t.removed |= cleanup;
+                    });
+                }
+                TaskEffect::StartAsyncPart { checkpoint } => {
+                    if !on_task {
+                        return violation(
+                            "remove_on_task_thread",
+                            format!("{event:?} took result {checkpoint}"),
+                        );
+                    }
+                    if at_or_below(*checkpoint, self.last_executed) {
+                        return violation(
+                            "executed_increase",
+                            format!("{checkpoint} after {:?}", self.last_executed),
+                        );
+                    }
+                    self.last_executed = Some(*checkpoint);
+                    self.track(*checkpoint, |t| {
+                        t.removed = true;
+                        t.in_async = true;
+                    });
+                }
+                TaskEffect::CancelAsyncPart { checkpoint } => {
+                    self.track(*checkpoint, |t| t.settled |= t.in_async);
+                }
+                TaskEffect::AcknowledgeCheckpoint { checkpoint, handle } => {
+                    self.use_handle(*handle)?;
+                    if self.declined.contains(checkpoint) {
+                        return violation("ack_xor_decline", format!("{checkpoint} acked after decline"));
+                    }
+                    if self.acked.insert(*checkpoint).is_some() {
+                        return violation("ack_once", format!("{checkpoint}"));
+                    }
+                }
+                TaskEffect::DeclineCheckpoint { checkpoint, .. } => {
+                    if self.acked.contains(checkpoint) {
+                        return violation("ack_xor_decline", format!("{checkpoint} declined after ack"));
+                    }
+                    if self.declined.insert(*checkpoint).is_some() {
+                        return violation("ack_xor_decline", format!("{checkpoint} declined twice"));
+                    }
+                }
+                TaskEffect::DiscardState { handle } => self.use_handle(*handle)?,
+                TaskEffect::NotifyOperatorsComplete { checkpoint } => {
+                    if at_or_below(*checkpoint, self.last_complete) {
+                        return violation(
+                            "complete_monotonic",
+                            format!("{checkpoint} after {:?}", self.last_complete),
+                        );
+                    }
+                    self.last_complete = Some(*checkpoint);
+                }
+                TaskEffect::FailTask { .. } => self.ended = true,
+                TaskEffect::ScheduleCheckpointMail { .. }
+                | TaskEffect::BroadcastBarrier { .. }
+                | TaskEffect::BroadcastCancelMarker { .. }
+                | TaskEffect::NotifyOperatorsAborted { .. } => {}
+            }
+        }
+        match event {
+            TaskEvent::WriterCompleted { checkpoint } | TaskEvent::WriterFailed { checkpoint } => {
+                self.track(*checkpoint, |t| t.settled = true);
+            }
+            TaskEvent::AsyncPartCompleted { checkpoint, .. }
+            | TaskEvent::AsyncPartFailed { checkpoint } => {
+                self.track(*checkpoint, |t| t.settled |= t.in_async);
+            }
+            TaskEvent::Close => self.ended = true,
+            TaskEvent::BarrierReceived { .. }
+            | TaskEvent::TriggerCheckpoint { .. }
+            | TaskEvent::CheckpointMail { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::OperatorFailed => {}
+        }
+        Ok(())
+    }
+
+    fn use_handle(&mut self, handle: StateHandle) -> Result<(), TaskViolation> {
+        if self.handles.insert(handle).is_some() {
+            return violation("handle_once", format!("{handle} acked or discarded twice"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{
+        reduce, FailureReason, IgnoreReason, LegacyBug, ResultFailure, Semantics, TaskConfig,
+    };
+    use crate::types::Millis;
+
+    fn cp(n: u64) -> CheckpointId {
+        CheckpointId(n)
+    }
+
+    fn fresh() -> TaskState {
+        TaskState::new(TaskConfig::default()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn expect_violation(r: Result<(), TaskViolation>, name: &str) {
+        match r {
+            Err(v) => assert_eq!(v.invariant, name, "{v}"),
+            Ok(()) => panic!("expected violation {name}"),
+        }
+    }
+
+    #[test]
+    fn check_state_accepts_fresh_and_catches_each_violation() {
+        assert_eq!(check_state(&fresh()), Ok(()));
+
+        let mut s = fresh();
+        s.config.aborted_ids_max = 1;
+        s.aborted.insert(cp(5));
+        s.aborted.insert(cp(6));
+        expect_violation(check_state(&s), "aborted_bound");
+
+        let mut s = fresh();
+        s.last_executed = Some(cp(5));
+        s.aborted.insert(cp(5));
+        expect_violation(check_state(&s), "aborted_unexecuted");
+
+        let mut s = fresh();
+        s.last_started = Some(cp(2));
+        s.results.insert(cp(1), ResultStatus::InProgress);
+        s.results.insert(cp(2), ResultStatus::Completed);
+        s.pending_mails.insert(cp(1));
+        s.pending_mails.insert(cp(2));
+        expect_violation(check_state(&s), "single_active_result");
+
+        let mut s = fresh();
+        s.last_started = Some(cp(1));
+        s.results.insert(cp(1), ResultStatus::InProgress);
+        expect_violation(check_state(&s), "result_has_mail");
+
+        let mut s = fresh();
+        s.results.insert(cp(1), ResultStatus::InProgress);
+        s.pending_mails.insert(cp(1));
+        expect_violation(check_state(&s), "ids_started");
+
+        let mut s = fresh();
+        s.async_parts.insert(cp(1));
+        expect_violation(check_state(&s), "ids_started");
+
+        let mut s = fresh();
+        s.last_started = Some(cp(1));
+        s.pending_mails.insert(cp(1));
+        s.lifecycle = Lifecycle::Closed;
+        expect_violation(check_state(&s), "torn_down");
+    }
+
+    #[test]
+    fn check_effects_catches_spurious_and_double_failure() {
+        assert_eq!(check_effects(&[]), Ok(()));
+        let genuine = TaskEffect::FailTask {
+            reason: FailureReason::OperatorFailed,
+        };
+        assert_eq!(check_effects(std::slice::from_ref(&genuine)), Ok(()));
+        expect_violation(
+            check_effects(&[TaskEffect::FailTask {
+                reason: FailureReason::WriteResultMissing,
+            }]),
+            "no_spurious_failure",
+        );
+        expect_violation(check_effects(&[genuine.clone(), genuine]), "single_failure");
+    }
+
+    #[test]
+    fn check_quiescent_catches_a_leaked_result() {
+        assert_eq!(check_quiescent(&fresh()), Ok(()));
+        let mut s = fresh();
+        s.results
+            .insert(cp(1), ResultStatus::Failed(ResultFailure::Aborted));
+        expect_violation(check_quiescent(&s), "no_leaked_result");
+        // Outstanding work: not judged yet.
+        s.pending_mails.insert(cp(1));
+        assert_eq!(check_quiescent(&s), Ok(()));
+    }
+
+    fn run(
+        s: &mut TaskState,
+        m: &mut TaskMonitor,
+        ev: TaskEvent,
+    ) -> Result<(), TaskViolation> {
+        let t = reduce(s, Millis(0), ev.clone());
+        *s = t.state;
+        check_state(s)?;
+        m.observe(&ev, &t.effects, &t.outcome)
+    }
+
+    #[test]
+    fn monitor_passes_a_normal_story_and_reports_no_leak() {
+        let mut s = fresh();
+        let mut m = TaskMonitor::new();
+        let story = [
+            TaskEvent::BarrierReceived {
+                checkpoint: cp(1),
+                via: Thread::Netty,
+            },
+            TaskEvent::CheckpointMail { checkpoint: cp(1) },
+            TaskEvent::AsyncPartCompleted {
+                checkpoint: cp(1),
+                handle: StateHandle(7),
+            },
+            TaskEvent::NotifyComplete { checkpoint: cp(1) },
+            TaskEvent::Close,
+        ];
+        for ev in story {
+            assert_eq!(run(&mut s, &mut m, ev), Ok(()));
+        }
+        assert!(m.leaked().is_empty());
+        assert_eq!(check_quiescent(&s), Ok(()));
+    }
+
+    #[test]
+    fn monitor_catches_each_cross_step_violation() {
+        let ev = TaskEvent::CheckpointMail { checkpoint: cp(1) };
+        let ok = Outcome::Applied;
+
+        let mut m = TaskMonitor::new();
+        let start = [TaskEffect::StartWriter { checkpoint: cp(1) }];
+        assert_eq!(m.observe(&ev, &start, &ok), Ok(()));
+        assert_eq!(m.leaked(), vec![cp(1)]);
+        expect_violation(m.observe(&ev, &start, &ok), "result_created_once");
+
+        let netty = TaskEvent::BarrierReceived {
+            checkpoint: cp(2),
+            via: Thread::Netty,
+        };
+        let remove = [TaskEffect::AbortWriter {
+            checkpoint: cp(1),
+            cleanup: true,
+        }];
+        expect_violation(
+            TaskMonitor::new().observe(&netty, &remove, &ok),
+            "remove_on_task_thread",
+        );
+
+        let mut m = TaskMonitor::new();
+        let exec = [TaskEffect::StartAsyncPart { checkpoint: cp(3) }];
+        assert_eq!(m.observe(&ev, &exec, &ok), Ok(()));
+        expect_violation(m.observe(&ev, &exec, &ok), "executed_increase");
+
+        let mut m = TaskMonitor::new();
+        let done = [TaskEffect::NotifyOperatorsComplete { checkpoint: cp(3) }];
+        assert_eq!(m.observe(&ev, &done, &ok), Ok(()));
+        expect_violation(m.observe(&ev, &done, &ok), "complete_monotonic");
+
+        let mut m = TaskMonitor::new();
+        let ack = [TaskEffect::AcknowledgeCheckpoint {
+            checkpoint: cp(1),
+            handle: StateHandle(1),
+        }];
+        let discard = [TaskEffect::DiscardState {
+            handle: StateHandle(1),
+        }];
+        assert_eq!(m.observe(&ev, &ack, &ok), Ok(()));
+        expect_violation(m.observe(&ev, &discard, &ok), "handle_once");
+
+        let mut m = TaskMonitor::new();
+        let decline = [TaskEffect::DeclineCheckpoint {
+            checkpoint: cp(1),
+            reason: crate::task::DeclineReason::Aborted,
+        }];
+        assert_eq!(m.observe(&ev, &decline, &ok), Ok(()));
+        expect_violation(m.observe(&ev, &ack, &ok), "ack_xor_decline");
+
+        let mut m = TaskMonitor::new();
+        assert_eq!(m.observe(&TaskEvent::Close, &[], &ok), Ok(()));
+        expect_violation(m.observe(&ev, &decline, &ok), "silent_after_end");
+
+        expect_violation(
+            TaskMonitor::new().observe(&ev, &decline, &Outcome::Ignored(IgnoreReason::Closed)),
+            "ignored_is_silent",
+        );
+
+        expect_violation(
+            TaskMonitor::new().observe(
+                &ev,
+                &[TaskEffect::FailTask {
+                    reason: FailureReason::WriteResultMissing,
+                }],
+                &ok,
+            ),
+            "no_spurious_failure",
+        );
+    }
+
+    #[test]
+    fn monitor_catches_the_seed_bug_in_legacy_semantics() {
+        let cfg = TaskConfig {
+            semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
+            ..TaskConfig::default()
+        };
+        let mut s = TaskState::new(cfg).unwrap_or_else(|e| panic!("{e}"));
+        let mut m = TaskMonitor::new();
+        let story = [
+            TaskEvent::BarrierReceived {
+                checkpoint: cp(1),
+                via: Thread::Netty,
+            },
+            TaskEvent::NotifyAborted { checkpoint: cp(1) },
+        ];
+        for ev in story {
+            assert_eq!(run(&mut s, &mut m, ev), Ok(()));
+        }
+        expect_violation(
+            run(&mut s, &mut m, TaskEvent::CheckpointMail { checkpoint: cp(1) }),
+            "no_spurious_failure",
+        );
+    }
+}

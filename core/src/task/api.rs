@@ -1,0 +1,381 @@
+//! The task reducer's vocabulary: configuration, events, effects, outcomes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{CheckpointId, StateHandle, Thread};
+
+/// Which behaviour the reducer implements. [`Semantics::Fixed`] is the default
+/// and the only one a real host should run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Semantics {
+    /// FLINK-17869 fixed: aborts never make a later checkpoint mail fail the task.
+    #[default]
+    Fixed,
+    /// The pre-fix behaviour. Exists only so the checkers (proptest, stateright,
+    /// loom, fuzz) can show that they catch the bug; never use it in a host.
+    Legacy(LegacyBug),
+}
+
+/// A pre-fix bug reproduced by [`Semantics::Legacy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum LegacyBug {
+    /// The seed: a notify-aborted RPC for a started, not yet executed checkpoint
+    /// removes its write result (abort with cleanup) and, the writer having
+    /// handled it, does not remember the id; the later checkpoint mail's
+    /// `getAndRemove` finds nothing and the task fails
+    /// ([`FailureReason::WriteResultMissing`]).
+    AbortRemovesResult,
+    /// A cancel-checkpoint marker removes the write result but neither records
+    /// the id nor advances the last executed id; the later checkpoint mail
+    /// finds nothing and the task fails.
+    CancelForgetsAbort,
+}
+
+/// Configuration of one subtask's checkpoint side.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct TaskConfig {
+    /// Fixed (default) or a legacy bug.
+    pub semantics: Semantics,
+    /// How many aborted-but-not-yet-executed checkpoint ids are remembered
+    /// individually (at least 1). Older ones fall below the aborted floor.
+    pub aborted_ids_max: usize,
+}
+
+/// Default bound of the aborted-id memory (as in Flink).
+pub const DEFAULT_ABORTED_IDS_MAX: usize = 16;
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            semantics: Semantics::Fixed,
+            aborted_ids_max: DEFAULT_ABORTED_IDS_MAX,
+        }
+    }
+}
+
+/// One input to the task reducer. [`TaskEvent::thread`] says which thread of
+/// a real task delivers it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum TaskEvent {
+    /// The first barrier of an (unaligned) checkpoint arrived on an input
+    /// channel: `start(N)`. `via` is [`Thread::Netty`] for a remote channel,
+    /// [`Thread::Task`] for a local one; any other thread is host misuse.
+    BarrierReceived {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The delivering thread.
+        via: Thread,
+    },
+    /// The coordinator triggers a checkpoint on this (source) task; runs on
+    /// the task thread as a mail: start and execute at once.
+    TriggerCheckpoint {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The checkpoint mail scheduled by `ScheduleCheckpointMail` runs (task
+    /// thread).
+    CheckpointMail {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// A cancel-checkpoint marker from upstream (task thread).
+    CancelMarker {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The coordinator notifies that a checkpoint was aborted (RPC, mailbox).
+    NotifyAborted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The coordinator notifies that a checkpoint completed (RPC, mailbox).
+    NotifyComplete {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The channel-state writer completed a result (writer thread).
+    WriterCompleted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The channel-state writer failed a result (writer thread).
+    WriterFailed {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The asynchronous snapshot part finished and wrote `handle` (async thread).
+    AsyncPartCompleted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The state it wrote (operator and channel state).
+        handle: StateHandle,
+    },
+    /// The asynchronous snapshot part failed (async thread).
+    AsyncPartFailed {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// An injected, genuine failure of the task's operators (task thread).
+    OperatorFailed,
+    /// The task closes (task thread).
+    Close,
+}
+
+impl TaskEvent {
+    /// The thread that delivers this event in a real task.
+    #[must_use]
+    pub fn thread(&self) -> Thread {
+        match self {
+            TaskEvent::BarrierReceived { via, .. } => *via,
+            TaskEvent::TriggerCheckpoint { .. }
+            | TaskEvent::CheckpointMail { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::Close => Thread::Task,
+            TaskEvent::WriterCompleted { .. } | TaskEvent::WriterFailed { .. } => Thread::Writer,
+            TaskEvent::AsyncPartCompleted { .. } | TaskEvent::AsyncPartFailed { .. } => {
+                Thread::Async
+            }
+        }
+    }
+
+    /// The checkpoint the event concerns, if any.
+    #[must_use]
+    pub fn checkpoint(&self) -> Option<CheckpointId> {
+        match self {
+            TaskEvent::BarrierReceived { checkpoint, .. }
+            | TaskEvent::TriggerCheckpoint { checkpoint }
+            | TaskEvent::CheckpointMail { checkpoint }
+            | TaskEvent::CancelMarker { checkpoint }
+            | TaskEvent::NotifyAborted { checkpoint }
+            | TaskEvent::NotifyComplete { checkpoint }
+            | TaskEvent::WriterCompleted { checkpoint }
+            | TaskEvent::WriterFailed { checkpoint }
+            | TaskEvent::AsyncPartCompleted { checkpoint, .. }
+            | TaskEvent::AsyncPartFailed { checkpoint } => Some(*checkpoint),
+            TaskEvent::OperatorFailed | TaskEvent::Close => None,
+        }
+    }
+}
+
+/// Why a checkpoint is declined to the coordinator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum DeclineReason {
+    /// The coordinator notified the checkpoint as aborted before it executed.
+    Aborted,
+    /// A cancel-checkpoint marker arrived from upstream.
+    CancelledByUpstream,
+    /// A newer checkpoint started before this one executed.
+    Subsumed,
+    /// The channel-state writer failed the result.
+    ChannelStateFailed,
+    /// The asynchronous snapshot part failed.
+    AsyncPartFailed,
+    /// Fixed semantics only: the mail found no write result (defensive; not
+    /// reachable through the fixed reducer's own transitions).
+    WriteResultMissing,
+}
+
+/// Why a write result was failed (its status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ResultFailure {
+    /// Failed by a notify-aborted RPC (without cleanup).
+    Aborted,
+    /// Failed because a newer checkpoint started.
+    Subsumed,
+    /// Failed by the writer itself.
+    WriterFailed,
+}
+
+impl From<ResultFailure> for DeclineReason {
+    fn from(f: ResultFailure) -> Self {
+        match f {
+            ResultFailure::Aborted => DeclineReason::Aborted,
+            ResultFailure::Subsumed => DeclineReason::Subsumed,
+            ResultFailure::WriterFailed => DeclineReason::ChannelStateFailed,
+        }
+    }
+}
+
+/// The status of a channel-state write result held by the writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ResultStatus {
+    /// The writer is still writing it.
+    InProgress,
+    /// The writer completed it.
+    Completed,
+    /// It was failed (and is waiting for the task thread to remove it).
+    Failed(ResultFailure),
+}
+
+/// Why the task is failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum FailureReason {
+    /// A genuine (injected) operator failure.
+    OperatorFailed,
+    /// Legacy only, the FLINK-17869 bug: the mail's `getAndRemove` found no
+    /// write result. Not genuine.
+    WriteResultMissing,
+}
+
+impl FailureReason {
+    /// Whether this is a real failure (as opposed to an abort / ordering race).
+    #[must_use]
+    pub fn is_genuine(self) -> bool {
+        match self {
+            FailureReason::OperatorFailed => true,
+            FailureReason::WriteResultMissing => false,
+        }
+    }
+}
+
+/// What the host must do. Effects of one step are executed in list order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum TaskEffect {
+    /// Create the write result for `checkpoint` and start writing channel
+    /// state; report `WriterCompleted` / `WriterFailed`.
+    StartWriter {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Stop writing `checkpoint` and fail its result; with `cleanup`, also
+    /// remove (drop) the result.
+    AbortWriter {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Remove the result as well.
+        cleanup: bool,
+    },
+    /// Enqueue the checkpoint mail; deliver `CheckpointMail` when it runs.
+    ScheduleCheckpointMail {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Send the barrier downstream.
+    BroadcastBarrier {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Take (`getAndRemove`) the write result and run the asynchronous
+    /// snapshot part; report `AsyncPartCompleted` / `AsyncPartFailed`.
+    StartAsyncPart {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Cancel the asynchronous part (and the write result it took), discarding
+    /// whatever it wrote; a later report for it is ignored.
+    CancelAsyncPart {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Acknowledge the checkpoint to the coordinator with its state.
+    AcknowledgeCheckpoint {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The state written for it (now owned by the coordinator).
+        handle: StateHandle,
+    },
+    /// Decline the checkpoint to the coordinator.
+    DeclineCheckpoint {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Why.
+        reason: DeclineReason,
+    },
+    /// Send a cancel-checkpoint marker downstream.
+    BroadcastCancelMarker {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Delete state nobody owns.
+    DiscardState {
+        /// The state.
+        handle: StateHandle,
+    },
+    /// Call the operators' `notifyCheckpointComplete`.
+    NotifyOperatorsComplete {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Call the operators' `notifyCheckpointAborted`.
+    NotifyOperatorsAborted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// Fail the task. The reducer has already torn its checkpoint side down.
+    FailTask {
+        /// Why.
+        reason: FailureReason,
+    },
+}
+
+/// Why an event changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum IgnoreReason {
+    /// The task is closed.
+    Closed,
+    /// The task has failed (its checkpoint side is torn down).
+    TaskFailed,
+    /// A barrier / trigger for the checkpoint already started.
+    AlreadyStarted,
+    /// A barrier / trigger / cancel marker for a checkpoint older than one
+    /// already started or executed.
+    StaleCheckpoint,
+    /// A checkpoint mail that was never scheduled (or already ran).
+    MailNotScheduled,
+    /// A writer report for a result that does not exist (any more).
+    NoSuchWriteResult,
+    /// A writer report for a result already completed or failed.
+    WriteResultSettled,
+    /// An async-part report for a part that is not running.
+    NoSuchAsyncPart,
+    /// A duplicate notify-aborted.
+    AlreadyAborted,
+    /// A notify-aborted for a checkpoint that already finished on this task.
+    AlreadyExecuted,
+    /// A notify-complete not newer than one already seen.
+    StaleNotifyComplete,
+}
+
+/// Why a checkpoint mail or trigger was consumed without executing its
+/// checkpoint (the event did change state; effects say what was cleaned up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SkipReason {
+    /// A stale mail (at or below the last executed id): ignored as a
+    /// checkpoint, its leftover result (if any) cleaned up.
+    Stale,
+    /// The checkpoint was declined.
+    Declined(DeclineReason),
+    /// Legacy only: the task failed.
+    TaskFailed(FailureReason),
+}
+
+/// Host misuse.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
+pub enum TaskError {
+    /// `aborted_ids_max` must be at least 1.
+    #[error("invalid task config: aborted_ids_max must be at least 1")]
+    AbortedIdsMaxZero,
+    /// A barrier can only arrive on the netty or the task thread.
+    #[error("a barrier cannot be delivered by the {0:?} thread")]
+    WrongThread(Thread),
+}
+
+/// The answer to one event.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The event was applied.
+    Applied,
+    /// A mail / trigger was consumed without executing its checkpoint.
+    Skipped(SkipReason),
+    /// Nothing changed, no effects.
+    Ignored(IgnoreReason),
+    /// Host misuse; nothing changed, no effects.
+    Rejected(TaskError),
+}

@@ -1,0 +1,466 @@
+//! The task side: one subtask's checkpoint machinery (Flink's
+//! `SubtaskCheckpointCoordinator` with its `ChannelStateWriter`), as a pure
+//! reducer, with FLINK-17869 fixed.
+//!
+//! # Lifecycle of one checkpoint `N` (all checkpoints here are unaligned)
+//!
+//! 1. **start** — the first barrier of `N` (netty thread for a remote channel,
+//!    task thread for a local one) creates `N`'s write result (`StartWriter`),
+//!    fails any older unfinished result as subsumed (`AbortWriter` without
+//!    cleanup) and schedules the checkpoint mail. A source task gets a
+//!    `TriggerCheckpoint` instead, which starts and executes at once. A start
+//!    for an id already aborted creates no result but still schedules the mail
+//!    (so the skip can tell downstream).
+//! 2. **in progress / abort** — the writer completes or fails the result; a
+//!    notify-aborted RPC fails it *without removing it* and remembers the id;
+//!    a cancel marker aborts it *with cleanup*, declines and forwards the
+//!    marker.
+//! 3. **execute** — the mail runs on the task thread: a stale mail (id at or
+//!    below the last executed one) only cleans up a leftover result; an
+//!    aborted id, a failed result (or, defensively, a missing one) is removed,
+//!    a cancel marker goes downstream and the checkpoint is declined;
+//!    otherwise the barrier goes downstream and the async part takes
+//!    (`getAndRemove`) the result.
+//! 4. **finish** — the async part completes (ack with the state handle, or
+//!    discard it when a newer checkpoint already completed) or fails
+//!    (decline); a notify-aborted cancels it.
+//!
+//! A write result is created only by start and removed only on the task
+//! thread (by the async part taking it, an abort with cleanup, or close);
+//! the netty path never removes one. Every created result is eventually
+//! completed or failed, and removed. Executed ids strictly increase.
+//! `FailTask` is emitted only for a genuine failure (`OperatorFailed`).
+//!
+//! # Driving contract
+//!
+//! Feed every event to [`reduce`] (or [`TaskState::apply`]) one at a time and
+//! execute the returned effects **in list order**:
+//!
+//! * `StartWriter{N}`: create the result, write channel state, report
+//!   `WriterCompleted{N}` / `WriterFailed{N}` from the writer thread.
+//! * `AbortWriter{N, cleanup}`: stop writing `N` and fail its result; if
+//!   `cleanup`, drop the result.
+//! * `ScheduleCheckpointMail{N}`: enqueue a mail (FIFO, never withdrawn) that
+//!   delivers `CheckpointMail{N}` on the task thread.
+//! * `BroadcastBarrier{N}` / `BroadcastCancelMarker{N}`: send downstream.
+//! * `StartAsyncPart{N}`: take `N`'s write result and run the async snapshot;
+//!   report `AsyncPartCompleted{N, handle}` / `AsyncPartFailed{N}`.
+//! * `CancelAsyncPart{N}`: cancel it and discard whatever it wrote; a later
+//!   report for it is ignored.
+//! * `AcknowledgeCheckpoint` / `DeclineCheckpoint`: RPC to the coordinator.
+//! * `DiscardState{handle}`: delete the state.
+//! * `NotifyOperatorsComplete` / `NotifyOperatorsAborted`: operator hooks.
+//! * `FailTask{reason}`: fail the task (the reducer has already emitted the
+//!   teardown: every result removed, every async part cancelled); then
+//!   deliver `Close` when the task shuts down.
+//!
+//! # Semantics
+//!
+//! [`Semantics::Fixed`] (the default) is Flink after FLINK-17869: an abort
+//! that races ahead of the checkpoint mail ends in a decline. The
+//! [`Semantics::Legacy`] variants reproduce the pre-fix behaviour, where the
+//! abort removed the write result and the later mail's `getAndRemove` found
+//! nothing and failed the task. Legacy exists only so the checkers can show
+//! they catch that bug; never run it in a host.
+
+mod api;
+mod state;
+#[cfg(test)]
+mod tests;
+
+pub use api::*;
+pub use state::{Lifecycle, TaskState};
+
+use crate::types::{CheckpointId, Millis, Thread};
+
+/// The result of [`reduce`]: the next state, the effects to execute in
+/// order, and the outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Transition {
+    /// The next state (equal to the input state unless applied / skipped).
+    pub state: TaskState,
+    /// Effects for the host, in order.
+    pub effects: Vec<TaskEffect>,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+/// The pure entry point: `state` is left as it is.
+#[must_use]
+pub fn reduce(state: &TaskState, now: Millis, event: TaskEvent) -> Transition {
+    let mut next = state.clone();
+    let (effects, outcome) = next.apply(now, event);
+    Transition {
+        state: next,
+        effects,
+        outcome,
+    }
+}
+
+fn max_opt(a: Option<CheckpointId>, b: Option<CheckpointId>) -> Option<CheckpointId> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (Some(x), None) | (None, Some(x)) => Some(x),
+        (None, None) => None,
+    }
+}
+
+fn at_or_below(id: CheckpointId, mark: Option<CheckpointId>) -> bool {
+    mark.is_some_and(|m| id <= m)
+}
+
+impl TaskState {
+    /// The in-place entry point (the same code path as [`reduce`]). The state
+    /// is untouched when the outcome is `Ignored` or `Rejected`.
+    pub fn apply(&mut self, _now: Millis, event: TaskEvent) -> (Vec<TaskEffect>, Outcome) {
+        let mut next = self.clone();
+        let mut fx = Vec::new();
+        let outcome = next.step(event, &mut fx);
+        match outcome {
+            Outcome::Applied | Outcome::Skipped(_) => {
+                *self = next;
+                (fx, outcome)
+            }
+            Outcome::Ignored(_) | Outcome::Rejected(_) => (Vec::new(), outcome),
+        }
+    }
+
+    fn step(&mut self, event: TaskEvent, fx: &mut Vec<TaskEffect>) -> Outcome {
+        if let TaskEvent::BarrierReceived { via, .. } = &event {
+            match via {
+                Thread::Netty | Thread::Task => {}
+                Thread::Writer | Thread::Async => {
+                    return Outcome::Rejected(TaskError::WrongThread(*via));
+                }
+            }
+        }
+        match self.lifecycle {
+            Lifecycle::Running => {}
+            Lifecycle::Closed => return Outcome::Ignored(IgnoreReason::Closed),
+            Lifecycle::Failed => {
+                return match event {
+                    TaskEvent::Close => {
+                        self.lifecycle = Lifecycle::Closed;
+                        Outcome::Applied
+                    }
+                    TaskEvent::BarrierReceived { .. }
+                    | TaskEvent::TriggerCheckpoint { .. }
+                    | TaskEvent::CheckpointMail { .. }
+                    | TaskEvent::CancelMarker { .. }
+                    | TaskEvent::NotifyAborted { .. }
+                    | TaskEvent::NotifyComplete { .. }
+                    | TaskEvent::WriterCompleted { .. }
+                    | TaskEvent::WriterFailed { .. }
+                    | TaskEvent::AsyncPartCompleted { .. }
+                    | TaskEvent::AsyncPartFailed { .. }
+                    | TaskEvent::OperatorFailed => Outcome::Ignored(IgnoreReason::TaskFailed),
+                };
+            }
+        }
+        match event {
+            TaskEvent::BarrierReceived { checkpoint, .. } => self.on_barrier(checkpoint, fx),
+            TaskEvent::TriggerCheckpoint { checkpoint } => self.on_trigger(checkpoint, fx),
+            TaskEvent::CheckpointMail { checkpoint } => self.on_mail(checkpoint, fx),
+            TaskEvent::CancelMarker { checkpoint } => self.on_cancel(checkpoint, fx),
+            TaskEvent::NotifyAborted { checkpoint } => self.on_notify_aborted(checkpoint, fx),
+            TaskEvent::NotifyComplete { checkpoint } => {
+                if at_or_below(checkpoint, self.last_completed) {
+                    return Outcome::Ignored(IgnoreReason::StaleNotifyComplete);
+                }
+                self.last_completed = Some(checkpoint);
+                fx.push(TaskEffect::NotifyOperatorsComplete { checkpoint });
+                Outcome::Applied
+            }
+            TaskEvent::WriterCompleted { checkpoint } => {
+                self.on_writer(checkpoint, ResultStatus::Completed)
+            }
+            TaskEvent::WriterFailed { checkpoint } => {
+                self.on_writer(checkpoint, ResultStatus::Failed(ResultFailure::WriterFailed))
+            }
+            TaskEvent::AsyncPartCompleted { checkpoint, handle } => {
+                if self.async_parts.remove(&checkpoint).is_none() {
+                    return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
+                }
+                if self.last_completed.is_some_and(|c| c > checkpoint) {
+                    // A newer checkpoint already completed: this one is subsumed.
+                    fx.push(TaskEffect::DiscardState { handle });
+                } else {
+                    fx.push(TaskEffect::AcknowledgeCheckpoint { checkpoint, handle });
+                }
+                Outcome::Applied
+            }
+            TaskEvent::AsyncPartFailed { checkpoint } => {
+                if self.async_parts.remove(&checkpoint).is_none() {
+                    return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
+                }
+                fx.push(TaskEffect::DeclineCheckpoint {
+                    checkpoint,
+                    reason: DeclineReason::AsyncPartFailed,
+                });
+                Outcome::Applied
+            }
+            TaskEvent::OperatorFailed => {
+                self.fail(FailureReason::OperatorFailed, fx);
+                Outcome::Applied
+            }
+            TaskEvent::Close => {
+                self.teardown(fx);
+                self.lifecycle = Lifecycle::Closed;
+                Outcome::Applied
+            }
+        }
+    }
+
+    /// Whether `id` is not newer than every id started or executed.
+    fn start_guard(&self, id: CheckpointId) -> Option<IgnoreReason> {
+        if self.last_started == Some(id) {
+            Some(IgnoreReason::AlreadyStarted)
+        } else if at_or_below(id, max_opt(self.last_started, self.last_executed)) {
+            Some(IgnoreReason::StaleCheckpoint)
+        } else {
+            None
+        }
+    }
+
+    /// `start(id)`: subsume older unfinished results, create the result
+    /// unless `id` is already aborted. Returns whether a result was created.
+    fn start(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> bool {
+        let older: Vec<CheckpointId> = self
+            .results
+            .range(..id)
+            .filter(|(_, st)| !matches!(st, ResultStatus::Failed(_)))
+            .map(|(k, _)| *k)
+            .collect();
+        for old in older {
+            self.results
+                .insert(old, ResultStatus::Failed(ResultFailure::Subsumed));
+            fx.push(TaskEffect::AbortWriter {
+                checkpoint: old,
+                cleanup: false,
+            });
+        }
+        self.last_started = Some(id);
+        if self.is_aborted(id) {
+            return false;
+        }
+        self.results.insert(id, ResultStatus::InProgress);
+        fx.push(TaskEffect::StartWriter { checkpoint: id });
+        true
+    }
+
+    fn on_barrier(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
+        if let Some(r) = self.start_guard(id) {
+            return Outcome::Ignored(r);
+        }
+        self.start(id, fx);
+        self.pending_mails.insert(id);
+        fx.push(TaskEffect::ScheduleCheckpointMail { checkpoint: id });
+        Outcome::Applied
+    }
+
+    fn on_trigger(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
+        if let Some(r) = self.start_guard(id) {
+            return Outcome::Ignored(r);
+        }
+        self.start(id, fx);
+        self.execute(id, fx)
+    }
+
+    fn on_mail(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
+        if self.pending_mails.remove(&id).is_none() {
+            return Outcome::Ignored(IgnoreReason::MailNotScheduled);
+        }
+        if at_or_below(id, self.last_executed) {
+            if self.results.remove(&id).is_some() {
+                fx.push(TaskEffect::AbortWriter {
+                    checkpoint: id,
+                    cleanup: true,
+                });
+            }
+            return Outcome::Skipped(SkipReason::Stale);
+        }
+        self.execute(id, fx)
+    }
+
+    /// Runs checkpoint `id` (newer than the last executed one) on the task
+    /// thread.
+    fn execute(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
+        let was_aborted = self.is_aborted(id);
+        self.mark_executed(id);
+        let taken = self.results.remove(&id);
+        if was_aborted {
+            return self.skip(id, taken.is_some(), DeclineReason::Aborted, fx);
+        }
+        match taken {
+            Some(ResultStatus::InProgress | ResultStatus::Completed) => {
+                fx.push(TaskEffect::BroadcastBarrier { checkpoint: id });
+                fx.push(TaskEffect::StartAsyncPart { checkpoint: id });
+                self.async_parts.insert(id);
+                Outcome::Applied
+            }
+            Some(ResultStatus::Failed(f)) => self.skip(id, true, f.into(), fx),
+            None => match self.config.semantics {
+                Semantics::Fixed => self.skip(id, false, DeclineReason::WriteResultMissing, fx),
+                Semantics::Legacy(_) => {
+                    self.fail(FailureReason::WriteResultMissing, fx);
+                    Outcome::Skipped(SkipReason::TaskFailed(FailureReason::WriteResultMissing))
+                }
+            },
+        }
+    }
+
+    fn skip(
+        &mut self,
+        id: CheckpointId,
+        had_result: bool,
+        reason: DeclineReason,
+        fx: &mut Vec<TaskEffect>,
+    ) -> Outcome {
+        if had_result {
+            fx.push(TaskEffect::AbortWriter {
+                checkpoint: id,
+                cleanup: true,
+            });
+        }
+        fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
+        fx.push(TaskEffect::DeclineCheckpoint {
+            checkpoint: id,
+            reason,
+        });
+        Outcome::Skipped(SkipReason::Declined(reason))
+    }
+
+    /// Advances the last executed id and forgets aborted ids at or below it
+    /// (they can never execute).
+    fn mark_executed(&mut self, id: CheckpointId) {
+        self.last_executed = max_opt(self.last_executed, Some(id));
+        while self.aborted.get_min().is_some_and(|min| *min <= id) {
+            self.aborted.remove_min();
+        }
+    }
+
+    fn on_cancel(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
+        if at_or_below(id, self.last_executed) {
+            return Outcome::Ignored(IgnoreReason::StaleCheckpoint);
+        }
+        if self.results.remove(&id).is_some() {
+            fx.push(TaskEffect::AbortWriter {
+                checkpoint: id,
+                cleanup: true,
+            });
+        }
+        match self.config.semantics {
+            Semantics::Fixed | Semantics::Legacy(LegacyBug::AbortRemovesResult) => {
+                self.mark_executed(id);
+            }
+            Semantics::Legacy(LegacyBug::CancelForgetsAbort) => {}
+        }
+        fx.push(TaskEffect::DeclineCheckpoint {
+            checkpoint: id,
+            reason: DeclineReason::CancelledByUpstream,
+        });
+        fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
+        Outcome::Applied
+    }
+
+    fn on_notify_aborted(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
+        if self.async_parts.remove(&id).is_some() {
+            fx.push(TaskEffect::CancelAsyncPart { checkpoint: id });
+            fx.push(TaskEffect::NotifyOperatorsAborted { checkpoint: id });
+            return Outcome::Applied;
+        }
+        if at_or_below(id, self.last_executed) {
+            // Finished here; only a stale leftover result may still run.
+            if !self.fail_result(id, ResultFailure::Aborted, fx) {
+                return Outcome::Ignored(IgnoreReason::AlreadyExecuted);
+            }
+            fx.push(TaskEffect::NotifyOperatorsAborted { checkpoint: id });
+            return Outcome::Applied;
+        }
+        if self.is_aborted(id) {
+            return Outcome::Ignored(IgnoreReason::AlreadyAborted);
+        }
+        let legacy_remove = matches!(
+            self.config.semantics,
+            Semantics::Legacy(LegacyBug::AbortRemovesResult)
+        ) && self.results.contains_key(&id);
+        if legacy_remove {
+            self.results.remove(&id);
+            fx.push(TaskEffect::AbortWriter {
+                checkpoint: id,
+                cleanup: true,
+            });
+        } else {
+            self.fail_result(id, ResultFailure::Aborted, fx);
+            self.remember_aborted(id);
+        }
+        fx.push(TaskEffect::NotifyOperatorsAborted { checkpoint: id });
+        Outcome::Applied
+    }
+
+    /// Fails `id`'s result without removing it, if it is not failed yet.
+    fn fail_result(
+        &mut self,
+        id: CheckpointId,
+        why: ResultFailure,
+        fx: &mut Vec<TaskEffect>,
+    ) -> bool {
+        match self.results.get(&id) {
+            Some(ResultStatus::InProgress | ResultStatus::Completed) => {
+                self.results.insert(id, ResultStatus::Failed(why));
+                fx.push(TaskEffect::AbortWriter {
+                    checkpoint: id,
+                    cleanup: false,
+                });
+                true
+            }
+            Some(ResultStatus::Failed(_)) | None => false,
+        }
+    }
+
+    fn remember_aborted(&mut self, id: CheckpointId) {
+        self.aborted.insert(id);
+        while self.aborted.len() > self.config.aborted_ids_max {
+            match self.aborted.remove_min() {
+                Some(evicted) => self.aborted_floor = max_opt(self.aborted_floor, Some(evicted)),
+                None => break,
+            }
+        }
+    }
+
+    fn on_writer(&mut self, id: CheckpointId, to: ResultStatus) -> Outcome {
+        match self.results.get(&id) {
+            None => Outcome::Ignored(IgnoreReason::NoSuchWriteResult),
+            Some(ResultStatus::Completed | ResultStatus::Failed(_)) => {
+                Outcome::Ignored(IgnoreReason::WriteResultSettled)
+            }
+            Some(ResultStatus::InProgress) => {
+                self.results.insert(id, to);
+                Outcome::Applied
+            }
+        }
+    }
+
+    fn fail(&mut self, reason: FailureReason, fx: &mut Vec<TaskEffect>) {
+        fx.push(TaskEffect::FailTask { reason });
+        self.teardown(fx);
+        self.lifecycle = Lifecycle::Failed;
+    }
+
+    /// Removes (and fails) every result, cancels every async part, drops the
+    /// mailbox.
+    fn teardown(&mut self, fx: &mut Vec<TaskEffect>) {
+        for id in self.results.keys() {
+            fx.push(TaskEffect::AbortWriter {
+                checkpoint: *id,
+                cleanup: true,
+            });
+        }
+        for id in &self.async_parts {
+            fx.push(TaskEffect::CancelAsyncPart { checkpoint: *id });
+        }
+        self.results = imbl::OrdMap::new();
+        self.async_parts = imbl::OrdSet::new();
+        self.pending_mails = imbl::OrdSet::new();
+    }
+}
