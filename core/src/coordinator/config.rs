@@ -162,7 +162,10 @@ fn check_list(list: &[TaskId], name: &'static str) -> Result<(), ConfigError> {
     for pair in sorted.windows(2) {
         if let [a, b] = pair {
             if a == b {
-                return Err(ConfigError::DuplicateTask { task: *a, list: name });
+                return Err(ConfigError::DuplicateTask {
+                    task: *a,
+                    list: name,
+                });
             }
         }
     }
@@ -195,7 +198,10 @@ impl CoordinatorConfig {
         let interval = positive(settings.interval_ms, ConfigError::IntervalNotPositive)?;
         let timeout_ms = positive(settings.timeout_ms, ConfigError::TimeoutNotPositive)?;
         let min_pause = non_negative(settings.min_pause_ms, ConfigError::NegativeMinPause)?;
-        let max_concurrent = positive(settings.max_concurrent, ConfigError::MaxConcurrentNotPositive)?;
+        let max_concurrent = positive(
+            settings.max_concurrent,
+            ConfigError::MaxConcurrentNotPositive,
+        )?;
         if settings.externalized && settings.checkpoint_dir.is_none() {
             return Err(ConfigError::ExternalizedWithoutDirectory);
         }

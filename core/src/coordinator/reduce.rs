@@ -5,14 +5,16 @@
 //! anything, so a refused event leaves the state as it was (only the clock
 //! moves forward).
 
+use super::config::RECENT_IDS_MAX;
 use super::state::{AckSlot, Completed, CoordinatorState, Pending, PendingPhase, Request};
 use super::{
     AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect as E, CoordinatorError,
     CoordinatorEvent, FailJobReason, Ignored, JobStatus, Outcome, QueueReason, RequestId,
     RestoreSource, Step, Timer, Transition, TriggerKind, TriggerRejection,
 };
-use super::config::RECENT_IDS_MAX;
-use crate::types::{AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId};
+use crate::types::{
+    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
+};
 
 /// The pure entry point: `(state, now, event) -> (state', effects, outcome)`.
 #[must_use]
@@ -90,7 +92,9 @@ impl CoordinatorState {
                 self.on_store_done(checkpoint, result, fx)
             }
             CoordinatorEvent::TaskRunning { task, attempt } => self.on_task_running(task, attempt),
-            CoordinatorEvent::TaskFailed { task, attempt } => self.on_task_failed(task, attempt, fx),
+            CoordinatorEvent::TaskFailed { task, attempt } => {
+                self.on_task_failed(task, attempt, fx)
+            }
             CoordinatorEvent::Restore { source } => self.on_restore(source, fx),
             CoordinatorEvent::Shutdown { status } => self.on_shutdown(status, fx),
         }
@@ -160,6 +164,11 @@ impl CoordinatorState {
         if self.now < deadline {
             return Outcome::Ignored(Ignored::TimerNotDue);
         }
+        if let Timer::Timeout(id) = timer {
+            if !self.pending.contains_key(&id) {
+                return Outcome::Ignored(Ignored::TimerNotArmed);
+            }
+        }
         self.timers.remove(&timer);
         match timer {
             Timer::Periodic => {
@@ -178,18 +187,14 @@ impl CoordinatorState {
                 Outcome::Applied(Applied::PeriodicFired(Box::new(applied)))
             }
             Timer::Timeout(id) => {
-                // Structural: the timeout key is removed with its checkpoint,
-                // so an armed timeout always has a pending checkpoint.
-                if self.pending.contains_key(&id) {
-                    self.abort(id, AbortReason::Expired, fx);
-                    self.resume_queued(fx);
-                    Outcome::Applied(Applied::Aborted {
-                        checkpoint: id,
-                        reason: AbortReason::Expired,
-                    })
-                } else {
-                    Outcome::Ignored(Ignored::TimerNotArmed)
-                }
+                // Structural: the timeout key is removed with its checkpoint
+                // (checked above), so this checkpoint is pending.
+                self.abort(id, AbortReason::Expired, fx);
+                self.resume_queued(fx);
+                Outcome::Applied(Applied::Aborted {
+                    checkpoint: id,
+                    reason: AbortReason::Expired,
+                })
             }
         }
     }
@@ -357,7 +362,8 @@ impl CoordinatorState {
             Ok(id) => id,
             Err(_) => {
                 self.in_flight = None;
-                self.consecutive_trigger_failures = self.consecutive_trigger_failures.saturating_add(1);
+                self.consecutive_trigger_failures =
+                    self.consecutive_trigger_failures.saturating_add(1);
                 let reason = AbortReason::IdAllocationFailed;
                 fx.push(E::RequestFailed { request, reason });
                 self.count_failure(None, reason, false, fx);
@@ -410,11 +416,15 @@ impl CoordinatorState {
                 if self.periodic {
                     self.arm(Timer::Periodic, at, fx);
                 }
-                return Some(Recheck::Reject(TriggerRejection::MinimumTimeBetweenCheckpoints));
+                return Some(Recheck::Reject(
+                    TriggerRejection::MinimumTimeBetweenCheckpoints,
+                ));
             }
         }
         if !self.tasks_ready() {
-            return Some(Recheck::Reject(TriggerRejection::NotAllRequiredTasksRunning));
+            return Some(Recheck::Reject(
+                TriggerRejection::NotAllRequiredTasksRunning,
+            ));
         }
         None
     }
@@ -424,7 +434,11 @@ impl CoordinatorState {
             .config
             .wait
             .iter()
-            .map(|t| self.tasks.get(t.0 as usize).map_or(AttemptNo(0), |s| s.attempt))
+            .map(|t| {
+                self.tasks
+                    .get(t.0 as usize)
+                    .map_or(AttemptNo(0), |s| s.attempt)
+            })
             .collect();
         let slots = attempts.len();
         let hooks = self.config.master_hooks > 0;
@@ -948,7 +962,10 @@ impl CoordinatorState {
                     checkpoint: Some(latest.id),
                 })
             }
-            RestoreSource::Savepoint { checkpoint, handles } => {
+            RestoreSource::Savepoint {
+                checkpoint,
+                handles,
+            } => {
                 let Some(next) = checkpoint.next() else {
                     return Outcome::Rejected(CoordinatorError::IdOverflow(checkpoint));
                 };

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use imbl::{OrdMap, OrdSet, Vector};
 
-use super::config::{CoordinatorConfig, ConfigError, CoordinatorSettings};
+use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
 use super::{RequestId, Timer, TriggerKind};
 use crate::types::{AttemptNo, CheckpointId, Millis, StateHandle};
 

@@ -1,1 +1,342 @@
 //! Coordinator invariants.
+//!
+//! * [`check_state`]: what must hold of every reachable state.
+//! * [`check_step`]: what must hold of one event's before / after states and
+//!   effects (nothing after shutdown, completion only with every ack,
+//!   completed checkpoint ids increase, no retained state discarded).
+//! * [`HandleLedger`]: every state handle delivered to the coordinator is
+//!   retained or discarded, never lost, never discarded while retained, and
+//!   discarded at most once per delivery.
+
+use std::collections::BTreeMap;
+
+use super::{ensure, Violation};
+use crate::coordinator::{
+    AckSlot, CoordinatorEffect, CoordinatorEvent, CoordinatorState, Ignored, Outcome, PendingPhase,
+    Step, Timer,
+};
+use crate::types::{CheckpointId, StateHandle};
+
+/// Invariant names, for matching in tests.
+pub mod names {
+    /// Non-forced pending checkpoints never exceed `max_concurrent`.
+    pub const PENDING_BOUNDED: &str = "pending-bounded";
+    /// At most one non-forced request is queued or in flight.
+    pub const ONE_QUEUED: &str = "at-most-one-queued";
+    /// The queue respects its bound.
+    pub const QUEUE_BOUNDED: &str = "queue-bounded";
+    /// A pending checkpoint's missing-ack count matches its slots.
+    pub const ACK_COUNT: &str = "ack-count-consistent";
+    /// Timeout timers are armed exactly for checkpoints waiting on others.
+    pub const TIMERS: &str = "timeout-timers-structural";
+    /// At most one checkpoint finalizes / stores at a time.
+    pub const ONE_COMPLETING: &str = "one-completing";
+    /// Retained completed checkpoints respect the bound; ids increase.
+    pub const COMPLETED: &str = "completed-retained-ordered";
+    /// The recent-id ring holds at most 16 ids.
+    pub const RECENT: &str = "recent-ids-bounded";
+    /// Shut down means nothing pending, queued or armed.
+    pub const SHUTDOWN_QUIET: &str = "shutdown-quiet";
+    /// Nothing is emitted after shutdown.
+    pub const NOTHING_AFTER_SHUTDOWN: &str = "nothing-after-shutdown";
+    /// A checkpoint completes only with every task's ack for its attempt.
+    pub const COMPLETE_ALL_ACKS: &str = "complete-only-with-all-acks";
+    /// Completed (non-savepoint) checkpoint ids strictly increase.
+    pub const COMPLETED_INCREASE: &str = "completed-ids-increase";
+    /// A handle is never discarded while the coordinator retains it.
+    pub const NO_DISCARD_RETAINED: &str = "no-discard-of-retained-state";
+    /// Each delivered handle is retained or discarded (never leaked).
+    pub const NO_LEAK: &str = "handle-retained-or-discarded";
+    /// A handle is discarded at most once per delivery.
+    pub const DISCARD_ONCE: &str = "discard-at-most-once-per-delivery";
+    /// Refused events leave the state as it was (clock aside).
+    pub const REFUSED_UNCHANGED: &str = "refused-event-changes-nothing";
+}
+
+/// Checks every single-state invariant.
+pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
+    let cfg = s.config();
+    let non_forced = s.pending().filter(|p| !p.is_forced()).count();
+    ensure(
+        non_forced <= cfg.max_concurrent(),
+        names::PENDING_BOUNDED,
+        || {
+            format!(
+                "{non_forced} non-forced pending > max {}",
+                cfg.max_concurrent()
+            )
+        },
+    )?;
+    let outstanding = s.queued().filter(|r| !r.kind().is_forced()).count()
+        + usize::from(s.in_flight().is_some_and(|r| !r.kind().is_forced()));
+    ensure(outstanding <= 1, names::ONE_QUEUED, || {
+        format!("{outstanding} non-forced requests queued or in flight")
+    })?;
+    let queued = s.queued().count();
+    ensure(queued <= cfg.queue_max(), names::QUEUE_BOUNDED, || {
+        format!("{queued} queued > bound {}", cfg.queue_max())
+    })?;
+    let mut completing = 0usize;
+    for p in s.pending() {
+        let waiting = p.acks().filter(|a| **a == AckSlot::Waiting).count();
+        ensure(waiting == p.remaining(), names::ACK_COUNT, || {
+            format!(
+                "checkpoint {}: {waiting} waiting slots, remaining {}",
+                p.id(),
+                p.remaining()
+            )
+        })?;
+        let waits_on_others = p.phase() == PendingPhase::AwaitingHooks || p.remaining() > 0;
+        let armed = s.timer_deadline(Timer::Timeout(p.id())).is_some();
+        ensure(armed == waits_on_others, names::TIMERS, || {
+            format!(
+                "checkpoint {} phase {:?} remaining {}: timeout armed = {armed}",
+                p.id(),
+                p.phase(),
+                p.remaining()
+            )
+        })?;
+        if matches!(p.phase(), PendingPhase::Finalizing | PendingPhase::Storing) {
+            completing += 1;
+            ensure(
+                s.completing() == Some(p.id()),
+                names::ONE_COMPLETING,
+                || {
+                    format!(
+                        "checkpoint {} completing but marker is {:?}",
+                        p.id(),
+                        s.completing()
+                    )
+                },
+            )?;
+        }
+    }
+    ensure(completing <= 1, names::ONE_COMPLETING, || {
+        format!("{completing} checkpoints completing at once")
+    })?;
+    if let Some(c) = s.completing() {
+        ensure(
+            s.pending_checkpoint(c).is_some(),
+            names::ONE_COMPLETING,
+            || format!("completing marker {c} has no pending checkpoint"),
+        )?;
+    }
+    for (timer, _) in s.timers() {
+        if let Timer::Timeout(id) = timer {
+            ensure(s.pending_checkpoint(*id).is_some(), names::TIMERS, || {
+                format!("timeout armed for vanished checkpoint {id}")
+            })?;
+        }
+    }
+    let retained = s.completed().count();
+    ensure(retained <= cfg.retained_max(), names::COMPLETED, || {
+        format!("{retained} retained > bound {}", cfg.retained_max())
+    })?;
+    let ids: Vec<CheckpointId> = s
+        .completed()
+        .filter(|c| !c.is_savepoint())
+        .map(|c| c.id())
+        .collect();
+    ensure(
+        ids.windows(2).all(|w| w[0] < w[1]),
+        names::COMPLETED,
+        || format!("retained checkpoint ids out of order: {ids:?}"),
+    )?;
+    let recent = s.recent_ids().count();
+    ensure(
+        recent <= crate::coordinator::RECENT_IDS_MAX,
+        names::RECENT,
+        || format!("{recent} recent ids"),
+    )?;
+    if s.is_shutdown() {
+        ensure(
+            s.pending_count() == 0
+                && s.queued().count() == 0
+                && s.in_flight().is_none()
+                && s.timers().count() == 0,
+            names::SHUTDOWN_QUIET,
+            || "shut down with pending / queued / armed leftovers".to_string(),
+        )?;
+    }
+    Ok(())
+}
+
+/// Checks what must hold of one step: `before --event--> after` with `step`.
+pub fn check_step(
+    before: &CoordinatorState,
+    event: &CoordinatorEvent,
+    step: &Step,
+    after: &CoordinatorState,
+) -> Result<(), Violation> {
+    if before.is_shutdown() {
+        ensure(
+            step.effects.is_empty(),
+            names::NOTHING_AFTER_SHUTDOWN,
+            || {
+                format!(
+                    "{} effects after shutdown for {event:?}",
+                    step.effects.len()
+                )
+            },
+        )?;
+    }
+    match &step.outcome {
+        Outcome::Rejected(_) | Outcome::Ignored(Ignored::Shutdown) => {
+            ensure(step.effects.is_empty(), names::REFUSED_UNCHANGED, || {
+                format!("refused event emitted {:?}", step.effects)
+            })?;
+            let mut b = before.clone();
+            b.now = after.now;
+            ensure(&b == after, names::REFUSED_UNCHANGED, || {
+                format!("{event:?} changed state")
+            })?;
+        }
+        Outcome::Ignored(_) => {
+            let only_discards = step
+                .effects
+                .iter()
+                .all(|e| matches!(e, CoordinatorEffect::DiscardState { .. }));
+            ensure(only_discards, names::REFUSED_UNCHANGED, || {
+                format!("ignored event emitted {:?}", step.effects)
+            })?;
+            let mut b = before.clone();
+            b.now = after.now;
+            ensure(&b == after, names::REFUSED_UNCHANGED, || {
+                format!("ignored {event:?} changed state")
+            })?;
+        }
+        Outcome::Applied(_) => {}
+    }
+    let retained_after = after.owned_handles();
+    let mut last_completed = before
+        .completed()
+        .filter(|c| !c.is_savepoint())
+        .map(|c| c.id())
+        .max();
+    for e in &step.effects {
+        if let CoordinatorEffect::CheckpointCompleted {
+            checkpoint,
+            savepoint,
+            ..
+        } = e
+        {
+            let Some(p) = before.pending_checkpoint(*checkpoint) else {
+                return Err(Violation::new(
+                    names::COMPLETE_ALL_ACKS,
+                    format!("{checkpoint} completed without being pending"),
+                ));
+            };
+            let all = p.acks().all(|a| matches!(a, AckSlot::Acked(_)))
+                && p.acks().count() == before.config().tasks_to_wait().len();
+            ensure(all, names::COMPLETE_ALL_ACKS, || {
+                format!("{checkpoint} completed with missing acks")
+            })?;
+            if !savepoint {
+                ensure(
+                    last_completed.is_none_or(|l| l < *checkpoint),
+                    names::COMPLETED_INCREASE,
+                    || format!("{checkpoint} completed after {last_completed:?}"),
+                )?;
+                last_completed = Some(*checkpoint);
+            }
+        }
+        if let CoordinatorEffect::DiscardState { handle, .. } = e {
+            ensure(
+                !retained_after.contains(handle),
+                names::NO_DISCARD_RETAINED,
+                || format!("handle {handle} discarded but still retained"),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Tracks every state handle delivered to the coordinator (acks and restored
+/// savepoints) and every discard, across steps.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct HandleLedger {
+    delivered: BTreeMap<StateHandle, u32>,
+    discarded: BTreeMap<StateHandle, u32>,
+}
+
+impl HandleLedger {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records one step and checks the ledger against the state after it.
+    pub fn observe(
+        &mut self,
+        event: &CoordinatorEvent,
+        step: &Step,
+        after: &CoordinatorState,
+    ) -> Result<(), Violation> {
+        let taken = !matches!(
+            step.outcome,
+            Outcome::Rejected(_) | Outcome::Ignored(Ignored::Shutdown)
+        );
+        if taken {
+            if let CoordinatorEvent::Acknowledge { state: Some(h), .. } = event {
+                *self.delivered.entry(*h).or_default() += 1;
+            }
+            if let CoordinatorEvent::Restore {
+                source: crate::coordinator::RestoreSource::Savepoint { handles, .. },
+            } = event
+            {
+                for h in handles {
+                    *self.delivered.entry(*h).or_default() += 1;
+                }
+            }
+        }
+        for e in &step.effects {
+            if let CoordinatorEffect::DiscardState { handle, .. } = e {
+                *self.discarded.entry(*handle).or_default() += 1;
+            }
+        }
+        self.check(after)
+    }
+
+    /// Checks: discards never exceed deliveries, and every delivered handle
+    /// is retained by `state` or was discarded.
+    pub fn check(&self, state: &CoordinatorState) -> Result<(), Violation> {
+        let owned = state.owned_handles();
+        for (h, n) in &self.discarded {
+            let d = self.delivered.get(h).copied().unwrap_or(0);
+            ensure(*n <= d, names::DISCARD_ONCE, || {
+                format!("handle {h} discarded {n} times, delivered {d} times")
+            })?;
+        }
+        for h in self.delivered.keys() {
+            ensure(
+                owned.contains(h) || self.discarded.contains_key(h),
+                names::NO_LEAK,
+                || format!("handle {h} neither retained nor discarded"),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Handles delivered so far.
+    pub fn delivered(&self) -> usize {
+        self.delivered.len()
+    }
+    /// Handles discarded so far.
+    pub fn discarded(&self) -> usize {
+        self.discarded.len()
+    }
+}
+
+/// Runs [`check_state`], [`check_step`] and the ledger for one step: the
+/// one-call form for tests, proptest, the model and fuzz targets.
+pub fn check_all(
+    ledger: &mut HandleLedger,
+    before: &CoordinatorState,
+    event: &CoordinatorEvent,
+    step: &Step,
+    after: &CoordinatorState,
+) -> Result<(), Violation> {
+    check_state(after)?;
+    check_step(before, event, step, after)?;
+    ledger.observe(event, step, after)
+}

@@ -20,7 +20,11 @@ pub struct TaskViolation {
 
 impl core::fmt::Display for TaskViolation {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "task invariant `{}` violated: {}", self.invariant, self.detail)
+        write!(
+            f,
+            "task invariant `{}` violated: {}",
+            self.invariant, self.detail
+        )
     }
 }
 
@@ -51,13 +55,20 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
     if aborted.len() > s.config().aborted_ids_max {
         return violation(
             "aborted_bound",
-            format!("{} ids remembered, bound {}", aborted.len(), s.config().aborted_ids_max),
+            format!(
+                "{} ids remembered, bound {}",
+                aborted.len(),
+                s.config().aborted_ids_max
+            ),
         );
     }
     if let Some(id) = aborted.iter().find(|id| !above(**id, s.last_executed())) {
         return violation(
             "aborted_unexecuted",
-            format!("aborted id {id} at or below last executed {:?}", s.last_executed()),
+            format!(
+                "aborted id {id} at or below last executed {:?}",
+                s.last_executed()
+            ),
         );
     }
     let results = s.write_results();
@@ -71,7 +82,10 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
     }
     let mails = s.pending_mails();
     if let Some((id, _)) = results.iter().find(|(id, _)| !mails.contains(id)) {
-        return violation("result_has_mail", format!("result {id} has no pending mail"));
+        return violation(
+            "result_has_mail",
+            format!("result {id} has no pending mail"),
+        );
     }
     if let Some((id, _)) = results
         .iter()
@@ -83,7 +97,10 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
         return violation("ids_started", format!("mail {id} never started"));
     }
     let parts = s.async_parts();
-    if let Some(id) = parts.iter().find(|id| !at_or_below(**id, s.last_executed())) {
+    if let Some(id) = parts
+        .iter()
+        .find(|id| !at_or_below(**id, s.last_executed()))
+    {
         return violation("ids_started", format!("async part {id} never executed"));
     }
     match s.lifecycle() {
@@ -132,7 +149,10 @@ pub fn check_quiescent(s: &TaskState) -> Result<(), TaskViolation> {
     if results.is_empty() {
         Ok(())
     } else {
-        violation("no_leaked_result", format!("quiescent with results {results:?}"))
+        violation(
+            "no_leaked_result",
+            format!("quiescent with results {results:?}"),
+        )
     }
 }
 
@@ -277,7 +297,10 @@ impl TaskMonitor {
                 TaskEffect::AcknowledgeCheckpoint { checkpoint, handle } => {
                     self.use_handle(*handle)?;
                     if self.declined.contains(checkpoint) {
-                        return violation("ack_xor_decline", format!("{checkpoint} acked after decline"));
+                        return violation(
+                            "ack_xor_decline",
+                            format!("{checkpoint} acked after decline"),
+                        );
                     }
                     if self.acked.insert(*checkpoint).is_some() {
                         return violation("ack_once", format!("{checkpoint}"));
@@ -285,10 +308,16 @@ impl TaskMonitor {
                 }
                 TaskEffect::DeclineCheckpoint { checkpoint, .. } => {
                     if self.acked.contains(checkpoint) {
-                        return violation("ack_xor_decline", format!("{checkpoint} declined after ack"));
+                        return violation(
+                            "ack_xor_decline",
+                            format!("{checkpoint} declined after ack"),
+                        );
                     }
                     if self.declined.insert(*checkpoint).is_some() {
-                        return violation("ack_xor_decline", format!("{checkpoint} declined twice"));
+                        return violation(
+                            "ack_xor_decline",
+                            format!("{checkpoint} declined twice"),
+                        );
                     }
                 }
                 TaskEffect::DiscardState { handle } => self.use_handle(*handle)?,
@@ -431,11 +460,7 @@ mod tests {
         assert_eq!(check_quiescent(&s), Ok(()));
     }
 
-    fn run(
-        s: &mut TaskState,
-        m: &mut TaskMonitor,
-        ev: TaskEvent,
-    ) -> Result<(), TaskViolation> {
+    fn run(s: &mut TaskState, m: &mut TaskMonitor, ev: TaskEvent) -> Result<(), TaskViolation> {
         let t = reduce(s, Millis(0), ev.clone());
         *s = t.state;
         check_state(s)?;
@@ -559,7 +584,11 @@ mod tests {
             assert_eq!(run(&mut s, &mut m, ev), Ok(()));
         }
         expect_violation(
-            run(&mut s, &mut m, TaskEvent::CheckpointMail { checkpoint: cp(1) }),
+            run(
+                &mut s,
+                &mut m,
+                TaskEvent::CheckpointMail { checkpoint: cp(1) },
+            ),
             "no_spurious_failure",
         );
     }

@@ -6,7 +6,9 @@ use crate::types::{CheckpointId, StateHandle, Thread};
 
 /// Which behaviour the reducer implements. [`Semantics::Fixed`] is the default
 /// and the only one a real host should run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Semantics {
     /// FLINK-17869 fixed: aborts never make a later checkpoint mail fail the task.

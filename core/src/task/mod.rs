@@ -174,9 +174,10 @@ impl TaskState {
             TaskEvent::WriterCompleted { checkpoint } => {
                 self.on_writer(checkpoint, ResultStatus::Completed)
             }
-            TaskEvent::WriterFailed { checkpoint } => {
-                self.on_writer(checkpoint, ResultStatus::Failed(ResultFailure::WriterFailed))
-            }
+            TaskEvent::WriterFailed { checkpoint } => self.on_writer(
+                checkpoint,
+                ResultStatus::Failed(ResultFailure::WriterFailed),
+            ),
             TaskEvent::AsyncPartCompleted { checkpoint, handle } => {
                 if self.async_parts.remove(&checkpoint).is_none() {
                     return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
