@@ -1,1 +1,734 @@
-//! tests
+//! Unit tests: one event in, the exact effects and outcome out. Each rule of
+//! the task side has a test named after it.
+
+use super::*;
+use crate::invariants::task::{check_effects, check_quiescent, check_state, TaskMonitor};
+use crate::types::{CheckpointId, Millis, StateHandle, Thread};
+
+use TaskEffect as E;
+
+fn cp(n: u64) -> CheckpointId {
+    CheckpointId(n)
+}
+
+fn task(semantics: Semantics) -> TaskState {
+    TaskState::new(TaskConfig {
+        semantics,
+        ..TaskConfig::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A task plus a monitor; every step is checked against `reduce` == `apply`,
+/// the state invariants and the monitor.
+struct Harness {
+    s: TaskState,
+    m: TaskMonitor,
+    check_effects: bool,
+}
+
+impl Harness {
+    fn new(semantics: Semantics) -> Harness {
+        Harness {
+            s: task(semantics),
+            m: TaskMonitor::new(),
+            check_effects: true,
+        }
+    }
+
+    fn step(&mut self, ev: TaskEvent) -> (Vec<TaskEffect>, Outcome) {
+        let t = reduce(&self.s, Millis(0), ev.clone());
+        let mut in_place = self.s.clone();
+        let (fx, out) = in_place.apply(Millis(0), ev.clone());
+        assert_eq!((&in_place, &fx, &out), (&t.state, &t.effects, &t.outcome));
+        match &t.outcome {
+            Outcome::Ignored(_) | Outcome::Rejected(_) => {
+                assert_eq!(t.state, self.s, "ignored/rejected must not change state");
+                assert!(t.effects.is_empty());
+            }
+            Outcome::Applied | Outcome::Skipped(_) => {}
+        }
+        if let Err(v) = check_state(&t.state) {
+            panic!("{v}");
+        }
+        if self.check_effects {
+            if let Err(v) = self.m.observe(&ev, &t.effects, &t.outcome) {
+                panic!("{v}");
+            }
+        }
+        self.s = t.state;
+        (t.effects, t.outcome)
+    }
+
+    fn quiescent_without_leak(&self) {
+        assert!(!self.s.has_outstanding_work());
+        assert_eq!(check_quiescent(&self.s), Ok(()));
+        assert_eq!(self.m.leaked(), Vec::<CheckpointId>::new());
+    }
+}
+
+fn barrier(n: u64) -> TaskEvent {
+    TaskEvent::BarrierReceived {
+        checkpoint: cp(n),
+        via: Thread::Netty,
+    }
+}
+fn mail(n: u64) -> TaskEvent {
+    TaskEvent::CheckpointMail { checkpoint: cp(n) }
+}
+fn aborted(n: u64) -> TaskEvent {
+    TaskEvent::NotifyAborted { checkpoint: cp(n) }
+}
+fn cancel(n: u64) -> TaskEvent {
+    TaskEvent::CancelMarker { checkpoint: cp(n) }
+}
+fn abort_writer(n: u64, cleanup: bool) -> TaskEffect {
+    E::AbortWriter {
+        checkpoint: cp(n),
+        cleanup,
+    }
+}
+fn decline(n: u64, reason: DeclineReason) -> TaskEffect {
+    E::DeclineCheckpoint {
+        checkpoint: cp(n),
+        reason,
+    }
+}
+fn applied(fx: Vec<TaskEffect>) -> (Vec<TaskEffect>, Outcome) {
+    (fx, Outcome::Applied)
+}
+fn ignored(r: IgnoreReason) -> (Vec<TaskEffect>, Outcome) {
+    (vec![], Outcome::Ignored(r))
+}
+fn skipped(fx: Vec<TaskEffect>, r: SkipReason) -> (Vec<TaskEffect>, Outcome) {
+    (fx, Outcome::Skipped(r))
+}
+
+#[test]
+fn config_is_validated_and_fixed_is_the_default() {
+    assert_eq!(
+        TaskState::new(TaskConfig {
+            aborted_ids_max: 0,
+            ..TaskConfig::default()
+        }),
+        Err(TaskError::AbortedIdsMaxZero)
+    );
+    assert_eq!(TaskConfig::default().semantics, Semantics::Fixed);
+    assert_eq!(TaskConfig::default().aborted_ids_max, 16);
+}
+
+#[test]
+fn events_name_their_thread() {
+    assert_eq!(barrier(1).thread(), Thread::Netty);
+    let local = TaskEvent::BarrierReceived {
+        checkpoint: cp(1),
+        via: Thread::Task,
+    };
+    assert_eq!(local.thread(), Thread::Task);
+    assert_eq!(mail(1).thread(), Thread::Task);
+    assert_eq!(aborted(1).thread(), Thread::Task);
+    assert_eq!(cancel(1).thread(), Thread::Task);
+    assert_eq!(
+        TaskEvent::WriterFailed { checkpoint: cp(1) }.thread(),
+        Thread::Writer
+    );
+    assert_eq!(
+        TaskEvent::AsyncPartFailed { checkpoint: cp(1) }.thread(),
+        Thread::Async
+    );
+}
+
+#[test]
+fn barrier_on_a_writer_or_async_thread_is_rejected() {
+    let mut h = Harness::new(Semantics::Fixed);
+    for via in [Thread::Writer, Thread::Async] {
+        assert_eq!(
+            h.step(TaskEvent::BarrierReceived {
+                checkpoint: cp(1),
+                via
+            }),
+            (vec![], Outcome::Rejected(TaskError::WrongThread(via)))
+        );
+    }
+}
+
+#[test]
+fn result_created_only_by_start_removed_only_on_task_thread() {
+    let mut h = Harness::new(Semantics::Fixed);
+    // Writer reports for results that do not exist create nothing.
+    assert_eq!(
+        h.step(TaskEvent::WriterCompleted { checkpoint: cp(1) }),
+        ignored(IgnoreReason::NoSuchWriteResult)
+    );
+    // start on netty: creates, never removes.
+    assert_eq!(
+        h.step(barrier(1)),
+        applied(vec![
+            E::StartWriter { checkpoint: cp(1) },
+            E::ScheduleCheckpointMail { checkpoint: cp(1) }
+        ])
+    );
+    assert_eq!(h.step(barrier(1)), ignored(IgnoreReason::AlreadyStarted));
+    assert_eq!(
+        h.step(TaskEvent::WriterCompleted { checkpoint: cp(1) }),
+        applied(vec![])
+    );
+    assert_eq!(
+        h.step(TaskEvent::WriterCompleted { checkpoint: cp(1) }),
+        ignored(IgnoreReason::WriteResultSettled)
+    );
+    assert_eq!(h.s.write_results(), vec![(cp(1), ResultStatus::Completed)]);
+    // The task thread takes it (getAndRemove) for the async part.
+    assert_eq!(
+        h.step(mail(1)),
+        applied(vec![
+            E::BroadcastBarrier { checkpoint: cp(1) },
+            E::StartAsyncPart { checkpoint: cp(1) }
+        ])
+    );
+    assert!(h.s.write_results().is_empty());
+    assert_eq!(h.step(mail(1)), ignored(IgnoreReason::MailNotScheduled));
+    assert_eq!(
+        h.step(TaskEvent::AsyncPartCompleted {
+            checkpoint: cp(1),
+            handle: StateHandle(10)
+        }),
+        applied(vec![E::AcknowledgeCheckpoint {
+            checkpoint: cp(1),
+            handle: StateHandle(10)
+        }])
+    );
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn trigger_on_a_source_task_starts_and_executes() {
+    let mut h = Harness::new(Semantics::Fixed);
+    assert_eq!(
+        h.step(TaskEvent::TriggerCheckpoint { checkpoint: cp(1) }),
+        applied(vec![
+            E::StartWriter { checkpoint: cp(1) },
+            E::BroadcastBarrier { checkpoint: cp(1) },
+            E::StartAsyncPart { checkpoint: cp(1) }
+        ])
+    );
+    assert_eq!(
+        h.step(TaskEvent::TriggerCheckpoint { checkpoint: cp(1) }),
+        ignored(IgnoreReason::AlreadyStarted)
+    );
+    assert_eq!(
+        h.step(TaskEvent::AsyncPartFailed { checkpoint: cp(1) }),
+        applied(vec![decline(1, DeclineReason::AsyncPartFailed)])
+    );
+    assert_eq!(
+        h.step(TaskEvent::AsyncPartFailed { checkpoint: cp(1) }),
+        ignored(IgnoreReason::NoSuchAsyncPart)
+    );
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn abort_before_execute_notify_aborted_ends_in_decline() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    // RPC abort on the task thread: fail without cleanup, remember the id.
+    assert_eq!(
+        h.step(aborted(1)),
+        applied(vec![
+            abort_writer(1, false),
+            E::NotifyOperatorsAborted { checkpoint: cp(1) }
+        ])
+    );
+    assert_eq!(
+        h.s.write_results(),
+        vec![(cp(1), ResultStatus::Failed(ResultFailure::Aborted))]
+    );
+    assert_eq!(h.s.aborted_ids(), vec![cp(1)]);
+    assert_eq!(h.step(aborted(1)), ignored(IgnoreReason::AlreadyAborted));
+    // The mail still runs: it finds the result, removes it and declines.
+    assert_eq!(
+        h.step(mail(1)),
+        skipped(
+            vec![
+                abort_writer(1, true),
+                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                decline(1, DeclineReason::Aborted)
+            ],
+            SkipReason::Declined(DeclineReason::Aborted)
+        )
+    );
+    assert!(h.s.aborted_ids().is_empty());
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn abort_before_execute_cancel_marker_ends_in_decline() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    assert_eq!(
+        h.step(cancel(1)),
+        applied(vec![
+            abort_writer(1, true),
+            decline(1, DeclineReason::CancelledByUpstream),
+            E::BroadcastCancelMarker { checkpoint: cp(1) }
+        ])
+    );
+    assert_eq!(h.step(cancel(1)), ignored(IgnoreReason::StaleCheckpoint));
+    assert_eq!(h.step(mail(1)), skipped(vec![], SkipReason::Stale));
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn stale_mail_is_ignored_and_its_leftover_result_cleaned_up() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(5));
+    // A cancel marker for a newer id moves the last executed id past 5.
+    assert_eq!(
+        h.step(cancel(6)),
+        applied(vec![
+            decline(6, DeclineReason::CancelledByUpstream),
+            E::BroadcastCancelMarker { checkpoint: cp(6) }
+        ])
+    );
+    assert_eq!(h.s.last_executed(), Some(cp(6)));
+    assert_eq!(
+        h.step(mail(5)),
+        skipped(vec![abort_writer(5, true)], SkipReason::Stale)
+    );
+    // Executed ids strictly increase: nothing at or below 6 can start again.
+    assert_eq!(h.step(barrier(6)), ignored(IgnoreReason::StaleCheckpoint));
+    assert_eq!(h.step(barrier(4)), ignored(IgnoreReason::StaleCheckpoint));
+    assert_eq!(
+        h.step(TaskEvent::TriggerCheckpoint { checkpoint: cp(6) }),
+        ignored(IgnoreReason::StaleCheckpoint)
+    );
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn start_of_newer_checkpoint_subsumes_unfinished_older() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    assert_eq!(
+        h.step(barrier(2)),
+        applied(vec![
+            abort_writer(1, false),
+            E::StartWriter { checkpoint: cp(2) },
+            E::ScheduleCheckpointMail { checkpoint: cp(2) }
+        ])
+    );
+    assert_eq!(
+        h.s.write_results(),
+        vec![
+            (cp(1), ResultStatus::Failed(ResultFailure::Subsumed)),
+            (cp(2), ResultStatus::InProgress)
+        ]
+    );
+    // Already failed results are not failed again.
+    assert_eq!(
+        h.step(barrier(3)),
+        applied(vec![
+            abort_writer(2, false),
+            E::StartWriter { checkpoint: cp(3) },
+            E::ScheduleCheckpointMail { checkpoint: cp(3) }
+        ])
+    );
+    assert_eq!(
+        h.step(mail(1)),
+        skipped(
+            vec![
+                abort_writer(1, true),
+                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                decline(1, DeclineReason::Subsumed)
+            ],
+            SkipReason::Declined(DeclineReason::Subsumed)
+        )
+    );
+    h.step(mail(2));
+    assert_eq!(
+        h.step(mail(3)),
+        applied(vec![
+            E::BroadcastBarrier { checkpoint: cp(3) },
+            E::StartAsyncPart { checkpoint: cp(3) }
+        ])
+    );
+    h.step(TaskEvent::AsyncPartCompleted {
+        checkpoint: cp(3),
+        handle: StateHandle(3),
+    });
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn start_for_an_already_aborted_id_creates_no_result() {
+    let mut h = Harness::new(Semantics::Fixed);
+    assert_eq!(
+        h.step(aborted(3)),
+        applied(vec![E::NotifyOperatorsAborted { checkpoint: cp(3) }])
+    );
+    assert_eq!(
+        h.step(barrier(3)),
+        applied(vec![E::ScheduleCheckpointMail { checkpoint: cp(3) }])
+    );
+    assert!(h.s.write_results().is_empty());
+    // The same for a source task's trigger.
+    h.step(aborted(4));
+    assert_eq!(
+        h.step(TaskEvent::TriggerCheckpoint { checkpoint: cp(4) }),
+        skipped(
+            vec![
+                E::BroadcastCancelMarker { checkpoint: cp(4) },
+                decline(4, DeclineReason::Aborted)
+            ],
+            SkipReason::Declined(DeclineReason::Aborted)
+        )
+    );
+    // Mail 3 is now stale (4 executed as a skip).
+    assert_eq!(h.step(mail(3)), skipped(vec![], SkipReason::Stale));
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn abort_notified_before_barrier_leaves_no_leaked_result() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(aborted(1));
+    h.step(barrier(1));
+    assert_eq!(
+        h.step(mail(1)),
+        skipped(
+            vec![
+                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                decline(1, DeclineReason::Aborted)
+            ],
+            SkipReason::Declined(DeclineReason::Aborted)
+        )
+    );
+    assert!(h.s.aborted_ids().is_empty());
+    h.quiescent_without_leak();
+    // A later checkpoint runs normally.
+    h.step(barrier(2));
+    assert_eq!(
+        h.step(mail(2)),
+        applied(vec![
+            E::BroadcastBarrier { checkpoint: cp(2) },
+            E::StartAsyncPart { checkpoint: cp(2) }
+        ])
+    );
+}
+
+#[test]
+fn skipped_aborted_checkpoint_sends_cancel_marker_downstream() {
+    for pre_barrier in [true, false] {
+        let mut h = Harness::new(Semantics::Fixed);
+        if pre_barrier {
+            h.step(aborted(7));
+            h.step(barrier(7));
+        } else {
+            h.step(barrier(7));
+            h.step(aborted(7));
+        }
+        let (fx, _) = h.step(mail(7));
+        assert!(fx.contains(&E::BroadcastCancelMarker { checkpoint: cp(7) }));
+        assert!(!fx.contains(&E::BroadcastBarrier { checkpoint: cp(7) }));
+    }
+}
+
+#[test]
+fn notify_complete_is_monotonic() {
+    let mut h = Harness::new(Semantics::Fixed);
+    assert_eq!(
+        h.step(TaskEvent::NotifyComplete { checkpoint: cp(2) }),
+        applied(vec![E::NotifyOperatorsComplete { checkpoint: cp(2) }])
+    );
+    assert_eq!(
+        h.step(TaskEvent::NotifyComplete { checkpoint: cp(2) }),
+        ignored(IgnoreReason::StaleNotifyComplete)
+    );
+    assert_eq!(
+        h.step(TaskEvent::NotifyComplete { checkpoint: cp(1) }),
+        ignored(IgnoreReason::StaleNotifyComplete)
+    );
+    assert_eq!(
+        h.step(TaskEvent::NotifyComplete { checkpoint: cp(3) }),
+        applied(vec![E::NotifyOperatorsComplete { checkpoint: cp(3) }])
+    );
+}
+
+#[test]
+fn async_part_of_a_checkpoint_older_than_a_completed_one_is_discarded() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    h.step(mail(1));
+    h.step(TaskEvent::NotifyComplete { checkpoint: cp(2) });
+    assert_eq!(
+        h.step(TaskEvent::AsyncPartCompleted {
+            checkpoint: cp(1),
+            handle: StateHandle(9)
+        }),
+        applied(vec![E::DiscardState {
+            handle: StateHandle(9)
+        }])
+    );
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn notify_aborted_cancels_a_running_async_part() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    h.step(mail(1));
+    assert_eq!(
+        h.step(aborted(1)),
+        applied(vec![
+            E::CancelAsyncPart { checkpoint: cp(1) },
+            E::NotifyOperatorsAborted { checkpoint: cp(1) }
+        ])
+    );
+    assert_eq!(h.step(aborted(1)), ignored(IgnoreReason::AlreadyExecuted));
+    assert_eq!(
+        h.step(TaskEvent::AsyncPartCompleted {
+            checkpoint: cp(1),
+            handle: StateHandle(1)
+        }),
+        ignored(IgnoreReason::NoSuchAsyncPart)
+    );
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn writer_failure_makes_the_mail_decline() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    assert_eq!(
+        h.step(TaskEvent::WriterFailed { checkpoint: cp(1) }),
+        applied(vec![])
+    );
+    assert_eq!(
+        h.step(mail(1)),
+        skipped(
+            vec![
+                abort_writer(1, true),
+                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                decline(1, DeclineReason::ChannelStateFailed)
+            ],
+            SkipReason::Declined(DeclineReason::ChannelStateFailed)
+        )
+    );
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn fixed_mail_with_missing_result_declines() {
+    // Not reachable through fixed transitions; the host could still lose a
+    // result. Build the state by hand.
+    let mut h = Harness::new(Semantics::Fixed);
+    h.s.last_started = Some(cp(1));
+    h.s.pending_mails.insert(cp(1));
+    assert_eq!(
+        h.step(mail(1)),
+        skipped(
+            vec![
+                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                decline(1, DeclineReason::WriteResultMissing)
+            ],
+            SkipReason::Declined(DeclineReason::WriteResultMissing)
+        )
+    );
+}
+
+#[test]
+fn aborted_id_memory_is_bounded_with_a_floor() {
+    let mut h = Harness {
+        s: TaskState::new(TaskConfig {
+            semantics: Semantics::Fixed,
+            aborted_ids_max: 2,
+        })
+        .unwrap_or_else(|e| panic!("{e}")),
+        m: TaskMonitor::new(),
+        check_effects: true,
+    };
+    for n in [2, 3, 4] {
+        h.step(aborted(n));
+    }
+    assert_eq!(h.s.aborted_ids(), vec![cp(3), cp(4)]);
+    assert_eq!(h.s.aborted_floor(), Some(cp(2)));
+    // Evicted and older ids still count as aborted.
+    assert!(h.s.is_aborted(cp(1)) && h.s.is_aborted(cp(2)));
+    assert!(!h.s.is_aborted(cp(5)));
+    assert_eq!(h.step(aborted(2)), ignored(IgnoreReason::AlreadyAborted));
+    assert_eq!(h.step(aborted(1)), ignored(IgnoreReason::AlreadyAborted));
+    assert_eq!(
+        h.step(barrier(1)),
+        applied(vec![E::ScheduleCheckpointMail { checkpoint: cp(1) }])
+    );
+    assert_eq!(
+        h.step(mail(1)),
+        skipped(
+            vec![
+                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                decline(1, DeclineReason::Aborted)
+            ],
+            SkipReason::Declined(DeclineReason::Aborted)
+        )
+    );
+    h.quiescent_without_leak();
+}
+
+#[test]
+fn close_is_idempotent_and_cleans_up() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    h.step(mail(1));
+    h.step(barrier(2));
+    assert_eq!(
+        h.step(TaskEvent::Close),
+        applied(vec![
+            abort_writer(2, true),
+            E::CancelAsyncPart { checkpoint: cp(1) }
+        ])
+    );
+    assert_eq!(h.s.lifecycle(), Lifecycle::Closed);
+    h.quiescent_without_leak();
+    assert_eq!(h.step(TaskEvent::Close), ignored(IgnoreReason::Closed));
+    assert_eq!(h.step(mail(2)), ignored(IgnoreReason::Closed));
+    assert_eq!(h.step(barrier(3)), ignored(IgnoreReason::Closed));
+    assert_eq!(
+        h.step(TaskEvent::OperatorFailed),
+        ignored(IgnoreReason::Closed)
+    );
+}
+
+#[test]
+fn genuine_failure_fails_the_task_and_tears_down() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    assert_eq!(
+        h.step(TaskEvent::OperatorFailed),
+        applied(vec![
+            E::FailTask {
+                reason: FailureReason::OperatorFailed
+            },
+            abort_writer(1, true)
+        ])
+    );
+    assert_eq!(h.s.lifecycle(), Lifecycle::Failed);
+    assert_eq!(h.step(mail(1)), ignored(IgnoreReason::TaskFailed));
+    assert_eq!(h.step(TaskEvent::Close), applied(vec![]));
+    assert_eq!(h.step(TaskEvent::Close), ignored(IgnoreReason::Closed));
+    h.quiescent_without_leak();
+}
+
+/// The seed (FLINK-17869): start on netty, the abort processed on the task
+/// thread, the checkpoint mail runs afterwards.
+fn seed_race(semantics: Semantics) -> Vec<(Vec<TaskEffect>, Outcome)> {
+    let mut h = Harness::new(semantics);
+    h.check_effects = false;
+    [barrier(1), aborted(1), mail(1)]
+        .into_iter()
+        .map(|ev| h.step(ev))
+        .collect()
+}
+
+#[test]
+fn seed_race_replay_fixed_declines_legacy_fails_the_task() {
+    let fixed = seed_race(Semantics::Fixed);
+    assert_eq!(
+        fixed.last(),
+        Some(&skipped(
+            vec![
+                abort_writer(1, true),
+                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                decline(1, DeclineReason::Aborted)
+            ],
+            SkipReason::Declined(DeclineReason::Aborted)
+        ))
+    );
+    for (fx, _) in &fixed {
+        assert_eq!(check_effects(fx), Ok(()));
+    }
+
+    let legacy = seed_race(Semantics::Legacy(LegacyBug::AbortRemovesResult));
+    assert_eq!(
+        legacy.get(1),
+        Some(&applied(vec![
+            abort_writer(1, true),
+            E::NotifyOperatorsAborted { checkpoint: cp(1) }
+        ]))
+    );
+    let last = legacy.last().cloned().unwrap_or_else(|| panic!("no steps"));
+    assert_eq!(
+        last,
+        skipped(
+            vec![E::FailTask {
+                reason: FailureReason::WriteResultMissing
+            }],
+            SkipReason::TaskFailed(FailureReason::WriteResultMissing)
+        )
+    );
+    assert!(check_effects(&last.0).is_err());
+}
+
+#[test]
+fn legacy_cancel_forgets_abort_fails_the_task() {
+    let mut h = Harness::new(Semantics::Legacy(LegacyBug::CancelForgetsAbort));
+    h.check_effects = false;
+    h.step(barrier(1));
+    assert_eq!(
+        h.step(cancel(1)),
+        applied(vec![
+            abort_writer(1, true),
+            decline(1, DeclineReason::CancelledByUpstream),
+            E::BroadcastCancelMarker { checkpoint: cp(1) }
+        ])
+    );
+    assert_eq!(
+        h.step(mail(1)),
+        skipped(
+            vec![E::FailTask {
+                reason: FailureReason::WriteResultMissing
+            }],
+            SkipReason::TaskFailed(FailureReason::WriteResultMissing)
+        )
+    );
+    // The same story is harmless in the fixed semantics and under the other bug.
+    for sem in [
+        Semantics::Fixed,
+        Semantics::Legacy(LegacyBug::AbortRemovesResult),
+    ] {
+        let mut h = Harness::new(sem);
+        h.step(barrier(1));
+        h.step(cancel(1));
+        assert_eq!(h.step(mail(1)), skipped(vec![], SkipReason::Stale));
+        h.quiescent_without_leak();
+    }
+}
+
+#[test]
+fn events_effects_and_outcomes_round_trip_through_serde() {
+    let ev = TaskEvent::AsyncPartCompleted {
+        checkpoint: cp(3),
+        handle: StateHandle(4),
+    };
+    let fx = vec![decline(1, DeclineReason::Subsumed), abort_writer(2, true)];
+    let out = Outcome::Skipped(SkipReason::TaskFailed(FailureReason::WriteResultMissing));
+    let json = serde_json::to_string(&(&ev, &fx, &out)).unwrap_or_else(|e| panic!("{e}"));
+    let back: (TaskEvent, Vec<TaskEffect>, Outcome) =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back, (ev, fx, out));
+}
+
+#[test]
+fn state_hash_distinguishes_collection_boundaries() {
+    use core::hash::{Hash, Hasher};
+    fn h(s: &TaskState) -> u64 {
+        let mut st = std::collections::hash_map::DefaultHasher::new();
+        s.hash(&mut st);
+        st.finish()
+    }
+    let mut a = task(Semantics::Fixed);
+    let mut b = a.clone();
+    a.pending_mails.insert(cp(1));
+    b.async_parts.insert(cp(1));
+    assert_ne!(a, b);
+    assert_ne!(h(&a), h(&b));
+}

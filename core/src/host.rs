@@ -1,0 +1,1 @@
+//! Host adapter (placeholder until it lands).

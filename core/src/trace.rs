@@ -1,0 +1,1 @@
+//! Traces (placeholder until the trace module lands).
