@@ -37,12 +37,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             match round {
                 1..=3 => {
                     now = state.timer_deadline(Timer::Periodic).unwrap_or(now);
-                    inbox.push_back(CoordinatorEvent::TimerFired { timer: Timer::Periodic });
+                    inbox.push_back(CoordinatorEvent::TimerFired {
+                        timer: Timer::Periodic,
+                    });
                 }
                 4 => inbox.push_back(CoordinatorEvent::Trigger {
-                    kind: TriggerKind::Savepoint { target: "/savepoints/demo".into() },
+                    kind: TriggerKind::Savepoint {
+                        target: "/savepoints/demo".into(),
+                    },
                 }),
-                5 => inbox.push_back(CoordinatorEvent::Shutdown { status: JobStatus::Finished }),
+                5 => inbox.push_back(CoordinatorEvent::Shutdown {
+                    status: JobStatus::Finished,
+                }),
                 _ => break,
             }
             continue;
@@ -60,7 +66,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             outcome: t.outcome.clone(),
             clock: t.clock,
         };
-        ckpt_core::invariants::coordinator::check_all(&mut ledger, &before, &event, &step, &t.state)?;
+        ckpt_core::invariants::coordinator::check_all(
+            &mut ledger,
+            &before,
+            &event,
+            &step,
+            &t.state,
+        )?;
         state = t.state;
         for e in t.effects {
             match e {
@@ -75,7 +87,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     // The source injects barriers; every task acks, except
                     // that task 2 declines the third checkpoint.
                     for task in state.config().tasks_to_wait().to_vec() {
-                        let attempt = state.task_status(task).map(|s| s.attempt).unwrap_or_default();
+                        let attempt = state
+                            .task_status(task)
+                            .map(|s| s.attempt)
+                            .unwrap_or_default();
                         if checkpoint == CheckpointId(3) && task.0 == 2 {
                             inbox.push_back(CoordinatorEvent::Decline {
                                 job,
@@ -97,13 +112,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
                 CoordinatorEffect::FinalizeCheckpoint { checkpoint, .. } => {
-                    inbox.push_back(CoordinatorEvent::FinalizeDone { checkpoint, result: Ok(()) });
+                    inbox.push_back(CoordinatorEvent::FinalizeDone {
+                        checkpoint,
+                        result: Ok(()),
+                    });
                 }
                 CoordinatorEffect::StoreCheckpoint { checkpoint } => {
-                    inbox.push_back(CoordinatorEvent::StoreDone { checkpoint, result: Ok(()) });
+                    inbox.push_back(CoordinatorEvent::StoreDone {
+                        checkpoint,
+                        result: Ok(()),
+                    });
                 }
                 CoordinatorEffect::TriggerMasterHooks { checkpoint, .. } => {
-                    inbox.push_back(CoordinatorEvent::MasterHooksDone { checkpoint, result: Ok(()) });
+                    inbox.push_back(CoordinatorEvent::MasterHooksDone {
+                        checkpoint,
+                        result: Ok(()),
+                    });
                 }
                 CoordinatorEffect::ScheduleTimer { .. }
                 | CoordinatorEffect::CancelTimer { .. }

@@ -56,7 +56,11 @@
 //! * Replay: [`trace`] (JSON-lines traces of events with their `now`).
 
 #![forbid(unsafe_code)]
-#![warn(clippy::unwrap_used, clippy::expect_used, clippy::wildcard_enum_match_arm)]
+#![warn(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::wildcard_enum_match_arm
+)]
 
 pub mod coordinator;
 #[cfg(feature = "host")]

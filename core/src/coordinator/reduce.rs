@@ -320,7 +320,21 @@ impl CoordinatorState {
                 return;
             };
             let request = self.queue.remove(pos);
-            if matches!(request.kind, TriggerKind::Periodic) && self.periodic {
+            // FIX: the seed re-schedules the periodic trigger whenever it
+            // resumes the queued request (`triggerQueuedRequests`). Re-arming
+            // only for a resumed *periodic* request left periodic scheduling
+            // dead after a queued non-forced *user* checkpoint resumed (its
+            // queueing had cancelled the periodic timer). A resumed periodic
+            // request moves the timer as before; any other non-forced one
+            // re-arms it only if it is not armed.
+            let rearm = match request.kind {
+                TriggerKind::Periodic => true,
+                TriggerKind::Checkpoint { forced: false } => {
+                    !self.timers.contains_key(&Timer::Periodic)
+                }
+                TriggerKind::Checkpoint { forced: true } | TriggerKind::Savepoint { .. } => false,
+            };
+            if rearm && self.periodic {
                 let at = self.now.saturating_add(self.config.interval_ms);
                 self.arm(Timer::Periodic, at, fx);
             }
@@ -361,12 +375,14 @@ impl CoordinatorState {
         let id = match result {
             Ok(id) => id,
             Err(_) => {
-                self.in_flight = None;
+                // FIX: savepoints never count towards the tolerable-failure
+                // limit (as in `abort`); this path passed `false` for them.
+                let savepoint = self.in_flight.take().is_some_and(|r| r.kind.is_savepoint());
                 self.consecutive_trigger_failures =
                     self.consecutive_trigger_failures.saturating_add(1);
                 let reason = AbortReason::IdAllocationFailed;
                 fx.push(E::RequestFailed { request, reason });
-                self.count_failure(None, reason, false, fx);
+                self.count_failure(None, reason, savepoint, fx);
                 self.resume_queued(fx);
                 return Outcome::Applied(Applied::RequestEnded { request, reason });
             }
@@ -384,7 +400,18 @@ impl CoordinatorState {
         if let Some(reason) = self.recheck(&req, fx) {
             match reason {
                 Recheck::Queue => {
+                    // FIX: this request was already answered (`AllocatingId`),
+                    // so if the queue is full it must end with a
+                    // `RequestFailed`, not vanish silently. (Defensive: no
+                    // new pending checkpoint can appear while a request is in
+                    // flight, so this branch is not reachable by events.)
                     let applied = self.queue_too_many(req, fx);
+                    if let Applied::TriggerRejected { reason, .. } = applied {
+                        let reason = AbortReason::Rejected(reason);
+                        fx.push(E::RequestFailed { request, reason });
+                        self.resume_queued(fx);
+                        return Outcome::Applied(Applied::RequestEnded { request, reason });
+                    }
                     return Outcome::Applied(applied);
                 }
                 Recheck::Reject(r) => {
@@ -763,6 +790,13 @@ impl CoordinatorState {
             handles: p.acks,
         });
         self.evict_completed(fx);
+        // FIX: record the new latest completed id *before* subsuming, so the
+        // notify-aborted of a subsumed checkpoint carries the checkpoint that
+        // subsumed it (modern Flink adds the completed checkpoint to the store
+        // before dropping subsumed ones); it used to carry the previous one.
+        if self.latest_completed.is_none_or(|l| l < id) {
+            self.latest_completed = Some(id);
+        }
         // Subsume every older pending checkpoint that may be subsumed.
         let older: Vec<CheckpointId> = self
             .pending
@@ -774,9 +808,6 @@ impl CoordinatorState {
             self.abort(q, AbortReason::Subsumed, fx);
         }
         self.last_completion = Some(self.now);
-        if self.latest_completed.is_none_or(|l| l < id) {
-            self.latest_completed = Some(id);
-        }
         self.failures.count = 0;
         self.failures.counted.clear();
         self.failures.job_failed = false;
@@ -979,6 +1010,12 @@ impl CoordinatorState {
                 }
                 fx.push(E::ResetIdCounter { next });
                 self.last_id = Some(checkpoint);
+                // FIX: the restored savepoint is now the latest completed
+                // checkpoint (it is in the completed store), so a later
+                // notify-aborted must carry it; it used to stay `None`.
+                if self.latest_completed.is_none_or(|l| l < checkpoint) {
+                    self.latest_completed = Some(checkpoint);
+                }
                 self.remember(checkpoint);
                 self.completed.push_back(Completed {
                     id: checkpoint,

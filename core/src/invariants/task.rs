@@ -9,26 +9,8 @@ use imbl::{OrdMap, OrdSet};
 use crate::task::{Lifecycle, Outcome, ResultStatus, TaskEffect, TaskEvent, TaskState};
 use crate::types::{CheckpointId, StateHandle, Thread};
 
-/// A broken task invariant.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TaskViolation {
-    /// Which invariant (a stable short name).
-    pub invariant: &'static str,
-    /// What was seen.
-    pub detail: String,
-}
-
-impl core::fmt::Display for TaskViolation {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "task invariant `{}` violated: {}",
-            self.invariant, self.detail
-        )
-    }
-}
-
-impl std::error::Error for TaskViolation {}
+/// A broken task invariant (the shared [`Violation`](super::Violation)).
+pub type TaskViolation = super::Violation;
 
 fn violation(invariant: &'static str, detail: String) -> Result<(), TaskViolation> {
     Err(TaskViolation { invariant, detail })
@@ -539,7 +521,7 @@ mod tests {
         let mut m = TaskMonitor::new();
         let decline = [TaskEffect::DeclineCheckpoint {
             checkpoint: cp(1),
-            reason: crate::task::DeclineReason::Aborted,
+            reason: crate::task::DeclineReason::AbortedByCoordinator,
         }];
         assert_eq!(m.observe(&ev, &decline, &ok), Ok(()));
         expect_violation(m.observe(&ev, &ack, &ok), "ack_xor_decline");
@@ -592,4 +574,26 @@ mod tests {
             "no_spurious_failure",
         );
     }
+}
+
+/// Runs [`check_state`] on the state after the step, the monitor's
+/// cross-step rules, and checks that an `Ignored` / `Rejected` event left the
+/// state unchanged: the one-call form for tests, proptest, the model, loom and
+/// fuzz targets.
+pub fn check_all(
+    monitor: &mut TaskMonitor,
+    before: &TaskState,
+    event: &TaskEvent,
+    effects: &[TaskEffect],
+    outcome: &Outcome,
+    after: &TaskState,
+) -> Result<(), TaskViolation> {
+    if matches!(outcome, Outcome::Ignored(_) | Outcome::Rejected(_)) && before != after {
+        return violation(
+            "ignored_is_unchanged",
+            format!("{event:?} changed the state"),
+        );
+    }
+    check_state(after)?;
+    monitor.observe(event, effects, outcome)
 }

@@ -147,6 +147,25 @@ impl TaskEvent {
         }
     }
 
+    /// A stable short name of the event's kind (for transition coverage).
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TaskEvent::BarrierReceived { .. } => "BarrierReceived",
+            TaskEvent::TriggerCheckpoint { .. } => "TriggerCheckpoint",
+            TaskEvent::CheckpointMail { .. } => "CheckpointMail",
+            TaskEvent::CancelMarker { .. } => "CancelMarker",
+            TaskEvent::NotifyAborted { .. } => "NotifyAborted",
+            TaskEvent::NotifyComplete { .. } => "NotifyComplete",
+            TaskEvent::WriterCompleted { .. } => "WriterCompleted",
+            TaskEvent::WriterFailed { .. } => "WriterFailed",
+            TaskEvent::AsyncPartCompleted { .. } => "AsyncPartCompleted",
+            TaskEvent::AsyncPartFailed { .. } => "AsyncPartFailed",
+            TaskEvent::OperatorFailed => "OperatorFailed",
+            TaskEvent::Close => "Close",
+        }
+    }
+
     /// The checkpoint the event concerns, if any.
     #[must_use]
     pub fn checkpoint(&self) -> Option<CheckpointId> {
@@ -166,23 +185,7 @@ impl TaskEvent {
     }
 }
 
-/// Why a checkpoint is declined to the coordinator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum DeclineReason {
-    /// The coordinator notified the checkpoint as aborted before it executed.
-    Aborted,
-    /// A cancel-checkpoint marker arrived from upstream.
-    CancelledByUpstream,
-    /// A newer checkpoint started before this one executed.
-    Subsumed,
-    /// The channel-state writer failed the result.
-    ChannelStateFailed,
-    /// The asynchronous snapshot part failed.
-    AsyncPartFailed,
-    /// Fixed semantics only: the mail found no write result (defensive; not
-    /// reachable through the fixed reducer's own transitions).
-    WriteResultMissing,
-}
+pub use crate::types::DeclineReason;
 
 /// Why a write result was failed (its status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -198,9 +201,9 @@ pub enum ResultFailure {
 impl From<ResultFailure> for DeclineReason {
     fn from(f: ResultFailure) -> Self {
         match f {
-            ResultFailure::Aborted => DeclineReason::Aborted,
+            ResultFailure::Aborted => DeclineReason::AbortedByCoordinator,
             ResultFailure::Subsumed => DeclineReason::Subsumed,
-            ResultFailure::WriterFailed => DeclineReason::ChannelStateFailed,
+            ResultFailure::WriterFailed => DeclineReason::WriterFailed,
         }
     }
 }

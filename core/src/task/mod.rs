@@ -196,7 +196,7 @@ impl TaskState {
                 }
                 fx.push(TaskEffect::DeclineCheckpoint {
                     checkpoint,
-                    reason: DeclineReason::AsyncPartFailed,
+                    reason: DeclineReason::SnapshotFailed,
                 });
                 Outcome::Applied
             }
@@ -290,7 +290,7 @@ impl TaskState {
         self.mark_executed(id);
         let taken = self.results.remove(&id);
         if was_aborted {
-            return self.skip(id, taken.is_some(), DeclineReason::Aborted, fx);
+            return self.skip(id, taken.is_some(), DeclineReason::AbortedByCoordinator, fx);
         }
         match taken {
             Some(ResultStatus::InProgress | ResultStatus::Completed) => {
@@ -358,7 +358,7 @@ impl TaskState {
         }
         fx.push(TaskEffect::DeclineCheckpoint {
             checkpoint: id,
-            reason: DeclineReason::CancelledByUpstream,
+            reason: DeclineReason::CancelledOnBarrier,
         });
         fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
         Outcome::Applied

@@ -218,7 +218,7 @@ fn trigger_on_a_source_task_starts_and_executes() {
     );
     assert_eq!(
         h.step(TaskEvent::AsyncPartFailed { checkpoint: cp(1) }),
-        applied(vec![decline(1, DeclineReason::AsyncPartFailed)])
+        applied(vec![decline(1, DeclineReason::SnapshotFailed)])
     );
     assert_eq!(
         h.step(TaskEvent::AsyncPartFailed { checkpoint: cp(1) }),
@@ -252,9 +252,9 @@ fn abort_before_execute_notify_aborted_ends_in_decline() {
             vec![
                 abort_writer(1, true),
                 E::BroadcastCancelMarker { checkpoint: cp(1) },
-                decline(1, DeclineReason::Aborted)
+                decline(1, DeclineReason::AbortedByCoordinator)
             ],
-            SkipReason::Declined(DeclineReason::Aborted)
+            SkipReason::Declined(DeclineReason::AbortedByCoordinator)
         )
     );
     assert!(h.s.aborted_ids().is_empty());
@@ -269,7 +269,7 @@ fn abort_before_execute_cancel_marker_ends_in_decline() {
         h.step(cancel(1)),
         applied(vec![
             abort_writer(1, true),
-            decline(1, DeclineReason::CancelledByUpstream),
+            decline(1, DeclineReason::CancelledOnBarrier),
             E::BroadcastCancelMarker { checkpoint: cp(1) }
         ])
     );
@@ -286,7 +286,7 @@ fn stale_mail_is_ignored_and_its_leftover_result_cleaned_up() {
     assert_eq!(
         h.step(cancel(6)),
         applied(vec![
-            decline(6, DeclineReason::CancelledByUpstream),
+            decline(6, DeclineReason::CancelledOnBarrier),
             E::BroadcastCancelMarker { checkpoint: cp(6) }
         ])
     );
@@ -378,9 +378,9 @@ fn start_for_an_already_aborted_id_creates_no_result() {
         skipped(
             vec![
                 E::BroadcastCancelMarker { checkpoint: cp(4) },
-                decline(4, DeclineReason::Aborted)
+                decline(4, DeclineReason::AbortedByCoordinator)
             ],
-            SkipReason::Declined(DeclineReason::Aborted)
+            SkipReason::Declined(DeclineReason::AbortedByCoordinator)
         )
     );
     // Mail 3 is now stale (4 executed as a skip).
@@ -398,9 +398,9 @@ fn abort_notified_before_barrier_leaves_no_leaked_result() {
         skipped(
             vec![
                 E::BroadcastCancelMarker { checkpoint: cp(1) },
-                decline(1, DeclineReason::Aborted)
+                decline(1, DeclineReason::AbortedByCoordinator)
             ],
-            SkipReason::Declined(DeclineReason::Aborted)
+            SkipReason::Declined(DeclineReason::AbortedByCoordinator)
         )
     );
     assert!(h.s.aborted_ids().is_empty());
@@ -509,9 +509,9 @@ fn writer_failure_makes_the_mail_decline() {
             vec![
                 abort_writer(1, true),
                 E::BroadcastCancelMarker { checkpoint: cp(1) },
-                decline(1, DeclineReason::ChannelStateFailed)
+                decline(1, DeclineReason::WriterFailed)
             ],
-            SkipReason::Declined(DeclineReason::ChannelStateFailed)
+            SkipReason::Declined(DeclineReason::WriterFailed)
         )
     );
     h.quiescent_without_leak();
@@ -566,9 +566,9 @@ fn aborted_id_memory_is_bounded_with_a_floor() {
         skipped(
             vec![
                 E::BroadcastCancelMarker { checkpoint: cp(1) },
-                decline(1, DeclineReason::Aborted)
+                decline(1, DeclineReason::AbortedByCoordinator)
             ],
-            SkipReason::Declined(DeclineReason::Aborted)
+            SkipReason::Declined(DeclineReason::AbortedByCoordinator)
         )
     );
     h.quiescent_without_leak();
@@ -638,9 +638,9 @@ fn seed_race_replay_fixed_declines_legacy_fails_the_task() {
             vec![
                 abort_writer(1, true),
                 E::BroadcastCancelMarker { checkpoint: cp(1) },
-                decline(1, DeclineReason::Aborted)
+                decline(1, DeclineReason::AbortedByCoordinator)
             ],
-            SkipReason::Declined(DeclineReason::Aborted)
+            SkipReason::Declined(DeclineReason::AbortedByCoordinator)
         ))
     );
     for (fx, _) in &fixed {
@@ -677,7 +677,7 @@ fn legacy_cancel_forgets_abort_fails_the_task() {
         h.step(cancel(1)),
         applied(vec![
             abort_writer(1, true),
-            decline(1, DeclineReason::CancelledByUpstream),
+            decline(1, DeclineReason::CancelledOnBarrier),
             E::BroadcastCancelMarker { checkpoint: cp(1) }
         ])
     );
@@ -731,4 +731,75 @@ fn state_hash_distinguishes_collection_boundaries() {
     b.async_parts.insert(cp(1));
     assert_ne!(a, b);
     assert_ne!(h(&a), h(&b));
+}
+
+/// The alphabet of the bounded exhaustive exploration below.
+fn alphabet() -> Vec<TaskEvent> {
+    let mut v = Vec::new();
+    for n in 1..=3u64 {
+        v.push(barrier(n));
+        v.push(TaskEvent::TriggerCheckpoint { checkpoint: cp(n) });
+        v.push(mail(n));
+        v.push(cancel(n));
+        v.push(aborted(n));
+        v.push(TaskEvent::NotifyComplete { checkpoint: cp(n) });
+        v.push(TaskEvent::WriterCompleted { checkpoint: cp(n) });
+        v.push(TaskEvent::WriterFailed { checkpoint: cp(n) });
+        v.push(TaskEvent::AsyncPartCompleted {
+            checkpoint: cp(n),
+            handle: StateHandle(n),
+        });
+        v.push(TaskEvent::AsyncPartFailed { checkpoint: cp(n) });
+    }
+    v.push(TaskEvent::OperatorFailed);
+    v.push(TaskEvent::Close);
+    v
+}
+
+/// Depth-first over every sequence of non-ignored events up to `depth`;
+/// returns the first invariant violation, if any.
+fn explore(
+    s: &TaskState,
+    m: &TaskMonitor,
+    depth: usize,
+    events: &[TaskEvent],
+) -> Result<usize, String> {
+    let mut visited = 1usize;
+    if !s.has_outstanding_work() {
+        check_quiescent(s).map_err(|v| v.to_string())?;
+        if !m.leaked().is_empty() {
+            return Err(format!("leaked {:?} in {s:?}", m.leaked()));
+        }
+    }
+    if depth == 0 {
+        return Ok(visited);
+    }
+    for ev in events {
+        let t = reduce(s, Millis(0), ev.clone());
+        if let Outcome::Ignored(_) | Outcome::Rejected(_) = t.outcome {
+            continue;
+        }
+        let mut m2 = m.clone();
+        check_state(&t.state).map_err(|v| format!("{v} after {ev:?}"))?;
+        m2.observe(ev, &t.effects, &t.outcome)
+            .map_err(|v| format!("{v} after {ev:?}"))?;
+        visited = visited.saturating_add(explore(&t.state, &m2, depth - 1, events)?);
+    }
+    Ok(visited)
+}
+
+#[test]
+fn bounded_exploration_fixed_holds_every_invariant_legacy_is_caught() {
+    let events = alphabet();
+    let visited = explore(&task(Semantics::Fixed), &TaskMonitor::new(), 6, &events);
+    assert!(matches!(visited, Ok(n) if n > 1000), "{visited:?}");
+    for bug in [LegacyBug::AbortRemovesResult, LegacyBug::CancelForgetsAbort] {
+        let r = explore(
+            &task(Semantics::Legacy(bug)),
+            &TaskMonitor::new(),
+            3,
+            &events,
+        );
+        assert!(r.is_err(), "{bug:?} not caught");
+    }
 }
