@@ -36,6 +36,8 @@
 mod config;
 mod reduce;
 mod state;
+#[cfg(test)]
+mod tests;
 
 pub use config::*;
 pub use reduce::reduce;

@@ -1,0 +1,2823 @@
+//! Unit tests (openraft-engine style): feed one event, assert the exact
+//! effects and the exact outcome. Every step runs through [`H::step`], which
+//! checks that the pure `reduce` and the in-place `apply` agree and that every
+//! coordinator invariant (state, step, handle ledger) holds.
+//!
+//! Defaults (see [`settings`]): job 7, task 0 triggered, tasks 0 and 1
+//! acknowledge and commit, interval 1 s, timeout 10 s, no pause, one
+//! concurrent checkpoint, tolerable failures 5 (so `FailJob` only shows up in
+//! the tests about it), one retained checkpoint, queue bound 16. Handles are
+//! `checkpoint * 100 + task`.
+
+use super::*;
+use crate::invariants::coordinator::{check_all, check_state, check_step, names, HandleLedger};
+use crate::invariants::Violation;
+use crate::types::{
+    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
+};
+
+use CoordinatorEffect as E;
+use CoordinatorEvent as Ev;
+
+const JOB: JobId = JobId(7);
+
+fn t(n: u32) -> TaskId {
+    TaskId(n)
+}
+fn cp(n: u64) -> CheckpointId {
+    CheckpointId(n)
+}
+fn ms(n: u64) -> Millis {
+    Millis(n)
+}
+fn rq(n: u64) -> RequestId {
+    RequestId(n)
+}
+fn hd(n: u64) -> StateHandle {
+    StateHandle(n)
+}
+fn io() -> IoFailure {
+    IoFailure("boom".into())
+}
+
+fn settings() -> CoordinatorSettings {
+    CoordinatorSettings {
+        tolerable_failures: 5,
+        ..CoordinatorSettings::with_tasks(JOB, 2)
+    }
+}
+
+// ----- events -----------------------------------------------------------------
+
+fn user() -> TriggerKind {
+    TriggerKind::Checkpoint { forced: false }
+}
+fn forced() -> TriggerKind {
+    TriggerKind::Checkpoint { forced: true }
+}
+fn savepoint() -> TriggerKind {
+    TriggerKind::Savepoint {
+        target: "/sp".into(),
+    }
+}
+fn trigger(kind: TriggerKind) -> Ev {
+    Ev::Trigger { kind }
+}
+fn fire(timer: Timer) -> Ev {
+    Ev::TimerFired { timer }
+}
+fn alloc(r: u64, id: u64) -> Ev {
+    Ev::CheckpointIdAllocated {
+        request: rq(r),
+        result: Ok(cp(id)),
+    }
+}
+fn alloc_err(r: u64) -> Ev {
+    Ev::CheckpointIdAllocated {
+        request: rq(r),
+        result: Err(io()),
+    }
+}
+fn hooks(id: u64, ok: bool) -> Ev {
+    Ev::MasterHooksDone {
+        checkpoint: cp(id),
+        result: if ok { Ok(()) } else { Err(io()) },
+    }
+}
+fn ack_at(task: u32, attempt: u32, id: u64, handle: Option<u64>) -> Ev {
+    Ev::Acknowledge {
+        job: JOB,
+        task: t(task),
+        attempt: AttemptNo(attempt),
+        checkpoint: cp(id),
+        state: handle.map(hd),
+    }
+}
+fn ack(task: u32, id: u64, handle: u64) -> Ev {
+    ack_at(task, 0, id, Some(handle))
+}
+fn decline_at(task: u32, attempt: u32, id: u64, reason: DeclineReason) -> Ev {
+    Ev::Decline {
+        job: JOB,
+        task: t(task),
+        attempt: AttemptNo(attempt),
+        checkpoint: cp(id),
+        reason,
+    }
+}
+fn decline(task: u32, id: u64) -> Ev {
+    decline_at(task, 0, id, DeclineReason::SnapshotFailed)
+}
+fn fin(id: u64, ok: bool) -> Ev {
+    Ev::FinalizeDone {
+        checkpoint: cp(id),
+        result: if ok { Ok(()) } else { Err(io()) },
+    }
+}
+fn store(id: u64, ok: bool) -> Ev {
+    Ev::StoreDone {
+        checkpoint: cp(id),
+        result: if ok { Ok(()) } else { Err(io()) },
+    }
+}
+fn failed(task: u32, attempt: u32) -> Ev {
+    Ev::TaskFailed {
+        task: t(task),
+        attempt: AttemptNo(attempt),
+    }
+}
+fn running(task: u32, attempt: u32) -> Ev {
+    Ev::TaskRunning {
+        task: t(task),
+        attempt: AttemptNo(attempt),
+    }
+}
+
+// ----- effects ----------------------------------------------------------------
+
+fn sched(timer: Timer, at: u64) -> E {
+    E::ScheduleTimer { timer, at: ms(at) }
+}
+fn cancel(timer: Timer) -> E {
+    E::CancelTimer { timer }
+}
+fn e_alloc(r: u64) -> E {
+    E::AllocateCheckpointId { request: rq(r) }
+}
+fn e_trig(task: u32, attempt: u32, id: u64, ts: u64, options: CheckpointOptions) -> E {
+    E::TriggerTask {
+        task: t(task),
+        attempt: AttemptNo(attempt),
+        checkpoint: cp(id),
+        timestamp: ms(ts),
+        options,
+    }
+}
+fn e_full(id: u64, ts: u64) -> E {
+    e_trig(0, 0, id, ts, CheckpointOptions::FullCheckpoint)
+}
+fn e_finalize(id: u64, externalized: bool, handles: &[u64]) -> E {
+    E::FinalizeCheckpoint {
+        checkpoint: cp(id),
+        externalized,
+        handles: handles.iter().copied().map(hd).collect(),
+    }
+}
+fn e_store(id: u64) -> E {
+    E::StoreCheckpoint { checkpoint: cp(id) }
+}
+fn e_discard(id: u64, handle: u64) -> E {
+    E::DiscardState {
+        checkpoint: cp(id),
+        handle: hd(handle),
+    }
+}
+fn e_done(task: u32, id: u64, ts: u64) -> E {
+    E::NotifyComplete {
+        task: t(task),
+        attempt: AttemptNo(0),
+        checkpoint: cp(id),
+        timestamp: ms(ts),
+    }
+}
+fn e_nab(task: u32, id: u64, latest: Option<u64>) -> E {
+    E::NotifyAborted {
+        task: t(task),
+        attempt: AttemptNo(0),
+        checkpoint: cp(id),
+        latest_completed: latest.map(cp),
+    }
+}
+fn e_completed(id: u64, r: u64, savepoint: bool) -> E {
+    E::CheckpointCompleted {
+        checkpoint: cp(id),
+        request: rq(r),
+        savepoint,
+    }
+}
+fn e_aborted(id: u64, r: u64, reason: AbortReason) -> E {
+    E::CheckpointAborted {
+        checkpoint: cp(id),
+        request: rq(r),
+        reason,
+    }
+}
+fn e_failed(r: u64, reason: AbortReason) -> E {
+    E::RequestFailed {
+        request: rq(r),
+        reason,
+    }
+}
+/// `CheckpointAborted` followed by the notify-aborted to tasks 0 and 1.
+fn aborted_notified(id: u64, r: u64, reason: AbortReason, latest: Option<u64>) -> Vec<E> {
+    vec![
+        e_aborted(id, r, reason),
+        e_nab(0, id, latest),
+        e_nab(1, id, latest),
+    ]
+}
+
+fn applied(a: Applied) -> Outcome {
+    Outcome::Applied(a)
+}
+fn ignored(i: Ignored) -> Outcome {
+    Outcome::Ignored(i)
+}
+
+// ----- harness ----------------------------------------------------------------
+
+/// The coordinator under test plus the handle ledger.
+struct H {
+    s: CoordinatorState,
+    ledger: HandleLedger,
+}
+
+impl H {
+    fn new() -> H {
+        H::with(settings())
+    }
+
+    fn with(settings: CoordinatorSettings) -> H {
+        H {
+            s: CoordinatorState::from_settings(settings).expect("valid settings"),
+            ledger: HandleLedger::new(),
+        }
+    }
+
+    /// Runs one event through `reduce` and `apply`, asserts they agree and
+    /// that every invariant holds, and keeps the new state.
+    fn step(&mut self, now: u64, ev: Ev) -> Step {
+        let before = self.s.clone();
+        let pure = reduce(&before, ms(now), ev.clone());
+        let again = reduce(&before, ms(now), ev.clone());
+        assert_eq!(pure, again, "reduce is not deterministic for {ev:?}");
+        let mut in_place = before.clone();
+        let step = in_place.apply(ms(now), ev.clone());
+        assert_eq!(step.effects, pure.effects, "apply/reduce effects differ");
+        assert_eq!(step.outcome, pure.outcome, "apply/reduce outcome differ");
+        assert_eq!(step.clock, pure.clock, "apply/reduce clock differ");
+        assert_eq!(in_place, pure.state, "apply/reduce states differ");
+        if let Err(v) = check_all(&mut self.ledger, &before, &ev, &step, &pure.state) {
+            panic!("{v}\n event: {ev:?}\n step: {step:?}");
+        }
+        self.s = pure.state;
+        step
+    }
+
+    /// One event; asserts the exact effects and outcome.
+    fn expect(&mut self, now: u64, ev: Ev, effects: Vec<E>, outcome: Outcome) {
+        let step = self.step(now, ev);
+        assert_eq!(step.effects, effects, "effects");
+        assert_eq!(step.outcome, outcome, "outcome");
+        assert_eq!(step.clock, Clock::Monotonic, "clock");
+    }
+
+    /// Triggers a checkpoint of `kind` at `now` and allocates `id` for it;
+    /// returns the request id.
+    fn pending(&mut self, now: u64, kind: TriggerKind, id: u64) -> u64 {
+        let r = self.s.next_request;
+        let step = self.step(now, trigger(kind));
+        assert_eq!(
+            step.outcome,
+            applied(Applied::AllocatingId { request: rq(r) })
+        );
+        let step = self.step(now, alloc(r, id));
+        assert_eq!(
+            step.outcome,
+            applied(Applied::CheckpointTriggered {
+                request: rq(r),
+                checkpoint: cp(id),
+            })
+        );
+        r
+    }
+
+    fn user_cp(&mut self, now: u64, id: u64) -> u64 {
+        self.pending(now, user(), id)
+    }
+
+    /// Every task to wait for acks `id` (handle `id * 100 + task`).
+    fn ack_all(&mut self, now: u64, id: u64) {
+        let wait: Vec<TaskId> = self.s.config().tasks_to_wait().to_vec();
+        for task in wait {
+            self.step(now, ack(task.0, id, id * 100 + u64::from(task.0)));
+        }
+    }
+
+    /// Acks, finalizes and stores `id`.
+    fn complete(&mut self, now: u64, id: u64) -> Step {
+        self.ack_all(now, id);
+        self.step(now, fin(id, true));
+        let step = self.step(now, store(id, true));
+        assert_eq!(
+            step.outcome,
+            applied(Applied::Completed { checkpoint: cp(id) })
+        );
+        step
+    }
+
+    fn queued_ids(&self) -> Vec<RequestId> {
+        self.s.queued().map(Request::id).collect()
+    }
+}
+
+// ============================================================================
+// Configuration
+// ============================================================================
+
+fn config_err(f: impl FnOnce(&mut CoordinatorSettings)) -> ConfigError {
+    let mut s = settings();
+    f(&mut s);
+    CoordinatorConfig::new(s).expect_err("config must be refused")
+}
+
+fn config_ok(f: impl FnOnce(&mut CoordinatorSettings)) -> CoordinatorConfig {
+    let mut s = settings();
+    f(&mut s);
+    CoordinatorConfig::new(s).expect("config must be accepted")
+}
+
+#[test]
+fn interval_must_be_positive() {
+    assert_eq!(
+        config_err(|s| s.interval_ms = 0),
+        ConfigError::IntervalNotPositive(0)
+    );
+    assert_eq!(
+        config_err(|s| s.interval_ms = -5),
+        ConfigError::IntervalNotPositive(-5)
+    );
+    assert_eq!(config_ok(|s| s.interval_ms = 1).interval_ms(), 1);
+}
+
+#[test]
+fn timeout_must_be_at_least_one_ms() {
+    assert_eq!(
+        config_err(|s| s.timeout_ms = 0),
+        ConfigError::TimeoutNotPositive(0)
+    );
+    assert_eq!(config_ok(|s| s.timeout_ms = 1).timeout_ms(), 1);
+}
+
+#[test]
+fn min_pause_must_not_be_negative() {
+    assert_eq!(
+        config_err(|s| s.min_pause_ms = -1),
+        ConfigError::NegativeMinPause(-1)
+    );
+    assert_eq!(config_ok(|s| s.min_pause_ms = 0).min_pause_ms(), 0);
+}
+
+#[test]
+fn min_pause_is_capped_at_one_year() {
+    let c = config_ok(|s| s.min_pause_ms = i64::MAX);
+    assert_eq!(c.min_pause_ms(), MIN_PAUSE_CAP_MS);
+    assert_eq!(MIN_PAUSE_CAP_MS, 365 * 24 * 60 * 60 * 1_000);
+}
+
+#[test]
+fn max_concurrent_must_be_at_least_one() {
+    assert_eq!(
+        config_err(|s| s.max_concurrent = 0),
+        ConfigError::MaxConcurrentNotPositive(0)
+    );
+}
+
+#[test]
+fn interval_is_raised_to_min_pause() {
+    let c = config_ok(|s| {
+        s.interval_ms = 100;
+        s.min_pause_ms = 700;
+    });
+    assert_eq!(c.interval_ms(), 700);
+    // ... and to the capped pause, never above it.
+    let c = config_ok(|s| {
+        s.interval_ms = 100;
+        s.min_pause_ms = i64::MAX;
+    });
+    assert_eq!(c.interval_ms(), MIN_PAUSE_CAP_MS);
+}
+
+#[test]
+fn externalized_checkpoints_need_a_directory() {
+    assert_eq!(
+        config_err(|s| s.externalized = true),
+        ConfigError::ExternalizedWithoutDirectory
+    );
+    let c = config_ok(|s| {
+        s.externalized = true;
+        s.checkpoint_dir = Some("/ext".into());
+    });
+    assert!(c.externalized());
+}
+
+#[test]
+fn tolerable_failures_must_not_be_negative() {
+    assert_eq!(
+        config_err(|s| s.tolerable_failures = -1),
+        ConfigError::NegativeTolerableFailures(-1)
+    );
+    assert_eq!(
+        config_ok(|s| s.tolerable_failures = 0).tolerable_failures(),
+        0
+    );
+}
+
+#[test]
+fn retained_checkpoints_must_be_at_least_one() {
+    assert_eq!(
+        config_err(|s| s.retained_max = 0),
+        ConfigError::RetainedNotPositive(0)
+    );
+}
+
+#[test]
+fn queue_bound_must_be_positive_and_is_capped() {
+    assert_eq!(
+        config_err(|s| s.queue_max = 0),
+        ConfigError::QueueNotPositive(0)
+    );
+    assert_eq!(
+        config_ok(|s| s.queue_max = i64::MAX).queue_max(),
+        QUEUE_CAP as usize
+    );
+}
+
+#[test]
+fn task_lists_must_be_non_empty_unique_and_bounded() {
+    assert_eq!(
+        config_err(|s| s.tasks_to_trigger.clear()),
+        ConfigError::NoTasks("tasks to trigger")
+    );
+    assert_eq!(
+        config_err(|s| s.tasks_to_wait = vec![t(1), t(1)]),
+        ConfigError::DuplicateTask {
+            task: t(1),
+            list: "tasks to wait for"
+        }
+    );
+    assert_eq!(
+        config_err(|s| s.tasks_to_commit = vec![t(TASK_ID_MAX)]),
+        ConfigError::TaskIdTooLarge(t(TASK_ID_MAX))
+    );
+}
+
+#[test]
+fn config_is_validated_in_the_seeds_order() {
+    // Everything is wrong: the interval is reported first, then the timeout...
+    let all_wrong = |s: &mut CoordinatorSettings| {
+        s.interval_ms = 0;
+        s.timeout_ms = 0;
+        s.min_pause_ms = -1;
+        s.max_concurrent = 0;
+        s.externalized = true;
+    };
+    assert_eq!(config_err(all_wrong), ConfigError::IntervalNotPositive(0));
+    assert_eq!(
+        config_err(|s| {
+            all_wrong(s);
+            s.interval_ms = 1;
+        }),
+        ConfigError::TimeoutNotPositive(0)
+    );
+    assert_eq!(
+        config_err(|s| {
+            all_wrong(s);
+            s.interval_ms = 1;
+            s.timeout_ms = 1;
+            s.min_pause_ms = 0;
+        }),
+        ConfigError::MaxConcurrentNotPositive(0)
+    );
+}
+
+// ============================================================================
+// Periodic scheduling
+// ============================================================================
+
+#[test]
+fn start_scheduler_arms_periodic_timer_one_interval_ahead() {
+    let mut h = H::new();
+    h.expect(
+        5,
+        Ev::StartScheduler,
+        vec![sched(Timer::Periodic, 1_005)],
+        applied(Applied::SchedulerStarted),
+    );
+    assert!(h.s.is_periodic_scheduling());
+}
+
+#[test]
+fn start_scheduler_stops_first_aborting_pending_checkpoints() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
+    fx.extend(aborted_notified(1, r, AbortReason::SchedulerStopped, None));
+    fx.push(sched(Timer::Periodic, 1_010));
+    h.expect(
+        10,
+        Ev::StartScheduler,
+        fx,
+        applied(Applied::SchedulerStarted),
+    );
+    assert_eq!(h.s.pending_count(), 0);
+}
+
+#[test]
+fn stop_scheduler_aborts_all_pending_and_clears_queued_flag() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    let r0 = h.user_cp(0, 1);
+    h.step(1_000, fire(Timer::Periodic)); // queued: too many concurrent
+    assert!(h.s.is_trigger_request_queued());
+    let mut fx = vec![
+        e_failed(1, AbortReason::SchedulerStopped),
+        cancel(Timer::Timeout(cp(1))),
+    ];
+    fx.extend(aborted_notified(1, r0, AbortReason::SchedulerStopped, None));
+    h.expect(
+        1_100,
+        Ev::StopScheduler,
+        fx,
+        applied(Applied::SchedulerStopped { aborted: 1 }),
+    );
+    assert!(!h.s.is_trigger_request_queued());
+    assert!(!h.s.is_periodic_scheduling());
+    assert_eq!(h.s.pending_count(), 0);
+    assert_eq!(h.s.timers().count(), 0);
+}
+
+#[test]
+fn stop_scheduler_fails_the_in_flight_request_and_its_late_id_is_ignored() {
+    let mut h = H::new();
+    h.step(0, trigger(user()));
+    h.expect(
+        1,
+        Ev::StopScheduler,
+        vec![e_failed(0, AbortReason::SchedulerStopped)],
+        applied(Applied::SchedulerStopped { aborted: 0 }),
+    );
+    h.expect(2, alloc(0, 1), vec![], ignored(Ignored::UnknownRequest));
+}
+
+#[test]
+fn stop_scheduler_resets_consecutive_trigger_failures() {
+    let mut h = H::new();
+    h.step(0, trigger(user()));
+    h.step(0, alloc_err(0));
+    assert_eq!(h.s.consecutive_trigger_failures(), 1);
+    h.step(1, Ev::StopScheduler);
+    assert_eq!(h.s.consecutive_trigger_failures(), 0);
+}
+
+#[test]
+fn periodic_timer_fires_allocates_id_and_rearms_at_fixed_rate() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.expect(
+        1_000,
+        fire(Timer::Periodic),
+        vec![sched(Timer::Periodic, 2_000), e_alloc(0)],
+        applied(Applied::PeriodicFired(Box::new(Applied::AllocatingId {
+            request: rq(0),
+        }))),
+    );
+}
+
+#[test]
+fn periodic_timer_fired_late_rearms_one_interval_after_now() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.expect(
+        2_500,
+        fire(Timer::Periodic),
+        vec![sched(Timer::Periodic, 3_500), e_alloc(0)],
+        applied(Applied::PeriodicFired(Box::new(Applied::AllocatingId {
+            request: rq(0),
+        }))),
+    );
+}
+
+// ============================================================================
+// Trigger pre-checks (the seed's order)
+// ============================================================================
+
+#[test]
+fn periodic_trigger_while_scheduler_off_is_rejected() {
+    let mut h = H::new();
+    h.expect(
+        0,
+        trigger(TriggerKind::Periodic),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(0),
+            reason: TriggerRejection::PeriodicSchedulerShutdown,
+        }),
+    );
+}
+
+#[test]
+fn periodic_scheduler_check_precedes_already_queued() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(0, trigger(user())); // queued
+    h.expect(
+        0,
+        trigger(TriggerKind::Periodic),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(2),
+            reason: TriggerRejection::PeriodicSchedulerShutdown,
+        }),
+    );
+}
+
+#[test]
+fn trigger_while_request_already_queued_is_rejected() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(
+        0,
+        trigger(user()),
+        vec![],
+        applied(Applied::Queued {
+            request: rq(1),
+            reason: QueueReason::TooManyConcurrent,
+        }),
+    );
+    // Already-queued is checked before too-many-concurrent: not queued twice.
+    h.expect(
+        0,
+        trigger(user()),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(2),
+            reason: TriggerRejection::AlreadyQueued,
+        }),
+    );
+    assert_eq!(h.queued_ids(), vec![rq(1)]);
+}
+
+#[test]
+fn trigger_while_non_forced_request_allocates_its_id_is_already_queued() {
+    let mut h = H::new();
+    h.step(0, trigger(user()));
+    h.expect(
+        0,
+        trigger(TriggerKind::Periodic),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(1),
+            reason: TriggerRejection::PeriodicSchedulerShutdown,
+        }),
+    );
+    h.expect(
+        0,
+        trigger(user()),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(2),
+            reason: TriggerRejection::AlreadyQueued,
+        }),
+    );
+}
+
+#[test]
+fn too_many_concurrent_queues_request_and_cancels_periodic_timer() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.expect(
+        1_000,
+        fire(Timer::Periodic),
+        vec![sched(Timer::Periodic, 2_000), cancel(Timer::Periodic)],
+        applied(Applied::PeriodicFired(Box::new(Applied::Queued {
+            request: rq(1),
+            reason: QueueReason::TooManyConcurrent,
+        }))),
+    );
+    assert!(h.s.is_trigger_request_queued());
+    assert_eq!(h.s.timer_deadline(Timer::Periodic), None);
+}
+
+#[test]
+fn too_many_concurrent_is_checked_before_min_pause() {
+    let mut h = H::with(CoordinatorSettings {
+        min_pause_ms: 500,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.complete(100, 1);
+    h.pending(100, forced(), 2); // forced: past the pause, fills the slot
+    h.expect(
+        200,
+        trigger(user()),
+        vec![],
+        applied(Applied::Queued {
+            request: rq(2),
+            reason: QueueReason::TooManyConcurrent,
+        }),
+    );
+}
+
+#[test]
+fn min_pause_not_passed_reschedules_periodic_timer() {
+    let mut h = H::with(CoordinatorSettings {
+        min_pause_ms: 500,
+        ..settings()
+    });
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(100, 1);
+    h.complete(600, 1);
+    h.expect(
+        1_000,
+        fire(Timer::Periodic),
+        vec![sched(Timer::Periodic, 2_000), sched(Timer::Periodic, 1_100)],
+        applied(Applied::PeriodicFired(Box::new(Applied::TriggerRejected {
+            request: rq(1),
+            reason: TriggerRejection::MinimumTimeBetweenCheckpoints,
+        }))),
+    );
+    assert_eq!(h.s.timer_deadline(Timer::Periodic), Some(ms(1_100)));
+    // At the moved deadline the pause has passed.
+    h.expect(
+        1_100,
+        fire(Timer::Periodic),
+        vec![sched(Timer::Periodic, 2_100), e_alloc(2)],
+        applied(Applied::PeriodicFired(Box::new(Applied::AllocatingId {
+            request: rq(2),
+        }))),
+    );
+}
+
+#[test]
+fn min_pause_rejects_user_checkpoint_without_timer_when_scheduler_is_off() {
+    let mut h = H::with(CoordinatorSettings {
+        min_pause_ms: 500,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.complete(100, 1);
+    h.expect(
+        599,
+        trigger(user()),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(1),
+            reason: TriggerRejection::MinimumTimeBetweenCheckpoints,
+        }),
+    );
+    h.expect(
+        600,
+        trigger(user()),
+        vec![e_alloc(2)],
+        applied(Applied::AllocatingId { request: rq(2) }),
+    );
+}
+
+#[test]
+fn trigger_with_a_task_to_trigger_not_running_is_rejected() {
+    let mut h = H::new();
+    h.expect(
+        0,
+        failed(0, 0),
+        vec![],
+        applied(Applied::TaskUpdated { aborted: 0 }),
+    );
+    h.expect(
+        0,
+        trigger(savepoint()),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(0),
+            reason: TriggerRejection::NotAllRequiredTasksRunning,
+        }),
+    );
+}
+
+#[test]
+fn trigger_with_a_task_to_wait_for_not_running_is_rejected() {
+    let mut h = H::new();
+    h.step(0, failed(1, 0));
+    h.expect(
+        0,
+        trigger(user()),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(0),
+            reason: TriggerRejection::NotAllRequiredTasksRunning,
+        }),
+    );
+    // Once a new attempt runs, triggering works again.
+    h.step(1, running(1, 1));
+    h.expect(
+        2,
+        trigger(user()),
+        vec![e_alloc(1)],
+        applied(Applied::AllocatingId { request: rq(1) }),
+    );
+}
+
+// ============================================================================
+// Checkpoint id allocation and the re-check
+// ============================================================================
+
+#[test]
+fn id_allocation_creates_pending_checkpoint_with_timeout_and_triggers_tasks() {
+    let mut h = H::new();
+    h.expect(
+        3,
+        trigger(user()),
+        vec![e_alloc(0)],
+        applied(Applied::AllocatingId { request: rq(0) }),
+    );
+    h.expect(
+        5,
+        alloc(0, 1),
+        vec![sched(Timer::Timeout(cp(1)), 10_005), e_full(1, 5)],
+        applied(Applied::CheckpointTriggered {
+            request: rq(0),
+            checkpoint: cp(1),
+        }),
+    );
+    let p = h.s.pending_checkpoint(cp(1)).expect("pending");
+    assert_eq!(p.phase(), PendingPhase::AwaitingAcks);
+    assert_eq!(p.remaining(), 2);
+    assert_eq!(p.timestamp(), ms(5));
+    assert_eq!(h.s.in_flight(), None);
+    assert_eq!(h.s.last_id(), Some(cp(1)));
+}
+
+#[test]
+fn trigger_messages_go_to_every_task_to_trigger_with_its_current_attempt() {
+    let mut h = H::with(CoordinatorSettings {
+        tasks_to_trigger: vec![t(0), t(1)],
+        ..settings()
+    });
+    h.step(0, failed(1, 0));
+    h.step(0, running(1, 3));
+    h.step(0, trigger(user()));
+    h.expect(
+        0,
+        alloc(0, 1),
+        vec![
+            sched(Timer::Timeout(cp(1)), 10_000),
+            e_trig(0, 0, 1, 0, CheckpointOptions::FullCheckpoint),
+            e_trig(1, 3, 1, 0, CheckpointOptions::FullCheckpoint),
+        ],
+        applied(Applied::CheckpointTriggered {
+            request: rq(0),
+            checkpoint: cp(1),
+        }),
+    );
+    assert_eq!(
+        h.s.pending_checkpoint(cp(1)).expect("pending").attempts(),
+        &[AttemptNo(0), AttemptNo(3)]
+    );
+}
+
+#[test]
+fn id_allocation_failure_counts_as_consecutive_unsuccessful_trigger() {
+    let mut h = H::new();
+    for n in 0..2u64 {
+        h.step(0, trigger(user()));
+        h.expect(
+            0,
+            alloc_err(n),
+            vec![e_failed(n, AbortReason::IdAllocationFailed)],
+            applied(Applied::RequestEnded {
+                request: rq(n),
+                reason: AbortReason::IdAllocationFailed,
+            }),
+        );
+        assert_eq!(h.s.consecutive_trigger_failures(), n + 1);
+        assert_eq!(h.s.counted_failures(), n + 1);
+    }
+}
+
+#[test]
+fn successful_trigger_resets_consecutive_trigger_failures() {
+    let mut h = H::new();
+    h.step(0, trigger(user()));
+    h.step(0, alloc_err(0));
+    h.user_cp(0, 1);
+    assert_eq!(h.s.consecutive_trigger_failures(), 0);
+}
+
+#[test]
+fn id_for_an_unknown_request_is_ignored() {
+    let mut h = H::new();
+    h.expect(0, alloc(9, 1), vec![], ignored(Ignored::UnknownRequest));
+    h.step(0, trigger(user()));
+    h.expect(0, alloc(9, 1), vec![], ignored(Ignored::UnknownRequest));
+    assert!(h.s.in_flight().is_some());
+}
+
+#[test]
+fn non_increasing_id_is_rejected_and_request_stays_in_flight() {
+    let mut h = H::new();
+    h.user_cp(0, 5);
+    h.step(0, trigger(forced()));
+    h.expect(
+        0,
+        alloc(1, 5),
+        vec![],
+        Outcome::Rejected(CoordinatorError::NonIncreasingId {
+            got: cp(5),
+            last: cp(5),
+        }),
+    );
+    assert_eq!(h.s.in_flight().map(Request::id), Some(rq(1)));
+    h.expect(
+        0,
+        alloc(1, 6),
+        vec![sched(Timer::Timeout(cp(6)), 10_000), e_full(6, 0)],
+        applied(Applied::CheckpointTriggered {
+            request: rq(1),
+            checkpoint: cp(6),
+        }),
+    );
+}
+
+#[test]
+fn recheck_after_id_rejects_when_min_pause_started_meanwhile() {
+    let mut h = H::with(CoordinatorSettings {
+        min_pause_ms: 500,
+        max_concurrent: 2,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.step(10, trigger(user())); // request 1 allocating
+    h.complete(100, 1);
+    let reason = AbortReason::Rejected(TriggerRejection::MinimumTimeBetweenCheckpoints);
+    h.expect(
+        150,
+        alloc(1, 2),
+        vec![e_failed(1, reason)],
+        applied(Applied::RequestEnded {
+            request: rq(1),
+            reason,
+        }),
+    );
+    // The id was consumed.
+    assert_eq!(h.s.last_id(), Some(cp(2)));
+    assert_eq!(h.s.pending_count(), 0);
+}
+
+#[test]
+fn recheck_after_id_moves_periodic_timer_when_min_pause_started_meanwhile() {
+    let mut h = H::with(CoordinatorSettings {
+        min_pause_ms: 500,
+        max_concurrent: 2,
+        ..settings()
+    });
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.step(1_000, fire(Timer::Periodic)); // request 1 allocating
+    h.complete(1_100, 1);
+    let reason = AbortReason::Rejected(TriggerRejection::MinimumTimeBetweenCheckpoints);
+    h.expect(
+        1_200,
+        alloc(1, 2),
+        vec![sched(Timer::Periodic, 1_600), e_failed(1, reason)],
+        applied(Applied::RequestEnded {
+            request: rq(1),
+            reason,
+        }),
+    );
+}
+
+#[test]
+fn recheck_after_id_rejects_when_a_task_stopped_running() {
+    let mut h = H::new();
+    h.step(0, trigger(user()));
+    h.step(1, failed(1, 0));
+    let reason = AbortReason::Rejected(TriggerRejection::NotAllRequiredTasksRunning);
+    h.expect(
+        2,
+        alloc(0, 1),
+        vec![e_failed(0, reason)],
+        applied(Applied::RequestEnded {
+            request: rq(0),
+            reason,
+        }),
+    );
+}
+
+#[test]
+fn recheck_queueing_into_a_full_queue_fails_the_request() {
+    // Not reachable by events (no pending checkpoint appears while a request
+    // is in flight), so the state is built by hand: the in-flight request
+    // finds the slots taken and the queue full.
+    let mut h = H::with(CoordinatorSettings {
+        queue_max: 1,
+        ..settings()
+    });
+    h.step(0, trigger(user())); // request 0 in flight
+    h.step(0, trigger(savepoint())); // request 1 queued: queue full
+    let mut other = H::new();
+    other.user_cp(0, 9);
+    let p = other.s.pending_checkpoint(cp(9)).expect("pending").clone();
+    h.s.pending.insert(cp(9), p);
+    h.s.timers.insert(Timer::Timeout(cp(9)), ms(10_000));
+    h.s.last_id = Some(cp(9));
+    let reason = AbortReason::Rejected(TriggerRejection::QueueFull);
+    h.expect(
+        0,
+        alloc(0, 10),
+        vec![e_failed(0, reason), e_alloc(1)],
+        applied(Applied::RequestEnded {
+            request: rq(0),
+            reason,
+        }),
+    );
+}
+
+// ============================================================================
+// The request queue
+// ============================================================================
+
+#[test]
+fn forced_request_during_id_allocation_waits_then_starts_after_the_id() {
+    let mut h = H::new();
+    h.step(0, trigger(user()));
+    h.expect(
+        0,
+        trigger(savepoint()),
+        vec![],
+        applied(Applied::Queued {
+            request: rq(1),
+            reason: QueueReason::TriggerInProgress,
+        }),
+    );
+    h.expect(
+        1,
+        alloc(0, 1),
+        vec![
+            sched(Timer::Timeout(cp(1)), 10_001),
+            e_full(1, 1),
+            e_alloc(1),
+        ],
+        applied(Applied::CheckpointTriggered {
+            request: rq(0),
+            checkpoint: cp(1),
+        }),
+    );
+}
+
+#[test]
+fn full_queue_rejects_the_request() {
+    let mut h = H::with(CoordinatorSettings {
+        queue_max: 1,
+        ..settings()
+    });
+    h.step(0, trigger(user()));
+    h.step(0, trigger(savepoint()));
+    h.expect(
+        0,
+        trigger(forced()),
+        vec![],
+        applied(Applied::TriggerRejected {
+            request: rq(2),
+            reason: TriggerRejection::QueueFull,
+        }),
+    );
+}
+
+#[test]
+fn queue_orders_savepoint_before_forced_before_periodic() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.step(0, trigger(savepoint())); // request 0 in flight
+    h.step(0, trigger(user())); // 1
+    h.step(0, trigger(forced())); // 2
+    h.step(0, trigger(savepoint())); // 3
+    assert_eq!(h.queued_ids(), vec![rq(3), rq(2), rq(1)]);
+    h.step(0, alloc(0, 1));
+    assert_eq!(h.s.in_flight().map(Request::id), Some(rq(3)));
+    h.step(0, alloc(3, 2));
+    assert_eq!(h.s.in_flight().map(Request::id), Some(rq(2)));
+    h.step(0, alloc(2, 3));
+    // The non-forced one finds no free slot (forced checkpoints count).
+    assert_eq!(h.s.in_flight(), None);
+    assert_eq!(h.queued_ids(), vec![rq(1)]);
+}
+
+#[test]
+fn resumed_user_checkpoint_rearms_the_cancelled_periodic_timer() {
+    // Regression: a queued non-forced user checkpoint cancelled the periodic
+    // timer, and nothing re-armed it when the request resumed.
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.expect(
+        10,
+        trigger(user()),
+        vec![cancel(Timer::Periodic)],
+        applied(Applied::Queued {
+            request: rq(1),
+            reason: QueueReason::TooManyConcurrent,
+        }),
+    );
+    let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
+    fx.extend(aborted_notified(
+        1,
+        0,
+        AbortReason::Declined(DeclineReason::SnapshotFailed),
+        None,
+    ));
+    fx.push(sched(Timer::Periodic, 1_020));
+    fx.push(e_alloc(1));
+    h.expect(
+        20,
+        decline(1, 1),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason: AbortReason::Declined(DeclineReason::SnapshotFailed),
+        }),
+    );
+    assert_eq!(h.s.timer_deadline(Timer::Periodic), Some(ms(1_020)));
+}
+
+#[test]
+fn resumed_periodic_request_rearms_periodic_timer_one_interval_later() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    let r0 = h.user_cp(0, 1);
+    h.step(1_000, fire(Timer::Periodic)); // request 1 queued, timer cancelled
+    let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
+    let reason = AbortReason::Declined(DeclineReason::TaskNotReady);
+    fx.extend(aborted_notified(1, r0, reason, None));
+    fx.push(sched(Timer::Periodic, 2_500));
+    fx.push(e_alloc(1));
+    h.expect(
+        1_500,
+        decline_at(0, 0, 1, DeclineReason::TaskNotReady),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason,
+        }),
+    );
+}
+
+// ============================================================================
+// Master hooks
+// ============================================================================
+
+fn with_hooks() -> H {
+    H::with(CoordinatorSettings {
+        master_hooks: 1,
+        ..settings()
+    })
+}
+
+#[test]
+fn master_hooks_run_before_trigger_messages() {
+    let mut h = with_hooks();
+    h.step(5, trigger(user()));
+    h.expect(
+        5,
+        alloc(0, 1),
+        vec![
+            sched(Timer::Timeout(cp(1)), 10_005),
+            E::TriggerMasterHooks {
+                checkpoint: cp(1),
+                timestamp: ms(5),
+            },
+        ],
+        applied(Applied::CheckpointTriggered {
+            request: rq(0),
+            checkpoint: cp(1),
+        }),
+    );
+    assert_eq!(
+        h.s.pending_checkpoint(cp(1)).map(Pending::phase),
+        Some(PendingPhase::AwaitingHooks)
+    );
+    h.expect(
+        6,
+        hooks(1, true),
+        vec![e_full(1, 5)],
+        applied(Applied::HooksDone { checkpoint: cp(1) }),
+    );
+    h.expect(7, hooks(1, true), vec![], ignored(Ignored::NotAwaited));
+}
+
+#[test]
+fn master_hooks_failure_aborts_the_checkpoint() {
+    let mut h = with_hooks();
+    let r = h.user_cp(0, 1);
+    let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
+    fx.extend(aborted_notified(1, r, AbortReason::MasterHooksFailed, None));
+    h.expect(
+        1,
+        hooks(1, false),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason: AbortReason::MasterHooksFailed,
+        }),
+    );
+    h.expect(2, hooks(1, true), vec![], ignored(Ignored::LateMessage));
+}
+
+#[test]
+fn acks_before_hooks_finish_complete_once_hooks_are_done() {
+    let mut h = with_hooks();
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    assert_eq!(h.s.completing(), None);
+    h.expect(
+        2,
+        hooks(1, true),
+        vec![
+            e_full(1, 0),
+            cancel(Timer::Timeout(cp(1))),
+            e_finalize(1, false, &[100, 101]),
+        ],
+        applied(Applied::HooksDone { checkpoint: cp(1) }),
+    );
+}
+
+// ============================================================================
+// Savepoints
+// ============================================================================
+
+#[test]
+fn savepoint_is_forced_past_concurrency_and_min_pause_and_carries_its_target() {
+    let mut h = H::with(CoordinatorSettings {
+        min_pause_ms: 500,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.complete(100, 1);
+    h.pending(100, forced(), 2); // the one slot is taken, the pause runs
+    h.expect(
+        200,
+        trigger(savepoint()),
+        vec![e_alloc(2)],
+        applied(Applied::AllocatingId { request: rq(2) }),
+    );
+    h.expect(
+        200,
+        alloc(2, 3),
+        vec![
+            sched(Timer::Timeout(cp(3)), 10_200),
+            e_trig(
+                0,
+                0,
+                3,
+                200,
+                CheckpointOptions::Savepoint {
+                    target: "/sp".into(),
+                },
+            ),
+        ],
+        applied(Applied::CheckpointTriggered {
+            request: rq(2),
+            checkpoint: cp(3),
+        }),
+    );
+}
+
+#[test]
+fn savepoint_is_finalized_externalized() {
+    let mut h = H::new();
+    h.pending(0, savepoint(), 1);
+    h.step(0, ack(0, 1, 100));
+    h.expect(
+        0,
+        ack(1, 1, 101),
+        vec![
+            cancel(Timer::Timeout(cp(1))),
+            e_finalize(1, true, &[100, 101]),
+        ],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 0,
+        }),
+    );
+}
+
+#[test]
+fn savepoints_are_never_subsumed() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    h.pending(0, savepoint(), 1);
+    let r = h.user_cp(0, 2);
+    h.ack_all(1, 2);
+    h.step(1, fin(2, true));
+    h.expect(
+        1,
+        store(2, true),
+        vec![e_completed(2, r, false), e_done(0, 2, 0), e_done(1, 2, 0)],
+        applied(Applied::Completed { checkpoint: cp(2) }),
+    );
+    assert!(h.s.pending_checkpoint(cp(1)).is_some());
+    // The older savepoint still completes afterwards.
+    h.ack_all(2, 1);
+    h.step(2, fin(1, true));
+    h.step(2, store(1, true));
+    assert_eq!(h.s.latest_completed(), Some(cp(2)));
+}
+
+// ============================================================================
+// Acknowledgements
+// ============================================================================
+
+#[test]
+fn ack_success_records_state_and_counts_remaining() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(
+        1,
+        ack(0, 1, 100),
+        vec![],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+    assert_eq!(h.s.owned_handles(), vec![hd(100)]);
+}
+
+#[test]
+fn ack_without_state_is_recorded() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(
+        1,
+        ack_at(0, 0, 1, None),
+        vec![],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+}
+
+#[test]
+fn duplicate_ack_is_ignored_and_keeps_the_state() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(1, ack(0, 1, 100));
+    h.expect(2, ack(0, 1, 100), vec![], ignored(Ignored::DuplicateAck));
+    assert_eq!(h.s.owned_handles(), vec![hd(100)]);
+}
+
+#[test]
+fn duplicate_ack_with_another_handle_discards_the_new_one() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(1, ack(0, 1, 100));
+    h.expect(
+        2,
+        ack(0, 1, 999),
+        vec![e_discard(1, 999)],
+        ignored(Ignored::DuplicateAck),
+    );
+}
+
+#[test]
+fn ack_from_a_task_not_in_the_checkpoint_is_unknown_and_discards_its_state() {
+    let mut h = H::with(CoordinatorSettings {
+        tasks_to_commit: vec![t(0), t(1), t(2)],
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    // A commit-only task, and a task the job does not have.
+    h.expect(
+        1,
+        ack(2, 1, 102),
+        vec![e_discard(1, 102)],
+        ignored(Ignored::UnknownTask),
+    );
+    h.expect(
+        1,
+        ack(99, 1, 199),
+        vec![e_discard(1, 199)],
+        ignored(Ignored::UnknownTask),
+    );
+}
+
+#[test]
+fn ack_from_another_attempt_is_unknown_and_discards_its_state() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(
+        1,
+        ack_at(1, 3, 1, Some(101)),
+        vec![e_discard(1, 101)],
+        ignored(Ignored::UnknownTask),
+    );
+    assert_eq!(
+        h.s.pending_checkpoint(cp(1)).map(Pending::remaining),
+        Some(2)
+    );
+}
+
+#[test]
+fn ack_for_an_unknown_checkpoint_discards_its_state() {
+    let mut h = H::new();
+    h.expect(
+        1,
+        ack(0, 42, 4_200),
+        vec![e_discard(42, 4_200)],
+        ignored(Ignored::UnknownCheckpoint),
+    );
+    h.expect(
+        1,
+        ack_at(0, 0, 42, None),
+        vec![],
+        ignored(Ignored::UnknownCheckpoint),
+    );
+}
+
+#[test]
+fn late_ack_for_a_recently_aborted_checkpoint_discards_its_state() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(1, decline(0, 1));
+    h.expect(
+        2,
+        ack(1, 1, 101),
+        vec![e_discard(1, 101)],
+        ignored(Ignored::LateMessage),
+    );
+}
+
+#[test]
+fn late_duplicate_ack_for_a_completed_checkpoint_keeps_retained_state() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.complete(1, 1);
+    h.expect(2, ack(0, 1, 100), vec![], ignored(Ignored::LateMessage));
+    h.expect(
+        2,
+        ack(0, 1, 555),
+        vec![e_discard(1, 555)],
+        ignored(Ignored::LateMessage),
+    );
+}
+
+#[test]
+fn ack_for_another_job_is_rejected_and_leaves_the_handle_with_the_host() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(
+        1,
+        Ev::Acknowledge {
+            job: JobId(8),
+            task: t(0),
+            attempt: AttemptNo(0),
+            checkpoint: cp(1),
+            state: Some(hd(100)),
+        },
+        vec![],
+        Outcome::Rejected(CoordinatorError::WrongJob {
+            expected: JOB,
+            got: JobId(8),
+        }),
+    );
+    assert_eq!(
+        h.s.pending_checkpoint(cp(1)).map(Pending::remaining),
+        Some(2)
+    );
+}
+
+#[test]
+fn ack_while_finalizing_is_discarded_seed_discarded_case() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    assert_eq!(h.s.completing(), Some(cp(1)));
+    // Another write from the same task: an orphan.
+    h.expect(
+        2,
+        ack(0, 1, 777),
+        vec![e_discard(1, 777)],
+        ignored(Ignored::CheckpointDiscarded),
+    );
+    // The very handle the checkpoint holds: a duplicate delivery, kept.
+    h.expect(
+        2,
+        ack(0, 1, 100),
+        vec![],
+        ignored(Ignored::CheckpointDiscarded),
+    );
+    h.step(3, fin(1, true));
+    h.expect(
+        3,
+        ack(1, 1, 778),
+        vec![e_discard(1, 778)],
+        ignored(Ignored::CheckpointDiscarded),
+    );
+}
+
+// ============================================================================
+// Completion
+// ============================================================================
+
+#[test]
+fn full_ack_cancels_timeout_and_finalizes() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(1, ack(0, 1, 100));
+    h.expect(
+        2,
+        ack(1, 1, 101),
+        vec![
+            cancel(Timer::Timeout(cp(1))),
+            e_finalize(1, false, &[100, 101]),
+        ],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 0,
+        }),
+    );
+    assert_eq!(
+        h.s.pending_checkpoint(cp(1)).map(Pending::phase),
+        Some(PendingPhase::Finalizing)
+    );
+}
+
+#[test]
+fn externalized_config_finalizes_externalized() {
+    let mut h = H::with(CoordinatorSettings {
+        externalized: true,
+        checkpoint_dir: Some("/ext".into()),
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.step(1, ack(0, 1, 100));
+    let step = h.step(1, ack(1, 1, 101));
+    assert_eq!(step.effects[1], e_finalize(1, true, &[100, 101]));
+}
+
+#[test]
+fn finalize_success_stores_the_checkpoint() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    h.expect(
+        2,
+        fin(1, true),
+        vec![e_store(1)],
+        applied(Applied::Finalized { checkpoint: cp(1) }),
+    );
+}
+
+#[test]
+fn store_success_completes_and_notifies_every_commit_task() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    h.step(2, fin(1, true));
+    h.expect(
+        3,
+        store(1, true),
+        vec![e_completed(1, r, false), e_done(0, 1, 0), e_done(1, 1, 0)],
+        applied(Applied::Completed { checkpoint: cp(1) }),
+    );
+    assert_eq!(h.s.pending_count(), 0);
+    assert_eq!(h.s.latest_completed(), Some(cp(1)));
+    assert_eq!(
+        h.s.completed().map(Completed::id).collect::<Vec<_>>(),
+        vec![cp(1)]
+    );
+    assert_eq!(h.s.recent_ids().copied().collect::<Vec<_>>(), vec![cp(1)]);
+    assert_eq!(h.s.completing(), None);
+}
+
+#[test]
+fn completion_resumes_the_queued_request() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    h.step(0, trigger(user())); // request 1 queued
+    h.ack_all(1, 1);
+    h.step(2, fin(1, true));
+    h.expect(
+        3,
+        store(1, true),
+        vec![
+            e_completed(1, r, false),
+            e_done(0, 1, 0),
+            e_done(1, 1, 0),
+            e_alloc(1),
+        ],
+        applied(Applied::Completed { checkpoint: cp(1) }),
+    );
+}
+
+#[test]
+fn finalize_failure_aborts_cleanly_and_discards_the_state() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    let mut fx = vec![e_discard(1, 100), e_discard(1, 101)];
+    fx.extend(aborted_notified(1, r, AbortReason::FinalizeFailed, None));
+    h.expect(
+        2,
+        fin(1, false),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason: AbortReason::FinalizeFailed,
+        }),
+    );
+    assert_eq!(h.s.completing(), None);
+    assert_eq!(h.s.counted_failures(), 1);
+}
+
+#[test]
+fn store_failure_aborts_cleanly_and_discards_the_state() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    h.step(2, fin(1, true));
+    let mut fx = vec![e_discard(1, 100), e_discard(1, 101)];
+    fx.extend(aborted_notified(1, r, AbortReason::StoreFailed, None));
+    h.expect(
+        3,
+        store(1, false),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason: AbortReason::StoreFailed,
+        }),
+    );
+    assert_eq!(h.s.completed().count(), 0);
+    h.expect(4, store(1, true), vec![], ignored(Ignored::LateMessage));
+}
+
+#[test]
+fn finalize_or_store_answer_out_of_phase_is_ignored() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(1, fin(1, true), vec![], ignored(Ignored::NotAwaited));
+    h.expect(1, store(1, true), vec![], ignored(Ignored::NotAwaited));
+    h.ack_all(1, 1);
+    h.expect(1, store(1, true), vec![], ignored(Ignored::NotAwaited));
+    h.step(1, fin(1, true));
+    h.expect(1, fin(1, true), vec![], ignored(Ignored::NotAwaited));
+    h.expect(
+        1,
+        fin(42, true),
+        vec![],
+        ignored(Ignored::UnknownCheckpoint),
+    );
+}
+
+#[test]
+fn completion_subsumes_older_pending_checkpoints() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    let r1 = h.user_cp(0, 1);
+    let r2 = h.user_cp(10, 2);
+    h.step(11, ack(0, 1, 100));
+    h.ack_all(12, 2);
+    h.step(13, fin(2, true));
+    let mut fx = vec![cancel(Timer::Timeout(cp(1))), e_discard(1, 100)];
+    // The subsumed checkpoint's notify carries the one that subsumed it.
+    fx.extend(aborted_notified(1, r1, AbortReason::Subsumed, Some(2)));
+    fx.extend([
+        e_completed(2, r2, false),
+        e_done(0, 2, 10),
+        e_done(1, 2, 10),
+    ]);
+    h.expect(
+        14,
+        store(2, true),
+        fx,
+        applied(Applied::Completed { checkpoint: cp(2) }),
+    );
+    assert_eq!(h.s.pending_count(), 0);
+    assert_eq!(h.s.counted_failures(), 0);
+}
+
+#[test]
+fn completions_run_one_at_a_time_in_id_order() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    let r1 = h.user_cp(0, 1);
+    h.user_cp(0, 2);
+    h.ack_all(1, 1);
+    h.step(1, ack(0, 2, 200));
+    h.expect(
+        1,
+        ack(1, 2, 201),
+        vec![cancel(Timer::Timeout(cp(2)))],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(2),
+            remaining: 0,
+        }),
+    );
+    assert_eq!(h.s.completing(), Some(cp(1)));
+    h.step(2, fin(1, true));
+    h.expect(
+        3,
+        store(1, true),
+        vec![
+            e_completed(1, r1, false),
+            e_done(0, 1, 0),
+            e_done(1, 1, 0),
+            e_finalize(2, false, &[200, 201]),
+        ],
+        applied(Applied::Completed { checkpoint: cp(1) }),
+    );
+    assert_eq!(h.s.completing(), Some(cp(2)));
+}
+
+#[test]
+fn retained_checkpoints_beyond_the_bound_are_discarded_oldest_first() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.complete(1, 1);
+    let r = h.user_cp(2, 2);
+    h.ack_all(3, 2);
+    h.step(3, fin(2, true));
+    h.expect(
+        4,
+        store(2, true),
+        vec![
+            e_discard(1, 100),
+            e_discard(1, 101),
+            e_completed(2, r, false),
+            e_done(0, 2, 2),
+            e_done(1, 2, 2),
+        ],
+        applied(Applied::Completed { checkpoint: cp(2) }),
+    );
+}
+
+// ============================================================================
+// Declines
+// ============================================================================
+
+#[test]
+fn decline_aborts_remembers_id_and_resumes_the_queued_request() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    h.step(0, trigger(user())); // request 1 queued
+    let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
+    let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
+    fx.extend(aborted_notified(1, r, reason, None));
+    fx.push(e_alloc(1));
+    h.expect(
+        1,
+        decline(1, 1),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason,
+        }),
+    );
+    assert!(h.s.recent_ids().any(|id| *id == cp(1)));
+}
+
+#[test]
+fn decline_with_a_more_recent_pending_checkpoint_does_not_resume_the_queue() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    let r1 = h.user_cp(0, 1);
+    let r2 = h.user_cp(0, 2);
+    h.step(0, trigger(user())); // request 2 queued
+    let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
+    let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
+    fx.extend(aborted_notified(1, r1, reason, None));
+    h.expect(
+        1,
+        decline(0, 1),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason,
+        }),
+    );
+    assert_eq!(h.queued_ids(), vec![rq(2)]);
+    let mut fx = vec![cancel(Timer::Timeout(cp(2)))];
+    fx.extend(aborted_notified(2, r2, reason, None));
+    fx.push(e_alloc(2));
+    h.expect(
+        2,
+        decline(0, 2),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(2),
+            reason,
+        }),
+    );
+}
+
+#[test]
+fn decline_for_a_late_or_unknown_checkpoint_is_ignored() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(1, decline(0, 1));
+    h.expect(2, decline(1, 1), vec![], ignored(Ignored::LateMessage));
+    h.expect(
+        2,
+        decline(1, 42),
+        vec![],
+        ignored(Ignored::UnknownCheckpoint),
+    );
+}
+
+#[test]
+fn decline_for_another_job_is_rejected() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(
+        1,
+        Ev::Decline {
+            job: JobId(8),
+            task: t(0),
+            attempt: AttemptNo(0),
+            checkpoint: cp(1),
+            reason: DeclineReason::SnapshotFailed,
+        },
+        vec![],
+        Outcome::Rejected(CoordinatorError::WrongJob {
+            expected: JOB,
+            got: JobId(8),
+        }),
+    );
+}
+
+#[test]
+fn decline_from_a_stale_attempt_or_unknown_task_is_ignored() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(
+        1,
+        decline_at(1, 4, 1, DeclineReason::SnapshotFailed),
+        vec![],
+        ignored(Ignored::StaleAttempt),
+    );
+    h.expect(1, decline(99, 1), vec![], ignored(Ignored::UnknownTask));
+    assert_eq!(h.s.pending_count(), 1);
+}
+
+#[test]
+fn decline_of_a_fully_acknowledged_checkpoint_is_ignored() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    h.expect(
+        2,
+        decline(0, 1),
+        vec![],
+        ignored(Ignored::CheckpointDiscarded),
+    );
+    assert_eq!(h.s.completing(), Some(cp(1)));
+}
+
+// ============================================================================
+// Expiry and timers
+// ============================================================================
+
+#[test]
+fn timeout_expires_the_pending_checkpoint_and_resumes_the_queued_request() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    h.step(1, ack(0, 1, 100));
+    h.step(2, trigger(user())); // request 1 queued
+    let mut fx = vec![e_discard(1, 100)];
+    fx.extend(aborted_notified(1, r, AbortReason::Expired, None));
+    fx.push(e_alloc(1));
+    h.expect(
+        10_000,
+        fire(Timer::Timeout(cp(1))),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason: AbortReason::Expired,
+        }),
+    );
+    assert!(h.s.recent_ids().any(|id| *id == cp(1)));
+}
+
+#[test]
+fn timeout_for_a_checkpoint_that_no_longer_exists_is_ignored() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(1, decline(0, 1));
+    h.expect(
+        10_000,
+        fire(Timer::Timeout(cp(1))),
+        vec![],
+        ignored(Ignored::TimerNotArmed),
+    );
+    // ... nor for a completing one (its timeout was cancelled).
+    h.user_cp(2, 2);
+    h.ack_all(3, 2);
+    h.expect(
+        10_002,
+        fire(Timer::Timeout(cp(2))),
+        vec![],
+        ignored(Ignored::TimerNotArmed),
+    );
+}
+
+#[test]
+fn cancelled_periodic_timer_firing_is_ignored() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.step(1, Ev::StopScheduler);
+    h.expect(
+        1_000,
+        fire(Timer::Periodic),
+        vec![],
+        ignored(Ignored::TimerNotArmed),
+    );
+}
+
+#[test]
+fn timer_firing_before_its_deadline_is_ignored() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.expect(
+        999,
+        fire(Timer::Periodic),
+        vec![],
+        ignored(Ignored::TimerNotDue),
+    );
+}
+
+#[test]
+fn time_going_backwards_is_clamped_and_reported() {
+    let mut h = H::new();
+    h.step(100, Ev::StartScheduler);
+    let step = h.step(50, trigger(user()));
+    assert_eq!(
+        step.clock,
+        Clock::Clamped {
+            given: ms(50),
+            used: ms(100),
+        }
+    );
+    assert_eq!(step.effects, vec![e_alloc(0)]);
+    assert_eq!(h.s.now(), ms(100));
+    h.step(60, alloc(0, 1));
+    assert_eq!(
+        h.s.pending_checkpoint(cp(1)).map(Pending::timestamp),
+        Some(ms(100))
+    );
+    assert_eq!(h.s.timer_deadline(Timer::Timeout(cp(1))), Some(ms(10_100)));
+}
+
+// ============================================================================
+// The ring of recent ids
+// ============================================================================
+
+#[test]
+fn recent_ids_ring_keeps_the_16_most_recent_ids() {
+    let mut h = H::new();
+    for id in 1..=17u64 {
+        h.user_cp(id, id);
+        h.step(id, decline_at(0, 0, id, DeclineReason::TaskNotReady));
+    }
+    let recent: Vec<CheckpointId> = h.s.recent_ids().copied().collect();
+    assert_eq!(recent, (2..=17).map(cp).collect::<Vec<_>>());
+    h.expect(
+        20,
+        ack(0, 1, 100),
+        vec![e_discard(1, 100)],
+        ignored(Ignored::UnknownCheckpoint),
+    );
+    h.expect(
+        20,
+        ack(0, 2, 200),
+        vec![e_discard(2, 200)],
+        ignored(Ignored::LateMessage),
+    );
+}
+
+// ============================================================================
+// Tolerable failed checkpoints
+// ============================================================================
+
+#[test]
+fn counted_failures_beyond_the_limit_fail_the_job_once() {
+    let mut h = H::with(CoordinatorSettings {
+        tolerable_failures: 1,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.step(10_000, fire(Timer::Timeout(cp(1))));
+    assert_eq!(h.s.counted_failures(), 1);
+    assert!(!h.s.job_failed());
+    let r = h.user_cp(10_000, 2);
+    let mut fx = aborted_notified(2, r, AbortReason::Expired, None);
+    fx.push(E::FailJob {
+        reason: FailJobReason::TolerableFailuresExceeded { failures: 2 },
+    });
+    h.expect(
+        20_000,
+        fire(Timer::Timeout(cp(2))),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(2),
+            reason: AbortReason::Expired,
+        }),
+    );
+    assert!(h.s.job_failed());
+    let r = h.user_cp(20_000, 3);
+    h.expect(
+        30_000,
+        fire(Timer::Timeout(cp(3))),
+        aborted_notified(3, r, AbortReason::Expired, None),
+        applied(Applied::Aborted {
+            checkpoint: cp(3),
+            reason: AbortReason::Expired,
+        }),
+    );
+    assert_eq!(h.s.counted_failures(), 3);
+}
+
+#[test]
+fn zero_tolerable_failures_fail_the_job_on_the_first_counted_failure() {
+    let mut h = H::with(CoordinatorSettings {
+        tolerable_failures: 0,
+        ..settings()
+    });
+    let r = h.user_cp(0, 1);
+    let reason = AbortReason::Declined(DeclineReason::WriterFailed);
+    let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
+    fx.extend(aborted_notified(1, r, reason, None));
+    fx.push(E::FailJob {
+        reason: FailJobReason::TolerableFailuresExceeded { failures: 1 },
+    });
+    h.expect(
+        1,
+        decline_at(0, 0, 1, DeclineReason::WriterFailed),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason,
+        }),
+    );
+}
+
+#[test]
+fn only_counted_failure_reasons_count() {
+    let mut h = H::with(CoordinatorSettings {
+        tolerable_failures: 0,
+        max_concurrent: 2,
+        ..settings()
+    });
+    // Declined for a life-cycle reason, subsumed, task failure: none counts.
+    h.user_cp(0, 1);
+    h.step(1, decline_at(0, 0, 1, DeclineReason::CancelledOnBarrier));
+    h.user_cp(2, 2);
+    h.user_cp(2, 3);
+    h.complete(3, 3);
+    h.user_cp(4, 4);
+    h.step(5, failed(1, 0));
+    assert_eq!(h.s.counted_failures(), 0);
+    assert!(!h.s.job_failed());
+}
+
+#[test]
+fn each_checkpoint_id_counts_once() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    // As if checkpoint 1 had already been counted (e.g. by a failure report
+    // that raced the abort).
+    h.s.failures.counted.insert(cp(1));
+    h.s.failures.count = 1;
+    h.step(10_000, fire(Timer::Timeout(cp(1))));
+    assert_eq!(h.s.counted_failures(), 1);
+    h.user_cp(10_000, 2);
+    h.step(20_000, fire(Timer::Timeout(cp(2))));
+    assert_eq!(h.s.counted_failures(), 2);
+}
+
+#[test]
+fn success_resets_the_failure_counter() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(10_000, fire(Timer::Timeout(cp(1))));
+    assert_eq!(h.s.counted_failures(), 1);
+    h.user_cp(10_000, 2);
+    h.complete(10_001, 2);
+    assert_eq!(h.s.counted_failures(), 0);
+    assert!(!h.s.job_failed());
+}
+
+#[test]
+fn savepoint_failures_are_not_counted() {
+    let mut h = H::with(CoordinatorSettings {
+        tolerable_failures: 0,
+        ..settings()
+    });
+    let r = h.pending(0, savepoint(), 1);
+    h.expect(
+        10_000,
+        fire(Timer::Timeout(cp(1))),
+        aborted_notified(1, r, AbortReason::Expired, None),
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason: AbortReason::Expired,
+        }),
+    );
+    assert_eq!(h.s.counted_failures(), 0);
+}
+
+#[test]
+fn savepoint_id_allocation_failure_is_not_counted() {
+    // Regression: the id-allocation failure path counted savepoints.
+    let mut h = H::with(CoordinatorSettings {
+        tolerable_failures: 0,
+        ..settings()
+    });
+    h.step(0, trigger(savepoint()));
+    h.expect(
+        0,
+        alloc_err(0),
+        vec![e_failed(0, AbortReason::IdAllocationFailed)],
+        applied(Applied::RequestEnded {
+            request: rq(0),
+            reason: AbortReason::IdAllocationFailed,
+        }),
+    );
+    assert_eq!(h.s.counted_failures(), 0);
+    // A checkpoint's allocation failure does count (and fails the job here).
+    h.step(0, trigger(user()));
+    h.expect(
+        0,
+        alloc_err(1),
+        vec![
+            e_failed(1, AbortReason::IdAllocationFailed),
+            E::FailJob {
+                reason: FailJobReason::TolerableFailuresExceeded { failures: 1 },
+            },
+        ],
+        applied(Applied::RequestEnded {
+            request: rq(1),
+            reason: AbortReason::IdAllocationFailed,
+        }),
+    );
+}
+
+// ============================================================================
+// Notify aborted
+// ============================================================================
+
+#[test]
+fn abort_notifies_running_commit_tasks_with_the_latest_completed_id() {
+    let mut h = H::with(CoordinatorSettings {
+        tasks_to_commit: vec![t(0), t(1), t(2)],
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    h.step(1, fin(1, true));
+    h.step(1, store(1, true));
+    h.step(2, failed(2, 0)); // a commit-only task goes down
+    let r = h.user_cp(3, 2);
+    let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
+    let mut fx = vec![cancel(Timer::Timeout(cp(2)))];
+    fx.extend(aborted_notified(2, r, reason, Some(1)));
+    h.expect(
+        4,
+        decline(0, 2),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(2),
+            reason,
+        }),
+    );
+}
+
+// ============================================================================
+// Task failure
+// ============================================================================
+
+#[test]
+fn task_failure_aborts_every_pending_checkpoint_it_has_not_acknowledged() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 3,
+        ..settings()
+    });
+    let r1 = h.user_cp(0, 1);
+    h.user_cp(0, 2);
+    let r3 = h.user_cp(0, 3);
+    h.step(1, ack(1, 2, 201));
+    h.step(1, ack(0, 3, 300));
+    // Task 1 is no longer running: only task 0 is notified.
+    h.expect(
+        2,
+        failed(1, 0),
+        vec![
+            cancel(Timer::Timeout(cp(1))),
+            e_aborted(1, r1, AbortReason::TaskFailed),
+            e_nab(0, 1, None),
+            cancel(Timer::Timeout(cp(3))),
+            e_discard(3, 300),
+            e_aborted(3, r3, AbortReason::TaskFailed),
+            e_nab(0, 3, None),
+        ],
+        applied(Applied::TaskUpdated { aborted: 2 }),
+    );
+    assert_eq!(
+        h.s.pending().map(Pending::id).collect::<Vec<_>>(),
+        vec![cp(2)]
+    );
+}
+
+#[test]
+fn task_failure_spares_a_completing_checkpoint() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    h.expect(
+        2,
+        failed(1, 0),
+        vec![],
+        applied(Applied::TaskUpdated { aborted: 0 }),
+    );
+    assert_eq!(h.s.completing(), Some(cp(1)));
+}
+
+#[test]
+fn task_failure_of_a_stale_attempt_is_ignored() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.expect(1, failed(1, 5), vec![], ignored(Ignored::StaleAttempt));
+    h.step(2, failed(0, 0));
+    h.expect(3, failed(0, 0), vec![], ignored(Ignored::StaleAttempt));
+}
+
+#[test]
+fn task_events_for_an_unknown_task_are_rejected() {
+    let mut h = H::new();
+    h.expect(
+        0,
+        failed(99, 0),
+        vec![],
+        Outcome::Rejected(CoordinatorError::UnknownTask(t(99))),
+    );
+    h.expect(
+        0,
+        running(99, 1),
+        vec![],
+        Outcome::Rejected(CoordinatorError::UnknownTask(t(99))),
+    );
+}
+
+#[test]
+fn task_running_accepts_only_a_newer_attempt_or_a_restart() {
+    let mut h = H::new();
+    h.expect(0, running(1, 0), vec![], ignored(Ignored::StaleAttempt));
+    h.step(0, failed(1, 0));
+    h.expect(
+        1,
+        running(1, 2),
+        vec![],
+        applied(Applied::TaskUpdated { aborted: 0 }),
+    );
+    h.expect(2, running(1, 1), vec![], ignored(Ignored::StaleAttempt));
+    h.expect(2, running(1, 2), vec![], ignored(Ignored::StaleAttempt));
+    assert_eq!(
+        h.s.task_status(t(1)),
+        Some(TaskStatus {
+            attempt: AttemptNo(2),
+            running: true
+        })
+    );
+}
+
+// ============================================================================
+// Shutdown
+// ============================================================================
+
+#[test]
+fn shutdown_aborts_everything_and_cancels_every_timer() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    let r = h.user_cp(0, 1);
+    h.step(1, ack(0, 1, 100));
+    h.step(2, trigger(forced())); // request 1 allocating
+    h.expect(
+        3,
+        Ev::Shutdown {
+            status: JobStatus::Canceled,
+        },
+        vec![
+            e_failed(1, AbortReason::Shutdown),
+            cancel(Timer::Timeout(cp(1))),
+            e_discard(1, 100),
+            e_aborted(1, r, AbortReason::Shutdown),
+            cancel(Timer::Periodic),
+            E::ShutdownServices {
+                status: JobStatus::Canceled,
+            },
+        ],
+        applied(Applied::ShutDown),
+    );
+    assert!(h.s.is_shutdown());
+    assert!(!h.s.is_periodic_scheduling());
+}
+
+#[test]
+fn every_event_after_shutdown_is_ignored_without_effects() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.complete(0, 1);
+    h.step(
+        1,
+        Ev::Shutdown {
+            status: JobStatus::Finished,
+        },
+    );
+    let events = vec![
+        Ev::Shutdown {
+            status: JobStatus::Failed,
+        },
+        Ev::StartScheduler,
+        Ev::StopScheduler,
+        trigger(savepoint()),
+        trigger(user()),
+        fire(Timer::Periodic),
+        fire(Timer::Timeout(cp(1))),
+        alloc(0, 2),
+        alloc_err(0),
+        hooks(1, true),
+        ack(0, 1, 100),
+        ack(0, 9, 900),
+        decline(0, 1),
+        fin(1, true),
+        store(1, false),
+        running(1, 1),
+        failed(0, 0),
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: true,
+            },
+        },
+        Ev::Restore {
+            source: RestoreSource::Savepoint {
+                checkpoint: cp(50),
+                handles: vec![hd(5_000)],
+            },
+        },
+    ];
+    for ev in events {
+        let before = h.s.clone();
+        h.expect(2, ev, vec![], ignored(Ignored::Shutdown));
+        assert_eq!(
+            h.s,
+            CoordinatorState {
+                now: ms(2),
+                ..before
+            }
+        );
+    }
+}
+
+// ============================================================================
+// Restore
+// ============================================================================
+
+#[test]
+fn restore_latest_emits_the_latest_completed_state() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.complete(1, 1);
+    h.expect(
+        2,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: true,
+            },
+        },
+        vec![E::RestoreState {
+            checkpoint: cp(1),
+            handles: vec![hd(100), hd(101)],
+        }],
+        applied(Applied::Restored {
+            checkpoint: Some(cp(1)),
+        }),
+    );
+}
+
+#[test]
+fn restore_latest_without_a_checkpoint_is_an_error_only_if_asked() {
+    let mut h = H::new();
+    h.expect(
+        0,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: true,
+            },
+        },
+        vec![],
+        Outcome::Rejected(CoordinatorError::NoCheckpointToRestore),
+    );
+    h.expect(
+        0,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: false,
+            },
+        },
+        vec![],
+        ignored(Ignored::NothingToRestore),
+    );
+}
+
+#[test]
+fn restore_from_savepoint_resets_the_id_counter_to_savepoint_id_plus_one() {
+    let mut h = H::new();
+    h.expect(
+        0,
+        Ev::Restore {
+            source: RestoreSource::Savepoint {
+                checkpoint: cp(41),
+                handles: vec![hd(7)],
+            },
+        },
+        vec![
+            E::ResetIdCounter { next: cp(42) },
+            E::RestoreState {
+                checkpoint: cp(41),
+                handles: vec![hd(7)],
+            },
+        ],
+        applied(Applied::Restored {
+            checkpoint: Some(cp(41)),
+        }),
+    );
+    assert_eq!(h.s.last_id(), Some(cp(41)));
+    assert_eq!(h.s.latest_completed(), Some(cp(41)));
+    h.step(1, trigger(user()));
+    h.expect(
+        1,
+        alloc(0, 41),
+        vec![],
+        Outcome::Rejected(CoordinatorError::NonIncreasingId {
+            got: cp(41),
+            last: cp(41),
+        }),
+    );
+    h.step(1, alloc(0, 42));
+    // A later completion evicts the savepoint (one retained) and frees it.
+    let step = h.complete(2, 42);
+    assert_eq!(step.effects[0], e_discard(41, 7));
+}
+
+#[test]
+fn restored_savepoint_is_the_latest_completed_in_notify_aborted() {
+    // Regression: restoring a savepoint left `latest_completed` at `None`.
+    let mut h = H::new();
+    h.step(
+        0,
+        Ev::Restore {
+            source: RestoreSource::Savepoint {
+                checkpoint: cp(41),
+                handles: vec![],
+            },
+        },
+    );
+    let r = h.user_cp(1, 42);
+    let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
+    let mut fx = vec![cancel(Timer::Timeout(cp(42)))];
+    fx.extend(aborted_notified(42, r, reason, Some(41)));
+    h.expect(
+        2,
+        decline(0, 42),
+        fx,
+        applied(Applied::Aborted {
+            checkpoint: cp(42),
+            reason,
+        }),
+    );
+}
+
+#[test]
+fn restore_from_savepoint_at_the_maximum_id_is_an_overflow_error() {
+    let mut h = H::new();
+    h.expect(
+        0,
+        Ev::Restore {
+            source: RestoreSource::Savepoint {
+                checkpoint: cp(u64::MAX),
+                handles: vec![hd(1)],
+            },
+        },
+        vec![],
+        Outcome::Rejected(CoordinatorError::IdOverflow(cp(u64::MAX))),
+    );
+}
+
+#[test]
+fn restore_from_savepoint_while_checkpoints_are_active_is_refused() {
+    let mut h = H::new();
+    h.step(0, trigger(user()));
+    let restore = |id| Ev::Restore {
+        source: RestoreSource::Savepoint {
+            checkpoint: cp(id),
+            handles: vec![hd(1)],
+        },
+    };
+    h.expect(
+        0,
+        restore(50),
+        vec![],
+        Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(cp(50))),
+    );
+    h.step(0, alloc(0, 60));
+    h.expect(
+        0,
+        restore(70),
+        vec![],
+        Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(cp(70))),
+    );
+    h.step(1, decline(0, 60));
+    // An id not above the ids already used.
+    h.expect(
+        1,
+        restore(60),
+        vec![],
+        Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(cp(60))),
+    );
+}
+
+// ============================================================================
+// Every invariant check can fail
+// ============================================================================
+
+fn violated(r: Result<(), Violation>) -> &'static str {
+    match r {
+        Ok(()) => panic!("expected a violation"),
+        Err(v) => v.invariant,
+    }
+}
+
+/// One pending checkpoint 1 (task 0 acked with handle 100).
+fn base() -> H {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        queue_max: 2,
+        retained_max: 2,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.step(0, ack(0, 1, 100));
+    h
+}
+
+fn fake_step(effects: Vec<E>, outcome: Outcome) -> Step {
+    Step {
+        effects,
+        outcome,
+        clock: Clock::Monotonic,
+    }
+}
+
+fn fake_completed(id: u64, savepoint: bool) -> Completed {
+    Completed {
+        id: cp(id),
+        request: None,
+        savepoint,
+        timestamp: ms(0),
+        handles: imbl::Vector::new(),
+    }
+}
+
+#[test]
+fn invariant_pending_bounded_can_fail() {
+    let mut s = base().s;
+    for id in [2, 3] {
+        let mut p = s.pending_checkpoint(cp(1)).expect("pending").clone();
+        p.id = cp(id);
+        s.pending.insert(cp(id), p);
+        s.timers.insert(Timer::Timeout(cp(id)), ms(1));
+    }
+    assert_eq!(violated(check_state(&s)), names::PENDING_BOUNDED);
+}
+
+#[test]
+fn invariant_at_most_one_queued_can_fail() {
+    let mut s = base().s;
+    for n in [10, 11] {
+        s.queue.push_back(Request {
+            id: rq(n),
+            kind: user(),
+            requested_at: ms(0),
+        });
+    }
+    assert_eq!(violated(check_state(&s)), names::ONE_QUEUED);
+}
+
+#[test]
+fn invariant_queue_bounded_can_fail() {
+    let mut s = base().s;
+    for n in [10, 11, 12] {
+        s.queue.push_back(Request {
+            id: rq(n),
+            kind: savepoint(),
+            requested_at: ms(0),
+        });
+    }
+    assert_eq!(violated(check_state(&s)), names::QUEUE_BOUNDED);
+}
+
+#[test]
+fn invariant_ack_count_can_fail() {
+    let mut s = base().s;
+    if let Some(p) = s.pending.get_mut(&cp(1)) {
+        p.remaining = 0;
+    }
+    assert_eq!(violated(check_state(&s)), names::ACK_COUNT);
+}
+
+#[test]
+fn invariant_timeout_timers_can_fail() {
+    let mut s = base().s;
+    s.timers.remove(&Timer::Timeout(cp(1)));
+    assert_eq!(violated(check_state(&s)), names::TIMERS);
+    let mut s = base().s;
+    s.timers.insert(Timer::Timeout(cp(99)), ms(1));
+    assert_eq!(violated(check_state(&s)), names::TIMERS);
+}
+
+#[test]
+fn invariant_one_completing_can_fail() {
+    let mut h = base();
+    h.step(0, ack(1, 1, 101));
+    let mut s = h.s.clone();
+    s.completing = None;
+    assert_eq!(violated(check_state(&s)), names::ONE_COMPLETING);
+    let mut s = h.s;
+    s.completing = Some(cp(5));
+    assert_eq!(violated(check_state(&s)), names::ONE_COMPLETING);
+}
+
+#[test]
+fn invariant_completed_retained_ordered_can_fail() {
+    let mut s = base().s;
+    for id in [1, 2, 3] {
+        s.completed.push_back(fake_completed(id, false));
+    }
+    assert_eq!(violated(check_state(&s)), names::COMPLETED);
+    let mut s = base().s;
+    s.completed.push_back(fake_completed(5, false));
+    s.completed.push_back(fake_completed(4, false));
+    assert_eq!(violated(check_state(&s)), names::COMPLETED);
+}
+
+#[test]
+fn invariant_recent_ids_bounded_can_fail() {
+    let mut s = base().s;
+    for id in 100..117 {
+        s.recent.push_back(cp(id));
+    }
+    assert_eq!(violated(check_state(&s)), names::RECENT);
+}
+
+#[test]
+fn invariant_shutdown_quiet_can_fail() {
+    let mut s = base().s;
+    s.shutdown = true;
+    assert_eq!(violated(check_state(&s)), names::SHUTDOWN_QUIET);
+}
+
+#[test]
+fn invariant_nothing_after_shutdown_can_fail() {
+    let mut h = H::new();
+    h.step(
+        0,
+        Ev::Shutdown {
+            status: JobStatus::Finished,
+        },
+    );
+    let s = h.s;
+    let step = fake_step(
+        vec![sched(Timer::Periodic, 5)],
+        applied(Applied::SchedulerStarted),
+    );
+    assert_eq!(
+        violated(check_step(&s, &Ev::StartScheduler, &step, &s)),
+        names::NOTHING_AFTER_SHUTDOWN
+    );
+}
+
+#[test]
+fn invariant_refused_event_changes_nothing_can_fail() {
+    let before = base().s;
+    let mut after = before.clone();
+    after.periodic = true;
+    let rejected = fake_step(
+        vec![],
+        Outcome::Rejected(CoordinatorError::NoCheckpointToRestore),
+    );
+    assert_eq!(
+        violated(check_step(&before, &Ev::StartScheduler, &rejected, &after)),
+        names::REFUSED_UNCHANGED
+    );
+    let noisy = fake_step(
+        vec![cancel(Timer::Periodic)],
+        ignored(Ignored::TimerNotArmed),
+    );
+    assert_eq!(
+        violated(check_step(&before, &Ev::StartScheduler, &noisy, &before)),
+        names::REFUSED_UNCHANGED
+    );
+}
+
+#[test]
+fn invariant_complete_only_with_all_acks_can_fail() {
+    let s = base().s; // checkpoint 1 misses task 1's ack
+    let step = fake_step(
+        vec![e_completed(1, 0, false)],
+        applied(Applied::Completed { checkpoint: cp(1) }),
+    );
+    assert_eq!(
+        violated(check_step(&s, &store(1, true), &step, &s)),
+        names::COMPLETE_ALL_ACKS
+    );
+    let step = fake_step(
+        vec![e_completed(9, 0, false)],
+        applied(Applied::Completed { checkpoint: cp(9) }),
+    );
+    assert_eq!(
+        violated(check_step(&s, &store(9, true), &step, &s)),
+        names::COMPLETE_ALL_ACKS
+    );
+}
+
+#[test]
+fn invariant_completed_ids_increase_can_fail() {
+    let mut h = base();
+    h.step(0, ack(1, 1, 101));
+    let mut before = h.s;
+    before.completed.push_back(fake_completed(5, false));
+    let step = fake_step(
+        vec![e_completed(1, 0, false)],
+        applied(Applied::Completed { checkpoint: cp(1) }),
+    );
+    assert_eq!(
+        violated(check_step(&before, &store(1, true), &step, &before)),
+        names::COMPLETED_INCREASE
+    );
+}
+
+#[test]
+fn invariant_no_discard_of_retained_state_can_fail() {
+    let s = base().s; // checkpoint 1 holds handle 100
+    let step = fake_step(
+        vec![e_discard(1, 100)],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+    assert_eq!(
+        violated(check_step(&s, &ack(1, 1, 101), &step, &s)),
+        names::NO_DISCARD_RETAINED
+    );
+}
+
+#[test]
+fn invariant_handle_retained_or_discarded_can_fail() {
+    let s = H::new().s;
+    let mut ledger = HandleLedger::new();
+    // The ack was "applied" but its handle is neither held nor discarded.
+    let step = fake_step(
+        vec![],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+    assert_eq!(
+        violated(ledger.observe(&ack(0, 1, 100), &step, &s)),
+        names::NO_LEAK
+    );
+}
+
+#[test]
+fn invariant_discard_at_most_once_per_delivery_can_fail() {
+    let s = H::new().s;
+    let mut ledger = HandleLedger::new();
+    let step = fake_step(
+        vec![e_discard(42, 4_200), e_discard(42, 4_200)],
+        ignored(Ignored::UnknownCheckpoint),
+    );
+    assert_eq!(
+        violated(ledger.observe(&ack(0, 42, 4_200), &step, &s)),
+        names::DISCARD_ONCE
+    );
+}
