@@ -91,7 +91,9 @@ impl CoordinatorState {
             CoordinatorEvent::StoreDone { checkpoint, result } => {
                 self.on_store_done(checkpoint, result, fx)
             }
-            CoordinatorEvent::TaskRunning { task, attempt } => self.on_task_running(task, attempt),
+            CoordinatorEvent::TaskRunning { task, attempt } => {
+                self.on_task_running(task, attempt, fx)
+            }
             CoordinatorEvent::TaskFailed { task, attempt } => {
                 self.on_task_failed(task, attempt, fx)
             }
@@ -915,7 +917,7 @@ impl CoordinatorState {
 
     // ----- tasks, restore, shutdown -----------------------------------------
 
-    fn on_task_running(&mut self, task: TaskId, attempt: AttemptNo) -> Outcome {
+    fn on_task_running(&mut self, task: TaskId, attempt: AttemptNo, fx: &mut Fx) -> Outcome {
         let Some(s) = self.tasks.get(task.0 as usize).copied() else {
             return Outcome::Rejected(CoordinatorError::UnknownTask(task));
         };
@@ -925,6 +927,23 @@ impl CoordinatorState {
         if attempt < s.attempt || (attempt == s.attempt && s.running) {
             return Outcome::Ignored(Ignored::StaleAttempt);
         }
+        // A newer attempt while the old one still counted as running means
+        // the old one is gone without a failure report: checkpoints waiting
+        // for its ack can never complete, so abort them now rather than let
+        // them expire.
+        let aborted = if s.running {
+            // The old attempt is gone: no notification goes to it.
+            self.tasks.set(
+                task.0 as usize,
+                super::TaskStatus {
+                    attempt: s.attempt,
+                    running: false,
+                },
+            );
+            self.abort_unacked_by(task, fx)
+        } else {
+            0
+        };
         self.tasks.set(
             task.0 as usize,
             super::TaskStatus {
@@ -932,7 +951,32 @@ impl CoordinatorState {
                 running: true,
             },
         );
-        Outcome::Applied(Applied::TaskUpdated { aborted: 0 })
+        Outcome::Applied(Applied::TaskUpdated { aborted })
+    }
+
+    /// Aborts every pending checkpoint still waiting for `task`'s ack (those
+    /// already finalizing have every ack and are left alone); resumes the
+    /// queue when any was aborted. Returns how many were aborted.
+    fn abort_unacked_by(&mut self, task: TaskId, fx: &mut Fx) -> usize {
+        let victims: Vec<CheckpointId> = match self.config.wait_slot(task) {
+            Some(slot) => self
+                .pending
+                .values()
+                .filter(|p| {
+                    !matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing)
+                        && p.acks.get(slot) == Some(&AckSlot::Waiting)
+                })
+                .map(|p| p.id)
+                .collect(),
+            None => Vec::new(),
+        };
+        for id in &victims {
+            self.abort(*id, AbortReason::TaskFailed, fx);
+        }
+        if !victims.is_empty() {
+            self.resume_queued(fx);
+        }
+        victims.len()
     }
 
     fn on_task_failed(&mut self, task: TaskId, attempt: AttemptNo, fx: &mut Fx) -> Outcome {
@@ -952,27 +996,8 @@ impl CoordinatorState {
                 running: false,
             },
         );
-        let victims: Vec<CheckpointId> = match self.config.wait_slot(task) {
-            Some(slot) => self
-                .pending
-                .values()
-                .filter(|p| {
-                    !matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing)
-                        && p.acks.get(slot) == Some(&AckSlot::Waiting)
-                })
-                .map(|p| p.id)
-                .collect(),
-            None => Vec::new(),
-        };
-        for id in &victims {
-            self.abort(*id, AbortReason::TaskFailed, fx);
-        }
-        if !victims.is_empty() {
-            self.resume_queued(fx);
-        }
-        Outcome::Applied(Applied::TaskUpdated {
-            aborted: victims.len(),
-        })
+        let aborted = self.abort_unacked_by(task, fx);
+        Outcome::Applied(Applied::TaskUpdated { aborted })
     }
 
     fn on_restore(&mut self, source: RestoreSource, fx: &mut Fx) -> Outcome {

@@ -2821,3 +2821,39 @@ fn invariant_discard_at_most_once_per_delivery_can_fail() {
         names::DISCARD_ONCE
     );
 }
+
+#[test]
+fn new_attempt_without_failure_report_aborts_checkpoints_waiting_for_the_old_one() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    h.step(1, ack(0, 1, 100));
+    // Task 1 restarts as attempt 1 without a TaskFailed for attempt 0: the old
+    // attempt can never ack, so checkpoint 1 is aborted now (not at expiry),
+    // and the dead attempt is not notified.
+    h.expect(
+        2,
+        running(1, 1),
+        vec![
+            cancel(Timer::Timeout(cp(1))),
+            e_discard(1, 100),
+            e_aborted(1, r, AbortReason::TaskFailed),
+            e_nab(0, 1, None),
+        ],
+        applied(Applied::TaskUpdated { aborted: 1 }),
+    );
+    assert_eq!(
+        h.s.task_status(t(1)),
+        Some(TaskStatus {
+            attempt: AttemptNo(1),
+            running: true
+        })
+    );
+    // A late ack from the old attempt of checkpoint 1 is a late message whose
+    // state is discarded.
+    h.expect(
+        3,
+        ack_at(1, 0, 1, Some(101)),
+        vec![e_discard(1, 101)],
+        Outcome::Ignored(Ignored::LateMessage),
+    );
+}
