@@ -347,6 +347,28 @@ impl TaskMonitor {
     }
 }
 
+/// Runs [`check_state`] on the state after the step, the monitor's
+/// cross-step rules, and checks that an `Ignored` / `Rejected` event left the
+/// state unchanged: the one-call form for tests, proptest, the model, loom and
+/// fuzz targets.
+pub fn check_all(
+    monitor: &mut TaskMonitor,
+    before: &TaskState,
+    event: &TaskEvent,
+    effects: &[TaskEffect],
+    outcome: &Outcome,
+    after: &TaskState,
+) -> Result<(), TaskViolation> {
+    if matches!(outcome, Outcome::Ignored(_) | Outcome::Rejected(_)) && before != after {
+        return violation(
+            "ignored_is_unchanged",
+            format!("{event:?} changed the state"),
+        );
+    }
+    check_state(after)?;
+    monitor.observe(event, effects, outcome)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -574,26 +596,4 @@ mod tests {
             "no_spurious_failure",
         );
     }
-}
-
-/// Runs [`check_state`] on the state after the step, the monitor's
-/// cross-step rules, and checks that an `Ignored` / `Rejected` event left the
-/// state unchanged: the one-call form for tests, proptest, the model, loom and
-/// fuzz targets.
-pub fn check_all(
-    monitor: &mut TaskMonitor,
-    before: &TaskState,
-    event: &TaskEvent,
-    effects: &[TaskEffect],
-    outcome: &Outcome,
-    after: &TaskState,
-) -> Result<(), TaskViolation> {
-    if matches!(outcome, Outcome::Ignored(_) | Outcome::Rejected(_)) && before != after {
-        return violation(
-            "ignored_is_unchanged",
-            format!("{event:?} changed the state"),
-        );
-    }
-    check_state(after)?;
-    monitor.observe(event, effects, outcome)
 }

@@ -1,1 +1,0 @@
-//! Host adapter (placeholder until it lands).
