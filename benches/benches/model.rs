@@ -1,0 +1,118 @@
+//! Model checker: unique states per second and total time for the default
+//! configuration and a larger one, fixed and legacy semantics, and the time
+//! to the legacy counterexample. Not a criterion group: one check of the
+//! default configuration takes seconds, so criterion's ten-sample minimum
+//! would not fit the quick mode. Each check runs `runs` times (1 with
+//! `CKPT_BENCH_QUICK=1`, else 3) on one checker thread and the fastest run is
+//! kept. The larger configuration (3 tasks; more than 1.4 M unique states,
+//! several minutes) runs once and only with `CKPT_BENCH_MODEL_LARGER=1`. Results are printed and written to
+//! `<criterion dir>/ckpt-model.json`, which `report` turns into the table.
+
+use std::time::Instant;
+
+use ckpt_benches::report::{default_dir, ModelRow};
+use ckpt_core::task::{LegacyBug, Semantics};
+use ckpt_model::{run_check, shortest_violation, CheckOptions, ModelConfig};
+
+/// The larger configuration: one more task than the default.
+fn larger() -> ModelConfig {
+    ModelConfig {
+        tasks: 3,
+        ..ModelConfig::default()
+    }
+}
+
+fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut best: Option<(f64, T)> = None;
+    for _ in 0..runs.max(1) {
+        let start = Instant::now();
+        let out = f();
+        let s = start.elapsed().as_secs_f64();
+        if best.as_ref().is_none_or(|b| s < b.0) {
+            best = Some((s, out));
+        }
+    }
+    match best {
+        Some(b) => b,
+        None => unreachable!("at least one run"),
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench` (and a filter, if any): a filter that
+    // does not match "model" skips the group.
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    if !filter.is_empty() && !filter.iter().any(|f| "model".contains(f.as_str())) {
+        return;
+    }
+    let quick = ckpt_benches::quick();
+    let runs = if quick { 1 } else { 3 };
+    let with_larger =
+        std::env::var("CKPT_BENCH_MODEL_LARGER").map_or(!quick, |v| !v.is_empty() && v != "0");
+    let legacy = Semantics::Legacy(LegacyBug::AbortRemovesResult);
+    let mut configs = vec![("default", ModelConfig::default(), runs)];
+    if with_larger {
+        configs.push(("tasks=3", larger(), 1));
+    }
+    let mut rows = Vec::new();
+    for (name, base, runs) in configs.iter().map(|(n, b, r)| (*n, b, *r)) {
+        for (sem, semantics) in [("fixed", Semantics::Fixed), ("legacy", legacy)] {
+            let cfg = ModelConfig {
+                semantics,
+                ..base.clone()
+            };
+            let opts = CheckOptions {
+                stop_at_failure: semantics != Semantics::Fixed,
+                ..CheckOptions::default()
+            };
+            let (total, report) = best_of(runs, || run_check(&cfg, &opts));
+            let row = ModelRow {
+                check: format!("check {sem}"),
+                config: name.to_owned(),
+                unique: report.unique as u64,
+                search_seconds: report.seconds,
+                total_seconds: total,
+                result: if report.holds() {
+                    "holds".to_owned()
+                } else {
+                    format!(
+                        "violated ({} steps)",
+                        report.counterexample.map_or(0, |c| c.actions.len())
+                    )
+                },
+            };
+            eprintln!("model/{}/{}: {row:?}", row.check, row.config);
+            rows.push(row);
+        }
+        let cfg = ModelConfig {
+            semantics: legacy,
+            ..base.clone()
+        };
+        let (total, cx) = best_of(runs, || shortest_violation(&cfg, 1));
+        let row = ModelRow {
+            check: "legacy counterexample (shortest, BFS)".to_owned(),
+            config: name.to_owned(),
+            unique: 0,
+            search_seconds: total,
+            total_seconds: total,
+            result: cx.map_or("NOT FOUND".to_owned(), |c| {
+                format!("{} ({} steps)", c.property, c.actions.len())
+            }),
+        };
+        eprintln!("model/{}/{}: {row:?}", row.check, row.config);
+        rows.push(row);
+    }
+    let dir = default_dir();
+    let json = ckpt_benches::report::model_json(&rows);
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let path = dir.join("ckpt-model.json");
+        match std::fs::write(&path, json) {
+            Ok(()) => eprintln!("model results written to {}", path.display()),
+            Err(e) => eprintln!("cannot write {}: {e}", path.display()),
+        }
+    }
+    print!("{}", ckpt_benches::report::model_table(&rows));
+}
