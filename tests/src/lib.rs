@@ -12,3 +12,5 @@
 pub mod harness;
 
 pub use harness::{handle, CoordinatorHarness, Record};
+pub mod fuzzing;
+pub mod stories;

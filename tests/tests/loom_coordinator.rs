@@ -1,4 +1,3 @@
-#![cfg(loom)]
 //! Loom proofs of the coordinator host (`ckpt_core::host::CoordinatorHost`):
 //! RPC threads (acks, declines), the timer thread, the I/O completion path
 //! and the job's control calls, all serialised through the host's one lock.
@@ -9,6 +8,8 @@
 //! ```text
 //! RUSTFLAGS="--cfg loom" cargo test -p ckpt-tests --release --test loom_coordinator -- --nocapture
 //! ```
+// Without `--cfg loom` this file compiles to an empty crate.
+#![cfg(loom)]
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,3 @@
-#![cfg(loom)]
 //! Loom proofs of the task host (`ckpt_core::host::TaskHost`): every
 //! interleaving of the netty, task (mailbox), writer and RPC threads over the
 //! real `Mutex`-based adapter. Each step is checked with the shared task
@@ -9,6 +8,8 @@
 //! ```text
 //! RUSTFLAGS="--cfg loom" cargo test -p ckpt-tests --release --test loom_task -- --nocapture
 //! ```
+// Without `--cfg loom` this file compiles to an empty crate.
+#![cfg(loom)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target for N seconds each (default 20), one at a time.
+# Usage: bash fuzz/run.sh [SECONDS]
+# Exits non-zero if any target finds a crash (artifacts in fuzz/artifacts/<target>/).
+set -euo pipefail
+
+secs="${1:-20}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked
+fi
+
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    toolchain=(+nightly)
+    sanitizer=()
+else
+    toolchain=()
+    sanitizer=(--sanitizer none)
+fi
+
+targets=(coordinator_events task_events system_events trace_decode)
+status=0
+for t in "${targets[@]}"; do
+    work="corpus-work/$t"
+    mkdir -p "$work" "corpus/$t"
+    echo "== fuzzing $t for ${secs}s =="
+    # New inputs go to the scratch directory; the committed seeds are read only.
+    if ! cargo "${toolchain[@]}" fuzz run "${sanitizer[@]}" "$t" "$work" "corpus/$t" -- \
+        -max_total_time="$secs" -print_final_stats=1; then
+        echo "!! $t found a crash (see fuzz/artifacts/$t/)" >&2
+        status=1
+    fi
+done
+exit "$status"
