@@ -36,6 +36,7 @@
 mod config;
 mod reduce;
 mod state;
+mod symmetry;
 #[cfg(test)]
 mod tests;
 

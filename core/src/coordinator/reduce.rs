@@ -623,8 +623,13 @@ impl CoordinatorState {
             return Outcome::Ignored(Ignored::UnknownTask);
         }
         let completing = matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing);
-        match p.acks.get(slot).copied() {
-            Some(AckSlot::Acked(held)) => {
+        // One walk down the slot tree: read and, on SUCCESS, write in place.
+        let Some(cell) = p.acks.get_mut(slot) else {
+            Self::discard(id, handle, fx);
+            return Outcome::Ignored(Ignored::CheckpointDiscarded);
+        };
+        match *cell {
+            AckSlot::Acked(held) => {
                 // Same handle again: a duplicate delivery, nothing to free.
                 // Another handle: the second write is an orphan.
                 if held != handle {
@@ -636,8 +641,8 @@ impl CoordinatorState {
                     Ignored::DuplicateAck
                 })
             }
-            Some(AckSlot::Waiting) if !completing => {
-                p.acks.set(slot, AckSlot::Acked(handle));
+            AckSlot::Waiting if !completing => {
+                *cell = AckSlot::Acked(handle);
                 p.remaining = p.remaining.saturating_sub(1);
                 let remaining = p.remaining;
                 let ready = remaining == 0 && p.phase == PendingPhase::AwaitingAcks;
@@ -649,7 +654,7 @@ impl CoordinatorState {
                     remaining,
                 })
             }
-            Some(AckSlot::Waiting) | None => {
+            AckSlot::Waiting => {
                 Self::discard(id, handle, fx);
                 Outcome::Ignored(Ignored::CheckpointDiscarded)
             }

@@ -1,0 +1,154 @@
+//! Task-id permutation of a coordinator state, for symmetry reduction in the
+//! model checker (`ckpt-model`). Pure bookkeeping over the state's fields; no
+//! behaviour.
+
+use super::state::{CoordinatorState, TaskStatus};
+use crate::types::TaskId;
+
+impl CoordinatorState {
+    /// The same state with task `t` renamed to `perm[t]` for every configured
+    /// task slot: the task table and every ack slot (pending checkpoints'
+    /// attempts and acks, completed checkpoints' handles) move with their
+    /// task.
+    ///
+    /// Returns `None` unless `perm` is a permutation of `0..task_slots()`
+    /// that maps each of the configuration's task lists (trigger, wait,
+    /// commit) onto itself as a set, so that the (shared, unchanged)
+    /// configuration describes the permuted state just as well. Ack slots
+    /// follow `tasks_to_wait` order, so slot `s` (task `w[s]`) moves to the
+    /// slot of `perm[w[s]]`.
+    #[must_use]
+    pub fn permute_tasks(&self, perm: &[TaskId]) -> Option<CoordinatorState> {
+        let cfg = &self.config;
+        let n = cfg.task_slots();
+        if perm.len() != n || self.tasks.len() != n {
+            return None;
+        }
+        let mut seen = vec![false; n];
+        for p in perm {
+            let slot = seen.get_mut(p.0 as usize)?;
+            if *slot {
+                return None;
+            }
+            *slot = true;
+        }
+        let maps_onto_itself = |list: &[TaskId]| {
+            list.iter().all(|t| {
+                perm.get(t.0 as usize)
+                    .is_some_and(|image| list.contains(image))
+            })
+        };
+        if !maps_onto_itself(&cfg.trigger)
+            || !maps_onto_itself(&cfg.wait)
+            || !maps_onto_itself(&cfg.commit)
+        {
+            return None;
+        }
+        // new_slot[s] = the ack slot that slot s moves to.
+        let mut new_slot = Vec::with_capacity(cfg.wait.len());
+        for t in &cfg.wait {
+            let image = perm.get(t.0 as usize)?;
+            new_slot.push(cfg.wait_slot(*image)?);
+        }
+        let mut next = self.clone();
+        let mut tasks: Vec<TaskStatus> = self.tasks.iter().copied().collect();
+        for (old, status) in self.tasks.iter().enumerate() {
+            let image = perm.get(old)?.0 as usize;
+            *tasks.get_mut(image)? = *status;
+        }
+        next.tasks = tasks.into_iter().collect();
+        for (id, p) in &self.pending {
+            let mut q = p.clone();
+            let mut attempts = p.attempts.to_vec();
+            for (s, a) in p.attempts.iter().enumerate() {
+                *attempts.get_mut(*new_slot.get(s)?)? = *a;
+            }
+            q.attempts = attempts.into();
+            for (s, a) in p.acks.iter().enumerate() {
+                q.acks.set(*new_slot.get(s)?, *a);
+            }
+            next.pending.insert(*id, q);
+        }
+        let mut completed = self.completed.clone();
+        for (i, c) in self.completed.iter().enumerate() {
+            let mut d = c.clone();
+            // Restored savepoints may hold any number of handles; only
+            // slot-shaped ones are remapped.
+            if c.handles.len() == new_slot.len() {
+                for (s, a) in c.handles.iter().enumerate() {
+                    d.handles.set(*new_slot.get(s)?, *a);
+                }
+            }
+            completed.set(i, d);
+        }
+        next.completed = completed;
+        Some(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coordinator::{reduce, CoordinatorEvent, CoordinatorSettings, Timer};
+    use crate::types::{AttemptNo, CheckpointId, JobId, Millis, StateHandle};
+
+    #[test]
+    fn permutes_ack_slots_and_rejects_non_symmetries() {
+        let s = CoordinatorState::from_settings(CoordinatorSettings::with_tasks(JobId(1), 3))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut s = reduce(&s, Millis(0), CoordinatorEvent::StartScheduler).state;
+        s = reduce(
+            &s,
+            Millis(1_000),
+            CoordinatorEvent::TimerFired {
+                timer: Timer::Periodic,
+            },
+        )
+        .state;
+        let request = s.in_flight().map(|r| r.id()).unwrap_or_else(|| panic!());
+        s = reduce(
+            &s,
+            Millis(1_000),
+            CoordinatorEvent::CheckpointIdAllocated {
+                request,
+                result: Ok(CheckpointId(1)),
+            },
+        )
+        .state;
+        s = reduce(
+            &s,
+            Millis(1_000),
+            CoordinatorEvent::Acknowledge {
+                job: JobId(1),
+                task: TaskId(1),
+                attempt: AttemptNo(0),
+                checkpoint: CheckpointId(1),
+                state: Some(StateHandle(7)),
+            },
+        )
+        .state;
+        let swapped = s
+            .permute_tasks(&[TaskId(0), TaskId(2), TaskId(1)])
+            .unwrap_or_else(|| panic!("a symmetry"));
+        let acks: Vec<_> = swapped
+            .pending_checkpoint(CheckpointId(1))
+            .map(|p| p.acks().copied().collect())
+            .unwrap_or_default();
+        assert_eq!(
+            acks,
+            vec![
+                crate::coordinator::AckSlot::Waiting,
+                crate::coordinator::AckSlot::Waiting,
+                crate::coordinator::AckSlot::Acked(Some(StateHandle(7)))
+            ]
+        );
+        assert_eq!(
+            swapped.permute_tasks(&[TaskId(0), TaskId(2), TaskId(1)]),
+            Some(s.clone())
+        );
+        // Moving the source (task 0) is not a symmetry of this config.
+        assert_eq!(s.permute_tasks(&[TaskId(1), TaskId(0), TaskId(2)]), None);
+        assert_eq!(s.permute_tasks(&[TaskId(0), TaskId(0), TaskId(2)]), None);
+        assert_eq!(s.permute_tasks(&[TaskId(0)]), None);
+    }
+}

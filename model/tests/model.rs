@@ -1,0 +1,184 @@
+//! The model's pinned figures, the exact-search cross-check, the legacy
+//! counterexamples and their replay through the core.
+
+use ckpt_core::task::{LegacyBug, Semantics};
+use ckpt_core::trace::{parse_trace, replay, write_trace};
+use ckpt_core::TaskId;
+use ckpt_model::check::{run_check, shortest_violation, to_mermaid, to_trace, CheckOptions};
+use ckpt_model::exact::exact_unique_states;
+use ckpt_model::symmetry::{canonical, permute};
+use ckpt_model::system::{props, ModelConfig, Network, SysModel, Topology};
+use stateright::{Checker, Model};
+
+/// 2 tasks, 1 checkpoint, no faults (reorder network, shutdown on).
+fn small() -> ModelConfig {
+    ModelConfig {
+        checkpoints: 1,
+        faults: 0,
+        ..ModelConfig::default()
+    }
+}
+
+/// 3 tasks (two interchangeable downstream tasks), 1 checkpoint, no faults.
+fn three() -> ModelConfig {
+    ModelConfig {
+        tasks: 3,
+        ..small()
+    }
+}
+
+fn unique(cfg: &ModelConfig, symmetry: bool) -> usize {
+    let b = SysModel::new(cfg.clone()).checker().threads(1);
+    let c = if symmetry { b.symmetry() } else { b }.spawn_dfs().join();
+    c.unique_state_count()
+}
+
+#[test]
+fn pinned_unique_state_counts() {
+    assert_eq!(unique(&small(), false), 690);
+    assert_eq!(
+        unique(&small(), true),
+        690,
+        "one downstream task: nothing to permute"
+    );
+    assert_eq!(unique(&three(), false), 14_292);
+    assert_eq!(unique(&three(), true), 7_506);
+}
+
+#[test]
+fn fingerprint_counts_match_an_exact_search_over_states() {
+    for cfg in [small(), three()] {
+        for symmetry in [false, true] {
+            assert_eq!(
+                unique(&cfg, symmetry),
+                exact_unique_states(&cfg, symmetry, 1_000_000),
+                "{cfg:?} symmetry {symmetry}"
+            );
+        }
+    }
+    let ordered = ModelConfig {
+        network: Network::Ordered,
+        ..three()
+    };
+    assert_eq!(
+        unique(&ordered, true),
+        exact_unique_states(&ordered, true, 1_000_000)
+    );
+}
+
+#[test]
+fn representative_is_canonical_over_the_orbit() {
+    // Every reachable state of `three()` (two interchangeable tasks) and its
+    // swapped twin have the same representative.
+    let model = SysModel::new(three());
+    let swap = [TaskId(0), TaskId(2), TaskId(1)];
+    let mut frontier = model.init_states();
+    let mut checked = 0usize;
+    let mut actions = Vec::new();
+    for _depth in 0..12 {
+        let mut next = Vec::new();
+        for s in &frontier {
+            let twin = permute(s, &swap, false).unwrap_or_else(|| panic!("a symmetry"));
+            assert_eq!(canonical(s), canonical(&twin));
+            checked += 1;
+            actions.clear();
+            model.actions(s, &mut actions);
+            next.extend(actions.drain(..).filter_map(|a| model.next_state(s, a)));
+        }
+        next.truncate(400);
+        frontier = next;
+    }
+    assert!(checked > 1_000, "{checked}");
+}
+
+#[test]
+fn fixed_holds_and_every_sometimes_is_witnessed() {
+    let cfg = ModelConfig {
+        network: Network::Ordered,
+        ..ModelConfig {
+            faults: 0,
+            ..ModelConfig::default()
+        }
+    };
+    let r = run_check(
+        &cfg,
+        &CheckOptions {
+            coverage: true,
+            ..CheckOptions::default()
+        },
+    );
+    assert!(r.holds(), "{:?}", r.properties);
+    assert!(r.counterexample.is_none());
+    for p in &r.properties {
+        assert_ne!(p.status, "not witnessed", "{}", p.name);
+    }
+    assert_eq!(r.unique, 38_125);
+    let cov = r.coverage.unwrap_or_default();
+    assert!(cov
+        .keys()
+        .any(|(m, k, _)| *m == "task" && *k == "NotifyAborted"));
+}
+
+#[test]
+fn legacy_counterexample_is_the_seed_race_and_replays_in_core() {
+    let cfg = ModelConfig {
+        semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
+        ..small()
+    };
+    let cx = shortest_violation(&cfg, 1).unwrap_or_else(|| panic!("legacy bug not found"));
+    assert_eq!(cx.property, props::NO_SPURIOUS_FAILURE);
+    assert_eq!(cx.actions.len(), 9, "{:?}", cx.actions);
+    // The same length with a fault budget and a lossy network: BFS finds
+    // the shortest story, which needs no fault.
+    let lossy = ModelConfig {
+        network: Network::ReorderDupDrop,
+        faults: 1,
+        ..cfg.clone()
+    };
+    let cx2 = shortest_violation(&lossy, 2).unwrap_or_else(|| panic!("not found"));
+    assert_eq!(cx2.actions.len(), 9);
+
+    let trace = to_trace(&cfg, &cx.actions);
+    let mut buf = Vec::new();
+    write_trace(&mut buf, &trace).unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8(buf).unwrap_or_else(|e| panic!("{e}"));
+    let parsed = parse_trace(&text).unwrap_or_else(|e| panic!("{e}"));
+    let report = replay(&parsed).unwrap_or_else(|e| panic!("{e}"));
+    let (at, v) = report
+        .violation
+        .unwrap_or_else(|| panic!("replay found nothing"));
+    assert_eq!(v.invariant, "no_spurious_failure");
+    assert_eq!(at + 1, parsed.steps.len(), "the violation is the last step");
+
+    let diagram = to_mermaid(&cfg, &cx.actions, "seed");
+    assert!(diagram.starts_with("sequenceDiagram"));
+    assert!(diagram.contains("VIOLATION"));
+
+    // The fixed reducer, fed the same story, declines instead.
+    let fixed = to_trace(&small(), &cx.actions);
+    let r = replay(&fixed).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.violation.is_none());
+    assert!(r
+        .steps
+        .last()
+        .is_some_and(|s| s.outcome.contains("AbortedByCoordinator")));
+}
+
+#[test]
+fn cancel_forgets_abort_needs_and_finds_a_join() {
+    let fanout = ModelConfig {
+        semantics: Semantics::Legacy(LegacyBug::CancelForgetsAbort),
+        ..small()
+    };
+    assert!(shortest_violation(&fanout, 1).is_none());
+    let join = ModelConfig {
+        tasks: 3,
+        topology: Topology::Join,
+        ..fanout
+    };
+    let cx = shortest_violation(&join, 1).unwrap_or_else(|| panic!("not found"));
+    assert_eq!(cx.property, props::NO_SPURIOUS_FAILURE);
+    assert_eq!(cx.actions.len(), 12);
+    let r = replay(&to_trace(&join, &cx.actions)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.violation.is_some());
+}
