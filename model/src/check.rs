@@ -338,7 +338,13 @@ pub fn format_steps(cfg: &ModelConfig, actions: &[Action]) -> String {
                     ("coordinator".to_string(), format!("{event:?}"))
                 }
                 TraceLine::Task { task, event, .. } => {
-                    (format!("task {task}"), format!("{event:?}"))
+                    let n = cfg.tasks.max(1);
+                    let who = if task.0 < n {
+                        format!("task {task}")
+                    } else {
+                        format!("task {} (attempt {})", task.0 % n, task.0 / n)
+                    };
+                    (who, format!("{event:?}"))
                 }
                 TraceLine::Header { .. } => (String::new(), String::new()),
             };
@@ -358,12 +364,15 @@ pub fn format_steps(cfg: &ModelConfig, actions: &[Action]) -> String {
 }
 
 /// The counterexample as a core trace (replayable by
-/// `ckpt_core::trace::replay`).
+/// `ckpt_core::trace::replay`). A restarted task attempt gets its own task
+/// machine (id `task + attempt * tasks`, see [`SysModel::trace_task`]),
+/// since a trace knows no restarts.
 #[must_use]
 pub fn to_trace(cfg: &ModelConfig, actions: &[Action]) -> Trace {
     let model = SysModel::new(cfg.clone());
     let (init, steps) = render(cfg, actions);
-    let n = cfg.tasks.max(1);
+    // One task machine per (task, attempt): see `SysModel::trace_task`.
+    let n = cfg.tasks.max(1) * (1 + u32::from(cfg.task_failures));
     Trace {
         coordinator: Some(model.settings().clone()),
         tasks: (0..n)
@@ -502,6 +511,18 @@ pub fn to_mermaid(cfg: &ModelConfig, actions: &[Action], title: &str) -> String 
             Action::Writer(t, _, _) => arrow(format!("W{t}"), format!("T{t}"), detail.clone()),
             Action::Async(t, _, _) => arrow(format!("A{t}"), format!("T{t}"), detail.clone()),
             Action::Shutdown => arrow("C".into(), "C".into(), format!("shutdown: {detail}")),
+            Action::Savepoint => arrow("C".into(), "C".into(), format!("savepoint: {detail}")),
+            Action::StopScheduler | Action::StartScheduler => {
+                arrow("C".into(), "C".into(), format!("{}: {detail}", st.text))
+            }
+            Action::FailTask(t) => {
+                arrow(format!("T{t}"), "C".into(), format!("task fails: {detail}"))
+            }
+            Action::RestartTask(t) => arrow(
+                format!("T{t}"),
+                "C".into(),
+                format!("task restarts: {detail}"),
+            ),
         };
         o.push_str(&line);
         for d in &st.deliveries {

@@ -15,7 +15,8 @@
 //! * the RPC network: a sorted multiset of in-flight messages
 //!   (coordinator -> task: trigger, notify-aborted, notify-complete;
 //!   task -> coordinator: ack, decline), or per-link FIFOs with
-//!   `--network ordered`;
+//!   `--network ordered`. Every message names the task attempt at its task
+//!   end: the attempt it is addressed to, or the attempt that sent it;
 //! * per task: its mailbox (a FIFO of RPC mails and checkpoint mails; an
 //!   enqueued mail cannot be withdrawn, which is what makes
 //!   abort-before-execute reachable) and one FIFO input channel per upstream
@@ -25,10 +26,13 @@
 //!   its running async parts, so both are read from the task state instead
 //!   of being duplicated (a late writer / async report for work that was
 //!   aborted is ignored by the reducer, a no-op the model need not take);
+//! * per task: its current attempt (restarts with `--task-failures`);
 //! * the pending answers to the coordinator's I/O effects (id allocation,
 //!   hooks, finalize, store), sorted;
-//! * the periodic firings and faults used, two history bits for the
-//!   "aborted, then a later one completes" witness, the core's
+//! * the periodic firings, faults, savepoints, task failures and scheduler
+//!   stops used, whether the scheduler is stopped, two history bits for the
+//!   "aborted, then a later one completes" witness and one for "a checkpoint
+//!   completes after a task failover", the core's
 //!   [`HandleLedger`](ckpt_core::invariants::coordinator::HandleLedger) and
 //!   one [`TaskMonitor`](ckpt_core::invariants::task::TaskMonitor) per task
 //!   (cross-step invariants), and the first invariant violation. A state
@@ -57,6 +61,28 @@
 //!   result) and async part (complete with the deterministic handle
 //!   [`system::handle_for`] / fail).
 //! * **Shutdown** of the coordinator, once every periodic firing is used.
+//! * **User** (`--savepoints N`): trigger a savepoint
+//!   (`TriggerKind::Savepoint`, forced: it may exceed `--max-concurrent`,
+//!   and never subsumed) at any time, even after shutdown, up to N times.
+//! * **Task failover** (`--task-failures N`, up to N times, any task, before
+//!   shutdown): the task's reducer gets `OperatorFailed` (a genuine
+//!   `FailTask`), its mailbox and input buffers are discarded, and the
+//!   coordinator gets `TaskFailed { task, attempt }` (one step); the attempt
+//!   is then *down*: barriers and cancel markers sent to it are dropped.
+//!   Later (another action) it restarts: a fresh `TaskState` and
+//!   `TaskMonitor`, the next attempt, and `TaskRunning` to the coordinator.
+//!   A coordinator message is delivered to a task's mailbox only when it is
+//!   addressed to the task's current attempt and that attempt is up;
+//!   otherwise the network delivers it and the host drops it (no machine
+//!   event). Acks and declines from an old attempt still in flight are
+//!   delivered to the coordinator with that attempt, which ignores them
+//!   (`LateMessage`, discarding the handle). Items an old attempt already
+//!   put in a downstream task's input channel stay there (data already
+//!   received). Traces give each restarted attempt its own task machine
+//!   ([`SysModel::trace_task`]).
+//! * **Scheduler** (`--scheduler-restarts N`, up to N times, before
+//!   shutdown): `StopScheduler` (aborts every pending checkpoint, clears the
+//!   queue), and later `StartScheduler`.
 //!
 //! Topology: task 0 is the source (`fanout`, the default: tasks `1..N` each
 //! read one channel from task 0), or tasks `0..N-1` are sources feeding task
@@ -72,16 +98,23 @@
 //! `--tasks`, `--checkpoints` (periodic firings per run), `--max-concurrent`,
 //! `--faults` (one budget for duplicates, drops, failed I/O answers, writer
 //! and async failures; `--no-io-faults`, `--no-task-faults` turn kinds off),
-//! `--network`, `--topology`, `--no-shutdown`. Every action consumes
+//! `--network`, `--topology`, `--no-shutdown`, and three opt-in ones, 0 by
+//! default (the default configuration is unchanged by them): `--savepoints`,
+//! `--task-failures`, `--scheduler-restarts`. Every action consumes
 //! something (a message, a mail, an answer, a firing, a pending checkpoint,
-//! work, budget), so every run is finite and the state graph is acyclic.
+//! work, budget; a restart consumes the down attempt, a start the stopped
+//! scheduler), so every run is finite and the state graph is acyclic.
 //!
 //! ## Symmetry
 //!
 //! Interchangeable tasks (the downstream tasks in `fanout`, the sources in
 //! `join`) are renamed into a canonical order ([`symmetry`]), sorting by each
 //! task's whole view of the state. The coordinator side of the renaming is
-//! `CoordinatorState::permute_tasks` in core. Handles carry no task
+//! `CoordinatorState::permute_tasks` in core, which moves each task's whole
+//! status (attempt and running) and the attempts captured in each pending
+//! checkpoint's ack slots; the model side moves the task's attempt with its
+//! task side, and messages keep their attempt. A restarted task therefore
+//! stays interchangeable with its peers, its attempt part of its view. Handles carry no task
 //! identity (one handle per checkpoint) so that nothing else needs renaming;
 //! the ledger therefore counts deliveries per checkpoint. stateright applies
 //! symmetry in DFS only; its BFS ignores it.
@@ -101,6 +134,12 @@
 //! | state handles retained or discarded exactly once | a handle is discarded |
 //! | nothing after shutdown | a message reaches the coordinator after shutdown |
 //! | every other core invariant | one checkpoint is aborted and a later one completes |
+//! | completed checkpoint ids increase | a savepoint completes (only with `--savepoints` > 0) |
+//! | a checkpoint completes only with all acks | a checkpoint that waited for a restarted attempt completes (only with `--task-failures` > 0) |
+//!
+//! The last two ([`system::props::OPT_IN_PAIRS`]) are part of the model
+//! only when their flag is above 0 (nothing could witness them otherwise);
+//! `check` lists them as `not checked` then, rather than claim them.
 //!
 //! Safety is checked by the core's invariant functions after every step
 //! (`invariants::coordinator::check_all`, `invariants::task::check_all` and
@@ -136,9 +175,15 @@
 //!
 //! ## Not modelled
 //!
-//! Task failure and restart (`OperatorFailed`, `TaskFailed`, new attempts,
-//! restore), `Close`, user-triggered checkpoints and savepoints, master
-//! hooks (`master_hooks = 0`), stop / start of the scheduler, and the
+//! Restore after a failover (`Restore`, `RestoreState`: a restarted attempt
+//! starts from a fresh task state), a task failing on its own writer or
+//! async thread or while it is down, a failure report that reaches the
+//! coordinator later than the failure (`TaskFailed` is delivered in the
+//! failing step, so an ack with a stale attempt for a pending checkpoint,
+//! `Ignored::StaleAttempt`, is unreachable; old attempts' messages hit
+//! `LateMessage`), region failover (a failed source does not restart its
+//! downstream tasks), `Close`, user-triggered (forced or not) checkpoints
+//! other than savepoints, master hooks (`master_hooks = 0`), and the
 //! tolerable-failure limit's `FailJob` (emitted, not acted on).
 
 #![forbid(unsafe_code)]

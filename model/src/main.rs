@@ -91,6 +91,20 @@ struct ModelArgs {
     /// Barrier topology.
     #[arg(long, value_enum, default_value_t = Topology::Fanout)]
     topology: Topology,
+    /// User-triggered savepoints per run, at any time (forced: may exceed
+    /// --max-concurrent; never subsumed). 0: none.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
+    savepoints: u8,
+    /// Genuine task failures per run (any task): OperatorFailed, TaskFailed,
+    /// then a restart as a new attempt (TaskRunning); messages for the old
+    /// attempt are dropped, its acks / declines still reach the coordinator.
+    /// 0: none.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
+    task_failures: u8,
+    /// Scheduler stops per run (StopScheduler aborts every pending
+    /// checkpoint), each followed later by StartScheduler. 0: none.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
+    scheduler_restarts: u8,
     /// Checker threads.
     #[arg(long, default_value_t = 2)]
     threads: usize,
@@ -135,6 +149,9 @@ fn config(m: &ModelArgs, semantics: Semantics) -> ModelConfig {
         shutdown: !m.no_shutdown,
         topology: m.topology,
         semantics,
+        savepoints: m.savepoints,
+        task_failures: m.task_failures,
+        scheduler_restarts: m.scheduler_restarts,
     }
 }
 
@@ -225,11 +242,23 @@ fn print_report(r: &CheckReport) {
         c.shutdown
     );
     println!(
+        "  savepoints {}, task failures {}, scheduler restarts {}",
+        c.savepoints, c.task_failures, c.scheduler_restarts
+    );
+    println!(
         "  {} states, {} unique, depth {}, {:.2} s",
         r.states, r.unique, r.depth, r.seconds
     );
     for p in &r.properties {
         println!("  [{:<13}] {:<10} {}", p.status, p.kind, p.name);
+    }
+    for (_, name, flag) in ckpt_model::system::props::OPT_IN_PAIRS {
+        if !r.properties.iter().any(|p| p.name == name) {
+            println!(
+                "  [{:<13}] {:<10} {name} ({flag} is 0)",
+                "not checked", "sometimes"
+            );
+        }
     }
     if let Some(cov) = &r.coverage {
         let mut coord_kinds = std::collections::BTreeSet::new();

@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use ckpt_core::coordinator::{
     self, AbortReason, Applied, CoordinatorEffect as CE, CoordinatorEvent as CEv,
-    CoordinatorSettings, CoordinatorState, JobStatus, RequestId, Step, Timer,
+    CoordinatorSettings, CoordinatorState, JobStatus, RequestId, Step, Timer, TriggerKind,
 };
 use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::invariants::task::TaskMonitor;
 use ckpt_core::invariants::{self, Violation};
-use ckpt_core::task::TaskState;
 use ckpt_core::task::{self, LegacyBug, Semantics, TaskConfig, TaskEffect as TE, TaskEvent as TEv};
+use ckpt_core::task::{Lifecycle, TaskState};
 use ckpt_core::trace::TraceLine;
 use ckpt_core::{AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle};
 use ckpt_core::{TaskId, Thread};
@@ -76,6 +76,15 @@ pub struct ModelConfig {
     /// Task semantics (fixed, or a legacy bug).
     #[serde(serialize_with = "ser_semantics")]
     pub semantics: Semantics,
+    /// User-triggered savepoints per run (forced, never subsumed), at any
+    /// time. 0 (the default): none.
+    pub savepoints: u8,
+    /// Genuine task failures per run (any task): `OperatorFailed`,
+    /// `TaskFailed`, then a restart as a new attempt. 0 (the default): none.
+    pub task_failures: u8,
+    /// Scheduler stops per run, each followed later by a start. 0 (the
+    /// default): none.
+    pub scheduler_restarts: u8,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -106,6 +115,9 @@ impl Default for ModelConfig {
             shutdown: true,
             topology: Topology::Fanout,
             semantics: Semantics::Fixed,
+            savepoints: 0,
+            task_failures: 0,
+            scheduler_restarts: 0,
         }
     }
 }
@@ -137,12 +149,19 @@ impl ModelConfig {
 }
 
 /// A message on the RPC network. Derived order = the multiset's order.
+/// Every message names the task attempt at its task end: the attempt a
+/// coordinator message is addressed to (a message for an attempt that is no
+/// longer the running one is dropped on delivery: the host finds no such
+/// execution), or the attempt that sent an ack / decline (delivered to the
+/// coordinator whatever the task's attempt is now, for it to judge).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Msg {
     /// Coordinator -> source task: trigger.
     Trigger {
         /// Destination.
         task: TaskId,
+        /// Destination attempt.
+        attempt: AttemptNo,
         /// Checkpoint.
         cp: CheckpointId,
     },
@@ -150,6 +169,8 @@ pub enum Msg {
     Aborted {
         /// Destination.
         task: TaskId,
+        /// Destination attempt.
+        attempt: AttemptNo,
         /// Checkpoint.
         cp: CheckpointId,
     },
@@ -157,6 +178,8 @@ pub enum Msg {
     Complete {
         /// Destination.
         task: TaskId,
+        /// Destination attempt.
+        attempt: AttemptNo,
         /// Checkpoint.
         cp: CheckpointId,
     },
@@ -164,6 +187,8 @@ pub enum Msg {
     Ack {
         /// Sender.
         task: TaskId,
+        /// Sender attempt.
+        attempt: AttemptNo,
         /// Checkpoint.
         cp: CheckpointId,
         /// State written.
@@ -173,6 +198,8 @@ pub enum Msg {
     Decline {
         /// Sender.
         task: TaskId,
+        /// Sender attempt.
+        attempt: AttemptNo,
         /// Checkpoint.
         cp: CheckpointId,
         /// Why.
@@ -192,6 +219,17 @@ impl Msg {
             | Msg::Decline { task, .. } => *task,
         }
     }
+    /// The task attempt at the other end.
+    #[must_use]
+    pub fn attempt(&self) -> AttemptNo {
+        match self {
+            Msg::Trigger { attempt, .. }
+            | Msg::Aborted { attempt, .. }
+            | Msg::Complete { attempt, .. }
+            | Msg::Ack { attempt, .. }
+            | Msg::Decline { attempt, .. } => *attempt,
+        }
+    }
     /// Whether it travels to the coordinator.
     #[must_use]
     pub fn to_coordinator(&self) -> bool {
@@ -202,20 +240,44 @@ impl Msg {
     pub fn link(&self) -> (bool, TaskId) {
         (self.to_coordinator(), self.task())
     }
-    /// The same message for another task.
+    /// The same message for another task (same attempt).
     #[must_use]
     pub fn with_task(self, t: TaskId) -> Msg {
         match self {
-            Msg::Trigger { cp, .. } => Msg::Trigger { task: t, cp },
-            Msg::Aborted { cp, .. } => Msg::Aborted { task: t, cp },
-            Msg::Complete { cp, .. } => Msg::Complete { task: t, cp },
-            Msg::Ack { cp, handle, .. } => Msg::Ack {
+            Msg::Trigger { attempt, cp, .. } => Msg::Trigger {
                 task: t,
+                attempt,
+                cp,
+            },
+            Msg::Aborted { attempt, cp, .. } => Msg::Aborted {
+                task: t,
+                attempt,
+                cp,
+            },
+            Msg::Complete { attempt, cp, .. } => Msg::Complete {
+                task: t,
+                attempt,
+                cp,
+            },
+            Msg::Ack {
+                attempt,
+                cp,
+                handle,
+                ..
+            } => Msg::Ack {
+                task: t,
+                attempt,
                 cp,
                 handle,
             },
-            Msg::Decline { cp, reason, .. } => Msg::Decline {
+            Msg::Decline {
+                attempt,
+                cp,
+                reason,
+                ..
+            } => Msg::Decline {
                 task: t,
+                attempt,
                 cp,
                 reason,
             },
@@ -267,8 +329,21 @@ pub struct TaskSide {
     pub mailbox: Vec<Mail>,
     /// Input channels, keyed by upstream task, sorted by it.
     pub inputs: Vec<(TaskId, Vec<Input>)>,
-    /// The core's cross-step task monitor.
+    /// The core's cross-step task monitor (a fresh one per attempt).
     pub monitor: TaskMonitor,
+    /// The task's current execution attempt (0, then one more per restart).
+    /// While its task state is failed the attempt is down: it runs nothing,
+    /// its mailbox and input channels are discarded, and anything sent to it
+    /// is dropped.
+    pub attempt: AttemptNo,
+}
+
+impl TaskSide {
+    /// Whether the attempt failed and has not been restarted yet.
+    #[must_use]
+    pub fn is_down(&self) -> bool {
+        self.st.lifecycle() == Lifecycle::Failed
+    }
 }
 
 /// The model's state. `Hash` is derived over fields whose own `Hash` writes
@@ -292,6 +367,16 @@ pub struct SysState {
     pub abort_seen: Option<CheckpointId>,
     /// A checkpoint was aborted and a later one completed.
     pub abort_then_complete: bool,
+    /// Savepoints triggered (`--savepoints`).
+    pub savepoints: u8,
+    /// Task failures used (`--task-failures`).
+    pub task_failures: u8,
+    /// Scheduler stops used (`--scheduler-restarts`).
+    pub scheduler_stops: u8,
+    /// The scheduler was stopped by the model and not started again yet.
+    pub scheduler_stopped: bool,
+    /// A checkpoint that waited for a restarted task attempt completed.
+    pub failover_complete: bool,
     /// The core's handle ledger.
     pub ledger: HandleLedger,
     /// The first invariant violation (the state is then terminal).
@@ -328,6 +413,19 @@ pub enum Action {
     Async(TaskId, CheckpointId, bool),
     /// The coordinator shuts down.
     Shutdown,
+    /// The user triggers a savepoint (`--savepoints`).
+    Savepoint,
+    /// A task fails genuinely (`--task-failures`): its reducer gets
+    /// `OperatorFailed`, its mailbox and input channels are discarded, and
+    /// the coordinator gets `TaskFailed` for its attempt.
+    FailTask(TaskId),
+    /// A failed task restarts as its next attempt: a fresh task state and
+    /// monitor, and the coordinator gets `TaskRunning`.
+    RestartTask(TaskId),
+    /// The scheduler is stopped (`--scheduler-restarts`).
+    StopScheduler,
+    /// The stopped scheduler is started again.
+    StartScheduler,
 }
 
 /// Which machine an event went to.
@@ -449,6 +547,11 @@ pub mod props {
     pub const S_DISCARD: &str = "sometimes a state handle is discarded";
     /// Sometimes: a message reaches a shut-down coordinator.
     pub const S_AFTER_SHUTDOWN: &str = "sometimes a message arrives after shutdown";
+    /// Sometimes (only with `--savepoints` > 0): a savepoint completes.
+    pub const S_SAVEPOINT: &str = "sometimes a savepoint completes";
+    /// Sometimes (only with `--task-failures` > 0): a checkpoint that waited
+    /// for a restarted task attempt completes.
+    pub const S_FAILOVER: &str = "sometimes a checkpoint completes after a task failover";
     /// Eventually: every run ends quiet (no deadlock, nothing stuck).
     pub const E_QUIET: &str = "eventually every run ends quiet";
 
@@ -462,6 +565,14 @@ pub mod props {
         (HANDLES, S_DISCARD),
         (NOTHING_AFTER_SHUTDOWN, S_AFTER_SHUTDOWN),
         (OTHER, S_ABORT_THEN_COMPLETE),
+    ];
+
+    /// Opt-in pairs: (always, sometimes, the flag that must be > 0 for the
+    /// `sometimes` to be checked). With the flag at 0 the `sometimes` is not
+    /// part of the model (nothing could witness it) and `check` says so.
+    pub const OPT_IN_PAIRS: [(&str, &str, &str); 2] = [
+        (COMPLETED_INCREASE, S_SAVEPOINT, "--savepoints"),
+        (COMPLETE_ALL_ACKS, S_FAILOVER, "--task-failures"),
     ];
 }
 
@@ -564,16 +675,14 @@ impl SysModel {
         let n = self.cfg.tasks.max(1);
         let tasks = (0..n)
             .map(|t| TaskSide {
-                st: match TaskState::new(self.task_cfg.clone()) {
-                    Ok(s) => s,
-                    Err(e) => panic!("task config rejected: {e}"),
-                },
+                st: self.fresh_task(),
                 mailbox: Vec::new(),
                 inputs: self.upstream[t as usize]
                     .iter()
                     .map(|u| (*u, Vec::new()))
                     .collect(),
                 monitor: TaskMonitor::new(),
+                attempt: AttemptNo(0),
             })
             .collect();
         let mut s = SysState {
@@ -585,6 +694,11 @@ impl SysModel {
             faults: 0,
             abort_seen: None,
             abort_then_complete: false,
+            savepoints: 0,
+            task_failures: 0,
+            scheduler_stops: 0,
+            scheduler_stopped: false,
+            failover_complete: false,
             ledger: HandleLedger::new(),
             violation: None,
             ordered_net: self.cfg.network == Network::Ordered,
@@ -592,6 +706,23 @@ impl SysModel {
         let mut log = Vec::new();
         self.coord_event(&mut s, Millis(0), CEv::StartScheduler, Some(&mut log));
         (s, log)
+    }
+
+    /// The task id attempt `attempt` of task `t` has in traces: `t` for the
+    /// first attempt, `t + attempt * tasks` for a restarted one, so that a
+    /// trace replay (which knows no restarts) runs each attempt on a fresh
+    /// task machine. Coordinator events keep the real task id and attempt.
+    #[must_use]
+    pub fn trace_task(&self, t: TaskId, attempt: AttemptNo) -> TaskId {
+        TaskId(t.0 + attempt.0 * self.cfg.tasks.max(1))
+    }
+
+    /// A fresh task state (a new attempt).
+    fn fresh_task(&self) -> TaskState {
+        match TaskState::new(self.task_cfg.clone()) {
+            Ok(s) => s,
+            Err(e) => panic!("task config rejected: {e}"),
+        }
     }
 
     fn budget(&self, s: &SysState) -> bool {
@@ -676,7 +807,7 @@ impl SysModel {
                 coord_outcome_kind(&step.outcome),
             );
         }
-        s.coord = t.state;
+        let before = std::mem::replace(&mut s.coord, t.state);
         for e in &step.effects {
             match e {
                 CE::ScheduleTimer { .. }
@@ -700,33 +831,52 @@ impl SysModel {
                     insert_sorted(&mut s.io, Io::Store(*checkpoint))
                 }
                 CE::TriggerTask {
-                    task, checkpoint, ..
+                    task,
+                    attempt,
+                    checkpoint,
+                    ..
                 } => self.push_msg(
                     &mut s.net,
                     Msg::Trigger {
                         task: *task,
+                        attempt: *attempt,
                         cp: *checkpoint,
                     },
                 ),
                 CE::NotifyAborted {
-                    task, checkpoint, ..
+                    task,
+                    attempt,
+                    checkpoint,
+                    ..
                 } => self.push_msg(
                     &mut s.net,
                     Msg::Aborted {
                         task: *task,
+                        attempt: *attempt,
                         cp: *checkpoint,
                     },
                 ),
                 CE::NotifyComplete {
-                    task, checkpoint, ..
+                    task,
+                    attempt,
+                    checkpoint,
+                    ..
                 } => self.push_msg(
                     &mut s.net,
                     Msg::Complete {
                         task: *task,
+                        attempt: *attempt,
                         cp: *checkpoint,
                     },
                 ),
                 CE::CheckpointCompleted { checkpoint, .. } => {
+                    // The attempts it waited for, captured at trigger time.
+                    if before
+                        .pending_checkpoint(*checkpoint)
+                        .is_some_and(|p| p.attempts().iter().any(|a| a.0 > 0))
+                    {
+                        s.failover_complete = true;
+                    }
                     if s.abort_seen.is_some_and(|a| a < *checkpoint) {
                         s.abort_then_complete = true;
                         s.abort_seen = None;
@@ -763,6 +913,7 @@ impl SysModel {
         let Some(side) = s.tasks.get_mut(t.0 as usize) else {
             return;
         };
+        let attempt = side.attempt;
         let tr = task::reduce(&side.st, now, ev.clone());
         let mut found = None;
         if s.violation.is_none() {
@@ -808,6 +959,7 @@ impl SysModel {
                     &mut s.net,
                     Msg::Ack {
                         task: t,
+                        attempt,
                         cp: *checkpoint,
                         handle: *handle,
                     },
@@ -816,6 +968,7 @@ impl SysModel {
                     &mut s.net,
                     Msg::Decline {
                         task: t,
+                        attempt,
                         cp: *checkpoint,
                         reason: *reason,
                     },
@@ -827,7 +980,7 @@ impl SysModel {
                 now,
                 line: TraceLine::Task {
                     now,
-                    task: t,
+                    task: self.trace_task(t, attempt),
                     event: ev,
                 },
                 effects: tr.effects.iter().map(|e| format!("{e:?}")).collect(),
@@ -843,6 +996,10 @@ impl SysModel {
     fn broadcast(&self, s: &mut SysState, from: TaskId, item: Input) {
         for d in self.downstream.get(from.0 as usize).into_iter().flatten() {
             if let Some(side) = s.tasks.get_mut(d.0 as usize) {
+                if side.is_down() {
+                    // A failed attempt's channels are gone.
+                    continue;
+                }
                 if let Some((_, q)) = side.inputs.iter_mut().find(|(u, _)| *u == from) {
                     q.push(item);
                 }
@@ -906,12 +1063,22 @@ impl SysModel {
                 let i = n.net.iter().position(|x| *x == m)?;
                 n.net.remove(i);
                 let now = s.coord.now();
-                let attempt = AttemptNo(0);
                 match m {
-                    Msg::Trigger { task, cp } => push_mail(&mut n, task, Mail::Trigger(cp)),
-                    Msg::Aborted { task, cp } => push_mail(&mut n, task, Mail::Aborted(cp)),
-                    Msg::Complete { task, cp } => push_mail(&mut n, task, Mail::Complete(cp)),
-                    Msg::Ack { task, cp, handle } => self.coord_event(
+                    Msg::Trigger { task, attempt, cp } => {
+                        push_mail(&mut n, task, attempt, Mail::Trigger(cp));
+                    }
+                    Msg::Aborted { task, attempt, cp } => {
+                        push_mail(&mut n, task, attempt, Mail::Aborted(cp));
+                    }
+                    Msg::Complete { task, attempt, cp } => {
+                        push_mail(&mut n, task, attempt, Mail::Complete(cp));
+                    }
+                    Msg::Ack {
+                        task,
+                        attempt,
+                        cp,
+                        handle,
+                    } => self.coord_event(
                         &mut n,
                         now,
                         CEv::Acknowledge {
@@ -923,7 +1090,12 @@ impl SysModel {
                         },
                         log.as_deref_mut(),
                     ),
-                    Msg::Decline { task, cp, reason } => self.coord_event(
+                    Msg::Decline {
+                        task,
+                        attempt,
+                        cp,
+                        reason,
+                    } => self.coord_event(
                         &mut n,
                         now,
                         CEv::Decline {
@@ -1014,6 +1186,70 @@ impl SysModel {
                     log.as_deref_mut(),
                 );
             }
+            Action::Savepoint => {
+                n.savepoints = n.savepoints.saturating_add(1);
+                let now = s.coord.now();
+                let kind = TriggerKind::Savepoint {
+                    target: "sp".into(),
+                };
+                self.coord_event(&mut n, now, CEv::Trigger { kind }, log.as_deref_mut());
+            }
+            Action::FailTask(t) => {
+                if n.tasks.get(t.0 as usize)?.is_down() {
+                    return None;
+                }
+                n.task_failures = n.task_failures.saturating_add(1);
+                self.task_event(&mut n, t, TEv::OperatorFailed, log.as_deref_mut());
+                let side = n.tasks.get_mut(t.0 as usize)?;
+                // The failed attempt runs nothing more: its mailbox and input
+                // buffers go with it (its writer and async work are read from
+                // its task state, which the reducer has torn down).
+                side.mailbox.clear();
+                for (_, q) in &mut side.inputs {
+                    q.clear();
+                }
+                let attempt = side.attempt;
+                let now = s.coord.now();
+                self.coord_event(
+                    &mut n,
+                    now,
+                    CEv::TaskFailed { task: t, attempt },
+                    log.as_deref_mut(),
+                );
+            }
+            Action::RestartTask(t) => {
+                let fresh = self.fresh_task();
+                let side = n.tasks.get_mut(t.0 as usize)?;
+                if !side.is_down() {
+                    return None;
+                }
+                side.st = fresh;
+                side.monitor = TaskMonitor::new();
+                side.mailbox.clear();
+                for (_, q) in &mut side.inputs {
+                    q.clear();
+                }
+                side.attempt = AttemptNo(side.attempt.0.saturating_add(1));
+                let attempt = side.attempt;
+                let now = s.coord.now();
+                self.coord_event(
+                    &mut n,
+                    now,
+                    CEv::TaskRunning { task: t, attempt },
+                    log.as_deref_mut(),
+                );
+            }
+            Action::StopScheduler => {
+                n.scheduler_stops = n.scheduler_stops.saturating_add(1);
+                n.scheduler_stopped = true;
+                let now = s.coord.now();
+                self.coord_event(&mut n, now, CEv::StopScheduler, log.as_deref_mut());
+            }
+            Action::StartScheduler => {
+                n.scheduler_stopped = false;
+                let now = s.coord.now();
+                self.coord_event(&mut n, now, CEv::StartScheduler, log.as_deref_mut());
+            }
         }
         if n.violation.is_none() && Self::quiet(&n) {
             for side in &n.tasks {
@@ -1064,6 +1300,11 @@ impl SysModel {
                 if *ok { "completes" } else { "fails (fault)" }
             ),
             Action::Shutdown => "coordinator shuts down".into(),
+            Action::Savepoint => "user triggers a savepoint".into(),
+            Action::FailTask(t) => format!("task {t} fails (operator failure)"),
+            Action::RestartTask(t) => format!("task {t} restarts as a new attempt"),
+            Action::StopScheduler => "coordinator scheduler is stopped".into(),
+            Action::StartScheduler => "coordinator scheduler is started again".into(),
         }
     }
 }
@@ -1077,9 +1318,13 @@ pub fn handle_for(cp: CheckpointId) -> StateHandle {
     StateHandle(cp.0)
 }
 
-fn push_mail(s: &mut SysState, t: TaskId, m: Mail) {
+/// Enqueues an RPC mail for attempt `attempt` of task `t`; dropped when that
+/// attempt is not the running one (restarted since, or down).
+fn push_mail(s: &mut SysState, t: TaskId, attempt: AttemptNo, m: Mail) {
     if let Some(side) = s.tasks.get_mut(t.0 as usize) {
-        side.mailbox.push(m);
+        if side.attempt == attempt && !side.is_down() {
+            side.mailbox.push(m);
+        }
     }
 }
 
@@ -1119,8 +1364,11 @@ pub fn coord_event_kind(ev: &CEv) -> &'static str {
 
 /// Every coordinator event kind the model can deliver, and those it never
 /// does by design (coverage gaps are reported against the first list).
-pub const COORD_EVENT_KINDS: [&str; 14] = [
+pub const COORD_EVENT_KINDS: [&str; 17] = [
     "StartScheduler",
+    "StopScheduler",
+    "TaskFailed",
+    "TaskRunning",
     "TimerFired(Periodic)",
     "TimerFired(Timeout)",
     "CheckpointIdAllocated(ok)",
@@ -1137,7 +1385,7 @@ pub const COORD_EVENT_KINDS: [&str; 14] = [
 ];
 
 /// Every task event kind the model can deliver.
-pub const TASK_EVENT_KINDS: [&str; 10] = [
+pub const TASK_EVENT_KINDS: [&str; 11] = [
     "BarrierReceived",
     "TriggerCheckpoint",
     "CheckpointMail",
@@ -1148,6 +1396,7 @@ pub const TASK_EVENT_KINDS: [&str; 10] = [
     "WriterFailed",
     "AsyncPartCompleted",
     "AsyncPartFailed",
+    "OperatorFailed",
 ];
 
 fn applied_kind(a: &Applied) -> String {
@@ -1261,6 +1510,23 @@ impl Model for SysModel {
         if self.cfg.shutdown && !s.coord.is_shutdown() && s.triggers >= self.cfg.checkpoints {
             out.push(Action::Shutdown);
         }
+        if s.savepoints < self.cfg.savepoints {
+            out.push(Action::Savepoint);
+        }
+        let may_fail = s.task_failures < self.cfg.task_failures && !s.coord.is_shutdown();
+        for (i, side) in s.tasks.iter().enumerate() {
+            let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            if side.is_down() {
+                out.push(Action::RestartTask(t));
+            } else if may_fail {
+                out.push(Action::FailTask(t));
+            }
+        }
+        if s.scheduler_stopped {
+            out.push(Action::StartScheduler);
+        } else if s.scheduler_stops < self.cfg.scheduler_restarts && !s.coord.is_shutdown() {
+            out.push(Action::StopScheduler);
+        }
     }
 
     fn next_state(&self, s: &SysState, a: Action) -> Option<SysState> {
@@ -1335,15 +1601,25 @@ impl Model for SysModel {
             Property::<Self>::sometimes(props::S_AFTER_SHUTDOWN, |_, s| {
                 s.coord.is_shutdown() && s.net.iter().any(Msg::to_coordinator)
             }),
-            Property::<Self>::eventually(props::E_QUIET, |m, s| {
-                s.violation.is_some()
-                    || (Self::quiet(s)
-                        && s.triggers >= m.cfg.checkpoints
-                        && s.coord.pending_count() == 0
-                        && s.coord.in_flight().is_none()
-                        && s.coord.queued().next().is_none())
-            }),
         ]);
+        if self.cfg.savepoints > 0 {
+            p.push(Property::<Self>::sometimes(props::S_SAVEPOINT, |_, s| {
+                s.coord.completed().any(|c| c.is_savepoint())
+            }));
+        }
+        if self.cfg.task_failures > 0 {
+            p.push(Property::<Self>::sometimes(props::S_FAILOVER, |_, s| {
+                s.failover_complete
+            }));
+        }
+        p.extend([Property::<Self>::eventually(props::E_QUIET, |m, s| {
+            s.violation.is_some()
+                || (Self::quiet(s)
+                    && s.triggers >= m.cfg.checkpoints
+                    && s.coord.pending_count() == 0
+                    && s.coord.in_flight().is_none()
+                    && s.coord.queued().next().is_none())
+        })]);
         p
     }
 }

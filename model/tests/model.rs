@@ -182,3 +182,189 @@ fn cancel_forgets_abort_needs_and_finds_a_join() {
     let r = replay(&to_trace(&join, &cx.actions)).unwrap_or_else(|e| panic!("{e}"));
     assert!(r.violation.is_some());
 }
+
+// ----- opt-in bounds: savepoints, task failures, scheduler restarts -------
+
+/// Checks `cfg` in fixed semantics (every property holds and `witness` is
+/// discovered) and in legacy semantics (the seed race is still caught);
+/// returns the fixed run's report.
+fn holds_with_witness_and_legacy_caught(
+    cfg: &ModelConfig,
+    legacy: &ModelConfig,
+    witness: &str,
+) -> ckpt_model::CheckReport {
+    let r = run_check(
+        cfg,
+        &CheckOptions {
+            coverage: true,
+            ..CheckOptions::default()
+        },
+    );
+    assert!(r.holds(), "{:?}", r.properties);
+    let w = r
+        .properties
+        .iter()
+        .find(|p| p.name == witness)
+        .unwrap_or_else(|| panic!("{witness} not checked"));
+    assert_eq!(w.status, "witnessed");
+    let bad = run_check(
+        &ModelConfig {
+            semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
+            ..legacy.clone()
+        },
+        &CheckOptions {
+            stop_at_failure: true,
+            ..CheckOptions::default()
+        },
+    );
+    assert!(!bad.holds());
+    let cx = bad
+        .counterexample
+        .unwrap_or_else(|| panic!("legacy not caught"));
+    assert_eq!(cx.property, props::NO_SPURIOUS_FAILURE);
+    r
+}
+
+fn covered(r: &ckpt_model::CheckReport, machine: &str, event: &str, outcome: &str) -> bool {
+    r.coverage.as_ref().is_some_and(|c| {
+        c.keys()
+            .any(|(m, e, o)| *m == machine && *e == event && o == outcome)
+    })
+}
+
+#[test]
+fn opt_in_flags_are_off_by_default_and_their_witnesses_not_claimed() {
+    let d = ModelConfig::default();
+    assert_eq!(
+        (d.savepoints, d.task_failures, d.scheduler_restarts),
+        (0, 0, 0)
+    );
+    let names: Vec<&str> = SysModel::new(small())
+        .properties()
+        .iter()
+        .map(|p| p.name)
+        .collect();
+    assert!(!names.contains(&props::S_SAVEPOINT));
+    assert!(!names.contains(&props::S_FAILOVER));
+}
+
+#[test]
+fn savepoints_hold_complete_and_legacy_is_caught() {
+    // One task keeps it small: the savepoint and the periodic checkpoint
+    // run concurrently (forced: past max concurrent 1).
+    let cfg = ModelConfig {
+        tasks: 1,
+        savepoints: 1,
+        ..small()
+    };
+    let legacy = ModelConfig {
+        savepoints: 1,
+        ..small()
+    };
+    let r = holds_with_witness_and_legacy_caught(&cfg, &legacy, props::S_SAVEPOINT);
+    assert!(covered(
+        &r,
+        "coordinator",
+        "Trigger",
+        "Applied::AllocatingId"
+    ));
+    assert_eq!(unique(&cfg, true), 8_794);
+    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 8_794);
+}
+
+#[test]
+fn task_failures_hold_fail_over_and_legacy_is_caught() {
+    let cfg = ModelConfig {
+        task_failures: 1,
+        ..small()
+    };
+    let r = holds_with_witness_and_legacy_caught(&cfg, &cfg, props::S_FAILOVER);
+    // The genuine failure, both coordinator task events, and the old
+    // attempt's acks and declines reaching the coordinator late.
+    assert!(covered(&r, "task", "OperatorFailed", "Applied"));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "TaskFailed",
+        "Applied::TaskUpdated"
+    ));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "TaskRunning",
+        "Applied::TaskUpdated"
+    ));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "Acknowledge",
+        "Ignored::LateMessage"
+    ));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "Decline",
+        "Ignored::LateMessage"
+    ));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "TimerFired(Periodic)",
+        "Applied::PeriodicFired/TriggerRejected(NotAllRequiredTasksRunning)"
+    ));
+    assert_eq!(unique(&cfg, true), 5_470);
+    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 5_470);
+}
+
+#[test]
+fn scheduler_restarts_hold_and_legacy_is_caught() {
+    let cfg = ModelConfig {
+        scheduler_restarts: 1,
+        ..small()
+    };
+    let r = holds_with_witness_and_legacy_caught(&cfg, &cfg, props::S_COMPLETES);
+    assert!(covered(
+        &r,
+        "coordinator",
+        "StopScheduler",
+        "Applied::SchedulerStopped"
+    ));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "StartScheduler",
+        "Applied::SchedulerStarted"
+    ));
+    assert_eq!(unique(&cfg, true), 3_559);
+    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 3_559);
+}
+
+#[test]
+fn representative_is_canonical_with_restarted_attempts() {
+    // Two interchangeable tasks, one of which may fail and restart: the
+    // attempt travels with the task (task side, coordinator task status,
+    // captured attempts, messages).
+    let cfg = ModelConfig {
+        task_failures: 1,
+        ..three()
+    };
+    let model = SysModel::new(cfg);
+    let swap = [TaskId(0), TaskId(2), TaskId(1)];
+    let mut frontier = model.init_states();
+    let mut restarted = 0usize;
+    let mut actions = Vec::new();
+    for _depth in 0..16 {
+        let mut next = Vec::new();
+        for s in &frontier {
+            let twin = permute(s, &swap, false).unwrap_or_else(|| panic!("a symmetry"));
+            assert_eq!(canonical(s), canonical(&twin));
+            restarted += usize::from(s.tasks.iter().any(|t| t.attempt.0 > 0));
+            actions.clear();
+            model.actions(s, &mut actions);
+            next.extend(actions.drain(..).filter_map(|a| model.next_state(s, a)));
+        }
+        next.truncate(400);
+        frontier = next;
+    }
+    assert!(restarted > 100, "{restarted}");
+}
