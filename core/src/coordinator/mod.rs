@@ -35,6 +35,7 @@
 
 mod config;
 mod reduce;
+mod slots;
 mod state;
 mod symmetry;
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! moves forward).
 
 use super::config::RECENT_IDS_MAX;
+use super::slots::AckTable;
 use super::state::{AckSlot, Completed, CoordinatorState, Pending, PendingPhase, Request};
 use super::{
     AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect as E, CoordinatorError,
@@ -477,7 +478,7 @@ impl CoordinatorState {
             kind: req.kind,
             timestamp: self.now,
             attempts: attempts.into(),
-            acks: std::iter::repeat_n(AckSlot::Waiting, slots).collect(),
+            acks: AckTable::filled(slots, AckSlot::Waiting),
             remaining: slots,
             phase: if hooks {
                 PendingPhase::AwaitingHooks

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use imbl::{OrdMap, OrdSet, Vector};
 
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
+use super::slots::AckTable;
 use super::{RequestId, Timer, TriggerKind};
 use crate::types::{AttemptNo, CheckpointId, Millis, StateHandle};
 
@@ -52,7 +53,7 @@ pub struct Pending {
     pub(crate) timestamp: Millis,
     /// Attempt expected from each ack slot, captured at trigger time.
     pub(crate) attempts: Arc<[AttemptNo]>,
-    pub(crate) acks: Vector<AckSlot>,
+    pub(crate) acks: AckTable,
     pub(crate) remaining: usize,
     pub(crate) phase: PendingPhase,
 }
@@ -65,10 +66,7 @@ impl Hash for Pending {
         self.timestamp.hash(h);
         self.attempts.len().hash(h);
         self.attempts.hash(h);
-        self.acks.len().hash(h);
-        for a in &self.acks {
-            a.hash(h);
-        }
+        self.acks.hash(h);
         self.remaining.hash(h);
         self.phase.hash(h);
     }
@@ -135,7 +133,7 @@ pub struct Completed {
     pub(crate) request: Option<RequestId>,
     pub(crate) savepoint: bool,
     pub(crate) timestamp: Millis,
-    pub(crate) handles: Vector<AckSlot>,
+    pub(crate) handles: AckTable,
 }
 
 impl Hash for Completed {
@@ -144,10 +142,7 @@ impl Hash for Completed {
         self.request.hash(h);
         self.savepoint.hash(h);
         self.timestamp.hash(h);
-        self.handles.len().hash(h);
-        for a in &self.handles {
-            a.hash(h);
-        }
+        self.handles.hash(h);
     }
 }
 
@@ -170,6 +165,101 @@ impl Completed {
             AckSlot::Acked(h) => *h,
             AckSlot::Waiting => None,
         })
+    }
+}
+
+/// Pending checkpoints by id: a small sorted slice behind one `Arc` (there
+/// are rarely more than a few). Cloning a state shares it; the first write
+/// to a shared map copies the slice once (one allocation; each `Pending` is a
+/// few `Arc` bumps), and an unshared map is written in place. Inserting and
+/// removing rebuild the slice (once per checkpoint). The subset of
+/// `imbl::OrdMap`'s interface the coordinator uses, iterating in id order.
+#[derive(Clone)]
+pub(crate) struct PendingMap(Arc<[(CheckpointId, Pending)]>);
+
+impl Default for PendingMap {
+    fn default() -> Self {
+        PendingMap(Arc::new([]))
+    }
+}
+
+impl PendingMap {
+    fn find(&self, id: &CheckpointId) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.cmp(id))
+    }
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub(crate) fn contains_key(&self, id: &CheckpointId) -> bool {
+        self.find(id).is_ok()
+    }
+    pub(crate) fn get(&self, id: &CheckpointId) -> Option<&Pending> {
+        let i = self.find(id).ok()?;
+        self.0.get(i).map(|(_, p)| p)
+    }
+    pub(crate) fn get_mut(&mut self, id: &CheckpointId) -> Option<&mut Pending> {
+        let i = self.find(id).ok()?;
+        if Arc::get_mut(&mut self.0).is_none() {
+            self.0 = self.0.iter().cloned().collect();
+        }
+        Arc::get_mut(&mut self.0)?.get_mut(i).map(|(_, p)| p)
+    }
+    /// Inserts or replaces; returns the replaced value.
+    pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
+        let mut v = self.0.to_vec();
+        let old = match self.find(&id) {
+            Ok(i) => v.get_mut(i).map(|(_, old)| std::mem::replace(old, p)),
+            Err(i) => {
+                v.insert(i.min(v.len()), (id, p));
+                None
+            }
+        };
+        self.0 = v.into();
+        old
+    }
+    pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
+        let i = self.find(id).ok()?;
+        let mut v = self.0.to_vec();
+        let removed = (i < v.len()).then(|| v.remove(i).1);
+        self.0 = v.into();
+        removed
+    }
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&CheckpointId, &Pending)> + '_ {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &CheckpointId> + '_ {
+        self.0.iter().map(|(k, _)| k)
+    }
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Pending> + '_ {
+        self.0.iter().map(|(_, v)| v)
+    }
+}
+
+impl<'a> IntoIterator for &'a PendingMap {
+    type Item = (&'a CheckpointId, &'a Pending);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (CheckpointId, Pending)>,
+        fn(&'a (CheckpointId, Pending)) -> (&'a CheckpointId, &'a Pending),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl PartialEq for PendingMap {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for PendingMap {}
+
+impl std::fmt::Debug for PendingMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -227,7 +317,7 @@ pub struct CoordinatorState {
     pub(crate) in_flight: Option<Request>,
     /// Sorted by priority (highest first), FIFO within a priority.
     pub(crate) queue: Vector<Request>,
-    pub(crate) pending: OrdMap<CheckpointId, Pending>,
+    pub(crate) pending: PendingMap,
     pub(crate) completing: Option<CheckpointId>,
     pub(crate) completed: Vector<Completed>,
     pub(crate) recent: Vector<CheckpointId>,
@@ -291,7 +381,7 @@ impl CoordinatorState {
             next_request: 0,
             in_flight: None,
             queue: Vector::new(),
-            pending: OrdMap::new(),
+            pending: PendingMap::default(),
             completing: None,
             completed: Vector::new(),
             recent: Vector::new(),

@@ -65,7 +65,7 @@ impl CoordinatorState {
             }
             q.attempts = attempts.into();
             for (s, a) in p.acks.iter().enumerate() {
-                q.acks.set(*new_slot.get(s)?, *a);
+                *q.acks.get_mut(*new_slot.get(s)?)? = *a;
             }
             next.pending.insert(*id, q);
         }
@@ -76,7 +76,7 @@ impl CoordinatorState {
             // slot-shaped ones are remapped.
             if c.handles.len() == new_slot.len() {
                 for (s, a) in c.handles.iter().enumerate() {
-                    d.handles.set(*new_slot.get(s)?, *a);
+                    *d.handles.get_mut(*new_slot.get(s)?)? = *a;
                 }
             }
             completed.set(i, d);

@@ -2592,7 +2592,7 @@ fn fake_completed(id: u64, savepoint: bool) -> Completed {
         request: None,
         savepoint,
         timestamp: ms(0),
-        handles: imbl::Vector::new(),
+        handles: Default::default(),
     }
 }
 
