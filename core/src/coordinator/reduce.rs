@@ -531,11 +531,8 @@ impl CoordinatorState {
         result: Result<(), IoFailure>,
         fx: &mut Fx,
     ) -> Outcome {
-        let Some(p) = self.pending.get_mut(&id) else {
-            return Outcome::Ignored(self.gone(id));
-        };
-        if p.phase != PendingPhase::AwaitingHooks {
-            return Outcome::Ignored(Ignored::NotAwaited);
+        if let Err(why) = self.awaits(id, PendingPhase::AwaitingHooks) {
+            return Outcome::Ignored(why);
         }
         if result.is_err() {
             let reason = AbortReason::MasterHooksFailed;
@@ -546,6 +543,9 @@ impl CoordinatorState {
                 reason,
             });
         }
+        let Some(p) = self.pending.get_mut(&id) else {
+            return Outcome::Ignored(Ignored::NotAwaited);
+        };
         p.phase = PendingPhase::AwaitingAcks;
         let full = p.remaining == 0;
         self.send_triggers(id, fx);
@@ -745,18 +745,29 @@ impl CoordinatorState {
         result: Result<(), IoFailure>,
         fx: &mut Fx,
     ) -> Outcome {
-        let Some(p) = self.pending.get_mut(&id) else {
-            return Outcome::Ignored(self.gone(id));
-        };
-        if p.phase != PendingPhase::Finalizing {
-            return Outcome::Ignored(Ignored::NotAwaited);
+        if let Err(why) = self.awaits(id, PendingPhase::Finalizing) {
+            return Outcome::Ignored(why);
         }
         if result.is_err() {
             return self.fail_completion(id, AbortReason::FinalizeFailed, fx);
         }
+        let Some(p) = self.pending.get_mut(&id) else {
+            return Outcome::Ignored(Ignored::NotAwaited);
+        };
         p.phase = PendingPhase::Storing;
         fx.push(E::StoreCheckpoint { checkpoint: id });
         Outcome::Applied(Applied::Finalized { checkpoint: id })
+    }
+
+    /// Whether checkpoint `id` is pending and waits in `phase` for an I/O
+    /// answer; if not, why the answer is ignored (late, unknown, or not
+    /// awaited in that phase).
+    fn awaits(&self, id: CheckpointId, phase: PendingPhase) -> Result<(), Ignored> {
+        match self.pending.get(&id) {
+            None => Err(self.gone(id)),
+            Some(p) if p.phase == phase => Ok(()),
+            Some(_) => Err(Ignored::NotAwaited),
+        }
     }
 
     fn fail_completion(&mut self, id: CheckpointId, reason: AbortReason, fx: &mut Fx) -> Outcome {
@@ -775,11 +786,8 @@ impl CoordinatorState {
         result: Result<(), IoFailure>,
         fx: &mut Fx,
     ) -> Outcome {
-        let Some(p) = self.pending.get(&id) else {
-            return Outcome::Ignored(self.gone(id));
-        };
-        if p.phase != PendingPhase::Storing {
-            return Outcome::Ignored(Ignored::NotAwaited);
+        if let Err(why) = self.awaits(id, PendingPhase::Storing) {
+            return Outcome::Ignored(why);
         }
         if result.is_err() {
             return self.fail_completion(id, AbortReason::StoreFailed, fx);
