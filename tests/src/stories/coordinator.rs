@@ -569,24 +569,13 @@ fn io(fail: bool) -> Result<(), IoFailure> {
 
 /// Runs a story, checking every invariant after every step.
 pub fn run(story: &CoordStory) -> Result<CoordDriver, Box<Failure>> {
-    let mut d = match CoordDriver::new(story.settings.settings()) {
-        Ok(d) => d,
-        Err(e) => {
-            return Err(Box::new(Failure {
-                step: 0,
-                violation: Violation::new("valid-settings", e.to_string()),
-                trace: Trace::default(),
-            }))
-        }
-    };
-    for (i, a) in story.actions.iter().enumerate() {
-        if let Err(violation) = d.act(a) {
-            return Err(Box::new(Failure {
-                step: i,
-                violation,
-                trace: d.trace(),
-            }));
-        }
-    }
+    let mut d = CoordDriver::new(story.settings.settings()).map_err(|e| {
+        Failure::at(
+            0,
+            Violation::new("valid-settings", e.to_string()),
+            Trace::default(),
+        )
+    })?;
+    super::drive(&mut d, &story.actions, CoordDriver::act, CoordDriver::trace)?;
     Ok(d)
 }

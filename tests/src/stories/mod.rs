@@ -132,6 +132,33 @@ impl SettingsChoice {
     }
 }
 
+impl Failure {
+    /// A failure at `step`, reproduced by `trace`.
+    pub(crate) fn at(step: usize, violation: Violation, trace: Trace) -> Box<Failure> {
+        Box::new(Failure {
+            step,
+            violation,
+            trace,
+        })
+    }
+}
+
+/// Feeds `actions` to a driver one at a time; the first violation becomes a
+/// [`Failure`] at that step, with the trace the driver recorded so far.
+pub(crate) fn drive<D, A>(
+    driver: &mut D,
+    actions: impl IntoIterator<Item = A>,
+    mut act: impl FnMut(&mut D, A) -> Result<(), Violation>,
+    trace: impl Fn(&D) -> Trace,
+) -> Result<(), Box<Failure>> {
+    for (step, action) in actions.into_iter().enumerate() {
+        if let Err(violation) = act(driver, action) {
+            return Err(Failure::at(step, violation, trace(driver)));
+        }
+    }
+    Ok(())
+}
+
 /// `items[pick % len]`, or `None` for an empty slice.
 pub(crate) fn pick<T: Copy>(items: &[T], pick: usize) -> Option<T> {
     if items.is_empty() {

@@ -805,32 +805,17 @@ pub fn run(
     semantics: Semantics,
     heal_bound: Option<usize>,
 ) -> Result<SystemDriver, Box<Failure>> {
-    let mut d = match SystemDriver::new(&story.spec, semantics) {
-        Ok(d) => d,
-        Err(violation) => {
-            return Err(Box::new(Failure {
-                step: 0,
-                violation,
-                trace: Trace::default(),
-            }))
-        }
-    };
-    for (i, a) in story.actions.iter().enumerate() {
-        if let Err(violation) = d.act(*a) {
-            return Err(Box::new(Failure {
-                step: i,
-                violation,
-                trace: d.trace(),
-            }));
-        }
-    }
+    let mut d = SystemDriver::new(&story.spec, semantics)
+        .map_err(|violation| Failure::at(0, violation, Trace::default()))?;
+    super::drive(
+        &mut d,
+        story.actions.iter().copied(),
+        SystemDriver::act,
+        SystemDriver::trace,
+    )?;
     if let Some(bound) = heal_bound {
         if let Err(violation) = d.heal(bound) {
-            return Err(Box::new(Failure {
-                step: story.actions.len(),
-                violation,
-                trace: d.trace(),
-            }));
+            return Err(Failure::at(story.actions.len(), violation, d.trace()));
         }
     }
     Ok(d)

@@ -283,24 +283,13 @@ impl TaskDriver {
 
 /// Runs a story, checking every invariant after every step.
 pub fn run(story: &TaskStory) -> Result<TaskDriver, Box<Failure>> {
-    let mut d = match TaskDriver::new(story.config()) {
-        Ok(d) => d,
-        Err(e) => {
-            return Err(Box::new(Failure {
-                step: 0,
-                violation: Violation::new("valid-config", e.to_string()),
-                trace: Trace::default(),
-            }))
-        }
-    };
-    for (i, a) in story.actions.iter().enumerate() {
-        if let Err(violation) = d.act(a) {
-            return Err(Box::new(Failure {
-                step: i,
-                violation,
-                trace: d.trace(),
-            }));
-        }
-    }
+    let mut d = TaskDriver::new(story.config()).map_err(|e| {
+        Failure::at(
+            0,
+            Violation::new("valid-config", e.to_string()),
+            Trace::default(),
+        )
+    })?;
+    super::drive(&mut d, &story.actions, TaskDriver::act, TaskDriver::trace)?;
     Ok(d)
 }
