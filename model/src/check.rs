@@ -123,6 +123,29 @@ fn progress_loop<M: Model, C: Checker<M>>(checker: &C, start: Instant, on: bool)
     }
 }
 
+/// Waits for a spawned checker (with the progress line when `on`) and takes
+/// its counts: states, unique states, depth, discoveries. BFS and DFS
+/// checkers are different types, hence the generic over the checker.
+fn finish<C: Checker<SysModel>>(
+    checker: C,
+    start: Instant,
+    on: bool,
+) -> (
+    usize,
+    usize,
+    usize,
+    std::collections::HashMap<&'static str, Path<SysState, Action>>,
+) {
+    progress_loop(&checker, start, on);
+    let c = checker.join();
+    (
+        c.state_count(),
+        c.unique_state_count(),
+        c.max_depth(),
+        c.discoveries(),
+    )
+}
+
 /// Runs the checker over `cfg`.
 #[must_use]
 pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
@@ -138,28 +161,12 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
     let (states, unique, depth, discoveries) = if opts.bfs {
-        let c = builder.spawn_bfs();
-        progress_loop(&c, start, opts.progress);
-        let c = c.join();
-        (
-            c.state_count(),
-            c.unique_state_count(),
-            c.max_depth(),
-            c.discoveries(),
-        )
+        finish(builder.spawn_bfs(), start, opts.progress)
     } else {
         if opts.symmetry {
             builder = builder.symmetry();
         }
-        let c = builder.spawn_dfs();
-        progress_loop(&c, start, opts.progress);
-        let c = c.join();
-        (
-            c.state_count(),
-            c.unique_state_count(),
-            c.max_depth(),
-            c.discoveries(),
-        )
+        finish(builder.spawn_dfs(), start, opts.progress)
     };
     let seconds = start.elapsed().as_secs_f64();
     let mut results = Vec::new();
