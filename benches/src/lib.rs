@@ -195,7 +195,7 @@ pub fn ack_pure_retained(armed: &mut Armed, order: &[AckRef], kept: &mut Vec<Coo
         let t = reduce(&armed.state, Millis(0), ack_event(&armed.ids, *r));
         let old = std::mem::replace(&mut armed.state, t.state);
         kept.push(old);
-        std::hint::black_box((t.effects, t.outcome));
+        std::hint::black_box(t.step);
     }
 }
 
@@ -624,12 +624,12 @@ impl TaskDriver {
         self.next += 1;
         let mut used = 0;
         for ev in cycle.events(n) {
-            let (fx, out) = self.state.apply(Millis(n), ev);
+            let step = self.state.apply(Millis(n), ev);
             used += usize::from(matches!(
-                out,
+                step.outcome,
                 task::Outcome::Applied | task::Outcome::Skipped(_)
             ));
-            std::hint::black_box(fx);
+            std::hint::black_box(step.effects);
         }
         used
     }
@@ -642,11 +642,11 @@ impl TaskDriver {
         for ev in cycle.events(n) {
             let t = task::reduce(&self.state, Millis(n), ev);
             used += usize::from(matches!(
-                t.outcome,
+                t.step.outcome,
                 task::Outcome::Applied | task::Outcome::Skipped(_)
             ));
             self.state = t.state;
-            std::hint::black_box(t.effects);
+            std::hint::black_box(t.step.effects);
         }
         used
     }

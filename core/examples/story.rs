@@ -57,14 +57,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let before = state.clone();
         let t = reduce(&state, now, event.clone());
         println!("#{step_no:<3} @{now:<5} {event:?}");
-        for e in &t.effects {
+        for e in &t.step.effects {
             println!("        -> {e:?}");
         }
-        println!("        => {:?}", t.outcome);
+        println!("        => {:?}", t.step.outcome);
         let step = ckpt_core::coordinator::Step {
-            effects: t.effects.clone(),
-            outcome: t.outcome.clone(),
-            clock: t.clock,
+            effects: t.step.effects.clone(),
+            outcome: t.step.outcome.clone(),
+            clock: t.step.clock,
         };
         ckpt_core::invariants::coordinator::check_all(
             &mut ledger,
@@ -74,7 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &t.state,
         )?;
         state = t.state;
-        for e in t.effects {
+        for e in t.step.effects {
             match e {
                 CoordinatorEffect::AllocateCheckpointId { request } => {
                     inbox.push_back(CoordinatorEvent::CheckpointIdAllocated {

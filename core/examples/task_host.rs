@@ -25,21 +25,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut work_tx = Some(work_tx);
     let sink = move |s: &TaskStep<'_>| {
         let who = if s.from_mailbox { "mailbox" } else { "deliver" };
-        println!("[{who:7}] {:?} -> {:?}", s.event, s.outcome);
-        for e in s.effects {
+        println!("[{who:7}] {:?} -> {:?}", s.event, s.step.outcome);
+        for e in &s.step.effects {
             println!("            {e:?}");
         }
-        if let Err(v) = check_all(
-            &mut monitor,
-            s.before,
-            s.event,
-            s.effects,
-            s.outcome,
-            s.after,
-        ) {
+        if let Err(v) = check_all(&mut monitor, s.before, s.event, s.step, s.after) {
             println!("            !! {v}");
         }
-        for e in s.effects {
+        for e in &s.step.effects {
             let for_writer = matches!(
                 e,
                 TaskEffect::StartWriter { .. } | TaskEffect::StartAsyncPart { .. }

@@ -66,6 +66,7 @@ pub mod coordinator;
 #[cfg(feature = "host")]
 pub mod host;
 pub mod invariants;
+pub mod route;
 pub mod sync;
 pub mod task;
 pub mod trace;

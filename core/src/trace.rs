@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::coordinator::{self, CoordinatorEvent, CoordinatorSettings, CoordinatorState};
-use crate::invariants::coordinator::{check_all, HandleLedger};
+use crate::invariants::checked;
+use crate::invariants::coordinator::HandleLedger;
 use crate::invariants::Violation;
 use crate::task::{self, TaskConfig, TaskEvent, TaskState};
 use crate::types::{Millis, TaskId};
@@ -309,20 +310,20 @@ pub fn replay(trace: &Trace) -> Result<ReplayReport, ReplayError> {
                 let Some(before) = coord.as_ref() else {
                     continue;
                 };
-                let t = coordinator::reduce(before, *now, event.clone());
-                let step = coordinator::Step {
-                    effects: t.effects,
-                    outcome: t.outcome,
-                    clock: t.clock,
-                };
+                let (t, r) = checked::coordinator_step(
+                    &mut ledger,
+                    before,
+                    *now,
+                    event,
+                    checked::Rigor::Invariants,
+                );
                 report.steps.push(ReplayedStep {
                     index,
                     machine: "coordinator".into(),
                     event: format!("{event:?}"),
-                    effects: step.effects.iter().map(|e| format!("{e:?}")).collect(),
-                    outcome: format!("{:?}", step.outcome),
+                    effects: t.step.effects.iter().map(|e| format!("{e:?}")).collect(),
+                    outcome: format!("{:?}", t.step.outcome),
                 });
-                let r = check_all(&mut ledger, before, event, &step, &t.state);
                 coord = Some(t.state);
                 r
             }
@@ -330,17 +331,15 @@ pub fn replay(trace: &Trace) -> Result<ReplayReport, ReplayError> {
                 let Some((st, monitor)) = tasks.get_mut(task) else {
                     continue;
                 };
-                let t = task::reduce(st, *now, event.clone());
+                let (t, r) =
+                    checked::task_step(monitor, st, *now, event, checked::Rigor::Invariants);
                 report.steps.push(ReplayedStep {
                     index,
                     machine: format!("task {task}"),
                     event: format!("{event:?}"),
-                    effects: t.effects.iter().map(|e| format!("{e:?}")).collect(),
-                    outcome: format!("{:?}", t.outcome),
+                    effects: t.step.effects.iter().map(|e| format!("{e:?}")).collect(),
+                    outcome: format!("{:?}", t.step.outcome),
                 });
-                let r = crate::invariants::task::check_all(
-                    monitor, st, event, &t.effects, &t.outcome, &t.state,
-                );
                 *st = t.state;
                 r
             }

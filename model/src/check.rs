@@ -519,7 +519,7 @@ pub fn to_mermaid(cfg: &ModelConfig, actions: &[Action], title: &str) -> String 
             Action::Async(t, _, _) => arrow(format!("A{t}"), format!("T{t}"), detail.clone()),
             Action::Shutdown => arrow("C".into(), "C".into(), format!("shutdown: {detail}")),
             Action::Savepoint => arrow("C".into(), "C".into(), format!("savepoint: {detail}")),
-            Action::StopScheduler | Action::StartScheduler => {
+            Action::StopScheduler | Action::StartScheduler | Action::UserCheckpoint { .. } => {
                 arrow("C".into(), "C".into(), format!("{}: {detail}", st.text))
             }
             Action::FailTask(t) => {

@@ -192,6 +192,8 @@ pub mod check;
 pub mod exact;
 pub mod symmetry;
 pub mod system;
+pub mod world;
 
 pub use check::{run_check, shortest_violation, CheckOptions, CheckReport, Counterexample};
 pub use system::{Action, ModelConfig, Network, SysModel, SysState, Topology};
+pub use world::{Sim, World};

@@ -152,6 +152,7 @@ fn config(m: &ModelArgs, semantics: Semantics) -> ModelConfig {
         savepoints: m.savepoints,
         task_failures: m.task_failures,
         scheduler_restarts: m.scheduler_restarts,
+        ..ModelConfig::default()
     }
 }
 

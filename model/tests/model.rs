@@ -268,8 +268,12 @@ fn savepoints_hold_complete_and_legacy_is_caught() {
         "Trigger",
         "Applied::AllocatingId"
     ));
-    assert_eq!(unique(&cfg, true), 8_794);
-    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 8_794);
+    // 8,794 before the coordinator stopped keeping the set of failed ids it
+    // had counted (each id is counted once by construction): states that
+    // differed only in *which* id (periodic vs savepoint numbering) had been
+    // counted are one state now.
+    assert_eq!(unique(&cfg, true), 7_139);
+    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 7_139);
 }
 
 #[test]

@@ -26,19 +26,17 @@
 use std::fmt::Write as _;
 
 use ckpt_core::coordinator::{
-    reduce, Applied, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState,
-    JobStatus, Outcome, RequestId, RestoreSource, Step, Timer, TriggerKind,
+    Applied, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
+    Outcome, RequestId, RestoreSource, Step, Timer, TriggerKind,
 };
-use ckpt_core::invariants::coordinator::{check_all, HandleLedger};
+use ckpt_core::invariants::checked::{self, Rigor};
+use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::invariants::Violation;
 use ckpt_core::{
     AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
 };
 
-/// Name of the driver-level check that `reduce` and `apply` agree.
-pub const PURE_EQUALS_IN_PLACE: &str = "pure-equals-in-place";
-/// Name of the driver-level check that `reduce` is deterministic.
-pub const DETERMINISTIC: &str = "deterministic";
+pub use ckpt_core::invariants::checked::{DETERMINISTIC, PURE_EQUALS_IN_PLACE};
 
 /// The conventional state handle task `task` writes for `checkpoint`.
 #[must_use]
@@ -148,37 +146,18 @@ impl CoordinatorHarness {
     /// Delivers `event` at the harness clock with every check; returns the
     /// violation (harness unchanged) instead of panicking.
     pub fn try_step(&mut self, event: CoordinatorEvent) -> Result<Step, Violation> {
-        let before = &self.state;
-        let pure = reduce(before, self.now, event.clone());
-        let again = reduce(before, self.now, event.clone());
-        if pure != again {
-            return Err(Violation::new(
-                DETERMINISTIC,
-                format!("two runs of {event:?} differ"),
-            ));
-        }
-        let mut in_place = before.clone();
-        let step = in_place.apply(self.now, event.clone());
-        if step.effects != pure.effects
-            || step.outcome != pure.outcome
-            || step.clock != pure.clock
-            || in_place != pure.state
-        {
-            return Err(Violation::new(
-                PURE_EQUALS_IN_PLACE,
-                format!("apply and reduce disagree on {event:?}"),
-            ));
-        }
         let mut ledger = self.ledger.clone();
-        check_all(&mut ledger, before, &event, &step, &pure.state)?;
+        let (t, verdict) =
+            checked::coordinator_step(&mut ledger, &self.state, self.now, &event, Rigor::Full);
+        verdict?;
         self.ledger = ledger;
-        self.state = pure.state;
+        self.state = t.state;
         self.history.push(Record {
             now: self.now,
             event,
-            step: step.clone(),
+            step: t.step.clone(),
         });
-        Ok(step)
+        Ok(t.step)
     }
 
     /// Delivers `event` at the harness clock with every check.

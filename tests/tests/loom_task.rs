@@ -61,14 +61,7 @@ struct Recorder {
 
 impl TaskEffectSink for Recorder {
     fn on_step(&mut self, s: &TaskStep<'_>) {
-        let r = check_all(
-            &mut self.monitor,
-            s.before,
-            s.event,
-            s.effects,
-            s.outcome,
-            s.after,
-        );
+        let r = check_all(&mut self.monitor, s.before, s.event, s.step, s.after);
         if let (Err(v), None) = (r, &self.violation) {
             self.violation = Some(v);
         }
@@ -77,7 +70,7 @@ impl TaskEffectSink for Recorder {
         } else {
             s.event.thread()
         };
-        self.seen.push((thread, s.effects.to_vec()));
+        self.seen.push((thread, s.step.effects.to_vec()));
     }
 }
 

@@ -105,14 +105,11 @@ fn system_story_traces_replay_to_the_drivers_verdict() {
     };
     let mut actions = Vec::new();
     for i in 0..40u8 {
-        actions.push(SysAction::Deliver(i.wrapping_mul(7)));
-        actions.push(SysAction::RunMail(i));
+        actions.push(SysAction::Act(i.wrapping_mul(7)));
+        actions.push(SysAction::Act(i));
         if i % 5 == 0 {
-            actions.push(SysAction::Duplicate(i));
+            actions.push(SysAction::Fault(i));
             actions.push(SysAction::Tick(60));
-        }
-        if i % 13 == 0 {
-            actions.push(SysAction::OperatorFailed(i));
         }
     }
     let story = SystemStory { spec, actions };

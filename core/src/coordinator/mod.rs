@@ -37,6 +37,7 @@ mod config;
 mod reduce;
 mod slots;
 mod state;
+#[cfg(any(test, feature = "symmetry"))]
 mod symmetry;
 #[cfg(test)]
 mod tests;
@@ -600,6 +601,24 @@ pub enum Ignored {
     NotAwaited,
     /// Nothing to restore and no error was asked for.
     NothingToRestore,
+    /// A branch the reducer's structure rules out was taken (a bug in
+    /// `ckpt-core`, never the host's fault). Debug builds panic; release
+    /// builds stay total and the `no-unreachable-branch` invariant reports it.
+    Unreachable(Unreachable),
+}
+
+/// The branches [`Ignored::Unreachable`] names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Unreachable {
+    /// A checkpoint that `awaits` found in the right phase was gone.
+    AwaitedVanished,
+    /// The request in flight was gone after its id was checked.
+    InFlightVanished,
+    /// A pending checkpoint had no ack slot for a task it waits for.
+    AckSlotMissing,
+    /// The concurrency re-check after id allocation failed (no checkpoint
+    /// can be created while a request is in flight).
+    RecheckQueue,
 }
 
 /// Host misuse: the event is refused and the state is unchanged.
@@ -681,15 +700,12 @@ pub struct Step {
     pub clock: Clock,
 }
 
-/// The pure result of one event.
+/// The pure result of one event: the next state and the [`Step`] that led
+/// to it (the same value [`CoordinatorState::apply`] returns in place).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transition {
     /// The new state.
     pub state: CoordinatorState,
-    /// Effects, in the order the host must carry them out.
-    pub effects: Vec<CoordinatorEffect>,
-    /// What the event did.
-    pub outcome: Outcome,
-    /// Whether time was clamped.
-    pub clock: Clock,
+    /// Effects (in the order the host must carry them out), outcome, clock.
+    pub step: Step,
 }

@@ -11,7 +11,7 @@ use super::state::{AckSlot, Completed, CoordinatorState, Pending, PendingPhase, 
 use super::{
     AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect as E, CoordinatorError,
     CoordinatorEvent, FailJobReason, Ignored, JobStatus, Outcome, QueueReason, RequestId,
-    RestoreSource, Step, Timer, Transition, TriggerKind, TriggerRejection,
+    RestoreSource, Step, Timer, Transition, TriggerKind, TriggerRejection, Unreachable,
 };
 use crate::types::{
     AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
@@ -22,12 +22,7 @@ use crate::types::{
 pub fn reduce(state: &CoordinatorState, now: Millis, event: CoordinatorEvent) -> Transition {
     let mut next = state.clone();
     let step = next.apply(now, event);
-    Transition {
-        state: next,
-        effects: step.effects,
-        outcome: step.outcome,
-        clock: step.clock,
-    }
+    Transition { state: next, step }
 }
 
 type Fx = Vec<E>;
@@ -385,7 +380,7 @@ impl CoordinatorState {
                     self.consecutive_trigger_failures.saturating_add(1);
                 let reason = AbortReason::IdAllocationFailed;
                 fx.push(E::RequestFailed { request, reason });
-                self.count_failure(None, reason, savepoint, fx);
+                self.count_failure(reason, savepoint, fx);
                 self.resume_queued(fx);
                 return Outcome::Applied(Applied::RequestEnded { request, reason });
             }
@@ -396,26 +391,22 @@ impl CoordinatorState {
             }
         }
         let Some(req) = self.in_flight.take() else {
-            return Outcome::Ignored(Ignored::UnknownRequest);
+            return unreachable_branch(Unreachable::InFlightVanished);
         };
         self.last_id = Some(id);
         // The re-check after the id arrived (the seed's second lock).
         if let Some(reason) = self.recheck(&req, fx) {
             match reason {
                 Recheck::Queue => {
-                    // FIX: this request was already answered (`AllocatingId`),
-                    // so if the queue is full it must end with a
-                    // `RequestFailed`, not vanish silently. (Defensive: no
-                    // new pending checkpoint can appear while a request is in
-                    // flight, so this branch is not reachable by events.)
-                    let applied = self.queue_too_many(req, fx);
-                    if let Applied::TriggerRejected { reason, .. } = applied {
-                        let reason = AbortReason::Rejected(reason);
-                        fx.push(E::RequestFailed { request, reason });
-                        self.resume_queued(fx);
-                        return Outcome::Applied(Applied::RequestEnded { request, reason });
-                    }
-                    return Outcome::Applied(applied);
+                    // No new pending checkpoint can appear while a request
+                    // is in flight (it is the only way to create one), so
+                    // the concurrency re-check cannot fail. Total anyway: the
+                    // request was already answered (`AllocatingId`), so it
+                    // ends with a `RequestFailed` rather than vanish.
+                    let reason = AbortReason::Rejected(TriggerRejection::QueueFull);
+                    fx.push(E::RequestFailed { request, reason });
+                    self.resume_queued(fx);
+                    return unreachable_branch(Unreachable::RecheckQueue);
                 }
                 Recheck::Reject(r) => {
                     let reason = AbortReason::Rejected(r);
@@ -544,7 +535,7 @@ impl CoordinatorState {
             });
         }
         let Some(p) = self.pending.get_mut(&id) else {
-            return Outcome::Ignored(Ignored::NotAwaited);
+            return unreachable_branch(Unreachable::AwaitedVanished);
         };
         p.phase = PendingPhase::AwaitingAcks;
         let full = p.remaining == 0;
@@ -626,8 +617,10 @@ impl CoordinatorState {
         let completing = matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing);
         // One walk down the slot tree: read and, on SUCCESS, write in place.
         let Some(cell) = p.acks.get_mut(slot) else {
+            // Slots are sized from `tasks_to_wait` at trigger time and
+            // `wait_slot` only answers indices below that size.
             Self::discard(id, handle, fx);
-            return Outcome::Ignored(Ignored::CheckpointDiscarded);
+            return unreachable_branch(Unreachable::AckSlotMissing);
         };
         match *cell {
             AckSlot::Acked(held) => {
@@ -752,7 +745,7 @@ impl CoordinatorState {
             return self.fail_completion(id, AbortReason::FinalizeFailed, fx);
         }
         let Some(p) = self.pending.get_mut(&id) else {
-            return Outcome::Ignored(Ignored::NotAwaited);
+            return unreachable_branch(Unreachable::AwaitedVanished);
         };
         p.phase = PendingPhase::Storing;
         fx.push(E::StoreCheckpoint { checkpoint: id });
@@ -793,7 +786,7 @@ impl CoordinatorState {
             return self.fail_completion(id, AbortReason::StoreFailed, fx);
         }
         let Some(p) = self.pending.remove(&id) else {
-            return Outcome::Ignored(Ignored::NotAwaited);
+            return unreachable_branch(Unreachable::AwaitedVanished);
         };
         self.completing = None;
         self.remember(id);
@@ -825,7 +818,6 @@ impl CoordinatorState {
         }
         self.last_completion = Some(self.now);
         self.failures.count = 0;
-        self.failures.counted.clear();
         self.failures.job_failed = false;
         fx.push(E::CheckpointCompleted {
             checkpoint: id,
@@ -897,26 +889,16 @@ impl CoordinatorState {
                 }
             }
         }
-        self.count_failure(Some(id), reason, p.kind.is_savepoint(), fx);
+        self.count_failure(reason, p.kind.is_savepoint(), fx);
     }
 
-    /// Flink's `CheckpointFailureManager`: count each checkpoint id once,
+    /// Flink's `CheckpointFailureManager`: count each checkpoint id once
+    /// (structurally: see [`FailureCounter`](super::state::FailureCounter)),
     /// only for counted reasons and never for savepoints; past the limit,
     /// fail the job (once, until a success resets the counter).
-    fn count_failure(
-        &mut self,
-        id: Option<CheckpointId>,
-        reason: AbortReason,
-        savepoint: bool,
-        fx: &mut Fx,
-    ) {
+    fn count_failure(&mut self, reason: AbortReason, savepoint: bool, fx: &mut Fx) {
         if savepoint || !reason.counts_as_failure() {
             return;
-        }
-        if let Some(id) = id {
-            if self.failures.counted.insert(id).is_some() {
-                return;
-            }
         }
         self.failures.count = self.failures.count.saturating_add(1);
         if self.failures.count > self.config.tolerable_failures && !self.failures.job_failed {
@@ -1090,6 +1072,15 @@ impl CoordinatorState {
         fx.push(E::ShutdownServices { status });
         Outcome::Applied(Applied::ShutDown)
     }
+}
+
+/// A branch the reducer's own structure rules out. Loud in debug builds
+/// (tests, fuzzing under `cargo test`, model tests); total in release, where
+/// the typed outcome trips the `no-unreachable-branch` invariant instead.
+#[track_caller]
+fn unreachable_branch(which: Unreachable) -> Outcome {
+    debug_assert!(false, "unreachable coordinator branch: {which:?}");
+    Outcome::Ignored(Ignored::Unreachable(which))
 }
 
 enum Recheck {

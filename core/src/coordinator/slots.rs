@@ -256,9 +256,15 @@ impl<'a> IntoIterator for &'a AckTable {
 }
 
 impl Hash for AckTable {
-    /// The length, then every slot in order.
+    /// The length, then every slot in order (the slots are the tree's
+    /// content; `shift` follows from the length).
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.len.hash(h);
+        let AckTable {
+            root: _,
+            len,
+            shift: _,
+        } = self;
+        len.hash(h);
         for s in self {
             s.hash(h);
         }

@@ -4,7 +4,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use imbl::{OrdMap, OrdSet, Vector};
+use imbl::{OrdMap, Vector};
 
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
 use super::slots::AckTable;
@@ -60,15 +60,27 @@ pub struct Pending {
 
 impl Hash for Pending {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.id.hash(h);
-        self.request.hash(h);
-        self.kind.hash(h);
-        self.timestamp.hash(h);
-        self.attempts.len().hash(h);
-        self.attempts.hash(h);
-        self.acks.hash(h);
-        self.remaining.hash(h);
-        self.phase.hash(h);
+        // Destructured so that a new field cannot silently drop out of the
+        // hash (a model checker keeps only fingerprints).
+        let Pending {
+            id,
+            request,
+            kind,
+            timestamp,
+            attempts,
+            acks,
+            remaining,
+            phase,
+        } = self;
+        id.hash(h);
+        request.hash(h);
+        kind.hash(h);
+        timestamp.hash(h);
+        attempts.len().hash(h);
+        attempts.hash(h);
+        acks.hash(h);
+        remaining.hash(h);
+        phase.hash(h);
     }
 }
 
@@ -138,11 +150,18 @@ pub struct Completed {
 
 impl Hash for Completed {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.id.hash(h);
-        self.request.hash(h);
-        self.savepoint.hash(h);
-        self.timestamp.hash(h);
-        self.handles.hash(h);
+        let Completed {
+            id,
+            request,
+            savepoint,
+            timestamp,
+            handles,
+        } = self;
+        id.hash(h);
+        request.hash(h);
+        savepoint.hash(h);
+        timestamp.hash(h);
+        handles.hash(h);
     }
 }
 
@@ -285,21 +304,19 @@ impl Request {
 /// The tolerable-failure counter (Flink's `CheckpointFailureManager`).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct FailureCounter {
+    /// Consecutive counted failures. Each checkpoint id is counted at most
+    /// once without a set of ids: only `abort` counts an id, and it removes
+    /// the checkpoint from the pending map, so no id can be aborted twice.
     pub(crate) count: u64,
-    /// Checkpoint ids already counted (each id counts once); cleared on success.
-    pub(crate) counted: OrdSet<CheckpointId>,
     /// FailJob was emitted; sticky until a success resets the counter.
     pub(crate) job_failed: bool,
 }
 
 impl Hash for FailureCounter {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.count.hash(h);
-        self.counted.len().hash(h);
-        for c in &self.counted {
-            c.hash(h);
-        }
-        self.job_failed.hash(h);
+        let FailureCounter { count, job_failed } = self;
+        count.hash(h);
+        job_failed.hash(h);
     }
 }
 
@@ -341,23 +358,45 @@ impl Hash for CoordinatorState {
     /// a model checker that stores 64-bit fingerprints would silently merge
     /// states like `{1:{}, 2:{}}` and `{1:{2}}`.
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.now.hash(h);
-        self.shutdown.hash(h);
-        self.periodic.hash(h);
-        hash_seq(h, self.timers.len(), self.timers.iter());
-        hash_seq(h, self.tasks.len(), self.tasks.iter());
-        self.next_request.hash(h);
-        self.in_flight.hash(h);
-        hash_seq(h, self.queue.len(), self.queue.iter());
-        hash_seq(h, self.pending.len(), self.pending.iter());
-        self.completing.hash(h);
-        hash_seq(h, self.completed.len(), self.completed.iter());
-        hash_seq(h, self.recent.len(), self.recent.iter());
-        self.last_id.hash(h);
-        self.last_completion.hash(h);
-        self.latest_completed.hash(h);
-        self.consecutive_trigger_failures.hash(h);
-        self.failures.hash(h);
+        // Destructured so that a new field cannot silently drop out of the
+        // hash (stateright keeps only 64-bit fingerprints of states).
+        let CoordinatorState {
+            config: _,
+            now,
+            shutdown,
+            periodic,
+            timers,
+            tasks,
+            next_request,
+            in_flight,
+            queue,
+            pending,
+            completing,
+            completed,
+            recent,
+            last_id,
+            last_completion,
+            latest_completed,
+            consecutive_trigger_failures,
+            failures,
+        } = self;
+        now.hash(h);
+        shutdown.hash(h);
+        periodic.hash(h);
+        hash_seq(h, timers.len(), timers.iter());
+        hash_seq(h, tasks.len(), tasks.iter());
+        next_request.hash(h);
+        in_flight.hash(h);
+        hash_seq(h, queue.len(), queue.iter());
+        hash_seq(h, pending.len(), pending.iter());
+        completing.hash(h);
+        hash_seq(h, completed.len(), completed.iter());
+        hash_seq(h, recent.len(), recent.iter());
+        last_id.hash(h);
+        last_completion.hash(h);
+        latest_completed.hash(h);
+        consecutive_trigger_failures.hash(h);
+        failures.hash(h);
     }
 }
 

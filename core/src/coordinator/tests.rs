@@ -10,7 +10,8 @@
 //! `checkpoint * 100 + task`.
 
 use super::*;
-use crate::invariants::coordinator::{check_all, check_state, check_step, names, HandleLedger};
+use crate::invariants::checked::{self, Rigor};
+use crate::invariants::coordinator::{check_state, check_step, names, HandleLedger};
 use crate::invariants::Violation;
 use crate::types::{
     AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
@@ -244,24 +245,16 @@ impl H {
         }
     }
 
-    /// Runs one event through `reduce` and `apply`, asserts they agree and
-    /// that every invariant holds, and keeps the new state.
+    /// Runs one event through the shared checked step (determinism, pure
+    /// equals in place, every invariant) and keeps the new state.
     fn step(&mut self, now: u64, ev: Ev) -> Step {
-        let before = self.s.clone();
-        let pure = reduce(&before, ms(now), ev.clone());
-        let again = reduce(&before, ms(now), ev.clone());
-        assert_eq!(pure, again, "reduce is not deterministic for {ev:?}");
-        let mut in_place = before.clone();
-        let step = in_place.apply(ms(now), ev.clone());
-        assert_eq!(step.effects, pure.effects, "apply/reduce effects differ");
-        assert_eq!(step.outcome, pure.outcome, "apply/reduce outcome differ");
-        assert_eq!(step.clock, pure.clock, "apply/reduce clock differ");
-        assert_eq!(in_place, pure.state, "apply/reduce states differ");
-        if let Err(v) = check_all(&mut self.ledger, &before, &ev, &step, &pure.state) {
-            panic!("{v}\n event: {ev:?}\n step: {step:?}");
+        let (t, verdict) =
+            checked::coordinator_step(&mut self.ledger, &self.s, ms(now), &ev, Rigor::Full);
+        if let Err(v) = verdict {
+            panic!("{v}\n event: {ev:?}\n step: {:?}", t.step);
         }
-        self.s = pure.state;
-        step
+        self.s = t.state;
+        t.step
     }
 
     /// One event; asserts the exact effects and outcome.
@@ -1004,11 +997,10 @@ fn recheck_after_id_rejects_when_a_task_stopped_running() {
     );
 }
 
-#[test]
-fn recheck_queueing_into_a_full_queue_fails_the_request() {
-    // Not reachable by events (no pending checkpoint appears while a request
-    // is in flight), so the state is built by hand: the in-flight request
-    // finds the slots taken and the queue full.
+/// The state of the unreachable re-check branch, built by hand (no pending
+/// checkpoint appears while a request is in flight): the in-flight request
+/// finds the slots taken and the queue full.
+fn recheck_queue_state() -> H {
     let mut h = H::with(CoordinatorSettings {
         queue_max: 1,
         ..settings()
@@ -1021,16 +1013,28 @@ fn recheck_queueing_into_a_full_queue_fails_the_request() {
     h.s.pending.insert(cp(9), p);
     h.s.timers.insert(Timer::Timeout(cp(9)), ms(10_000));
     h.s.last_id = Some(cp(9));
-    let reason = AbortReason::Rejected(TriggerRejection::QueueFull);
-    h.expect(
-        0,
-        alloc(0, 10),
-        vec![e_failed(0, reason), e_alloc(1)],
-        applied(Applied::RequestEnded {
-            request: rq(0),
-            reason,
-        }),
-    );
+    h
+}
+
+#[test]
+#[should_panic(expected = "unreachable coordinator branch: RecheckQueue")]
+fn recheck_queue_branch_is_loud_in_debug_builds() {
+    let mut h = recheck_queue_state();
+    let _ = h.s.apply(ms(0), alloc(0, 10));
+}
+
+#[test]
+fn an_unreachable_outcome_is_a_violation() {
+    // What a release build reports instead of panicking: the typed outcome,
+    // which the step invariant turns into a violation.
+    let h = recheck_queue_state();
+    let step = Step {
+        effects: vec![],
+        outcome: ignored(Ignored::Unreachable(Unreachable::RecheckQueue)),
+        clock: Clock::Monotonic,
+    };
+    let v = check_step(&h.s, &alloc(0, 10), &step, &h.s).expect_err("must be caught");
+    assert_eq!(v.invariant, names::NO_UNREACHABLE);
 }
 
 // ============================================================================
@@ -2090,16 +2094,22 @@ fn only_counted_failure_reasons_count() {
 
 #[test]
 fn each_checkpoint_id_counts_once() {
-    let mut h = H::new();
+    // Only an abort counts, and an abort removes the checkpoint: every later
+    // report about it (a decline, a writer failure, the timer again) is late.
+    let mut h = H::with(CoordinatorSettings {
+        tolerable_failures: 5,
+        ..settings()
+    });
     h.user_cp(0, 1);
-    // As if checkpoint 1 had already been counted (e.g. by a failure report
-    // that raced the abort).
-    h.s.failures.counted.insert(cp(1));
-    h.s.failures.count = 1;
     h.step(10_000, fire(Timer::Timeout(cp(1))));
     assert_eq!(h.s.counted_failures(), 1);
-    h.user_cp(10_000, 2);
-    h.step(20_000, fire(Timer::Timeout(cp(2))));
+    let late = h.step(10_001, decline_at(0, 0, 1, DeclineReason::WriterFailed));
+    assert_eq!(late.outcome, ignored(Ignored::LateMessage));
+    let again = h.step(10_002, fire(Timer::Timeout(cp(1))));
+    assert_eq!(again.outcome, ignored(Ignored::TimerNotArmed));
+    assert_eq!(h.s.counted_failures(), 1);
+    h.user_cp(10_002, 2);
+    h.step(20_002, fire(Timer::Timeout(cp(2))));
     assert_eq!(h.s.counted_failures(), 2);
 }
 

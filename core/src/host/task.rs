@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use super::lock;
 use crate::sync::Mutex;
-use crate::task::{reduce, Outcome, TaskEffect, TaskEvent, TaskState};
+use crate::task::{reduce, Outcome, Step, TaskEffect, TaskEvent, TaskState};
 use crate::types::Millis;
 
 /// One applied step, as the sink sees it (under the host's lock).
@@ -19,12 +19,10 @@ pub struct TaskStep<'a> {
     pub event: &'a TaskEvent,
     /// The state before the event.
     pub before: &'a TaskState,
-    /// The effects, in the order they must be carried out. A
+    /// The effects, in the order they must be carried out (a
     /// `ScheduleCheckpointMail` is listed for completeness; the host has
-    /// already enqueued its mail.
-    pub effects: &'a [TaskEffect],
-    /// What happened.
-    pub outcome: &'a Outcome,
+    /// already enqueued its mail), and the outcome.
+    pub step: &'a Step,
     /// The state after the event.
     pub after: &'a TaskState,
 }
@@ -131,7 +129,7 @@ fn step<S: TaskEffectSink>(
 ) -> Outcome {
     let t = reduce(&inner.state, now, event.clone());
     let before = std::mem::replace(&mut inner.state, t.state);
-    for e in &t.effects {
+    for e in &t.step.effects {
         if let TaskEffect::ScheduleCheckpointMail { checkpoint } = e {
             inner.mailbox.push_back(TaskEvent::CheckpointMail {
                 checkpoint: *checkpoint,
@@ -143,9 +141,8 @@ fn step<S: TaskEffectSink>(
         from_mailbox,
         event: &event,
         before: &before,
-        effects: &t.effects,
-        outcome: &t.outcome,
+        step: &t.step,
         after: &inner.state,
     });
-    t.outcome
+    t.step.outcome
 }

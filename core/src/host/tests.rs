@@ -34,17 +34,10 @@ struct TaskChecker {
 
 impl TaskEffectSink for TaskChecker {
     fn on_step(&mut self, s: &TaskStep<'_>) {
-        if let Err(v) = tinv::check_all(
-            &mut self.monitor,
-            s.before,
-            s.event,
-            s.effects,
-            s.outcome,
-            s.after,
-        ) {
+        if let Err(v) = tinv::check_all(&mut self.monitor, s.before, s.event, s.step, s.after) {
             self.violations.push(v);
         }
-        for e in s.effects {
+        for e in &s.step.effects {
             self.effects.push(e.clone());
             if let (Some(tx), TaskEffect::StartWriter { .. } | TaskEffect::StartAsyncPart { .. }) =
                 (&self.work, e)
@@ -148,7 +141,7 @@ fn a_sink_closure_sees_steps_in_order() {
         let host = TaskHost::new(
             TaskState::new(TaskConfig::default()).unwrap(),
             |s: &TaskStep<'_>| {
-                seen.push((s.event.kind(), s.from_mailbox, s.outcome.clone()));
+                seen.push((s.event.kind(), s.from_mailbox, s.step.outcome.clone()));
             },
         );
         host.deliver(Millis(0), barrier(1));

@@ -51,6 +51,30 @@ pub mod names {
     pub const DISCARD_ONCE: &str = "discard-at-most-once-per-delivery";
     /// Refused events leave the state as it was (clock aside).
     pub const REFUSED_UNCHANGED: &str = "refused-event-changes-nothing";
+    /// No branch the reducer's structure rules out is ever taken.
+    pub const NO_UNREACHABLE: &str = "no-unreachable-branch";
+
+    /// Every name above (the model maps each to a property; a test checks
+    /// that none is left unmapped).
+    pub const ALL: [&str; 17] = [
+        PENDING_BOUNDED,
+        ONE_QUEUED,
+        QUEUE_BOUNDED,
+        ACK_COUNT,
+        TIMERS,
+        ONE_COMPLETING,
+        COMPLETED,
+        RECENT,
+        SHUTDOWN_QUIET,
+        NOTHING_AFTER_SHUTDOWN,
+        COMPLETE_ALL_ACKS,
+        COMPLETED_INCREASE,
+        NO_DISCARD_RETAINED,
+        NO_LEAK,
+        DISCARD_ONCE,
+        REFUSED_UNCHANGED,
+        NO_UNREACHABLE,
+    ];
 }
 
 /// Checks every single-state invariant.
@@ -179,6 +203,12 @@ pub fn check_step(
                 )
             },
         )?;
+    }
+    if let Outcome::Ignored(Ignored::Unreachable(which)) = &step.outcome {
+        return Err(Violation::new(
+            names::NO_UNREACHABLE,
+            format!("{event:?} took the unreachable branch {which:?}"),
+        ));
     }
     match &step.outcome {
         Outcome::Rejected(_) | Outcome::Ignored(Ignored::Shutdown) => {

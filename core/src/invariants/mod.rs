@@ -6,6 +6,7 @@
 //! rules that span steps live in small monitors that observe every event and
 //! its effects.
 
+pub mod checked;
 pub mod coordinator;
 pub mod task;
 

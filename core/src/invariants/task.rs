@@ -6,8 +6,74 @@ use core::hash::{Hash, Hasher};
 
 use imbl::{OrdMap, OrdSet};
 
-use crate::task::{Lifecycle, Outcome, ResultStatus, TaskEffect, TaskEvent, TaskState};
+use crate::task::{Lifecycle, Outcome, ResultStatus, Step, TaskEffect, TaskEvent, TaskState};
 use crate::types::{CheckpointId, StateHandle, Thread};
+
+/// Invariant names (stable; tests and the model match on them).
+pub mod names {
+    /// The aborted-id memory holds at most `aborted_ids_max` ids.
+    pub const ABORTED_BOUND: &str = "aborted_bound";
+    /// Every remembered aborted id is above the last executed id.
+    pub const ABORTED_UNEXECUTED: &str = "aborted_unexecuted";
+    /// At most one write result is not failed.
+    pub const SINGLE_ACTIVE_RESULT: &str = "single_active_result";
+    /// Every write result still has its checkpoint mail pending.
+    pub const RESULT_HAS_MAIL: &str = "result_has_mail";
+    /// Results and mails are for started ids, async parts for executed ids.
+    pub const IDS_STARTED: &str = "ids_started";
+    /// A failed or closed task holds no results, mails or async parts.
+    pub const TORN_DOWN: &str = "torn_down";
+    /// Every `FailTask` is genuine.
+    pub const NO_SPURIOUS_FAILURE: &str = "no_spurious_failure";
+    /// At most one `FailTask` per step.
+    pub const SINGLE_FAILURE: &str = "single_failure";
+    /// No write result is left when nothing is outstanding.
+    pub const NO_LEAKED_RESULT: &str = "no_leaked_result";
+    /// Nothing is emitted after close or a task failure.
+    pub const SILENT_AFTER_END: &str = "silent_after_end";
+    /// An ignored or rejected event emits nothing.
+    pub const IGNORED_IS_SILENT: &str = "ignored_is_silent";
+    /// A write result is created at most once per checkpoint.
+    pub const RESULT_CREATED_ONCE: &str = "result_created_once";
+    /// Only the task thread removes (or takes) a write result.
+    pub const REMOVE_ON_TASK_THREAD: &str = "remove_on_task_thread";
+    /// Executed checkpoint ids strictly increase.
+    pub const EXECUTED_INCREASE: &str = "executed_increase";
+    /// A checkpoint is acknowledged or declined, once, never both.
+    pub const ACK_XOR_DECLINE: &str = "ack_xor_decline";
+    /// A checkpoint is acknowledged at most once.
+    pub const ACK_ONCE: &str = "ack_once";
+    /// Operators are notified of completions in increasing id order.
+    pub const COMPLETE_MONOTONIC: &str = "complete_monotonic";
+    /// A state handle is acknowledged or discarded once.
+    pub const HANDLE_ONCE: &str = "handle_once";
+    /// An ignored or rejected event leaves the state unchanged.
+    pub const IGNORED_IS_UNCHANGED: &str = "ignored_is_unchanged";
+
+    /// Every name above (the model maps each to a property; a test checks
+    /// that none is left unmapped).
+    pub const ALL: [&str; 19] = [
+        ABORTED_BOUND,
+        ABORTED_UNEXECUTED,
+        SINGLE_ACTIVE_RESULT,
+        RESULT_HAS_MAIL,
+        IDS_STARTED,
+        TORN_DOWN,
+        NO_SPURIOUS_FAILURE,
+        SINGLE_FAILURE,
+        NO_LEAKED_RESULT,
+        SILENT_AFTER_END,
+        IGNORED_IS_SILENT,
+        RESULT_CREATED_ONCE,
+        REMOVE_ON_TASK_THREAD,
+        EXECUTED_INCREASE,
+        ACK_XOR_DECLINE,
+        ACK_ONCE,
+        COMPLETE_MONOTONIC,
+        HANDLE_ONCE,
+        IGNORED_IS_UNCHANGED,
+    ];
+}
 
 /// A broken task invariant (the shared [`Violation`](super::Violation)).
 pub type TaskViolation = super::Violation;
@@ -36,7 +102,7 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
     let aborted = s.aborted_ids();
     if aborted.len() > s.config().aborted_ids_max {
         return violation(
-            "aborted_bound",
+            names::ABORTED_BOUND,
             format!(
                 "{} ids remembered, bound {}",
                 aborted.len(),
@@ -46,7 +112,7 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
     }
     if let Some(id) = aborted.iter().find(|id| !above(**id, s.last_executed())) {
         return violation(
-            "aborted_unexecuted",
+            names::ABORTED_UNEXECUTED,
             format!(
                 "aborted id {id} at or below last executed {:?}",
                 s.last_executed()
@@ -60,12 +126,15 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
         .map(|(id, _)| *id)
         .collect();
     if active.len() > 1 {
-        return violation("single_active_result", format!("active results {active:?}"));
+        return violation(
+            names::SINGLE_ACTIVE_RESULT,
+            format!("active results {active:?}"),
+        );
     }
     let mails = s.pending_mails();
     if let Some((id, _)) = results.iter().find(|(id, _)| !mails.contains(id)) {
         return violation(
-            "result_has_mail",
+            names::RESULT_HAS_MAIL,
             format!("result {id} has no pending mail"),
         );
     }
@@ -73,24 +142,27 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
         .iter()
         .find(|(id, _)| !at_or_below(*id, s.last_started()))
     {
-        return violation("ids_started", format!("result {id} never started"));
+        return violation(names::IDS_STARTED, format!("result {id} never started"));
     }
     if let Some(id) = mails.iter().find(|id| !at_or_below(**id, s.last_started())) {
-        return violation("ids_started", format!("mail {id} never started"));
+        return violation(names::IDS_STARTED, format!("mail {id} never started"));
     }
     let parts = s.async_parts();
     if let Some(id) = parts
         .iter()
         .find(|id| !at_or_below(**id, s.last_executed()))
     {
-        return violation("ids_started", format!("async part {id} never executed"));
+        return violation(
+            names::IDS_STARTED,
+            format!("async part {id} never executed"),
+        );
     }
     match s.lifecycle() {
         Lifecycle::Running => {}
         Lifecycle::Failed | Lifecycle::Closed => {
             if !results.is_empty() || !mails.is_empty() || !parts.is_empty() {
                 return violation(
-                    "torn_down",
+                    names::TORN_DOWN,
                     format!(
                         "{:?} task holds results {results:?}, mails {mails:?}, async parts {parts:?}",
                         s.lifecycle()
@@ -109,13 +181,16 @@ pub fn check_effects(effects: &[TaskEffect]) -> Result<(), TaskViolation> {
     for e in effects {
         if let TaskEffect::FailTask { reason } = e {
             if !reason.is_genuine() {
-                return violation("no_spurious_failure", format!("FailTask({reason:?})"));
+                return violation(names::NO_SPURIOUS_FAILURE, format!("FailTask({reason:?})"));
             }
             failures = failures.saturating_add(1);
         }
     }
     if failures > 1 {
-        return violation("single_failure", format!("{failures} FailTask effects"));
+        return violation(
+            names::SINGLE_FAILURE,
+            format!("{failures} FailTask effects"),
+        );
     }
     Ok(())
 }
@@ -132,7 +207,7 @@ pub fn check_quiescent(s: &TaskState) -> Result<(), TaskViolation> {
         Ok(())
     } else {
         violation(
-            "no_leaked_result",
+            names::NO_LEAKED_RESULT,
             format!("quiescent with results {results:?}"),
         )
     }
@@ -217,13 +292,16 @@ impl TaskMonitor {
         outcome: &Outcome,
     ) -> Result<(), TaskViolation> {
         if self.ended && !effects.is_empty() {
-            return violation("silent_after_end", format!("{event:?} -> {effects:?}"));
+            return violation(names::SILENT_AFTER_END, format!("{event:?} -> {effects:?}"));
         }
         match outcome {
             Outcome::Applied | Outcome::Skipped(_) => {}
             Outcome::Ignored(_) | Outcome::Rejected(_) => {
                 if !effects.is_empty() {
-                    return violation("ignored_is_silent", format!("{outcome:?} -> {effects:?}"));
+                    return violation(
+                        names::IGNORED_IS_SILENT,
+                        format!("{outcome:?} -> {effects:?}"),
+                    );
                 }
                 return Ok(());
             }
@@ -234,7 +312,7 @@ impl TaskMonitor {
             match e {
                 TaskEffect::StartWriter { checkpoint } => {
                     if self.tracks.contains_key(checkpoint) {
-                        return violation("result_created_once", format!("{checkpoint}"));
+                        return violation(names::RESULT_CREATED_ONCE, format!("{checkpoint}"));
                     }
                     self.tracks.insert(*checkpoint, Track::default());
                 }
@@ -244,7 +322,7 @@ impl TaskMonitor {
                 } => {
                     if *cleanup && !on_task {
                         return violation(
-                            "remove_on_task_thread",
+                            names::REMOVE_ON_TASK_THREAD,
                             format!("{event:?} removed result {checkpoint}"),
                         );
                     }
@@ -257,13 +335,13 @@ impl TaskMonitor {
                 TaskEffect::StartAsyncPart { checkpoint } => {
                     if !on_task {
                         return violation(
-                            "remove_on_task_thread",
+                            names::REMOVE_ON_TASK_THREAD,
                             format!("{event:?} took result {checkpoint}"),
                         );
                     }
                     if at_or_below(*checkpoint, self.last_executed) {
                         return violation(
-                            "executed_increase",
+                            names::EXECUTED_INCREASE,
                             format!("{checkpoint} after {:?}", self.last_executed),
                         );
                     }
@@ -280,24 +358,24 @@ impl TaskMonitor {
                     self.use_handle(*handle)?;
                     if self.declined.contains(checkpoint) {
                         return violation(
-                            "ack_xor_decline",
+                            names::ACK_XOR_DECLINE,
                             format!("{checkpoint} acked after decline"),
                         );
                     }
                     if self.acked.insert(*checkpoint).is_some() {
-                        return violation("ack_once", format!("{checkpoint}"));
+                        return violation(names::ACK_ONCE, format!("{checkpoint}"));
                     }
                 }
                 TaskEffect::DeclineCheckpoint { checkpoint, .. } => {
                     if self.acked.contains(checkpoint) {
                         return violation(
-                            "ack_xor_decline",
+                            names::ACK_XOR_DECLINE,
                             format!("{checkpoint} declined after ack"),
                         );
                     }
                     if self.declined.insert(*checkpoint).is_some() {
                         return violation(
-                            "ack_xor_decline",
+                            names::ACK_XOR_DECLINE,
                             format!("{checkpoint} declined twice"),
                         );
                     }
@@ -306,7 +384,7 @@ impl TaskMonitor {
                 TaskEffect::NotifyOperatorsComplete { checkpoint } => {
                     if at_or_below(*checkpoint, self.last_complete) {
                         return violation(
-                            "complete_monotonic",
+                            names::COMPLETE_MONOTONIC,
                             format!("{checkpoint} after {:?}", self.last_complete),
                         );
                     }
@@ -341,7 +419,10 @@ impl TaskMonitor {
 
     fn use_handle(&mut self, handle: StateHandle) -> Result<(), TaskViolation> {
         if self.handles.insert(handle).is_some() {
-            return violation("handle_once", format!("{handle} acked or discarded twice"));
+            return violation(
+                names::HANDLE_ONCE,
+                format!("{handle} acked or discarded twice"),
+            );
         }
         Ok(())
     }
@@ -355,13 +436,13 @@ pub fn check_all(
     monitor: &mut TaskMonitor,
     before: &TaskState,
     event: &TaskEvent,
-    effects: &[TaskEffect],
-    outcome: &Outcome,
+    step: &Step,
     after: &TaskState,
 ) -> Result<(), TaskViolation> {
+    let Step { effects, outcome } = step;
     if matches!(outcome, Outcome::Ignored(_) | Outcome::Rejected(_)) && before != after {
         return violation(
-            "ignored_is_unchanged",
+            names::IGNORED_IS_UNCHANGED,
             format!("{event:?} changed the state"),
         );
     }
@@ -400,12 +481,12 @@ mod tests {
         s.config.aborted_ids_max = 1;
         s.aborted.insert(cp(5));
         s.aborted.insert(cp(6));
-        expect_violation(check_state(&s), "aborted_bound");
+        expect_violation(check_state(&s), names::ABORTED_BOUND);
 
         let mut s = fresh();
         s.last_executed = Some(cp(5));
         s.aborted.insert(cp(5));
-        expect_violation(check_state(&s), "aborted_unexecuted");
+        expect_violation(check_state(&s), names::ABORTED_UNEXECUTED);
 
         let mut s = fresh();
         s.last_started = Some(cp(2));
@@ -413,27 +494,27 @@ mod tests {
         s.results.insert(cp(2), ResultStatus::Completed);
         s.pending_mails.insert(cp(1));
         s.pending_mails.insert(cp(2));
-        expect_violation(check_state(&s), "single_active_result");
+        expect_violation(check_state(&s), names::SINGLE_ACTIVE_RESULT);
 
         let mut s = fresh();
         s.last_started = Some(cp(1));
         s.results.insert(cp(1), ResultStatus::InProgress);
-        expect_violation(check_state(&s), "result_has_mail");
+        expect_violation(check_state(&s), names::RESULT_HAS_MAIL);
 
         let mut s = fresh();
         s.results.insert(cp(1), ResultStatus::InProgress);
         s.pending_mails.insert(cp(1));
-        expect_violation(check_state(&s), "ids_started");
+        expect_violation(check_state(&s), names::IDS_STARTED);
 
         let mut s = fresh();
         s.async_parts.insert(cp(1));
-        expect_violation(check_state(&s), "ids_started");
+        expect_violation(check_state(&s), names::IDS_STARTED);
 
         let mut s = fresh();
         s.last_started = Some(cp(1));
         s.pending_mails.insert(cp(1));
         s.lifecycle = Lifecycle::Closed;
-        expect_violation(check_state(&s), "torn_down");
+        expect_violation(check_state(&s), names::TORN_DOWN);
     }
 
     #[test]
@@ -447,9 +528,12 @@ mod tests {
             check_effects(&[TaskEffect::FailTask {
                 reason: FailureReason::WriteResultMissing,
             }]),
-            "no_spurious_failure",
+            names::NO_SPURIOUS_FAILURE,
         );
-        expect_violation(check_effects(&[genuine.clone(), genuine]), "single_failure");
+        expect_violation(
+            check_effects(&[genuine.clone(), genuine]),
+            names::SINGLE_FAILURE,
+        );
     }
 
     #[test]
@@ -458,7 +542,7 @@ mod tests {
         let mut s = fresh();
         s.results
             .insert(cp(1), ResultStatus::Failed(ResultFailure::Aborted));
-        expect_violation(check_quiescent(&s), "no_leaked_result");
+        expect_violation(check_quiescent(&s), names::NO_LEAKED_RESULT);
         // Outstanding work: not judged yet.
         s.pending_mails.insert(cp(1));
         assert_eq!(check_quiescent(&s), Ok(()));
@@ -468,7 +552,7 @@ mod tests {
         let t = reduce(s, Millis(0), ev.clone());
         *s = t.state;
         check_state(s)?;
-        m.observe(&ev, &t.effects, &t.outcome)
+        m.observe(&ev, &t.step.effects, &t.step.outcome)
     }
 
     #[test]
@@ -504,7 +588,7 @@ mod tests {
         let start = [TaskEffect::StartWriter { checkpoint: cp(1) }];
         assert_eq!(m.observe(&ev, &start, &ok), Ok(()));
         assert_eq!(m.leaked(), vec![cp(1)]);
-        expect_violation(m.observe(&ev, &start, &ok), "result_created_once");
+        expect_violation(m.observe(&ev, &start, &ok), names::RESULT_CREATED_ONCE);
 
         let netty = TaskEvent::BarrierReceived {
             checkpoint: cp(2),
@@ -516,18 +600,18 @@ mod tests {
         }];
         expect_violation(
             TaskMonitor::new().observe(&netty, &remove, &ok),
-            "remove_on_task_thread",
+            names::REMOVE_ON_TASK_THREAD,
         );
 
         let mut m = TaskMonitor::new();
         let exec = [TaskEffect::StartAsyncPart { checkpoint: cp(3) }];
         assert_eq!(m.observe(&ev, &exec, &ok), Ok(()));
-        expect_violation(m.observe(&ev, &exec, &ok), "executed_increase");
+        expect_violation(m.observe(&ev, &exec, &ok), names::EXECUTED_INCREASE);
 
         let mut m = TaskMonitor::new();
         let done = [TaskEffect::NotifyOperatorsComplete { checkpoint: cp(3) }];
         assert_eq!(m.observe(&ev, &done, &ok), Ok(()));
-        expect_violation(m.observe(&ev, &done, &ok), "complete_monotonic");
+        expect_violation(m.observe(&ev, &done, &ok), names::COMPLETE_MONOTONIC);
 
         let mut m = TaskMonitor::new();
         let ack = [TaskEffect::AcknowledgeCheckpoint {
@@ -538,7 +622,7 @@ mod tests {
             handle: StateHandle(1),
         }];
         assert_eq!(m.observe(&ev, &ack, &ok), Ok(()));
-        expect_violation(m.observe(&ev, &discard, &ok), "handle_once");
+        expect_violation(m.observe(&ev, &discard, &ok), names::HANDLE_ONCE);
 
         let mut m = TaskMonitor::new();
         let decline = [TaskEffect::DeclineCheckpoint {
@@ -546,15 +630,15 @@ mod tests {
             reason: crate::task::DeclineReason::AbortedByCoordinator,
         }];
         assert_eq!(m.observe(&ev, &decline, &ok), Ok(()));
-        expect_violation(m.observe(&ev, &ack, &ok), "ack_xor_decline");
+        expect_violation(m.observe(&ev, &ack, &ok), names::ACK_XOR_DECLINE);
 
         let mut m = TaskMonitor::new();
         assert_eq!(m.observe(&TaskEvent::Close, &[], &ok), Ok(()));
-        expect_violation(m.observe(&ev, &decline, &ok), "silent_after_end");
+        expect_violation(m.observe(&ev, &decline, &ok), names::SILENT_AFTER_END);
 
         expect_violation(
             TaskMonitor::new().observe(&ev, &decline, &Outcome::Ignored(IgnoreReason::Closed)),
-            "ignored_is_silent",
+            names::IGNORED_IS_SILENT,
         );
 
         expect_violation(
@@ -565,7 +649,7 @@ mod tests {
                 }],
                 &ok,
             ),
-            "no_spurious_failure",
+            names::NO_SPURIOUS_FAILURE,
         );
     }
 
@@ -593,7 +677,7 @@ mod tests {
                 &mut m,
                 TaskEvent::CheckpointMail { checkpoint: cp(1) },
             ),
-            "no_spurious_failure",
+            names::NO_SPURIOUS_FAILURE,
         );
     }
 }

@@ -73,28 +73,32 @@ pub use state::{Lifecycle, TaskState};
 
 use crate::types::{CheckpointId, Millis, Thread};
 
-/// The result of [`reduce`]: the next state, the effects to execute in
-/// order, and the outcome.
+/// The result of one event: the effects to execute in order and the
+/// outcome (what [`TaskState::apply`] returns in place).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Transition {
-    /// The next state (equal to the input state unless applied / skipped).
-    pub state: TaskState,
+pub struct Step {
     /// Effects for the host, in order.
     pub effects: Vec<TaskEffect>,
     /// What happened.
     pub outcome: Outcome,
 }
 
+/// The pure result of one event: the next state and the [`Step`] that led
+/// to it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Transition {
+    /// The next state (equal to the input state unless applied / skipped).
+    pub state: TaskState,
+    /// Effects (in order) and outcome.
+    pub step: Step,
+}
+
 /// The pure entry point: `state` is left as it is.
 #[must_use]
 pub fn reduce(state: &TaskState, now: Millis, event: TaskEvent) -> Transition {
     let mut next = state.clone();
-    let (effects, outcome) = next.apply(now, event);
-    Transition {
-        state: next,
-        effects,
-        outcome,
-    }
+    let step = next.apply(now, event);
+    Transition { state: next, step }
 }
 
 fn max_opt(a: Option<CheckpointId>, b: Option<CheckpointId>) -> Option<CheckpointId> {
@@ -111,18 +115,25 @@ fn at_or_below(id: CheckpointId, mark: Option<CheckpointId>) -> bool {
 
 impl TaskState {
     /// The in-place entry point (the same code path as [`reduce`]). The state
-    /// is untouched when the outcome is `Ignored` or `Rejected`.
-    pub fn apply(&mut self, _now: Millis, event: TaskEvent) -> (Vec<TaskEffect>, Outcome) {
-        let mut next = self.clone();
-        let mut fx = Vec::new();
-        let outcome = next.step(event, &mut fx);
+    /// is untouched when the outcome is `Ignored` or `Rejected`: every
+    /// handler decides those before it mutates anything (checked in debug
+    /// builds), so no copy of the state is taken.
+    pub fn apply(&mut self, _now: Millis, event: TaskEvent) -> Step {
+        #[cfg(debug_assertions)]
+        let before = self.clone();
+        let mut effects = Vec::new();
+        let outcome = self.step(event, &mut effects);
         match outcome {
-            Outcome::Applied | Outcome::Skipped(_) => {
-                *self = next;
-                (fx, outcome)
+            Outcome::Applied | Outcome::Skipped(_) => {}
+            Outcome::Ignored(_) | Outcome::Rejected(_) => {
+                #[cfg(debug_assertions)]
+                debug_assert!(
+                    *self == before && effects.is_empty(),
+                    "a refused task event changed the state or emitted effects: {outcome:?}"
+                );
             }
-            Outcome::Ignored(_) | Outcome::Rejected(_) => (Vec::new(), outcome),
         }
+        Step { effects, outcome }
     }
 
     fn step(&mut self, event: TaskEvent, fx: &mut Vec<TaskEffect>) -> Outcome {

@@ -46,23 +46,37 @@ pub struct TaskState {
 
 impl Hash for TaskState {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.config.hash(h);
-        self.lifecycle.hash(h);
-        self.last_started.hash(h);
-        self.last_executed.hash(h);
-        self.last_completed.hash(h);
-        h.write_usize(self.results.len());
-        for (id, st) in &self.results {
+        // Destructured so that a new field cannot silently drop out of the
+        // hash; imbl collections get a length prefix (TOOLING pitfall 1).
+        let TaskState {
+            config,
+            lifecycle,
+            last_started,
+            last_executed,
+            last_completed,
+            results,
+            pending_mails,
+            async_parts,
+            aborted,
+            aborted_floor,
+        } = self;
+        config.hash(h);
+        lifecycle.hash(h);
+        last_started.hash(h);
+        last_executed.hash(h);
+        last_completed.hash(h);
+        h.write_usize(results.len());
+        for (id, st) in results {
             id.hash(h);
             st.hash(h);
         }
-        for set in [&self.pending_mails, &self.async_parts, &self.aborted] {
+        for set in [pending_mails, async_parts, aborted] {
             h.write_usize(set.len());
             for id in set {
                 id.hash(h);
             }
         }
-        self.aborted_floor.hash(h);
+        aborted_floor.hash(h);
     }
 }
 

@@ -2,6 +2,7 @@
 //! the task side has a test named after it.
 
 use super::*;
+use crate::invariants::checked::{self, Rigor};
 use crate::invariants::task::{check_effects, check_quiescent, check_state, TaskMonitor};
 use crate::types::{CheckpointId, Millis, StateHandle, Thread};
 
@@ -37,27 +38,18 @@ impl Harness {
     }
 
     fn step(&mut self, ev: TaskEvent) -> (Vec<TaskEffect>, Outcome) {
-        let t = reduce(&self.s, Millis(0), ev.clone());
-        let mut in_place = self.s.clone();
-        let (fx, out) = in_place.apply(Millis(0), ev.clone());
-        assert_eq!((&in_place, &fx, &out), (&t.state, &t.effects, &t.outcome));
-        match &t.outcome {
-            Outcome::Ignored(_) | Outcome::Rejected(_) => {
-                assert_eq!(t.state, self.s, "ignored/rejected must not change state");
-                assert!(t.effects.is_empty());
-            }
-            Outcome::Applied | Outcome::Skipped(_) => {}
-        }
-        if let Err(v) = check_state(&t.state) {
-            panic!("{v}");
-        }
+        let mut m = self.m.clone();
+        let (t, verdict) = checked::task_step(&mut m, &self.s, Millis(0), &ev, Rigor::Full);
         if self.check_effects {
-            if let Err(v) = self.m.observe(&ev, &t.effects, &t.outcome) {
+            if let Err(v) = verdict {
                 panic!("{v}");
             }
+            self.m = m;
+        } else if let Err(v) = check_state(&t.state) {
+            panic!("{v}");
         }
         self.s = t.state;
-        (t.effects, t.outcome)
+        (t.step.effects, t.step.outcome)
     }
 
     fn quiescent_without_leak(&self) {
@@ -776,12 +768,12 @@ fn explore(
     }
     for ev in events {
         let t = reduce(s, Millis(0), ev.clone());
-        if let Outcome::Ignored(_) | Outcome::Rejected(_) = t.outcome {
+        if let Outcome::Ignored(_) | Outcome::Rejected(_) = t.step.outcome {
             continue;
         }
         let mut m2 = m.clone();
         check_state(&t.state).map_err(|v| format!("{v} after {ev:?}"))?;
-        m2.observe(ev, &t.effects, &t.outcome)
+        m2.observe(ev, &t.step.effects, &t.step.outcome)
             .map_err(|v| format!("{v} after {ev:?}"))?;
         visited = visited.saturating_add(explore(&t.state, &m2, depth - 1, events)?);
     }

@@ -4,11 +4,11 @@
 
 use arbitrary::Arbitrary;
 use ckpt_core::coordinator::{
-    reduce, AckSlot, Clock, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings,
-    CoordinatorState, JobStatus, Outcome, PendingPhase, RequestId, RestoreSource, Step, Timer,
-    TriggerKind, TASK_ID_MAX,
+    AckSlot, Clock, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState,
+    JobStatus, Outcome, PendingPhase, RequestId, RestoreSource, Timer, TriggerKind, TASK_ID_MAX,
 };
-use ckpt_core::invariants::coordinator::{check_all, HandleLedger};
+use ckpt_core::invariants::checked::{self, Rigor};
+use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::invariants::Violation;
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{
@@ -226,36 +226,18 @@ impl CoordDriver {
     /// Delivers one concrete event: pure and in-place entry points must
     /// agree, then every coordinator invariant is checked.
     pub fn deliver(&mut self, now: Millis, event: CoordinatorEvent) -> Result<(), Violation> {
-        let before = self.state.clone();
-        let t = reduce(&before, now, event.clone());
-        let mut in_place = before.clone();
-        let step = in_place.apply(now, event.clone());
-        if in_place != t.state
-            || step.effects != t.effects
-            || step.outcome != t.outcome
-            || step.clock != t.clock
-        {
-            return Err(Violation::new(
-                "pure-equals-in-place",
-                format!("reduce and apply disagree on {event:?}"),
-            ));
-        }
-        let step = Step {
-            effects: t.effects,
-            outcome: t.outcome,
-            clock: t.clock,
-        };
+        let (t, verdict) =
+            checked::coordinator_step(&mut self.ledger, &self.state, now, &event, Rigor::Full);
         self.state = t.state;
-        let r = check_all(&mut self.ledger, &before, &event, &step, &self.state);
         self.records.push(CoordRecord {
             now,
             event,
-            effects: step.effects,
-            outcome: step.outcome,
-            clock: step.clock,
+            effects: t.step.effects,
+            outcome: t.step.outcome,
+            clock: t.step.clock,
             state: self.state.clone(),
         });
-        r
+        verdict
     }
 
     /// Candidate checkpoint ids: pending ones (most picks), then recent ones,

@@ -1,42 +1,36 @@
-//! The coordinator and its tasks together over a faulty in-memory network.
+//! The coordinator and its tasks together: a random scheduler over the one
+//! world of `ckpt-model` ([`ckpt_model::world`]), whose module docs state
+//! the semantics (network, mailboxes, data channels, I/O, timers, task
+//! failover). The stateright model explores the same world exhaustively;
+//! this scheduler walks it at random with realistic timing, long runs and
+//! many more faults.
 //!
-//! Topology: task 0 is the source (triggered by the coordinator); tasks
-//! `1..=n` are downstream of it and receive its barriers and cancel markers.
-//! Every task is waited for and committed to.
+//! A story is a [`SystemSpec`] (the world's shape and timing, folded into
+//! small ranges) and a list of [`SysAction`]s, each resolved against the
+//! actions the world enables at that moment, so every action is meaningful
+//! in every state and a shrunk story stays a valid story. Timers are not
+//! picked like other actions: the scheduler keeps a clock, and
+//! [`SysAction::Tick`] / [`SysAction::FireNextTimer`] fire what is due,
+//! earliest first, as a host's timer thread would. Every event goes through
+//! the world's checked step with [`Rigor::Full`] (determinism, pure equals
+//! in place, every invariant).
 //!
-//! What travels:
-//! * **network** (coordinator <-> tasks RPC, task -> task channels): may be
-//!   delivered in any order, duplicated or dropped;
-//! * **host I/O answers** (id allocation, hooks, finalize, store): any
-//!   order, may be duplicated or answered with a failure, never lost (the
-//!   host contract: every I/O effect is answered);
-//! * **local reports** (channel-state writer, async snapshot part): any
-//!   order, may fail, never lost or duplicated;
-//! * **mailboxes**: FIFO per task, never lost.
-//!
-//! Timers fire when time passes their deadline ([`SysAction::Tick`]),
-//! including while messages are still in flight ("delay past timeouts"). A
-//! task that fails is reported to the coordinator (reliably), closed and
-//! restarted under a new attempt; messages for an old attempt are dropped.
-//!
-//! [`SystemDriver::heal`] stops all faults and keeps timers firing: a
-//! checkpoint must then complete within a bounded number of steps.
-
-use std::collections::{BTreeMap, VecDeque};
+//! [`SystemDriver::heal`] stops the faults and keeps the world moving
+//! (deliver, answer, run mails and local work, restart failed tasks, start a
+//! stopped scheduler, and fire the next timer when nothing else can
+//! happen): a checkpoint must then complete within a bounded number of
+//! steps.
 
 use arbitrary::Arbitrary;
-use ckpt_core::coordinator::{
-    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, Outcome as COutcome, RequestId,
-    Timer, TriggerKind,
-};
+use ckpt_core::coordinator::{CoordinatorState, Timer};
+use ckpt_core::invariants::checked::Rigor;
 use ckpt_core::invariants::Violation;
-use ckpt_core::task::{Outcome as TOutcome, Semantics, TaskConfig, TaskEffect, TaskEvent};
+use ckpt_core::task::{Semantics, TaskState};
 use ckpt_core::trace::{Trace, TraceLine};
-use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId, Thread};
+use ckpt_core::{CheckpointId, Millis};
+use ckpt_model::world::{Action, Delivery, ModelConfig, Network, Sim, Timing, Topology, World};
 
-use super::coordinator::CoordDriver;
-use super::task::TaskDriver;
-use super::{Failure, JOB};
+use super::Failure;
 
 /// The shape of the system (folded into small ranges).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Arbitrary)]
@@ -68,64 +62,61 @@ impl SystemSpec {
         u32::from(self.downstream % 3) + 1
     }
 
-    /// The coordinator settings.
+    /// The world this spec describes: a duplicating, dropping, reordering
+    /// RPC network, every fault kind, generous budgets, no shutdown.
     #[must_use]
-    pub fn settings(&self) -> CoordinatorSettings {
-        let mut s = CoordinatorSettings::with_tasks(JOB, self.tasks());
-        s.interval_ms = i64::from(self.interval % 100) + 10;
-        s.timeout_ms = i64::from(self.timeout % 200) + 20;
-        s.min_pause_ms = i64::from(self.min_pause % 50);
-        s.max_concurrent = i64::from(self.max_concurrent % 2) + 1;
-        s.tolerable_failures = i64::from(self.tolerable % 3);
-        s.retained_max = i64::from(self.retained % 2) + 1;
-        s.master_hooks = u32::from(self.hooks);
-        s
-    }
-
-    /// The configuration of every task.
-    #[must_use]
-    pub fn task_config(&self, semantics: Semantics) -> TaskConfig {
-        TaskConfig {
+    pub fn world(&self, semantics: Semantics) -> ModelConfig {
+        ModelConfig {
+            tasks: self.tasks(),
+            checkpoints: u8::MAX,
+            max_concurrent: self.max_concurrent % 2 + 1,
+            network: Network::ReorderDupDrop,
+            faults: u8::MAX,
+            io_faults: true,
+            task_faults: true,
+            shutdown: false,
+            topology: Topology::Fanout,
             semantics,
-            aborted_ids_max: usize::from(self.aborted_ids_max % 3) + 1,
+            savepoints: 4,
+            task_failures: 8,
+            scheduler_restarts: 4,
+            user_checkpoints: 8,
+            master_hooks: u32::from(self.hooks),
+            timing: Timing {
+                interval_ms: u64::from(self.interval % 100) + 10,
+                timeout_ms: u64::from(self.timeout % 200) + 20,
+                min_pause_ms: u64::from(self.min_pause % 50),
+            },
+            tolerable_failures: self.tolerable % 3,
+            retained: self.retained % 2 + 1,
+            aborted_ids_max: self.aborted_ids_max % 3 + 1,
         }
     }
 }
 
-/// One abstract step of a system story. Indices pick among what is in
-/// flight (modulo its length).
+/// One abstract step of a system story. Indices pick among what the world
+/// enables (modulo its length).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Arbitrary)]
 pub enum SysAction {
-    /// Deliver one message (any order = reordering).
-    Deliver(u8),
-    /// Deliver one message as a failure where it can fail (I/O answer,
-    /// writer, async part); other messages are delivered normally.
-    DeliverFailing(u8),
-    /// Duplicate a network message or an I/O answer.
-    Duplicate(u8),
-    /// Drop a network message.
-    Drop(u8),
-    /// Deliver everything in flight, oldest first (no faults).
+    /// Take one enabled action that makes progress ([`Kind::Progress`]):
+    /// deliver a message, answer an I/O request, run a mail, a barrier, a
+    /// cancel marker, writer or async work, restart a failed task, start a
+    /// stopped scheduler.
+    Act(u8),
+    /// Inject one enabled fault ([`Kind::Fault`]): drop or duplicate a
+    /// message, fail an I/O answer, a writer or an async part.
+    Fault(u8),
+    /// Fail a task genuinely ([`Kind::Crash`]).
+    Crash(u8),
+    /// A user request ([`Kind::User`]): a savepoint, a (forced) checkpoint,
+    /// a scheduler stop.
+    User(u8),
+    /// Deliver every message in flight, oldest first (no faults).
     Flush,
-    /// Run the oldest mail of a task.
-    RunMail(u8),
-    /// Time passes; due timers fire.
+    /// Time passes; due timers fire, earliest first.
     Tick(u16),
     /// Time jumps to the next timer deadline; it fires.
     FireNextTimer,
-    /// A user trigger.
-    Trigger {
-        /// Savepoint.
-        savepoint: bool,
-        /// Forced.
-        forced: bool,
-    },
-    /// Start periodic scheduling.
-    StartScheduler,
-    /// Stop periodic scheduling.
-    StopScheduler,
-    /// A task's operator fails (the task restarts under a new attempt).
-    OperatorFailed(u8),
 }
 
 /// A whole system story.
@@ -137,637 +128,274 @@ pub struct SystemStory {
     pub actions: Vec<SysAction>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Io {
-    Allocate(RequestId),
-    Hooks(CheckpointId),
-    Finalize(CheckpointId),
-    Store(CheckpointId),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Msg {
-    Coord(CoordinatorEvent),
-    Task {
-        task: u32,
-        attempt: u32,
-        event: TaskEvent,
-    },
-    Io(Io),
-    Writer {
-        task: u32,
-        attempt: u32,
-        checkpoint: CheckpointId,
-    },
-    Async {
-        task: u32,
-        attempt: u32,
-        checkpoint: CheckpointId,
-    },
-}
-
-impl Msg {
-    fn lossy(&self) -> bool {
-        matches!(self, Msg::Coord(_) | Msg::Task { .. })
-    }
-    fn duplicable(&self) -> bool {
-        matches!(self, Msg::Coord(_) | Msg::Task { .. } | Msg::Io(_))
-    }
-}
-
-/// One task slot: its current attempt's driver and mailbox.
-#[derive(Clone, Debug)]
-struct Slot {
-    attempt: u32,
-    driver: TaskDriver,
-    mailbox: VecDeque<CheckpointId>,
-}
-
-/// Counters of what happened (for reports and coverage).
+/// Counters of what happened (for reports and generator checks).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SysStats {
-    /// Events delivered to the coordinator.
-    pub coordinator_events: usize,
-    /// Events delivered to tasks.
-    pub task_events: usize,
-    /// Messages dropped by the network (or addressed to a dead attempt).
+    /// World actions taken.
+    pub actions: usize,
+    /// Events delivered to the machines.
+    pub events: usize,
+    /// Messages dropped by the network.
     pub dropped: usize,
     /// Messages duplicated.
     pub duplicated: usize,
-    /// Checkpoints completed (ids, in order).
+    /// Checkpoints completed (the new latest ids, in order).
     pub completed: Vec<CheckpointId>,
-    /// `FailJob` effects.
-    pub job_failures: usize,
     /// Task restarts.
     pub restarts: usize,
+    /// Faults injected.
+    pub faults: usize,
 }
 
-/// One delivered event, for determinism checks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SysStep {
-    /// To the coordinator.
-    Coord {
-        /// When.
-        now: Millis,
-        /// What.
-        event: CoordinatorEvent,
-        /// Effects.
-        effects: Vec<CoordinatorEffect>,
-        /// Outcome.
-        outcome: COutcome,
-    },
-    /// To a task attempt (trace key).
-    Task {
-        /// Trace key (`task * 100_000 + attempt`).
-        key: TaskId,
-        /// What.
-        event: TaskEvent,
-        /// Effects.
-        effects: Vec<TaskEffect>,
-        /// Outcome.
-        outcome: TOutcome,
-    },
-}
-
-/// Drives the whole system.
+/// Drives the world with a random schedule.
 #[derive(Clone, Debug)]
 pub struct SystemDriver {
-    /// The coordinator.
-    pub coord: CoordDriver,
-    slots: Vec<Slot>,
-    config: TaskConfig,
-    inflight: Vec<Msg>,
-    timers: BTreeMap<Timer, Millis>,
-    now: Millis,
-    next_id: u64,
-    next_handle: u64,
-    /// Every task attempt created, by trace key.
-    attempts: Vec<(TaskId, TaskConfig)>,
-    lines: Vec<TraceLine>,
-    /// Every delivered event and its result.
-    pub log: Vec<SysStep>,
+    sim: Sim,
+    /// The world now.
+    pub world: World,
+    /// Every event delivered, with its effects and outcome.
+    pub log: Vec<Delivery>,
     /// Counters.
     pub stats: SysStats,
 }
 
-fn answer(fail: bool) -> Result<(), IoFailure> {
-    if fail {
-        Err(IoFailure("injected".into()))
-    } else {
-        Ok(())
-    }
+/// How the scheduler sorts the world's actions (each [`SysAction`] picks
+/// within one kind, so the generators control the mix).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Moves the world on (also what healing takes).
+    Progress,
+    /// A fault of the network, the host's I/O or a task's local work.
+    Fault,
+    /// A genuine task failure.
+    Crash,
+    /// A user request.
+    User,
+    /// A timer: fired by the clock, never picked.
+    Timer,
 }
 
-fn key(task: u32, attempt: u32) -> TaskId {
-    TaskId(task.saturating_mul(100_000).saturating_add(attempt))
+/// The kind of a world action.
+#[must_use]
+pub fn kind(a: &Action) -> Kind {
+    match a {
+        Action::Answer(_, ok) | Action::Writer(_, _, ok) | Action::Async(_, _, ok) => {
+            if *ok {
+                Kind::Progress
+            } else {
+                Kind::Fault
+            }
+        }
+        Action::Deliver(_)
+        | Action::Netty(..)
+        | Action::Input(..)
+        | Action::Mailbox(_)
+        | Action::RestartTask(_)
+        | Action::StartScheduler => Kind::Progress,
+        Action::Duplicate(_) | Action::Drop(_) => Kind::Fault,
+        Action::FailTask(_) => Kind::Crash,
+        Action::Shutdown
+        | Action::Savepoint
+        | Action::UserCheckpoint { .. }
+        | Action::StopScheduler => Kind::User,
+        Action::Fire(_) => Kind::Timer,
+    }
 }
 
 impl SystemDriver {
-    /// A fresh system with the scheduler started.
-    pub fn new(spec: &SystemSpec, semantics: Semantics) -> Result<Self, Violation> {
-        let coord = CoordDriver::new(spec.settings())
-            .map_err(|e| Violation::new("valid-settings", e.to_string()))?;
-        let config = spec.task_config(semantics);
-        let mut slots = Vec::new();
-        let mut attempts = Vec::new();
-        for t in 0..spec.tasks() {
-            let driver = TaskDriver::new(config.clone())
-                .map_err(|e| Violation::new("valid-config", e.to_string()))?;
-            slots.push(Slot {
-                attempt: 0,
-                driver,
-                mailbox: VecDeque::new(),
-            });
-            attempts.push((key(t, 0), config.clone()));
+    /// A fresh world with the scheduler started.
+    #[must_use]
+    pub fn new(spec: &SystemSpec, semantics: Semantics) -> Self {
+        let sim = Sim::new(spec.world(semantics)).with_rigor(Rigor::Full);
+        let (world, log) = sim.init_with_log();
+        SystemDriver {
+            sim,
+            world,
+            stats: SysStats {
+                events: log.len(),
+                ..SysStats::default()
+            },
+            log,
         }
-        let mut d = SystemDriver {
-            coord,
-            slots,
-            config,
-            inflight: Vec::new(),
-            timers: BTreeMap::new(),
-            now: Millis(0),
-            next_id: 1,
-            next_handle: 1,
-            attempts,
-            lines: Vec::new(),
-            log: Vec::new(),
-            stats: SysStats::default(),
-        };
-        d.send_coord(CoordinatorEvent::StartScheduler)?;
-        Ok(d)
+    }
+
+    /// The coordinator now.
+    #[must_use]
+    pub fn coordinator(&self) -> &CoordinatorState {
+        &self.world.coord
+    }
+
+    /// The current task attempts' states.
+    #[must_use]
+    pub fn task_states(&self) -> Vec<TaskState> {
+        self.world.tasks.iter().map(|t| t.st.clone()).collect()
     }
 
     /// Everything delivered so far as a trace (task attempts are separate
-    /// machines keyed `task * 100_000 + attempt`).
+    /// machines, keyed as the world keys them).
     #[must_use]
     pub fn trace(&self) -> Trace {
+        let mut tasks = Vec::new();
+        for d in &self.log {
+            if let TraceLine::Task { task, .. } = &d.line {
+                if !tasks.iter().any(|(t, _)| t == task) {
+                    tasks.push((*task, self.sim.task_config().clone()));
+                }
+            }
+        }
+        tasks.sort_by_key(|(t, _)| *t);
         Trace {
-            coordinator: Some(self.coord.trace().coordinator.unwrap_or_else(|| {
-                CoordinatorSettings::with_tasks(JOB, u32::try_from(self.slots.len()).unwrap_or(1))
-            })),
-            tasks: self.attempts.clone(),
-            steps: self.lines.clone(),
+            coordinator: Some(self.sim.settings().clone()),
+            tasks,
+            steps: self.log.iter().map(|d| d.line.clone()).collect(),
         }
     }
 
-    /// Final states of the current task attempts.
-    #[must_use]
-    pub fn task_states(&self) -> Vec<ckpt_core::task::TaskState> {
-        self.slots.iter().map(|s| s.driver.state.clone()).collect()
+    fn enabled(&self) -> Vec<Action> {
+        let mut v = Vec::new();
+        self.sim.enabled(&self.world, &mut v);
+        v
     }
 
-    /// Messages still in flight.
-    #[must_use]
-    pub fn in_flight(&self) -> usize {
-        self.inflight.len()
-    }
-
-    fn send_coord(&mut self, event: CoordinatorEvent) -> Result<(), Violation> {
-        let now = self.now;
-        self.lines.push(TraceLine::Coordinator {
-            now,
-            event: event.clone(),
-        });
-        self.stats.coordinator_events += 1;
-        let n = self.coord.records.len();
-        let r = self.coord.deliver(now, event.clone());
-        let rec = self.coord.records.get(n).cloned();
-        if let Some(rec) = rec {
-            self.log.push(SysStep::Coord {
-                now,
-                event,
-                effects: rec.effects.clone(),
-                outcome: rec.outcome.clone(),
-            });
-            r?;
-            for e in rec.effects {
-                self.on_coord_effect(e);
-            }
-            return Ok(());
-        }
-        r
-    }
-
-    fn on_coord_effect(&mut self, e: CoordinatorEffect) {
-        match e {
-            CoordinatorEffect::ScheduleTimer { timer, at } => {
-                self.timers.insert(timer, at);
-            }
-            CoordinatorEffect::CancelTimer { timer } => {
-                self.timers.remove(&timer);
-            }
-            CoordinatorEffect::AllocateCheckpointId { request } => {
-                self.inflight.push(Msg::Io(Io::Allocate(request)));
-            }
-            CoordinatorEffect::TriggerMasterHooks { checkpoint, .. } => {
-                self.inflight.push(Msg::Io(Io::Hooks(checkpoint)));
-            }
-            CoordinatorEffect::TriggerTask {
-                task,
-                attempt,
-                checkpoint,
-                ..
-            } => self.inflight.push(Msg::Task {
-                task: task.0,
-                attempt: attempt.0,
-                event: TaskEvent::TriggerCheckpoint { checkpoint },
-            }),
-            CoordinatorEffect::FinalizeCheckpoint { checkpoint, .. } => {
-                self.inflight.push(Msg::Io(Io::Finalize(checkpoint)));
-            }
-            CoordinatorEffect::StoreCheckpoint { checkpoint } => {
-                self.inflight.push(Msg::Io(Io::Store(checkpoint)));
-            }
-            CoordinatorEffect::NotifyComplete {
-                task,
-                attempt,
-                checkpoint,
-                ..
-            } => self.inflight.push(Msg::Task {
-                task: task.0,
-                attempt: attempt.0,
-                event: TaskEvent::NotifyComplete { checkpoint },
-            }),
-            CoordinatorEffect::NotifyAborted {
-                task,
-                attempt,
-                checkpoint,
-                ..
-            } => self.inflight.push(Msg::Task {
-                task: task.0,
-                attempt: attempt.0,
-                event: TaskEvent::NotifyAborted { checkpoint },
-            }),
-            CoordinatorEffect::CheckpointCompleted { checkpoint, .. } => {
-                self.stats.completed.push(checkpoint);
-            }
-            CoordinatorEffect::FailJob { .. } => self.stats.job_failures += 1,
-            CoordinatorEffect::DiscardState { .. }
-            | CoordinatorEffect::CheckpointAborted { .. }
-            | CoordinatorEffect::RequestFailed { .. }
-            | CoordinatorEffect::ResetIdCounter { .. }
-            | CoordinatorEffect::RestoreState { .. }
-            | CoordinatorEffect::ShutdownServices { .. } => {}
-        }
-    }
-
-    fn send_task(&mut self, task: u32, event: TaskEvent) -> Result<(), Violation> {
-        let Some(slot) = self.slots.get_mut(task as usize) else {
+    /// Takes one world action; the first violation it records is returned.
+    fn take(&mut self, a: Action) -> Result<(), Violation> {
+        let before = self.log.len();
+        let latest = self.world.coord.latest_completed();
+        let Some(next) = self.sim.step(&self.world, a, Some(&mut self.log)) else {
             return Ok(());
         };
-        let attempt = slot.attempt;
-        let k = key(task, attempt);
-        self.lines.push(TraceLine::Task {
-            now: self.now,
-            task: k,
-            event: event.clone(),
-        });
-        self.stats.task_events += 1;
-        let n = slot.driver.records.len();
-        let r = slot.driver.deliver(event.clone());
-        let Some(rec) = slot.driver.records.get(n).cloned() else {
-            return r;
-        };
-        self.log.push(SysStep::Task {
-            key: k,
-            event,
-            effects: rec.effects.clone(),
-            outcome: rec.outcome.clone(),
-        });
-        r?;
-        let mut failed = false;
-        for e in rec.effects {
-            match e {
-                TaskEffect::StartWriter { checkpoint } => self.inflight.push(Msg::Writer {
-                    task,
-                    attempt,
-                    checkpoint,
-                }),
-                TaskEffect::ScheduleCheckpointMail { checkpoint } => {
-                    if let Some(s) = self.slots.get_mut(task as usize) {
-                        s.mailbox.push_back(checkpoint);
-                    }
-                }
-                TaskEffect::BroadcastBarrier { checkpoint } => {
-                    self.downstream(
-                        task,
-                        TaskEvent::BarrierReceived {
-                            checkpoint,
-                            via: Thread::Netty,
-                        },
-                    );
-                }
-                TaskEffect::BroadcastCancelMarker { checkpoint } => {
-                    self.downstream(task, TaskEvent::CancelMarker { checkpoint });
-                }
-                TaskEffect::StartAsyncPart { checkpoint } => self.inflight.push(Msg::Async {
-                    task,
-                    attempt,
-                    checkpoint,
-                }),
-                TaskEffect::AcknowledgeCheckpoint { checkpoint, handle } => {
-                    self.inflight
-                        .push(Msg::Coord(CoordinatorEvent::Acknowledge {
-                            job: JOB,
-                            task: TaskId(task),
-                            attempt: AttemptNo(attempt),
-                            checkpoint,
-                            state: Some(handle),
-                        }));
-                }
-                TaskEffect::DeclineCheckpoint { checkpoint, reason } => {
-                    self.inflight.push(Msg::Coord(CoordinatorEvent::Decline {
-                        job: JOB,
-                        task: TaskId(task),
-                        attempt: AttemptNo(attempt),
-                        checkpoint,
-                        reason,
-                    }));
-                }
-                TaskEffect::FailTask { .. } => failed = true,
-                TaskEffect::AbortWriter { .. }
-                | TaskEffect::CancelAsyncPart { .. }
-                | TaskEffect::DiscardState { .. }
-                | TaskEffect::NotifyOperatorsComplete { .. }
-                | TaskEffect::NotifyOperatorsAborted { .. } => {}
+        self.world = next;
+        self.stats.actions += 1;
+        self.stats.events += self.log.len() - before;
+        match a {
+            Action::Drop(_) => self.stats.dropped += 1,
+            Action::Duplicate(_) => self.stats.duplicated += 1,
+            Action::RestartTask(_) => self.stats.restarts += 1,
+            Action::Fire(_)
+            | Action::Answer(..)
+            | Action::Deliver(_)
+            | Action::Netty(..)
+            | Action::Input(..)
+            | Action::Mailbox(_)
+            | Action::Writer(..)
+            | Action::Async(..)
+            | Action::Shutdown
+            | Action::Savepoint
+            | Action::UserCheckpoint { .. }
+            | Action::FailTask(_)
+            | Action::StopScheduler
+            | Action::StartScheduler => {}
+        }
+        if a.is_fault() {
+            self.stats.faults += 1;
+        }
+        let now = self.world.coord.latest_completed();
+        if now != latest {
+            if let Some(cp) = now {
+                self.stats.completed.push(cp);
             }
         }
-        if failed {
-            self.restart(task)?;
-        }
-        Ok(())
-    }
-
-    fn downstream(&mut self, from: u32, event: TaskEvent) {
-        if from != 0 {
-            return;
-        }
-        for (t, s) in self.slots.iter().enumerate().skip(1) {
-            self.inflight.push(Msg::Task {
-                task: u32::try_from(t).unwrap_or(u32::MAX),
-                attempt: s.attempt,
-                event: event.clone(),
-            });
+        match &self.world.violation {
+            Some(v) => Err(v.clone()),
+            None => Ok(()),
         }
     }
 
-    /// The failed attempt is reported (reliably), closed, and a new attempt
-    /// starts and is reported running.
-    fn restart(&mut self, task: u32) -> Result<(), Violation> {
-        let Some(attempt) = self.slots.get(task as usize).map(|s| s.attempt) else {
-            return Ok(());
-        };
-        self.stats.restarts += 1;
-        self.send_coord(CoordinatorEvent::TaskFailed {
-            task: TaskId(task),
-            attempt: AttemptNo(attempt),
-        })?;
-        self.send_task(task, TaskEvent::Close)?;
-        let driver = TaskDriver::new(self.config.clone())
-            .map_err(|e| Violation::new("valid-config", e.to_string()))?;
-        let next = attempt.saturating_add(1);
-        if let Some(s) = self.slots.get_mut(task as usize) {
-            *s = Slot {
-                attempt: next,
-                driver,
-                mailbox: VecDeque::new(),
-            };
-        }
-        self.attempts.push((key(task, next), self.config.clone()));
-        self.send_coord(CoordinatorEvent::TaskRunning {
-            task: TaskId(task),
-            attempt: AttemptNo(next),
-        })
+    /// The armed timer due first (deadline, then the timer order), if it
+    /// may fire.
+    fn next_timer(&self) -> Option<(Timer, Millis)> {
+        let enabled = self.enabled();
+        self.world
+            .coord
+            .timers()
+            .filter(|(t, _)| enabled.contains(&Action::Fire(**t)))
+            .map(|(t, at)| (*t, *at))
+            .min_by_key(|(t, at)| (*at, *t))
     }
 
-    fn current(&self, task: u32, attempt: u32) -> bool {
-        self.slots
-            .get(task as usize)
-            .is_some_and(|s| s.attempt == attempt)
-    }
-
-    fn deliver(&mut self, msg: Msg, fail: bool) -> Result<(), Violation> {
-        match msg {
-            Msg::Coord(ev) => self.send_coord(ev),
-            Msg::Task {
-                task,
-                attempt,
-                event,
-            } => {
-                if self.current(task, attempt) {
-                    self.send_task(task, event)
-                } else {
-                    self.stats.dropped += 1;
-                    Ok(())
-                }
-            }
-            Msg::Io(io) => {
-                let ev = match io {
-                    Io::Allocate(request) => {
-                        let result = if fail {
-                            Err(IoFailure("injected".into()))
-                        } else {
-                            let id = CheckpointId(self.next_id);
-                            self.next_id += 1;
-                            Ok(id)
-                        };
-                        CoordinatorEvent::CheckpointIdAllocated { request, result }
-                    }
-                    Io::Hooks(checkpoint) => CoordinatorEvent::MasterHooksDone {
-                        checkpoint,
-                        result: answer(fail),
-                    },
-                    Io::Finalize(checkpoint) => CoordinatorEvent::FinalizeDone {
-                        checkpoint,
-                        result: answer(fail),
-                    },
-                    Io::Store(checkpoint) => CoordinatorEvent::StoreDone {
-                        checkpoint,
-                        result: answer(fail),
-                    },
-                };
-                self.send_coord(ev)
-            }
-            Msg::Writer {
-                task,
-                attempt,
-                checkpoint,
-            } => {
-                if !self.current(task, attempt) {
-                    return Ok(());
-                }
-                let ev = if fail {
-                    TaskEvent::WriterFailed { checkpoint }
-                } else {
-                    TaskEvent::WriterCompleted { checkpoint }
-                };
-                self.send_task(task, ev)
-            }
-            Msg::Async {
-                task,
-                attempt,
-                checkpoint,
-            } => {
-                if !self.current(task, attempt) {
-                    return Ok(());
-                }
-                let ev = if fail {
-                    TaskEvent::AsyncPartFailed { checkpoint }
-                } else {
-                    let handle = StateHandle(self.next_handle);
-                    self.next_handle += 1;
-                    TaskEvent::AsyncPartCompleted { checkpoint, handle }
-                };
-                self.send_task(task, ev)
-            }
-        }
-    }
-
-    fn take(&mut self, i: u8) -> Option<Msg> {
-        if self.inflight.is_empty() {
-            return None;
-        }
-        let n = self.inflight.len();
-        Some(self.inflight.remove(usize::from(i) % n))
-    }
-
-    fn run_mail(&mut self, task: u32) -> Result<(), Violation> {
-        let Some(cp) = self
-            .slots
-            .get_mut(task as usize)
-            .and_then(|s| s.mailbox.pop_front())
-        else {
-            return Ok(());
-        };
-        self.send_task(task, TaskEvent::CheckpointMail { checkpoint: cp })
-    }
-
-    /// Fires every timer due at `now` (in timer order), bounded.
+    /// Fires every timer due at the world's clock, earliest first.
     fn fire_due(&mut self) -> Result<(), Violation> {
+        // Each firing consumes its timer or a periodic firing; the periodic
+        // timer re-arms in the future, so this ends.
         for _ in 0..64 {
-            let due = self
-                .timers
-                .iter()
-                .find(|(_, at)| **at <= self.now)
-                .map(|(t, _)| *t);
-            let Some(timer) = due else {
-                return Ok(());
-            };
-            self.timers.remove(&timer);
-            self.send_coord(CoordinatorEvent::TimerFired { timer })?;
+            match self.next_timer() {
+                Some((timer, at)) if at <= self.world.now => self.take(Action::Fire(timer))?,
+                Some(_) | None => return Ok(()),
+            }
         }
         Ok(())
     }
 
+    /// Jumps to the next deadline and fires it; `false` if none is armed.
     fn fire_next(&mut self) -> Result<bool, Violation> {
-        let Some(at) = self.timers.values().min().copied() else {
-            return Ok(false);
-        };
-        if at > self.now {
-            self.now = at;
+        match self.next_timer() {
+            Some((timer, _)) => self.take(Action::Fire(timer)).map(|()| true),
+            None => Ok(false),
         }
-        self.fire_due()?;
-        Ok(true)
     }
 
-    /// Runs one action.
+    /// Resolves and runs one abstract action.
     pub fn act(&mut self, action: SysAction) -> Result<(), Violation> {
         match action {
-            SysAction::Deliver(i) => match self.take(i) {
-                Some(m) => self.deliver(m, false),
-                None => Ok(()),
-            },
-            SysAction::DeliverFailing(i) => match self.take(i) {
-                Some(m) => self.deliver(m, true),
-                None => Ok(()),
-            },
-            SysAction::Duplicate(i) => {
-                let n = self.inflight.len();
-                if n > 0 {
-                    if let Some(m) = self.inflight.get(usize::from(i) % n).cloned() {
-                        if m.duplicable() {
-                            self.stats.duplicated += 1;
-                            self.inflight.push(m);
-                        }
-                    }
+            SysAction::Act(i) | SysAction::Fault(i) | SysAction::Crash(i) | SysAction::User(i) => {
+                let want = match action {
+                    SysAction::Fault(_) => Kind::Fault,
+                    SysAction::Crash(_) => Kind::Crash,
+                    SysAction::User(_) => Kind::User,
+                    SysAction::Act(_)
+                    | SysAction::Flush
+                    | SysAction::Tick(_)
+                    | SysAction::FireNextTimer => Kind::Progress,
+                };
+                let choices: Vec<Action> = self
+                    .enabled()
+                    .into_iter()
+                    .filter(|a| kind(a) == want)
+                    .collect();
+                match super::pick(&choices, usize::from(i)) {
+                    Some(a) => self.take(a),
+                    None => Ok(()),
                 }
-                Ok(())
-            }
-            SysAction::Drop(i) => {
-                let n = self.inflight.len();
-                if n > 0
-                    && self
-                        .inflight
-                        .get(usize::from(i) % n)
-                        .is_some_and(Msg::lossy)
-                {
-                    self.inflight.remove(usize::from(i) % n);
-                    self.stats.dropped += 1;
-                }
-                Ok(())
             }
             SysAction::Flush => {
                 for _ in 0..256 {
-                    if self.inflight.is_empty() {
-                        break;
+                    let first = self
+                        .enabled()
+                        .into_iter()
+                        .find(|a| matches!(a, Action::Deliver(_)));
+                    match first {
+                        Some(a) => self.take(a)?,
+                        None => break,
                     }
-                    let m = self.inflight.remove(0);
-                    self.deliver(m, false)?;
                 }
                 Ok(())
             }
-            SysAction::RunMail(t) => {
-                let n = u8::try_from(self.slots.len()).unwrap_or(1).max(1);
-                self.run_mail(u32::from(t % n))
-            }
             SysAction::Tick(ms) => {
-                self.now = self.now.saturating_add(u64::from(ms));
+                let now = self.world.now.saturating_add(u64::from(ms));
+                self.sim.advance(&mut self.world, now);
                 self.fire_due()
             }
             SysAction::FireNextTimer => self.fire_next().map(|_| ()),
-            SysAction::Trigger { savepoint, forced } => {
-                self.send_coord(CoordinatorEvent::Trigger {
-                    kind: if savepoint {
-                        TriggerKind::Savepoint {
-                            target: "/savepoints".into(),
-                        }
-                    } else {
-                        TriggerKind::Checkpoint { forced }
-                    },
-                })
-            }
-            SysAction::StartScheduler => self.send_coord(CoordinatorEvent::StartScheduler),
-            SysAction::StopScheduler => self.send_coord(CoordinatorEvent::StopScheduler),
-            SysAction::OperatorFailed(t) => {
-                let n = u8::try_from(self.slots.len()).unwrap_or(1).max(1);
-                self.send_task(u32::from(t % n), TaskEvent::OperatorFailed)
-            }
         }
     }
 
-    /// Faults stop: every message is delivered oldest first and succeeds,
-    /// mailboxes drain, and when nothing else can happen time jumps to the
-    /// next timer. Returns the first checkpoint completed after healing
-    /// began, or a `liveness` violation if none completes within `bound`
-    /// steps.
+    /// Faults stop: the first enabled action that makes progress is taken
+    /// (see the module docs), and when nothing else can happen time jumps
+    /// to the next timer. Returns the first checkpoint completed after
+    /// healing began, or a `liveness` violation if none completes within
+    /// `bound` steps.
     pub fn heal(&mut self, bound: usize) -> Result<CheckpointId, Violation> {
         let before = self.stats.completed.len();
-        if !self.coord.state.is_periodic_scheduling() {
-            self.send_coord(CoordinatorEvent::StartScheduler)?;
-        }
         for _ in 0..bound {
             if let Some(cp) = self.stats.completed.get(before) {
                 return Ok(*cp);
             }
-            if !self.inflight.is_empty() {
-                let m = self.inflight.remove(0);
-                self.deliver(m, false)?;
-                continue;
-            }
-            let with_mail = self.slots.iter().position(|s| !s.mailbox.is_empty());
-            if let Some(t) = with_mail {
-                self.run_mail(u32::try_from(t).unwrap_or(0))?;
+            if let Some(a) = self
+                .enabled()
+                .into_iter()
+                .find(|a| kind(a) == Kind::Progress)
+            {
+                self.take(a)?;
                 continue;
             }
             if !self.fire_next()? {
@@ -785,28 +413,30 @@ impl SystemDriver {
             format!(
                 "no checkpoint completed within {bound} steps after healing \
                  (pending {:?}, in flight {}, timers {:?})",
-                self.coord
-                    .state
+                self.world
+                    .coord
                     .pending()
                     .map(|p| (p.id(), p.phase(), p.remaining()))
                     .collect::<Vec<_>>(),
-                self.inflight.len(),
-                self.timers
+                self.world.net.len(),
+                self.world.coord.timers().collect::<Vec<_>>()
             ),
         ))
     }
 }
 
-/// Runs a story (fixed semantics unless given), checking every invariant
-/// after every step; with `heal_bound`, then heals and requires a
-/// completion within that many steps.
+/// Runs a story, checking every invariant after every step; with
+/// `heal_bound`, then heals and requires a completion within that many
+/// steps.
 pub fn run(
     story: &SystemStory,
     semantics: Semantics,
     heal_bound: Option<usize>,
 ) -> Result<SystemDriver, Box<Failure>> {
-    let mut d = SystemDriver::new(&story.spec, semantics)
-        .map_err(|violation| Failure::at(0, violation, Trace::default()))?;
+    let mut d = SystemDriver::new(&story.spec, semantics);
+    if let Some(v) = d.world.violation.clone() {
+        return Err(Failure::at(0, v, d.trace()));
+    }
     super::drive(
         &mut d,
         story.actions.iter().copied(),

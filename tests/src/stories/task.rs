@@ -3,9 +3,10 @@
 //! reports, failures and close, plus raw arbitrary events.
 
 use arbitrary::Arbitrary;
-use ckpt_core::invariants::task::{check_all, check_quiescent, TaskMonitor};
+use ckpt_core::invariants::checked::{self, Rigor};
+use ckpt_core::invariants::task::TaskMonitor;
 use ckpt_core::invariants::Violation;
-use ckpt_core::task::{reduce, Outcome, Semantics, TaskConfig, TaskEffect, TaskEvent, TaskState};
+use ckpt_core::task::{Outcome, Semantics, TaskConfig, TaskEffect, TaskEvent, TaskState};
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{CheckpointId, Millis, StateHandle, TaskId, Thread};
 
@@ -155,33 +156,21 @@ impl TaskDriver {
     /// Delivers one event: pure and in-place agree, then every task
     /// invariant (state, step, monitor, quiescence) is checked.
     pub fn deliver(&mut self, event: TaskEvent) -> Result<(), Violation> {
-        let before = self.state.clone();
-        let t = reduce(&before, Millis(0), event.clone());
-        let mut in_place = before.clone();
-        let (effects, outcome) = in_place.apply(Millis(0), event.clone());
-        if in_place != t.state || effects != t.effects || outcome != t.outcome {
-            return Err(Violation::new(
-                "pure-equals-in-place",
-                format!("reduce and apply disagree on {event:?}"),
-            ));
-        }
-        self.state = t.state;
-        let r = check_all(
+        let (t, verdict) = checked::task_step(
             &mut self.monitor,
-            &before,
-            &event,
-            &t.effects,
-            &t.outcome,
             &self.state,
-        )
-        .and_then(|()| check_quiescent(&self.state));
+            Millis(0),
+            &event,
+            Rigor::Full,
+        );
+        self.state = t.state;
         self.records.push(TaskRecord {
             event,
-            effects: t.effects,
-            outcome: t.outcome,
+            effects: t.step.effects,
+            outcome: t.step.outcome,
             state: self.state.clone(),
         });
-        r
+        verdict
     }
 
     fn pick_checkpoint(&self, p: u8) -> CheckpointId {

@@ -1,0 +1,111 @@
+//! The checked step: one event through one machine with every proof
+//! obligation, written once for every layer (unit tests, scenario and
+//! property stories, the model's world, fuzz targets, trace replay).
+//!
+//! [`coordinator_step`] and [`task_step`] run the pure reducer and check its
+//! result. With [`Rigor::Full`] they also run it a second time (same state,
+//! same event: the outputs must be equal, [`DETERMINISTIC`]) and run the
+//! in-place `apply` on a copy (it must agree with `reduce` on the state,
+//! effects, outcome and clock, [`PURE_EQUALS_IN_PLACE`]). [`Rigor::Invariants`]
+//! skips those two (three times cheaper; the model checker, which explores
+//! millions of steps, uses it and leaves determinism to the other layers).
+//!
+//! Both return the transition *and* the verdict, so a caller can keep the
+//! state it reached, log the step and then stop on the violation.
+
+use super::coordinator::{check_all as check_coordinator, HandleLedger};
+use super::task::{check_all as check_task, check_quiescent, TaskMonitor};
+use super::Violation;
+use crate::coordinator::{self, CoordinatorEvent, CoordinatorState};
+use crate::task::{self, TaskEvent, TaskState};
+use crate::types::Millis;
+
+/// Name of the check that `reduce` and `apply` agree.
+pub const PURE_EQUALS_IN_PLACE: &str = "pure-equals-in-place";
+/// Name of the check that `reduce` is deterministic.
+pub const DETERMINISTIC: &str = "deterministic";
+
+/// How much a checked step verifies besides the invariants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rigor {
+    /// The shared invariants only.
+    Invariants,
+    /// The invariants, determinism (reduce twice) and pure-equals-in-place.
+    Full,
+}
+
+/// One coordinator event, checked: returns the transition and the first
+/// violation (state, step and ledger invariants; with [`Rigor::Full`] also
+/// determinism and pure-equals-in-place). The ledger has observed the step
+/// when the verdict is `Ok`.
+pub fn coordinator_step(
+    ledger: &mut HandleLedger,
+    before: &CoordinatorState,
+    now: Millis,
+    event: &CoordinatorEvent,
+    rigor: Rigor,
+) -> (coordinator::Transition, Result<(), Violation>) {
+    let t = coordinator::reduce(before, now, event.clone());
+    let verdict = match rigor {
+        Rigor::Invariants => Ok(()),
+        Rigor::Full => {
+            let again = coordinator::reduce(before, now, event.clone());
+            let mut in_place = before.clone();
+            let step = in_place.apply(now, event.clone());
+            if again != t {
+                Err(Violation::new(
+                    DETERMINISTIC,
+                    format!("two runs of {event:?} differ"),
+                ))
+            } else if in_place != t.state || step != t.step {
+                Err(Violation::new(
+                    PURE_EQUALS_IN_PLACE,
+                    format!("reduce and apply disagree on {event:?}"),
+                ))
+            } else {
+                Ok(())
+            }
+        }
+    };
+    let verdict =
+        verdict.and_then(|()| check_coordinator(ledger, before, event, &t.step, &t.state));
+    (t, verdict)
+}
+
+/// One task event, checked: returns the transition and the first violation
+/// (state invariants, the monitor's cross-step rules, quiescence; with
+/// [`Rigor::Full`] also determinism and pure-equals-in-place).
+pub fn task_step(
+    monitor: &mut TaskMonitor,
+    before: &TaskState,
+    now: Millis,
+    event: &TaskEvent,
+    rigor: Rigor,
+) -> (task::Transition, Result<(), Violation>) {
+    let t = task::reduce(before, now, event.clone());
+    let verdict = match rigor {
+        Rigor::Invariants => Ok(()),
+        Rigor::Full => {
+            let again = task::reduce(before, now, event.clone());
+            let mut in_place = before.clone();
+            let step = in_place.apply(now, event.clone());
+            if again != t {
+                Err(Violation::new(
+                    DETERMINISTIC,
+                    format!("two runs of {event:?} differ"),
+                ))
+            } else if in_place != t.state || step != t.step {
+                Err(Violation::new(
+                    PURE_EQUALS_IN_PLACE,
+                    format!("reduce and apply disagree on {event:?}"),
+                ))
+            } else {
+                Ok(())
+            }
+        }
+    };
+    let verdict = verdict
+        .and_then(|()| check_task(monitor, before, event, &t.step, &t.state))
+        .and_then(|()| check_quiescent(&t.state));
+    (t, verdict)
+}

@@ -1,0 +1,181 @@
+//! The bounds and switches of one world.
+
+use ckpt_core::coordinator::CoordinatorSettings;
+use ckpt_core::task::{LegacyBug, Semantics, TaskConfig};
+use ckpt_core::{JobId, TaskId};
+use serde::Serialize;
+
+/// The job every world's coordinator serves.
+pub const JOB: JobId = JobId(1);
+
+/// How the RPC network between coordinator and tasks behaves. Data channels
+/// between tasks (barriers, cancel markers) are always FIFO per channel and
+/// lossless, whatever this says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// One FIFO per link (coordinator -> task t, task t -> coordinator).
+    Ordered,
+    /// Any in-flight message may be delivered next.
+    Reorder,
+    /// Reorder, and (within the fault budget) duplicate or drop a message.
+    ReorderDupDrop,
+}
+
+/// Who sends barriers to whom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topology {
+    /// Task 0 is the only source (triggered by the coordinator); tasks
+    /// `1..N` each have one input channel from task 0.
+    Fanout,
+    /// Tasks `0..N-1` are sources; task `N-1` has one input channel from
+    /// each of them (needs N >= 3 to differ from `fanout`). The only
+    /// topology here where one task can see a barrier and a cancel marker
+    /// for the same checkpoint (`LegacyBug::CancelForgetsAbort`).
+    Join,
+}
+
+/// The coordinator's timing and limits. The model keeps every duration at
+/// 1 ms (time only labels events there: timers fire nondeterministically),
+/// random schedulers vary them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Timing {
+    /// Periodic trigger interval.
+    pub interval_ms: u64,
+    /// Checkpoint timeout.
+    pub timeout_ms: u64,
+    /// Minimum pause between the end of one checkpoint and the next trigger.
+    pub min_pause_ms: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            interval_ms: 1,
+            timeout_ms: 1,
+            min_pause_ms: 0,
+        }
+    }
+}
+
+/// The bounds and switches of one world (the model's configuration; the
+/// random schedulers build one too).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct ModelConfig {
+    /// Number of tasks.
+    pub tasks: u32,
+    /// Periodic timer firings (trigger attempts) per run.
+    pub checkpoints: u8,
+    /// The coordinator's `max_concurrent`.
+    pub max_concurrent: u8,
+    /// RPC network behaviour.
+    pub network: Network,
+    /// Fault budget per run: duplicates, drops, failed I/O answers, writer
+    /// and async-part failures all draw from it.
+    pub faults: u8,
+    /// Whether I/O answers (id allocation, hooks, finalize, store) may fail.
+    pub io_faults: bool,
+    /// Whether the writer and the async part may fail.
+    pub task_faults: bool,
+    /// Whether the coordinator may shut down (once all triggers are used).
+    pub shutdown: bool,
+    /// Barrier topology.
+    pub topology: Topology,
+    /// Task semantics (fixed, or a legacy bug).
+    #[serde(serialize_with = "ser_semantics")]
+    pub semantics: Semantics,
+    /// User-triggered savepoints per run (forced, never subsumed), at any
+    /// time. 0 (the default): none.
+    pub savepoints: u8,
+    /// Genuine task failures per run (any task): `OperatorFailed`,
+    /// `TaskFailed`, then (a separate action) a restart as a new attempt.
+    /// 0 (the default): none.
+    pub task_failures: u8,
+    /// Scheduler stops per run, each followed later by a start. 0 (the
+    /// default): none.
+    pub scheduler_restarts: u8,
+    /// User-triggered checkpoints (not savepoints) per run, forced or not.
+    /// 0 (the default): none.
+    pub user_checkpoints: u8,
+    /// Master hooks registered at the coordinator (0: none).
+    pub master_hooks: u32,
+    /// Timing of the coordinator.
+    pub timing: Timing,
+    /// Consecutive counted failures tolerated before `FailJob`.
+    pub tolerable_failures: u8,
+    /// Completed checkpoints retained.
+    pub retained: u8,
+    /// The tasks' aborted-id memory.
+    pub aborted_ids_max: u8,
+}
+
+fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(semantics_name(*s))
+}
+
+/// The CLI name of a semantics.
+#[must_use]
+pub fn semantics_name(s: Semantics) -> &'static str {
+    match s {
+        Semantics::Fixed => "fixed",
+        Semantics::Legacy(LegacyBug::AbortRemovesResult) => "legacy",
+        Semantics::Legacy(LegacyBug::CancelForgetsAbort) => "legacy-cancel",
+    }
+}
+
+impl Default for ModelConfig {
+    /// The default `check` configuration (sized for ~10-20 s on 2 cores).
+    fn default() -> Self {
+        ModelConfig {
+            tasks: 2,
+            checkpoints: 2,
+            max_concurrent: 1,
+            network: Network::Reorder,
+            faults: 1,
+            io_faults: true,
+            task_faults: true,
+            shutdown: true,
+            topology: Topology::Fanout,
+            semantics: Semantics::Fixed,
+            savepoints: 0,
+            task_failures: 0,
+            scheduler_restarts: 0,
+            user_checkpoints: 0,
+            master_hooks: 0,
+            timing: Timing::default(),
+            tolerable_failures: 0,
+            retained: 1,
+            aborted_ids_max: 16,
+        }
+    }
+}
+
+impl ModelConfig {
+    /// The coordinator settings of this configuration (also the trace header).
+    #[must_use]
+    pub fn settings(&self) -> CoordinatorSettings {
+        let mut s = CoordinatorSettings::with_tasks(JOB, self.tasks.max(1));
+        let ms = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        s.interval_ms = ms(self.timing.interval_ms);
+        s.timeout_ms = ms(self.timing.timeout_ms);
+        s.min_pause_ms = ms(self.timing.min_pause_ms);
+        s.max_concurrent = i64::from(self.max_concurrent.max(1));
+        s.tolerable_failures = i64::from(self.tolerable_failures);
+        s.retained_max = i64::from(self.retained.max(1));
+        s.master_hooks = self.master_hooks;
+        if self.topology == Topology::Join && self.tasks >= 2 {
+            s.tasks_to_trigger = (0..self.tasks - 1).map(TaskId).collect();
+        }
+        s
+    }
+
+    /// The task configuration (the same for every task).
+    #[must_use]
+    pub fn task_config(&self) -> TaskConfig {
+        TaskConfig {
+            semantics: self.semantics,
+            aborted_ids_max: usize::from(self.aborted_ids_max.max(1)),
+        }
+    }
+}

@@ -1,0 +1,833 @@
+//! The world's dynamics: which actions are enabled in a state, and what one
+//! action does. One function per thing that happens; one routing of every
+//! effect (through [`ckpt_core::route`]); one checked step per machine
+//! (through [`ckpt_core::invariants::checked`]).
+
+use std::sync::{Arc, Mutex};
+
+use ckpt_core::coordinator::{
+    CoordinatorEvent as CEv, CoordinatorSettings, CoordinatorState, JobStatus, Timer, TriggerKind,
+};
+use ckpt_core::invariants::checked::{self, Rigor};
+use ckpt_core::invariants::coordinator::HandleLedger;
+use ckpt_core::invariants::task::{check_quiescent, names as task_names, TaskMonitor};
+use ckpt_core::invariants::Violation;
+use ckpt_core::route::{
+    self, ChannelItem, CoordinatorRoute, IoAnswer, Report, TaskRoute, ToCoordinator,
+};
+use ckpt_core::task::{TaskConfig, TaskEvent as TEv, TaskState};
+use ckpt_core::trace::TraceLine;
+use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId, Thread};
+
+use super::config::{ModelConfig, Network, JOB};
+use super::coverage::{self, coord_event_kind, coord_outcome_kind, Coverage};
+use super::state::{History, Io, Mail, Msg, TaskSide, Used, World};
+
+/// Something a scheduler can make happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// A coordinator timer fires (time moves to its deadline if it is later).
+    Fire(Timer),
+    /// The host answers an I/O request, successfully or (fault) not.
+    Answer(Io, bool),
+    /// The network delivers a message.
+    Deliver(Msg),
+    /// The network duplicates a message (fault).
+    Duplicate(Msg),
+    /// The network drops a message (fault).
+    Drop(Msg),
+    /// A task's netty thread takes the barrier at the head of the channel
+    /// from an upstream task.
+    Netty(TaskId, TaskId),
+    /// A task's task thread reads the cancel marker at the head of the
+    /// channel from an upstream task.
+    Input(TaskId, TaskId),
+    /// A task's task thread runs the head of its mailbox.
+    Mailbox(TaskId),
+    /// A task's writer completes (true) or fails (false, fault) a result.
+    Writer(TaskId, CheckpointId, bool),
+    /// A task's async part completes (true) or fails (false, fault).
+    Async(TaskId, CheckpointId, bool),
+    /// The coordinator shuts down.
+    Shutdown,
+    /// The user triggers a savepoint (`savepoints` budget).
+    Savepoint,
+    /// The user triggers a checkpoint (`user_checkpoints` budget).
+    UserCheckpoint {
+        /// Forced (skips the concurrency and pause checks).
+        forced: bool,
+    },
+    /// A task fails genuinely (`task_failures` budget, a fault): its reducer
+    /// gets `OperatorFailed`, its mailbox and input channels are discarded,
+    /// and the coordinator gets `TaskFailed` for its attempt.
+    FailTask(TaskId),
+    /// A failed task restarts as its next attempt: a fresh task state and
+    /// monitor, and the coordinator gets `TaskRunning`.
+    RestartTask(TaskId),
+    /// The scheduler is stopped (`scheduler_restarts` budget).
+    StopScheduler,
+    /// The stopped scheduler is started again.
+    StartScheduler,
+}
+
+impl Action {
+    /// Whether this action injects a fault (draws from a fault budget).
+    #[must_use]
+    pub fn is_fault(&self) -> bool {
+        match self {
+            Action::Answer(_, ok) | Action::Writer(_, _, ok) | Action::Async(_, _, ok) => !ok,
+            Action::Duplicate(_) | Action::Drop(_) | Action::FailTask(_) => true,
+            Action::Fire(_)
+            | Action::Deliver(_)
+            | Action::Netty(..)
+            | Action::Input(..)
+            | Action::Mailbox(_)
+            | Action::Shutdown
+            | Action::Savepoint
+            | Action::UserCheckpoint { .. }
+            | Action::RestartTask(_)
+            | Action::StopScheduler
+            | Action::StartScheduler => false,
+        }
+    }
+}
+
+/// One event delivered to one machine during a step (for rendering and
+/// traces).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// When.
+    pub now: Millis,
+    /// The trace line (coordinator or task event).
+    pub line: TraceLine,
+    /// Effects, rendered.
+    pub effects: Vec<String>,
+    /// Outcome, rendered.
+    pub outcome: String,
+    /// A violation found at this delivery.
+    pub violation: Option<Violation>,
+}
+
+/// The name of the world-level invariant: a write result left when the
+/// whole system is quiet (the task monitor's `leaked`).
+pub const LEAKED: &str = task_names::NO_LEAKED_RESULT;
+
+/// The name of the world-level check that every effect found its route.
+pub const ROUTED: &str = "world-routes-every-effect";
+
+/// A world's configuration with its derived topology: the dynamics.
+#[derive(Clone, Debug)]
+pub struct Sim {
+    /// The bounds and switches.
+    pub cfg: ModelConfig,
+    settings: CoordinatorSettings,
+    task_cfg: TaskConfig,
+    /// Per task: the tasks its barriers go to.
+    downstream: Vec<Vec<TaskId>>,
+    /// Per task: its upstream tasks (input channels).
+    upstream: Vec<Vec<TaskId>>,
+    /// How much each checked step verifies.
+    pub rigor: Rigor,
+    /// Transition coverage, when collected.
+    pub coverage: Option<Arc<Mutex<Coverage>>>,
+}
+
+impl Sim {
+    /// The world of `cfg`, checking invariants only (the model's rigor).
+    #[must_use]
+    pub fn new(cfg: ModelConfig) -> Sim {
+        let n = cfg.tasks.max(1);
+        let settings = cfg.settings();
+        let task_cfg = cfg.task_config();
+        let mut downstream = vec![Vec::new(); n as usize];
+        let mut upstream = vec![Vec::new(); n as usize];
+        let sources: Vec<TaskId> = settings.tasks_to_trigger.clone();
+        for t in (0..n).map(TaskId) {
+            if sources.contains(&t) {
+                continue;
+            }
+            for s in &sources {
+                if let Some(d) = downstream.get_mut(s.0 as usize) {
+                    d.push(t);
+                }
+                if let Some(u) = upstream.get_mut(t.0 as usize) {
+                    u.push(*s);
+                }
+            }
+        }
+        Sim {
+            cfg,
+            settings,
+            task_cfg,
+            downstream,
+            upstream,
+            rigor: Rigor::Invariants,
+            coverage: None,
+        }
+    }
+
+    /// Check determinism and pure-equals-in-place too (three reductions per
+    /// event: for the random schedulers, not the exhaustive one).
+    #[must_use]
+    pub fn with_rigor(mut self, rigor: Rigor) -> Sim {
+        self.rigor = rigor;
+        self
+    }
+
+    /// Collect transition coverage.
+    #[must_use]
+    pub fn with_coverage(mut self) -> Sim {
+        self.coverage = Some(Arc::new(Mutex::new(Coverage::new())));
+        self
+    }
+
+    /// The coordinator settings (trace header).
+    #[must_use]
+    pub fn settings(&self) -> &CoordinatorSettings {
+        &self.settings
+    }
+
+    /// The task configuration (trace header).
+    #[must_use]
+    pub fn task_config(&self) -> &TaskConfig {
+        &self.task_cfg
+    }
+
+    /// The upstream tasks of `t` (its input channels).
+    #[must_use]
+    pub fn upstream(&self, t: TaskId) -> &[TaskId] {
+        self.upstream.get(t.0 as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The initial state and its log (the `StartScheduler` event).
+    #[must_use]
+    pub fn init_with_log(&self) -> (World, Vec<Delivery>) {
+        let coord = match CoordinatorState::from_settings(self.settings.clone()) {
+            Ok(c) => c,
+            // Unreachable for the settings built by `ModelConfig::settings`
+            // (validated in tests); fall back to the smallest valid config.
+            Err(_) => {
+                match CoordinatorState::from_settings(CoordinatorSettings::with_tasks(JOB, 1)) {
+                    Ok(c) => c,
+                    Err(e) => panic!("default settings rejected: {e}"),
+                }
+            }
+        };
+        let n = self.cfg.tasks.max(1);
+        let tasks = (0..n)
+            .map(|t| TaskSide {
+                st: self.fresh_task(),
+                mailbox: Vec::new(),
+                inputs: self
+                    .upstream(TaskId(t))
+                    .iter()
+                    .map(|u| (*u, Vec::new()))
+                    .collect(),
+                monitor: TaskMonitor::new(),
+                attempt: AttemptNo(0),
+            })
+            .collect();
+        let mut s = World {
+            now: Millis(0),
+            coord,
+            tasks,
+            net: Vec::new(),
+            io: Vec::new(),
+            used: Used::default(),
+            scheduler_stopped: false,
+            history: History::default(),
+            ledger: HandleLedger::new(),
+            violation: None,
+            ordered_net: self.cfg.network == Network::Ordered,
+        };
+        let mut log = Vec::new();
+        self.coord_event(&mut s, CEv::StartScheduler, Some(&mut log));
+        (s, log)
+    }
+
+    /// The initial state.
+    #[must_use]
+    pub fn init(&self) -> World {
+        self.init_with_log().0
+    }
+
+    /// The task id attempt `attempt` of task `t` has in traces: `t` for the
+    /// first attempt, `t + attempt * tasks` for a restarted one, so that a
+    /// trace replay (which knows no restarts) runs each attempt on a fresh
+    /// task machine. Coordinator events keep the real task id and attempt.
+    #[must_use]
+    pub fn trace_task(&self, t: TaskId, attempt: AttemptNo) -> TaskId {
+        TaskId(t.0 + attempt.0 * self.cfg.tasks.max(1))
+    }
+
+    /// A fresh task state (a new attempt).
+    fn fresh_task(&self) -> TaskState {
+        match TaskState::new(self.task_cfg.clone()) {
+            Ok(s) => s,
+            Err(e) => panic!("task config rejected: {e}"),
+        }
+    }
+
+    fn budget(&self, s: &World) -> bool {
+        s.used.faults < self.cfg.faults
+    }
+
+    fn push_msg(&self, net: &mut Vec<Msg>, m: Msg) {
+        let at = match self.cfg.network {
+            Network::Ordered => net.partition_point(|x| x.link() <= m.link()),
+            Network::Reorder | Network::ReorderDupDrop => net.partition_point(|x| *x <= m),
+        };
+        net.insert(at, m);
+    }
+
+    /// Messages the network may deliver next (the head of each link when
+    /// ordered; each distinct message otherwise).
+    fn deliverable(&self, net: &[Msg]) -> Vec<Msg> {
+        let mut out = Vec::new();
+        for (i, m) in net.iter().enumerate() {
+            let first = match i.checked_sub(1).and_then(|j| net.get(j)) {
+                None => true,
+                Some(prev) => match self.cfg.network {
+                    Network::Ordered => prev.link() != m.link(),
+                    Network::Reorder | Network::ReorderDupDrop => prev != m,
+                },
+            };
+            if first {
+                out.push(*m);
+            }
+        }
+        out
+    }
+
+    fn record(&self, machine: &'static str, kind: &'static str, outcome: String) {
+        if let Some(c) = &self.coverage {
+            coverage::record(c, machine, kind, outcome);
+        }
+    }
+
+    /// The checked step of the coordinator, then the routing of its effects.
+    fn coord_event(&self, s: &mut World, ev: CEv, log: Option<&mut Vec<Delivery>>) {
+        let now = s.now;
+        let (t, verdict) = checked::coordinator_step(&mut s.ledger, &s.coord, now, &ev, self.rigor);
+        let mut found = verdict.err();
+        if self.coverage.is_some() {
+            self.record(
+                "coordinator",
+                coord_event_kind(&ev),
+                coord_outcome_kind(&t.step.outcome),
+            );
+        }
+        let before = std::mem::replace(&mut s.coord, t.state);
+        for e in &t.step.effects {
+            match route::coordinator(e) {
+                // The coordinator state holds its own timer table (the
+                // world fires what it finds armed there); discards are
+                // accounted by the handle ledger; job commands are not acted
+                // on yet.
+                CoordinatorRoute::Timer { .. }
+                | CoordinatorRoute::Discard { .. }
+                | CoordinatorRoute::Job(_) => {}
+                CoordinatorRoute::Io(req) => insert_sorted(&mut s.io, Io::of(&req)),
+                CoordinatorRoute::Rpc {
+                    task,
+                    attempt,
+                    event,
+                } => match Mail::of(&event) {
+                    Some(mail) => self.push_msg(
+                        &mut s.net,
+                        Msg::ToTask {
+                            task,
+                            attempt,
+                            mail,
+                        },
+                    ),
+                    None => {
+                        found.get_or_insert_with(|| {
+                            Violation::new(ROUTED, format!("RPC {event:?} is not a mail"))
+                        });
+                    }
+                },
+                CoordinatorRoute::Report(Report::Completed { checkpoint, .. }) => {
+                    // The attempts it waited for, captured at trigger time.
+                    if before
+                        .pending_checkpoint(checkpoint)
+                        .is_some_and(|p| p.attempts().iter().any(|a| a.0 > 0))
+                    {
+                        s.history.failover_complete = true;
+                    }
+                    if s.history.abort_seen.is_some_and(|a| a < checkpoint) {
+                        s.history.abort_then_complete = true;
+                        s.history.abort_seen = None;
+                    }
+                }
+                CoordinatorRoute::Report(Report::Aborted {
+                    checkpoint, reason, ..
+                }) => {
+                    use ckpt_core::coordinator::AbortReason;
+                    let counts = !matches!(reason, AbortReason::Subsumed | AbortReason::Shutdown);
+                    if counts && !s.history.abort_then_complete {
+                        s.history.abort_seen = Some(
+                            s.history
+                                .abort_seen
+                                .map_or(checkpoint, |a| a.min(checkpoint)),
+                        );
+                    }
+                }
+                CoordinatorRoute::Report(Report::RequestFailed { .. }) => {}
+            }
+        }
+        if let Some(log) = log {
+            log.push(Delivery {
+                now,
+                line: TraceLine::Coordinator { now, event: ev },
+                effects: t.step.effects.iter().map(|e| format!("{e:?}")).collect(),
+                outcome: format!("{:?}", t.step.outcome),
+                violation: found.clone(),
+            });
+        }
+        if s.violation.is_none() {
+            s.violation = found;
+        }
+    }
+
+    /// The checked step of task `t`, then the routing of its effects.
+    fn task_event(&self, s: &mut World, t: TaskId, ev: TEv, log: Option<&mut Vec<Delivery>>) {
+        let now = s.now;
+        let Some(side) = s.tasks.get_mut(t.0 as usize) else {
+            return;
+        };
+        let attempt = side.attempt;
+        let (tr, verdict) = checked::task_step(&mut side.monitor, &side.st, now, &ev, self.rigor);
+        let mut found = verdict.err();
+        if self.coverage.is_some() {
+            self.record("task", ev.kind(), format!("{:?}", tr.step.outcome));
+        }
+        side.st = tr.state;
+        for e in &tr.step.effects {
+            match route::task(e) {
+                // The writer's and the async thread's outstanding work is
+                // read from the task state; discards and operator notices
+                // have no effect on the rest of the world; a failure is
+                // acted on by the action that injected it (and a spurious
+                // one is already a violation).
+                TaskRoute::Writer(_)
+                | TaskRoute::AsyncPart(_)
+                | TaskRoute::Discard(_)
+                | TaskRoute::Operators(_)
+                | TaskRoute::Fail(_) => {}
+                TaskRoute::Mail(event) => match Mail::of(&event) {
+                    Some(mail) => {
+                        if let Some(side) = s.tasks.get_mut(t.0 as usize) {
+                            side.mailbox.push(mail);
+                        }
+                    }
+                    None => {
+                        found.get_or_insert_with(|| {
+                            Violation::new(ROUTED, format!("mail {event:?} is not a mail"))
+                        });
+                    }
+                },
+                TaskRoute::Downstream(item) => self.broadcast(s, t, item),
+                TaskRoute::Coordinator(msg) => {
+                    self.push_msg(
+                        &mut s.net,
+                        Msg::ToCoord {
+                            task: t,
+                            attempt,
+                            msg,
+                        },
+                    );
+                }
+            }
+        }
+        if let Some(log) = log {
+            log.push(Delivery {
+                now,
+                line: TraceLine::Task {
+                    now,
+                    task: self.trace_task(t, attempt),
+                    event: ev,
+                },
+                effects: tr.step.effects.iter().map(|e| format!("{e:?}")).collect(),
+                outcome: format!("{:?}", tr.step.outcome),
+                violation: found.clone(),
+            });
+        }
+        if s.violation.is_none() {
+            s.violation = found;
+        }
+    }
+
+    /// Appends `item` to every output channel of `from` (lossless FIFO); a
+    /// down attempt's input channels are gone.
+    fn broadcast(&self, s: &mut World, from: TaskId, item: ChannelItem) {
+        for d in self.downstream.get(from.0 as usize).into_iter().flatten() {
+            if let Some(side) = s.tasks.get_mut(d.0 as usize) {
+                if side.is_down() {
+                    continue;
+                }
+                if let Some((_, q)) = side.inputs.iter_mut().find(|(u, _)| *u == from) {
+                    q.push(item);
+                }
+            }
+        }
+    }
+
+    /// Enqueues an RPC mail for attempt `attempt` of task `t`; dropped when
+    /// that attempt is not the running one (restarted since, or down).
+    fn push_mail(s: &mut World, t: TaskId, attempt: AttemptNo, m: Mail) {
+        if let Some(side) = s.tasks.get_mut(t.0 as usize) {
+            if side.attempt == attempt && !side.is_down() {
+                side.mailbox.push(m);
+            }
+        }
+    }
+
+    /// Every action enabled in `s`, in a fixed order.
+    pub fn enabled(&self, s: &World, out: &mut Vec<Action>) {
+        if s.violation.is_some() {
+            return;
+        }
+        for (timer, _) in s.coord.timers() {
+            match timer {
+                Timer::Periodic => {
+                    if s.used.triggers < self.cfg.checkpoints {
+                        out.push(Action::Fire(*timer));
+                    }
+                }
+                Timer::Timeout(_) => out.push(Action::Fire(*timer)),
+            }
+        }
+        let budget = self.budget(s);
+        let mut last = None;
+        for io in &s.io {
+            if last == Some(*io) {
+                continue;
+            }
+            last = Some(*io);
+            out.push(Action::Answer(*io, true));
+            if budget && self.cfg.io_faults {
+                out.push(Action::Answer(*io, false));
+            }
+        }
+        for m in self.deliverable(&s.net) {
+            out.push(Action::Deliver(m));
+            if budget && self.cfg.network == Network::ReorderDupDrop {
+                out.push(Action::Duplicate(m));
+                out.push(Action::Drop(m));
+            }
+        }
+        for (i, side) in s.tasks.iter().enumerate() {
+            let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            for (up, q) in &side.inputs {
+                match q.first() {
+                    Some(ChannelItem::Barrier(_)) => out.push(Action::Netty(t, *up)),
+                    Some(ChannelItem::CancelMarker(_)) => out.push(Action::Input(t, *up)),
+                    None => {}
+                }
+            }
+            if !side.mailbox.is_empty() {
+                out.push(Action::Mailbox(t));
+            }
+            let faults = budget && self.cfg.task_faults;
+            for cp in side.st.writer_in_progress() {
+                out.push(Action::Writer(t, cp, true));
+                if faults {
+                    out.push(Action::Writer(t, cp, false));
+                }
+            }
+            for cp in side.st.async_parts() {
+                out.push(Action::Async(t, cp, true));
+                if faults {
+                    out.push(Action::Async(t, cp, false));
+                }
+            }
+        }
+        if self.cfg.shutdown && !s.coord.is_shutdown() && s.used.triggers >= self.cfg.checkpoints {
+            out.push(Action::Shutdown);
+        }
+        if s.used.savepoints < self.cfg.savepoints {
+            out.push(Action::Savepoint);
+        }
+        if s.used.user_checkpoints < self.cfg.user_checkpoints {
+            out.push(Action::UserCheckpoint { forced: false });
+            out.push(Action::UserCheckpoint { forced: true });
+        }
+        let may_fail = s.used.task_failures < self.cfg.task_failures && !s.coord.is_shutdown();
+        for (i, side) in s.tasks.iter().enumerate() {
+            let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            if side.is_down() {
+                out.push(Action::RestartTask(t));
+            } else if may_fail {
+                out.push(Action::FailTask(t));
+            }
+        }
+        if s.scheduler_stopped {
+            out.push(Action::StartScheduler);
+        } else if s.used.scheduler_stops < self.cfg.scheduler_restarts && !s.coord.is_shutdown() {
+            out.push(Action::StopScheduler);
+        }
+    }
+
+    /// Runs one action on a copy of `s`, appending what was delivered to
+    /// `log`; `None` when the action is not enabled.
+    pub fn step(&self, s: &World, a: Action, mut log: Option<&mut Vec<Delivery>>) -> Option<World> {
+        let mut n = s.clone();
+        match a {
+            Action::Fire(timer) => {
+                let deadline = s.coord.timer_deadline(timer)?;
+                if timer == Timer::Periodic {
+                    n.used.triggers = n.used.triggers.saturating_add(1);
+                }
+                n.now = deadline.max(n.now);
+                self.coord_event(&mut n, CEv::TimerFired { timer }, log.as_deref_mut());
+            }
+            Action::Answer(io, ok) => {
+                let i = n.io.iter().position(|x| *x == io)?;
+                n.io.remove(i);
+                let answer = if ok {
+                    let id = s
+                        .coord
+                        .last_id()
+                        .map_or(CheckpointId(1), |l| l.next().unwrap_or(l));
+                    IoAnswer::Ok { id }
+                } else {
+                    n.used.faults = n.used.faults.saturating_add(1);
+                    IoAnswer::Failed(IoFailure("injected".into()))
+                };
+                let ev = io.request().answer(answer);
+                self.coord_event(&mut n, ev, log.as_deref_mut());
+            }
+            Action::Deliver(m) => {
+                let i = n.net.iter().position(|x| *x == m)?;
+                n.net.remove(i);
+                match m {
+                    Msg::ToTask {
+                        task,
+                        attempt,
+                        mail,
+                    } => Self::push_mail(&mut n, task, attempt, mail),
+                    Msg::ToCoord { task, attempt, msg } => {
+                        self.coord_event(&mut n, msg.event(JOB, task, attempt), log.as_deref_mut());
+                    }
+                }
+            }
+            Action::Duplicate(m) => {
+                n.net.iter().position(|x| *x == m)?;
+                n.used.faults = n.used.faults.saturating_add(1);
+                self.push_msg(&mut n.net, m);
+            }
+            Action::Drop(m) => {
+                let i = n.net.iter().position(|x| *x == m)?;
+                n.net.remove(i);
+                n.used.faults = n.used.faults.saturating_add(1);
+            }
+            Action::Netty(t, up) | Action::Input(t, up) => {
+                let side = n.tasks.get_mut(t.0 as usize)?;
+                let (_, q) = side.inputs.iter_mut().find(|(u, _)| *u == up)?;
+                let head = *q.first()?;
+                let wanted = match a {
+                    Action::Netty(..) => Thread::Netty,
+                    _ => Thread::Task,
+                };
+                if head.thread() != wanted {
+                    return None;
+                }
+                q.remove(0);
+                self.task_event(&mut n, t, head.event(), log.as_deref_mut());
+            }
+            Action::Mailbox(t) => {
+                let side = n.tasks.get_mut(t.0 as usize)?;
+                if side.mailbox.is_empty() {
+                    return None;
+                }
+                let mail = side.mailbox.remove(0);
+                self.task_event(&mut n, t, mail.event(), log.as_deref_mut());
+            }
+            Action::Writer(t, checkpoint, ok) => {
+                let ev = if ok {
+                    TEv::WriterCompleted { checkpoint }
+                } else {
+                    n.used.faults = n.used.faults.saturating_add(1);
+                    TEv::WriterFailed { checkpoint }
+                };
+                self.task_event(&mut n, t, ev, log.as_deref_mut());
+            }
+            Action::Async(t, checkpoint, ok) => {
+                let ev = if ok {
+                    TEv::AsyncPartCompleted {
+                        checkpoint,
+                        handle: handle_for(checkpoint),
+                    }
+                } else {
+                    n.used.faults = n.used.faults.saturating_add(1);
+                    TEv::AsyncPartFailed { checkpoint }
+                };
+                self.task_event(&mut n, t, ev, log.as_deref_mut());
+            }
+            Action::Shutdown => {
+                let status = JobStatus::Canceled;
+                self.coord_event(&mut n, CEv::Shutdown { status }, log.as_deref_mut());
+            }
+            Action::Savepoint => {
+                n.used.savepoints = n.used.savepoints.saturating_add(1);
+                let kind = TriggerKind::Savepoint {
+                    target: "sp".into(),
+                };
+                self.coord_event(&mut n, CEv::Trigger { kind }, log.as_deref_mut());
+            }
+            Action::UserCheckpoint { forced } => {
+                n.used.user_checkpoints = n.used.user_checkpoints.saturating_add(1);
+                let kind = TriggerKind::Checkpoint { forced };
+                self.coord_event(&mut n, CEv::Trigger { kind }, log.as_deref_mut());
+            }
+            Action::FailTask(t) => {
+                if n.tasks.get(t.0 as usize)?.is_down() {
+                    return None;
+                }
+                n.used.task_failures = n.used.task_failures.saturating_add(1);
+                self.task_event(&mut n, t, TEv::OperatorFailed, log.as_deref_mut());
+                let side = n.tasks.get_mut(t.0 as usize)?;
+                // The failed attempt runs nothing more: its mailbox and input
+                // buffers go with it (its writer and async work are read from
+                // its task state, which the reducer has torn down).
+                side.mailbox.clear();
+                for (_, q) in &mut side.inputs {
+                    q.clear();
+                }
+                let attempt = side.attempt;
+                self.coord_event(
+                    &mut n,
+                    CEv::TaskFailed { task: t, attempt },
+                    log.as_deref_mut(),
+                );
+            }
+            Action::RestartTask(t) => {
+                let fresh = self.fresh_task();
+                let side = n.tasks.get_mut(t.0 as usize)?;
+                if !side.is_down() {
+                    return None;
+                }
+                side.st = fresh;
+                side.monitor = TaskMonitor::new();
+                side.mailbox.clear();
+                for (_, q) in &mut side.inputs {
+                    q.clear();
+                }
+                side.attempt = AttemptNo(side.attempt.0.saturating_add(1));
+                let attempt = side.attempt;
+                self.coord_event(
+                    &mut n,
+                    CEv::TaskRunning { task: t, attempt },
+                    log.as_deref_mut(),
+                );
+            }
+            Action::StopScheduler => {
+                n.used.scheduler_stops = n.used.scheduler_stops.saturating_add(1);
+                n.scheduler_stopped = true;
+                self.coord_event(&mut n, CEv::StopScheduler, log.as_deref_mut());
+            }
+            Action::StartScheduler => {
+                n.scheduler_stopped = false;
+                self.coord_event(&mut n, CEv::StartScheduler, log.as_deref_mut());
+            }
+        }
+        if n.violation.is_none() && n.quiet() {
+            self.check_quiet(&mut n, log);
+        }
+        Some(n)
+    }
+
+    /// At quiescence: no task holds a write result, and no result any task
+    /// created was left unsettled or unremoved.
+    fn check_quiet(&self, n: &mut World, log: Option<&mut Vec<Delivery>>) {
+        for side in &n.tasks {
+            let leaked = side.monitor.leaked();
+            let r = check_quiescent(&side.st).and_then(|()| {
+                if leaked.is_empty() {
+                    Ok(())
+                } else {
+                    Err(Violation::new(
+                        LEAKED,
+                        format!("quiet, but results {leaked:?} were never settled and removed"),
+                    ))
+                }
+            });
+            if let Err(v) = r {
+                if let Some(last) = log.and_then(|l| l.last_mut()) {
+                    last.violation = Some(v.clone());
+                }
+                n.violation = Some(v);
+                return;
+            }
+        }
+    }
+
+    /// Advances the world's clock to `now` (never backwards); the machines
+    /// see it with their next event.
+    pub fn advance(&self, s: &mut World, now: Millis) {
+        s.now = s.now.max(now);
+    }
+
+    /// Renders an action for humans.
+    #[must_use]
+    pub fn describe(&self, a: &Action) -> String {
+        match a {
+            Action::Fire(t) => format!("coordinator timer {t:?} fires"),
+            Action::Answer(io, ok) => format!(
+                "host answers {io:?} {}",
+                if *ok { "ok" } else { "with a failure (fault)" }
+            ),
+            Action::Deliver(m) => format!("network delivers {m:?}"),
+            Action::Duplicate(m) => format!("network duplicates {m:?} (fault)"),
+            Action::Drop(m) => format!("network drops {m:?} (fault)"),
+            Action::Netty(t, up) => format!("task {t} netty thread: barrier from task {up}"),
+            Action::Input(t, up) => format!("task {t} task thread: cancel marker from task {up}"),
+            Action::Mailbox(t) => format!("task {t} task thread: runs its next mail"),
+            Action::Writer(t, c, ok) => format!(
+                "task {t} writer {} result {c}",
+                if *ok { "completes" } else { "fails (fault)" }
+            ),
+            Action::Async(t, c, ok) => format!(
+                "task {t} async part of {c} {}",
+                if *ok { "completes" } else { "fails (fault)" }
+            ),
+            Action::Shutdown => "coordinator shuts down".into(),
+            Action::Savepoint => "user triggers a savepoint".into(),
+            Action::UserCheckpoint { forced } => format!(
+                "user triggers a {}checkpoint",
+                if *forced { "forced " } else { "" }
+            ),
+            Action::FailTask(t) => format!("task {t} fails (operator failure)"),
+            Action::RestartTask(t) => format!("task {t} restarts as a new attempt"),
+            Action::StopScheduler => "coordinator scheduler is stopped".into(),
+            Action::StartScheduler => "coordinator scheduler is started again".into(),
+        }
+    }
+}
+
+/// The state handle a task's async part writes for `cp`: one per checkpoint,
+/// the same on every task, so handles carry no task identity and the state
+/// stays symmetric under task permutations (the ledger then counts
+/// deliveries per checkpoint; duplicated acks carry the same handle).
+#[must_use]
+pub fn handle_for(cp: CheckpointId) -> StateHandle {
+    StateHandle(cp.0)
+}
+
+fn insert_sorted<T: Ord>(v: &mut Vec<T>, x: T) {
+    let at = v.partition_point(|y| *y <= x);
+    v.insert(at, x);
+}
+
+/// Whether `m` is an ack or decline with this reason from a task.
+#[must_use]
+pub fn is_decline(m: &Msg, why: ckpt_core::DeclineReason) -> bool {
+    matches!(
+        m,
+        Msg::ToCoord {
+            msg: ToCoordinator::Decline { reason, .. },
+            ..
+        } if *reason == why
+    )
+}

@@ -1,0 +1,269 @@
+//! The world's state: the real machines plus what lies between them.
+
+use ckpt_core::coordinator::{CoordinatorState, RequestId};
+use ckpt_core::invariants::coordinator::HandleLedger;
+use ckpt_core::invariants::task::TaskMonitor;
+use ckpt_core::invariants::Violation;
+use ckpt_core::route::{ChannelItem, IoRequest, ToCoordinator};
+use ckpt_core::task::{Lifecycle, TaskEvent, TaskState};
+use ckpt_core::{AttemptNo, CheckpointId, Millis, TaskId};
+
+/// A mail in a task's mailbox (FIFO, run by the task thread, never
+/// withdrawn): an RPC from the coordinator or a checkpoint mail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mail {
+    /// RPC: trigger (source tasks).
+    Trigger(CheckpointId),
+    /// RPC: notify aborted.
+    Aborted(CheckpointId),
+    /// RPC: notify complete.
+    Complete(CheckpointId),
+    /// The checkpoint mail scheduled on barrier.
+    Checkpoint(CheckpointId),
+}
+
+impl Mail {
+    /// The mail that carries `event`, for the events that travel through a
+    /// mailbox (`None` for the others).
+    #[must_use]
+    pub fn of(event: &TaskEvent) -> Option<Mail> {
+        match event {
+            TaskEvent::TriggerCheckpoint { checkpoint } => Some(Mail::Trigger(*checkpoint)),
+            TaskEvent::NotifyAborted { checkpoint } => Some(Mail::Aborted(*checkpoint)),
+            TaskEvent::NotifyComplete { checkpoint } => Some(Mail::Complete(*checkpoint)),
+            TaskEvent::CheckpointMail { checkpoint } => Some(Mail::Checkpoint(*checkpoint)),
+            TaskEvent::BarrierReceived { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::WriterCompleted { .. }
+            | TaskEvent::WriterFailed { .. }
+            | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartFailed { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::Close => None,
+        }
+    }
+
+    /// The event the task thread delivers when it runs this mail.
+    #[must_use]
+    pub fn event(self) -> TaskEvent {
+        match self {
+            Mail::Trigger(checkpoint) => TaskEvent::TriggerCheckpoint { checkpoint },
+            Mail::Aborted(checkpoint) => TaskEvent::NotifyAborted { checkpoint },
+            Mail::Complete(checkpoint) => TaskEvent::NotifyComplete { checkpoint },
+            Mail::Checkpoint(checkpoint) => TaskEvent::CheckpointMail { checkpoint },
+        }
+    }
+}
+
+/// A message on the RPC network. Every message names the task attempt at
+/// its task end: the attempt a coordinator message is addressed to (a
+/// message for an attempt that is no longer the running one is dropped on
+/// delivery: the host finds no such execution), or the attempt that sent an
+/// ack / decline (delivered to the coordinator whatever the task's attempt
+/// is now, for it to judge). Derived order = the multiset's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Msg {
+    /// Coordinator -> task: an RPC that becomes a mail.
+    ToTask {
+        /// Destination.
+        task: TaskId,
+        /// Destination attempt.
+        attempt: AttemptNo,
+        /// The mail it becomes.
+        mail: Mail,
+    },
+    /// Task -> coordinator: an ack or a decline.
+    ToCoord {
+        /// Sender.
+        task: TaskId,
+        /// Sender attempt.
+        attempt: AttemptNo,
+        /// What it says.
+        msg: ToCoordinator,
+    },
+}
+
+impl Msg {
+    /// The task at the other end.
+    #[must_use]
+    pub fn task(&self) -> TaskId {
+        match self {
+            Msg::ToTask { task, .. } | Msg::ToCoord { task, .. } => *task,
+        }
+    }
+    /// The task attempt at the other end.
+    #[must_use]
+    pub fn attempt(&self) -> AttemptNo {
+        match self {
+            Msg::ToTask { attempt, .. } | Msg::ToCoord { attempt, .. } => *attempt,
+        }
+    }
+    /// Whether it travels to the coordinator.
+    #[must_use]
+    pub fn to_coordinator(&self) -> bool {
+        matches!(self, Msg::ToCoord { .. })
+    }
+    /// The link (FIFO flow) it travels on.
+    #[must_use]
+    pub fn link(&self) -> (bool, TaskId) {
+        (self.to_coordinator(), self.task())
+    }
+    /// The same message for another task (same attempt).
+    #[must_use]
+    pub fn with_task(self, t: TaskId) -> Msg {
+        match self {
+            Msg::ToTask { attempt, mail, .. } => Msg::ToTask {
+                task: t,
+                attempt,
+                mail,
+            },
+            Msg::ToCoord { attempt, msg, .. } => Msg::ToCoord {
+                task: t,
+                attempt,
+                msg,
+            },
+        }
+    }
+}
+
+/// A pending I/O request of the coordinator (compact: the world answers it
+/// through [`IoRequest::answer`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Io {
+    /// `AllocateCheckpointId`.
+    Allocate(RequestId),
+    /// `TriggerMasterHooks`.
+    Hooks(CheckpointId),
+    /// `FinalizeCheckpoint`.
+    Finalize(CheckpointId),
+    /// `StoreCheckpoint`.
+    Store(CheckpointId),
+}
+
+impl Io {
+    /// The world's record of `req`.
+    #[must_use]
+    pub fn of(req: &IoRequest) -> Io {
+        match req {
+            IoRequest::AllocateId { request } => Io::Allocate(*request),
+            IoRequest::MasterHooks { checkpoint } => Io::Hooks(*checkpoint),
+            IoRequest::Finalize { checkpoint, .. } => Io::Finalize(*checkpoint),
+            IoRequest::Store { checkpoint } => Io::Store(*checkpoint),
+        }
+    }
+
+    /// The request again (a finalize without its handles: only the answer
+    /// is built from it).
+    #[must_use]
+    pub fn request(self) -> IoRequest {
+        match self {
+            Io::Allocate(request) => IoRequest::AllocateId { request },
+            Io::Hooks(checkpoint) => IoRequest::MasterHooks { checkpoint },
+            Io::Finalize(checkpoint) => IoRequest::Finalize {
+                checkpoint,
+                handles: Vec::new(),
+            },
+            Io::Store(checkpoint) => IoRequest::Store { checkpoint },
+        }
+    }
+}
+
+/// One task with what surrounds it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TaskSide {
+    /// The real task state.
+    pub st: TaskState,
+    /// FIFO mailbox.
+    pub mailbox: Vec<Mail>,
+    /// Input channels (per-link FIFO, lossless), keyed by upstream task,
+    /// sorted by it.
+    pub inputs: Vec<(TaskId, Vec<ChannelItem>)>,
+    /// The core's cross-step task monitor (a fresh one per attempt).
+    pub monitor: TaskMonitor,
+    /// The task's current execution attempt (0, then one more per restart).
+    /// While its task state is failed the attempt is down: it runs nothing,
+    /// its mailbox and input channels are discarded, and anything sent to it
+    /// is dropped.
+    pub attempt: AttemptNo,
+}
+
+impl TaskSide {
+    /// Whether the attempt failed and has not been restarted yet.
+    #[must_use]
+    pub fn is_down(&self) -> bool {
+        self.st.lifecycle() == Lifecycle::Failed
+    }
+}
+
+/// What each budget of the run has used (every action that could repeat
+/// forever consumes one, so every run is finite).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Used {
+    /// Periodic firings.
+    pub triggers: u8,
+    /// Faults.
+    pub faults: u8,
+    /// Savepoints triggered.
+    pub savepoints: u8,
+    /// User checkpoints triggered.
+    pub user_checkpoints: u8,
+    /// Task failures.
+    pub task_failures: u8,
+    /// Scheduler stops.
+    pub scheduler_stops: u8,
+}
+
+/// History bits the `sometimes` witnesses read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct History {
+    /// Lowest aborted checkpoint id, until a later one completes.
+    pub abort_seen: Option<CheckpointId>,
+    /// A checkpoint was aborted and a later one completed.
+    pub abort_then_complete: bool,
+    /// A checkpoint that waited for a restarted task attempt completed.
+    pub failover_complete: bool,
+}
+
+/// The world's state. `Hash` is derived over fields whose own `Hash` writes
+/// lengths (std `Vec`, and the core states' hand-written ones).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct World {
+    /// The world's clock (what every event is delivered at).
+    pub now: Millis,
+    /// The real coordinator.
+    pub coord: CoordinatorState,
+    /// Tasks by id.
+    pub tasks: Vec<TaskSide>,
+    /// In-flight RPC messages: a sorted multiset, or (ordered network) per-link
+    /// FIFO segments in link order.
+    pub net: Vec<Msg>,
+    /// Pending I/O requests, sorted.
+    pub io: Vec<Io>,
+    /// Budgets used.
+    pub used: Used,
+    /// The scheduler was stopped and not started again yet.
+    pub scheduler_stopped: bool,
+    /// History for the witnesses.
+    pub history: History,
+    /// The core's handle ledger.
+    pub ledger: HandleLedger,
+    /// The first invariant violation (the state is then terminal).
+    pub violation: Option<Violation>,
+    /// Constant: the network is per-link FIFO (kept here so the symmetry
+    /// representative, a plain function of the state, can rebuild it).
+    pub ordered_net: bool,
+}
+
+impl World {
+    /// No messages, answers, mails, inputs or work anywhere.
+    #[must_use]
+    pub fn quiet(&self) -> bool {
+        self.net.is_empty()
+            && self.io.is_empty()
+            && self.tasks.iter().all(|t| {
+                t.mailbox.is_empty()
+                    && t.inputs.iter().all(|(_, q)| q.is_empty())
+                    && !t.st.has_outstanding_work()
+            })
+    }
+}
