@@ -1,16 +1,21 @@
 //! Drives the coordinator through a whole story and prints every event, the
-//! effects it produced and its outcome. The "host" here is a loop that answers
-//! each I/O effect immediately and delivers each trigger to a pretend task
-//! that acknowledges at once.
+//! effects it produced and its outcome. The "host" here is a loop: it sorts
+//! each effect with `ckpt_core::route`, answers every I/O request at once
+//! (`IoRequest::answer`), delivers each trigger to pretend tasks that
+//! acknowledge at once (`ToCoordinator::event` adds the envelope), and
+//! sleeps until `next_deadline()` when nothing else is left.
 //!
 //! `cargo run -p ckpt-core --example story`
 
 use std::collections::VecDeque;
 
 use ckpt_core::coordinator::{
-    reduce, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
-    Timer, TriggerKind,
+    CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus, TriggerKind,
 };
+use ckpt_core::invariants::checked::{coordinator_step, Rigor};
+use ckpt_core::invariants::coordinator::HandleLedger;
+use ckpt_core::route::{self, CoordinatorRoute, IoAnswer, ToCoordinator};
+use ckpt_core::task::TaskEvent;
 use ckpt_core::{CheckpointId, DeclineReason, JobId, Millis, StateHandle};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     settings.timeout_ms = 1_000;
     settings.tolerable_failures = 1;
     let mut state = CoordinatorState::from_settings(settings)?;
-    let mut ledger = ckpt_core::invariants::coordinator::HandleLedger::new();
+    let mut ledger = HandleLedger::new();
     let mut next_id = 1u64;
     let mut next_handle = 100u64;
     let mut now = Millis(0);
@@ -28,18 +33,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     inbox.push_back(CoordinatorEvent::StartScheduler);
 
     let mut step_no = 0;
-    // The story: two periodic checkpoints complete, the third is declined by
-    // task 2, a savepoint completes, then the job shuts down.
+    // The story: three periodic checkpoints are triggered (the third is
+    // declined by task 2), a savepoint completes, then the job shuts down.
     let mut round = 0;
     loop {
         let Some(event) = inbox.pop_front() else {
             round += 1;
             match round {
                 1..=3 => {
-                    now = state.timer_deadline(Timer::Periodic).unwrap_or(now);
-                    inbox.push_back(CoordinatorEvent::TimerFired {
-                        timer: Timer::Periodic,
-                    });
+                    // Nothing left to do: sleep until the next timer.
+                    let Some((timer, at)) = state.next_deadline() else {
+                        break;
+                    };
+                    now = at;
+                    inbox.push_back(CoordinatorEvent::TimerFired { timer });
                 }
                 4 => inbox.push_back(CoordinatorEvent::Trigger {
                     kind: TriggerKind::Savepoint {
@@ -54,36 +61,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             continue;
         };
         step_no += 1;
-        let before = state.clone();
-        let t = reduce(&state, now, event.clone());
+        let (t, verdict) = coordinator_step(&mut ledger, &state, now, &event, Rigor::Full);
         println!("#{step_no:<3} @{now:<5} {event:?}");
         for e in &t.step.effects {
             println!("        -> {e:?}");
         }
         println!("        => {:?}", t.step.outcome);
-        let step = ckpt_core::coordinator::Step {
-            effects: t.step.effects.clone(),
-            outcome: t.step.outcome.clone(),
-            clock: t.step.clock,
-        };
-        ckpt_core::invariants::coordinator::check_all(
-            &mut ledger,
-            &before,
-            &event,
-            &step,
-            &t.state,
-        )?;
+        verdict?;
         state = t.state;
-        for e in t.step.effects {
-            match e {
-                CoordinatorEffect::AllocateCheckpointId { request } => {
-                    inbox.push_back(CoordinatorEvent::CheckpointIdAllocated {
-                        request,
-                        result: Ok(CheckpointId(next_id)),
-                    });
-                    next_id += 1;
+        for e in &t.step.effects {
+            match route::coordinator(e) {
+                CoordinatorRoute::Io(req) => {
+                    inbox.push_back(req.answer(IoAnswer::Ok {
+                        id: CheckpointId(next_id),
+                    }));
+                    if req.checkpoint().is_none() {
+                        next_id += 1;
+                    }
                 }
-                CoordinatorEffect::TriggerTask { checkpoint, .. } => {
+                CoordinatorRoute::Rpc {
+                    event: TaskEvent::TriggerCheckpoint { checkpoint },
+                    ..
+                } => {
                     // The source injects barriers; every task acks, except
                     // that task 2 declines the third checkpoint.
                     for task in state.config().tasks_to_wait().to_vec() {
@@ -91,56 +90,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                             .task_status(task)
                             .map(|s| s.attempt)
                             .unwrap_or_default();
-                        if checkpoint == CheckpointId(3) && task.0 == 2 {
-                            inbox.push_back(CoordinatorEvent::Decline {
-                                job,
-                                task,
-                                attempt,
+                        let reply = if checkpoint == CheckpointId(3) && task.0 == 2 {
+                            ToCoordinator::Decline {
                                 checkpoint,
                                 reason: DeclineReason::SnapshotFailed,
-                            });
+                            }
                         } else {
                             next_handle += 1;
-                            inbox.push_back(CoordinatorEvent::Acknowledge {
-                                job,
-                                task,
-                                attempt,
+                            ToCoordinator::Ack {
                                 checkpoint,
-                                state: Some(StateHandle(next_handle)),
-                            });
-                        }
+                                handle: StateHandle(next_handle),
+                            }
+                        };
+                        inbox.push_back(reply.event(job, task, attempt));
                     }
                 }
-                CoordinatorEffect::FinalizeCheckpoint { checkpoint, .. } => {
-                    inbox.push_back(CoordinatorEvent::FinalizeDone {
-                        checkpoint,
-                        result: Ok(()),
-                    });
-                }
-                CoordinatorEffect::StoreCheckpoint { checkpoint } => {
-                    inbox.push_back(CoordinatorEvent::StoreDone {
-                        checkpoint,
-                        result: Ok(()),
-                    });
-                }
-                CoordinatorEffect::TriggerMasterHooks { checkpoint, .. } => {
-                    inbox.push_back(CoordinatorEvent::MasterHooksDone {
-                        checkpoint,
-                        result: Ok(()),
-                    });
-                }
-                CoordinatorEffect::ScheduleTimer { .. }
-                | CoordinatorEffect::CancelTimer { .. }
-                | CoordinatorEffect::DiscardState { .. }
-                | CoordinatorEffect::NotifyComplete { .. }
-                | CoordinatorEffect::NotifyAborted { .. }
-                | CoordinatorEffect::CheckpointCompleted { .. }
-                | CoordinatorEffect::CheckpointAborted { .. }
-                | CoordinatorEffect::RequestFailed { .. }
-                | CoordinatorEffect::FailJob { .. }
-                | CoordinatorEffect::ResetIdCounter { .. }
-                | CoordinatorEffect::RestoreState { .. }
-                | CoordinatorEffect::ShutdownServices { .. } => {}
+                // Notifications to tasks, timers (read back through
+                // `next_deadline`), discards, reports and job commands need
+                // nothing from this pretend host.
+                CoordinatorRoute::Rpc { .. }
+                | CoordinatorRoute::Timer { .. }
+                | CoordinatorRoute::Discard { .. }
+                | CoordinatorRoute::Job(_)
+                | CoordinatorRoute::Report(_) => {}
             }
         }
     }

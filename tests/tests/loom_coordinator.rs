@@ -22,6 +22,7 @@ use ckpt_core::coordinator::{
 use ckpt_core::host::{CoordinatorEffectSink, CoordinatorHost, CoordinatorStep};
 use ckpt_core::invariants::coordinator::{check_all, HandleLedger};
 use ckpt_core::invariants::Violation;
+use ckpt_core::route::{self, CoordinatorRoute, IoAnswer, IoRequest};
 use ckpt_core::{AttemptNo, CheckpointId, DeclineReason, JobId, Millis, StateHandle, TaskId};
 use loom::thread;
 // The host is shared with a std `Arc`: its reference count is not what is
@@ -61,7 +62,7 @@ struct Recorder {
     ledger: HandleLedger,
     violation: Option<Violation>,
     effects: Vec<CoordinatorEffect>,
-    io: VecDeque<CoordinatorEffect>,
+    io: VecDeque<IoRequest>,
     next_id: u64,
 }
 
@@ -73,14 +74,8 @@ impl CoordinatorEffectSink for Recorder {
         }
         for e in &s.step.effects {
             self.effects.push(e.clone());
-            if matches!(
-                e,
-                CoordinatorEffect::AllocateCheckpointId { .. }
-                    | CoordinatorEffect::TriggerMasterHooks { .. }
-                    | CoordinatorEffect::FinalizeCheckpoint { .. }
-                    | CoordinatorEffect::StoreCheckpoint { .. }
-            ) {
-                self.io.push_back(e.clone());
+            if let CoordinatorRoute::Io(req) = route::coordinator(e) {
+                self.io.push_back(req);
             }
         }
     }
@@ -91,40 +86,18 @@ type Host = Arc<CoordinatorHost<Recorder>>;
 /// The I/O completion path: takes one queued I/O effect and answers it
 /// successfully. Returns whether there was one.
 fn answer_io(host: &Host, now: Millis) -> bool {
-    let Some((e, id)) = host.with_sink(|s| {
-        let e = s.io.pop_front()?;
-        if matches!(e, CoordinatorEffect::AllocateCheckpointId { .. }) {
+    let Some((req, id)) = host.with_sink(|s| {
+        let req = s.io.pop_front()?;
+        if matches!(req, IoRequest::AllocateId { .. }) {
             s.next_id += 1;
         }
-        Some((e, s.next_id))
+        Some((req, s.next_id))
     }) else {
         return false;
     };
-    let event = match e {
-        CoordinatorEffect::AllocateCheckpointId { request } => {
-            CoordinatorEvent::CheckpointIdAllocated {
-                request,
-                result: Ok(CheckpointId(id)),
-            }
-        }
-        CoordinatorEffect::TriggerMasterHooks { checkpoint, .. } => {
-            CoordinatorEvent::MasterHooksDone {
-                checkpoint,
-                result: Ok(()),
-            }
-        }
-        CoordinatorEffect::FinalizeCheckpoint { checkpoint, .. } => {
-            CoordinatorEvent::FinalizeDone {
-                checkpoint,
-                result: Ok(()),
-            }
-        }
-        CoordinatorEffect::StoreCheckpoint { checkpoint } => CoordinatorEvent::StoreDone {
-            checkpoint,
-            result: Ok(()),
-        },
-        other => panic!("not an I/O effect: {other:?}"),
-    };
+    let event = req.answer(IoAnswer::Ok {
+        id: CheckpointId(id),
+    });
     host.deliver(now, event);
     true
 }

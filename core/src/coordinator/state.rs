@@ -461,6 +461,15 @@ impl CoordinatorState {
     pub fn timer_deadline(&self, timer: Timer) -> Option<Millis> {
         self.timers.get(&timer).copied()
     }
+    /// The armed timer due first and its deadline (ties in [`Timer`]
+    /// order, the order a host fires timers due at the same instant): what a
+    /// host sleeps until. `None` when nothing is armed.
+    pub fn next_deadline(&self) -> Option<(Timer, Millis)> {
+        self.timers
+            .iter()
+            .map(|(t, at)| (*t, *at))
+            .min_by_key(|(t, at)| (*at, *t))
+    }
     /// Pending checkpoints in id order.
     pub fn pending(&self) -> impl Iterator<Item = &Pending> + '_ {
         self.pending.values()

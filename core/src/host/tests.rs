@@ -11,6 +11,7 @@ use crate::coordinator::{
     TriggerKind,
 };
 use crate::invariants::{coordinator as cinv, task as tinv, Violation};
+use crate::route;
 use crate::task::{
     DeclineReason, FailureReason, IgnoreReason, LegacyBug, Lifecycle, Outcome, Semantics,
     TaskConfig, TaskEffect, TaskEvent, TaskState,
@@ -265,7 +266,7 @@ fn three_threads_netty_task_writer_keep_the_invariants() {
 struct CoordChecker {
     ledger: cinv::HandleLedger,
     violations: Vec<Violation>,
-    io: VecDeque<CoordinatorEffect>,
+    io: VecDeque<route::IoRequest>,
     effects: Vec<CoordinatorEffect>,
 }
 
@@ -276,45 +277,25 @@ impl CoordinatorEffectSink for CoordChecker {
         }
         for e in &s.step.effects {
             self.effects.push(e.clone());
-            if matches!(
-                e,
-                CoordinatorEffect::AllocateCheckpointId { .. }
-                    | CoordinatorEffect::FinalizeCheckpoint { .. }
-                    | CoordinatorEffect::StoreCheckpoint { .. }
-            ) {
-                self.io.push_back(e.clone());
+            if let route::CoordinatorRoute::Io(req) = route::coordinator(e) {
+                self.io.push_back(req);
             }
         }
     }
 }
 
-/// The I/O completion path: answers one queued I/O effect successfully.
+/// The I/O completion path: answers one queued I/O request successfully.
 fn answer_io<S: CoordinatorEffectSink>(
     host: &CoordinatorHost<S>,
-    take: impl FnOnce(&mut S) -> Option<CoordinatorEffect>,
+    take: impl FnOnce(&mut S) -> Option<route::IoRequest>,
     next_id: u64,
 ) -> bool {
-    let Some(e) = host.with_sink(take) else {
+    let Some(req) = host.with_sink(take) else {
         return false;
     };
-    let ev = if let CoordinatorEffect::AllocateCheckpointId { request } = e {
-        CoordinatorEvent::CheckpointIdAllocated {
-            request,
-            result: Ok(CheckpointId(next_id)),
-        }
-    } else if let CoordinatorEffect::FinalizeCheckpoint { checkpoint, .. } = e {
-        CoordinatorEvent::FinalizeDone {
-            checkpoint,
-            result: Ok(()),
-        }
-    } else if let CoordinatorEffect::StoreCheckpoint { checkpoint } = e {
-        CoordinatorEvent::StoreDone {
-            checkpoint,
-            result: Ok(()),
-        }
-    } else {
-        return true;
-    };
+    let ev = req.answer(route::IoAnswer::Ok {
+        id: CheckpointId(next_id),
+    });
     host.deliver(Millis(1), ev);
     true
 }
