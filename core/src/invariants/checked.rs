@@ -52,19 +52,7 @@ pub fn coordinator_step(
             let again = coordinator::reduce(before, now, event.clone());
             let mut in_place = before.clone();
             let step = in_place.apply(now, event.clone());
-            if again != t {
-                Err(Violation::new(
-                    DETERMINISTIC,
-                    format!("two runs of {event:?} differ"),
-                ))
-            } else if in_place != t.state || step != t.step {
-                Err(Violation::new(
-                    PURE_EQUALS_IN_PLACE,
-                    format!("reduce and apply disagree on {event:?}"),
-                ))
-            } else {
-                Ok(())
-            }
+            verify(event, again == t, in_place == t.state && step == t.step)
         }
     };
     let verdict =
@@ -89,23 +77,32 @@ pub fn task_step(
             let again = task::reduce(before, now, event.clone());
             let mut in_place = before.clone();
             let step = in_place.apply(now, event.clone());
-            if again != t {
-                Err(Violation::new(
-                    DETERMINISTIC,
-                    format!("two runs of {event:?} differ"),
-                ))
-            } else if in_place != t.state || step != t.step {
-                Err(Violation::new(
-                    PURE_EQUALS_IN_PLACE,
-                    format!("reduce and apply disagree on {event:?}"),
-                ))
-            } else {
-                Ok(())
-            }
+            verify(event, again == t, in_place == t.state && step == t.step)
         }
     };
     let verdict = verdict
         .and_then(|()| check_task(monitor, before, event, &t.step, &t.state))
         .and_then(|()| check_quiescent(&t.state));
     (t, verdict)
+}
+
+/// The verdict of the two [`Rigor::Full`] checks of one event.
+fn verify(
+    event: &dyn core::fmt::Debug,
+    deterministic: bool,
+    in_place_agrees: bool,
+) -> Result<(), Violation> {
+    if !deterministic {
+        Err(Violation::new(
+            DETERMINISTIC,
+            format!("two runs of {event:?} differ"),
+        ))
+    } else if !in_place_agrees {
+        Err(Violation::new(
+            PURE_EQUALS_IN_PLACE,
+            format!("reduce and apply disagree on {event:?}"),
+        ))
+    } else {
+        Ok(())
+    }
 }
