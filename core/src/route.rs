@@ -14,7 +14,7 @@
 //! | `AllocateCheckpointId`, `TriggerMasterHooks`, `FinalizeCheckpoint`, `StoreCheckpoint` | [`CoordinatorRoute::Io`]: an [`IoRequest`], answered with [`IoRequest::answer`] |
 //! | `TriggerTask`, `NotifyComplete`, `NotifyAborted` | [`CoordinatorRoute::Rpc`]: the [`TaskEvent`] for that attempt's **mailbox** |
 //! | `DiscardState` | [`CoordinatorRoute::Discard`] |
-//! | `FailJob`, `ResetIdCounter`, `RestoreState`, `ShutdownServices` | [`CoordinatorRoute::Job`] |
+//! | `FailJob`, `ResetIdCounter`, `RestoreState`, `ShutdownServices`, `ResolveInDoubt` | [`CoordinatorRoute::Job`] |
 //! | `CheckpointCompleted`, `CheckpointAborted`, `RequestFailed` | [`CoordinatorRoute::Report`]: user futures, statistics |
 //!
 //! | task effect | route |
@@ -138,6 +138,15 @@ pub enum JobCommand {
     },
     /// Shut the completed store and the id counter down.
     ShutdownServices(JobStatus),
+    /// Once the outstanding finalize / store of `checkpoint` has ended, keep
+    /// `handles` if the store holds it, discard them otherwise (see
+    /// `CoordinatorEffect::ResolveInDoubt`).
+    ResolveInDoubt {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Its state handles.
+        handles: Vec<StateHandle>,
+    },
 }
 
 /// Informational reports for users and statistics (nothing answers them).
@@ -289,6 +298,13 @@ pub fn coordinator(effect: &CoordinatorEffect) -> CoordinatorRoute {
         E::ShutdownServices { status } => {
             CoordinatorRoute::Job(JobCommand::ShutdownServices(*status))
         }
+        E::ResolveInDoubt {
+            checkpoint,
+            handles,
+        } => CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
+            checkpoint: *checkpoint,
+            handles: handles.clone(),
+        }),
         E::CheckpointCompleted {
             checkpoint,
             request,

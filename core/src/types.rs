@@ -149,3 +149,51 @@ impl DeclineReason {
         }
     }
 }
+
+/// Which behaviour a reducer implements. [`Semantics::Fixed`] is the default
+/// and the only one a real host should run. Both machines take the same
+/// value; each reproduces only the bugs that live in it (a task-side bug
+/// leaves the coordinator fixed, and the other way round).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum Semantics {
+    /// Every known race fixed.
+    #[default]
+    Fixed,
+    /// One historical bug, reproduced. Exists only so the checkers
+    /// (proptest, stateright, loom, fuzz) can show that they catch it; never
+    /// use it in a host.
+    Legacy(LegacyBug),
+}
+
+impl Semantics {
+    /// Whether this is the legacy behaviour `bug`.
+    #[must_use]
+    pub fn is(self, bug: LegacyBug) -> bool {
+        self == Semantics::Legacy(bug)
+    }
+}
+
+/// A historical bug reproduced by [`Semantics::Legacy`], named after what it
+/// did (the README's bug zoo gives each one's ticket).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum LegacyBug {
+    /// Task, FLINK-17869 (the seed): a notify-aborted RPC for a started, not
+    /// yet executed checkpoint removes its write result (abort with cleanup)
+    /// and, the writer having handled it, does not remember the id; the later
+    /// checkpoint mail's `getAndRemove` finds nothing and the task fails
+    /// (`FailureReason::WriteResultMissing`).
+    AbortRemovesResult,
+    /// Task, FLINK-17869 through a cancel marker: the marker removes the
+    /// write result but neither records the id nor advances the last
+    /// executed id; the later checkpoint mail finds nothing and the task
+    /// fails.
+    CancelForgetsAbort,
+    /// Coordinator, the durability bug: a scheduler stop or a shutdown while
+    /// a checkpoint is finalizing or storing aborts it and discards its state,
+    /// though the store may have committed (or may still commit) it.
+    DiscardWhileStoring,
+}

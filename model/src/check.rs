@@ -519,7 +519,11 @@ pub fn to_mermaid(cfg: &ModelConfig, actions: &[Action], title: &str) -> String 
             Action::Async(t, _, _) => arrow(format!("A{t}"), format!("T{t}"), detail.clone()),
             Action::Shutdown => arrow("C".into(), "C".into(), format!("shutdown: {detail}")),
             Action::Savepoint => arrow("C".into(), "C".into(), format!("savepoint: {detail}")),
-            Action::StopScheduler | Action::StartScheduler | Action::UserCheckpoint { .. } => {
+            Action::StopScheduler
+            | Action::StartScheduler
+            | Action::UserCheckpoint { .. }
+            | Action::CoordinatorFailover { .. }
+            | Action::JobFailover => {
                 arrow("C".into(), "C".into(), format!("{}: {detail}", st.text))
             }
             Action::FailTask(t) => {

@@ -2,23 +2,26 @@
 //! orbit under the permutations of interchangeable tasks.
 //!
 //! Interchangeable tasks: with one source (`fanout`), every task but the
-//! source; with several sources (`join`), the sources. The representative
-//! sorts the class by a key computed from each task's **whole** view of the
-//! state (its task state, mailbox, input channels, monitor, its ack slot in
-//! every pending and completed checkpoint, its status at the coordinator,
-//! the channel a non-class task holds from it, and its in-flight messages
-//! with the task id blanked) and renames the tasks in that order. Equal keys
-//! mean equal views, and swapping tasks with equal views changes nothing, so
-//! the result does not depend on which member of the orbit we start from
-//! (TOOLING pitfall 6). The key is a 64-bit SipHash of the view: canonical up
-//! to hash collisions, the same assumption the checker's fingerprints make.
+//! source; with several sources (`join`), the sources. The representative is
+//! the member of the orbit (every renaming of the class) with the smallest
+//! 64-bit hash of the whole state: canonical by construction (whatever
+//! member of the orbit we start from, the same set of candidates is
+//! compared), up to hash collisions, the same assumption the checker's
+//! fingerprints make (TOOLING pitfall 6). Renaming a task moves everything
+//! that names it: its task side, its ack slots and status at the
+//! coordinator, the channels, the messages, and every state handle it wrote
+//! (handles encode their task: [`rename_handle`]) wherever it appears (the
+//! coordinator's checkpoints, the ledgers, the store, the files). The class
+//! has at most a few tasks, so the orbit is small (2 for 3 tasks, 6 for 4).
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use ckpt_core::TaskId;
+use ckpt_core::{StateHandle, TaskId};
 use stateright::Representative;
 
 use crate::system::{Msg, SysState, TaskSide};
+use crate::world::{rename_handle, Durable};
+use ckpt_core::route::ToCoordinator;
 
 fn class(s: &SysState) -> Vec<TaskId> {
     let n = u32::try_from(s.tasks.len()).unwrap_or(u32::MAX);
@@ -33,45 +36,31 @@ fn class(s: &SysState) -> Vec<TaskId> {
     }
 }
 
-fn view_key(s: &SysState, t: TaskId, class: &[TaskId]) -> u64 {
-    let mut h = DefaultHasher::new();
-    if let Some(side) = s.tasks.get(t.0 as usize) {
-        side.hash(&mut h);
+fn rename_msg(m: &Msg, perm: &[TaskId]) -> Msg {
+    let image = perm.get(m.task().0 as usize).copied().unwrap_or(m.task());
+    match m.with_task(image) {
+        Msg::ToCoord {
+            task,
+            attempt,
+            msg: ToCoordinator::Ack { checkpoint, handle },
+        } => Msg::ToCoord {
+            task,
+            attempt,
+            msg: ToCoordinator::Ack {
+                checkpoint,
+                handle: rename_handle(handle, perm),
+            },
+        },
+        other => other,
     }
-    for (u, other) in s.tasks.iter().enumerate() {
-        let u = TaskId(u32::try_from(u).unwrap_or(u32::MAX));
-        if class.contains(&u) {
-            continue;
-        }
-        for (up, q) in &other.inputs {
-            if *up == t {
-                u.hash(&mut h);
-                q.hash(&mut h);
-            }
-        }
-    }
-    let slot = s.coord.config().wait_slot(t);
-    s.coord.task_status(t).hash(&mut h);
-    for p in s.coord.pending() {
-        p.id().hash(&mut h);
-        slot.and_then(|i| p.acks().nth(i)).hash(&mut h);
-        slot.and_then(|i| p.attempts().get(i)).hash(&mut h);
-    }
-    for c in s.coord.completed() {
-        c.id().hash(&mut h);
-    }
-    let blank = TaskId(u32::MAX);
-    for m in s.net.iter().filter(|m| m.task() == t) {
-        m.with_task(blank).hash(&mut h);
-    }
-    h.finish()
 }
 
 /// Renames tasks by `perm` (`perm[old] = new`); `None` if the coordinator
 /// refuses the permutation.
 #[must_use]
 pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysState> {
-    let coord = s.coord.permute_tasks(perm)?;
+    let rename = |h: StateHandle| rename_handle(h, perm);
+    let coord = s.coord.permute_tasks(perm, &rename)?;
     let image = |t: TaskId| perm.get(t.0 as usize).copied().unwrap_or(t);
     let mut tasks: Vec<Option<TaskSide>> = vec![None; s.tasks.len()];
     for (old, side) in s.tasks.iter().enumerate() {
@@ -81,22 +70,80 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
             *up = image(*up);
         }
         side.inputs.sort_by_key(|(up, _)| *up);
+        side.monitor = side.monitor.rename_handles(&rename);
         *tasks.get_mut(new.0 as usize)? = Some(side);
     }
     let tasks = tasks.into_iter().collect::<Option<Vec<_>>>()?;
-    let mut net: Vec<Msg> = s.net.iter().map(|m| m.with_task(image(m.task()))).collect();
+    let mut net: Vec<Msg> = s.net.iter().map(|m| rename_msg(m, perm)).collect();
     if ordered_net {
         // Stable: keeps each link's FIFO order.
         net.sort_by_key(Msg::link);
     } else {
         net.sort();
     }
+    let rename_all =
+        |v: &[StateHandle]| -> Vec<StateHandle> { v.iter().map(|h| rename(*h)).collect() };
+    let durable = Durable {
+        ledger: s.durable.ledger.rename_handles(&rename),
+        counter: s.durable.counter,
+        metadata: s
+            .durable
+            .metadata
+            .iter()
+            .map(|(c, hs)| (*c, rename_all(hs)))
+            .collect(),
+        in_doubt: s
+            .durable
+            .in_doubt
+            .as_ref()
+            .map(|(c, hs)| (*c, rename_all(hs))),
+    };
     Some(SysState {
         coord,
         tasks,
         net,
+        ledger: s.ledger.rename_handles(&rename),
+        durable,
         ..s.clone()
     })
+}
+
+fn fingerprint(s: &SysState) -> u64 {
+    let mut h = DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// Every permutation of `class` (as a full task permutation of `n` tasks).
+fn permutations(class: &[TaskId], n: usize) -> Vec<Vec<TaskId>> {
+    let mut images: Vec<Vec<TaskId>> = vec![Vec::new()];
+    for _ in class {
+        let mut next = Vec::new();
+        for partial in &images {
+            for c in class {
+                if !partial.contains(c) {
+                    let mut p = partial.clone();
+                    p.push(*c);
+                    next.push(p);
+                }
+            }
+        }
+        images = next;
+    }
+    images
+        .into_iter()
+        .map(|img| {
+            let mut perm: Vec<TaskId> = (0..n)
+                .map(|i| TaskId(u32::try_from(i).unwrap_or(u32::MAX)))
+                .collect();
+            for (from, to) in class.iter().zip(img) {
+                if let Some(p) = perm.get_mut(from.0 as usize) {
+                    *p = to;
+                }
+            }
+            perm
+        })
+        .collect()
 }
 
 /// The canonical representative of `s` under task permutations.
@@ -106,26 +153,19 @@ pub fn canonical(s: &SysState) -> SysState {
     if class.len() < 2 {
         return s.clone();
     }
-    let mut keyed: Vec<(u64, TaskId)> = class
-        .iter()
-        .map(|t| (view_key(s, *t, &class), *t))
-        .collect();
-    keyed.sort();
-    let n = s.tasks.len();
-    let mut perm: Vec<TaskId> = (0..n)
-        .map(|i| TaskId(u32::try_from(i).unwrap_or(u32::MAX)))
-        .collect();
-    let mut slots = class.clone();
-    slots.sort();
-    for ((_, old), new) in keyed.iter().zip(slots) {
-        if let Some(p) = perm.get_mut(old.0 as usize) {
-            *p = new;
+    let mut best = (fingerprint(s), s.clone());
+    for perm in permutations(&class, s.tasks.len()) {
+        if perm.iter().enumerate().all(|(i, p)| p.0 as usize == i) {
+            continue;
+        }
+        if let Some(c) = permute(s, &perm, s.ordered_net) {
+            let f = fingerprint(&c);
+            if f < best.0 {
+                best = (f, c);
+            }
         }
     }
-    if perm.iter().enumerate().all(|(i, p)| p.0 as usize == i) {
-        return s.clone();
-    }
-    permute(s, &perm, s.ordered_net).unwrap_or_else(|| s.clone())
+    best.1
 }
 
 impl Representative for SysState {

@@ -53,8 +53,28 @@ pub mod props {
     pub const HANDLES: &str = "state handles retained or discarded exactly once";
     /// Nothing emitted after shutdown.
     pub const NOTHING_AFTER_SHUTDOWN: &str = "nothing after shutdown";
+    /// Committed state is never deleted (and a commit finds all its state).
+    pub const DURABLE: &str = "committed state is never lost";
+    /// A restore restores the store's latest checkpoint with all its state.
+    pub const RESTORE: &str = "a restore is of the store's latest checkpoint";
+    /// Checkpoint ids never repeat, across failovers too.
+    pub const IDS: &str = "checkpoint ids never repeat";
+    /// Tasks hear of a completion only after the store committed it.
+    pub const NOTIFY: &str = "completion is notified only after the store committed";
     /// Every other core invariant.
     pub const OTHER: &str = "every other core invariant";
+    /// Sometimes: the state of a checkpoint in doubt at shutdown is kept
+    /// because the store committed it.
+    pub const S_IN_DOUBT_KEPT: &str =
+        "sometimes a checkpoint in doubt at shutdown is kept by the store";
+    /// Sometimes: a task is notified that a checkpoint completed.
+    pub const S_NOTIFIED: &str = "sometimes a task is notified that a checkpoint completed";
+    /// Sometimes: a checkpoint id is allocated twice by... (never): a new id
+    /// is used after a checkpoint was aborted (ids keep growing).
+    pub const S_ID_AFTER_ABORT: &str =
+        "sometimes a new checkpoint is triggered after one was aborted";
+    /// Sometimes (failovers or a savepoint start): a checkpoint is restored.
+    pub const S_RESTORED: &str = "sometimes a checkpoint's state is restored";
     /// Sometimes: a checkpoint completes.
     pub const S_COMPLETES: &str = "sometimes a checkpoint completes";
     /// Sometimes: an abort, then a later completion.
@@ -80,7 +100,7 @@ pub mod props {
     pub const E_QUIET: &str = "eventually every run ends quiet";
 
     /// Each `always` property and the `sometimes` that keeps it honest.
-    pub const PAIRS: [(&str, &str); 8] = [
+    pub const PAIRS: [(&str, &str); 11] = [
         (NO_SPURIOUS_FAILURE, S_ABORT_RACE),
         (COMPLETE_ALL_ACKS, S_COMPLETES),
         (COMPLETED_INCREASE, S_TWO_COMPLETE),
@@ -88,15 +108,23 @@ pub mod props {
         (NO_LEAKED_RESULT, S_QUIET),
         (HANDLES, S_DISCARD),
         (NOTHING_AFTER_SHUTDOWN, S_AFTER_SHUTDOWN),
+        (DURABLE, S_IN_DOUBT_KEPT),
+        (IDS, S_ID_AFTER_ABORT),
+        (NOTIFY, S_NOTIFIED),
         (OTHER, S_ABORT_THEN_COMPLETE),
     ];
 
     /// Opt-in pairs: (always, sometimes, the flag that must be > 0 for the
     /// `sometimes` to be checked). With the flag at 0 the `sometimes` is not
     /// part of the model (nothing could witness it) and `check` says so.
-    pub const OPT_IN_PAIRS: [(&str, &str, &str); 2] = [
+    pub const OPT_IN_PAIRS: [(&str, &str, &str); 3] = [
         (COMPLETED_INCREASE, S_SAVEPOINT, "--savepoints"),
         (COMPLETE_ALL_ACKS, S_FAILOVER, "--task-failures"),
+        (
+            RESTORE,
+            S_RESTORED,
+            "--coordinator-failovers, --job-failovers or --savepoint-restore",
+        ),
     ];
 }
 
@@ -115,6 +143,7 @@ pub fn property_of(invariant: &str) -> &'static str {
 pub fn classify(invariant: &str) -> Option<&'static str> {
     use invariants::checked as k;
     use invariants::coordinator::names as c;
+    use invariants::durability::names as d;
     use invariants::task::names as t;
     let p = match invariant {
         t::NO_SPURIOUS_FAILURE | t::SINGLE_FAILURE => props::NO_SPURIOUS_FAILURE,
@@ -124,7 +153,17 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         }
         c::PENDING_BOUNDED | c::ONE_QUEUED | c::QUEUE_BOUNDED => props::PENDING_BOUNDED,
         t::NO_LEAKED_RESULT | t::RESULT_HAS_MAIL => props::NO_LEAKED_RESULT,
-        c::NO_DISCARD_RETAINED | c::NO_LEAK | c::DISCARD_ONCE | t::HANDLE_ONCE => props::HANDLES,
+        c::NO_DISCARD_RETAINED
+        | c::NO_LEAK
+        | c::DISCARD_ONCE
+        | t::HANDLE_ONCE
+        | d::HANDLE_ENDS_ONCE => props::HANDLES,
+        d::NO_DISCARD_COMMITTED | d::COMMITTED_STATE_EXISTS | c::NO_DISCARD_WHILE_STORING => {
+            props::DURABLE
+        }
+        d::RESTORE_LATEST => props::RESTORE,
+        d::IDS_NEVER_REPEAT => props::IDS,
+        d::NOTIFY_AFTER_COMMIT => props::NOTIFY,
         c::NOTHING_AFTER_SHUTDOWN | c::SHUTDOWN_QUIET | t::SILENT_AFTER_END => {
             props::NOTHING_AFTER_SHUTDOWN
         }
@@ -134,6 +173,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         | c::RECENT
         | c::REFUSED_UNCHANGED
         | c::NO_UNREACHABLE
+        | c::IN_DOUBT_AFTER_SHUTDOWN
         | t::ABORTED_BOUND
         | t::ABORTED_UNEXECUTED
         | t::SINGLE_ACTIVE_RESULT
@@ -224,6 +264,10 @@ impl Model for SysModel {
             Property::<Self>::always(props::NOTHING_AFTER_SHUTDOWN, |_, s| {
                 !violated(s, props::NOTHING_AFTER_SHUTDOWN)
             }),
+            Property::<Self>::always(props::DURABLE, |_, s| !violated(s, props::DURABLE)),
+            Property::<Self>::always(props::RESTORE, |_, s| !violated(s, props::RESTORE)),
+            Property::<Self>::always(props::IDS, |_, s| !violated(s, props::IDS)),
+            Property::<Self>::always(props::NOTIFY, |_, s| !violated(s, props::NOTIFY)),
             Property::<Self>::always(props::OTHER, |_, s| !violated(s, props::OTHER)),
         ];
         if self.safety_only {
@@ -263,6 +307,15 @@ impl Model for SysModel {
             Property::<Self>::sometimes(props::S_AFTER_SHUTDOWN, |_, s| {
                 s.coord.is_shutdown() && s.net.iter().any(Msg::to_coordinator)
             }),
+            Property::<Self>::sometimes(props::S_IN_DOUBT_KEPT, |_, s| s.history.in_doubt_kept),
+            Property::<Self>::sometimes(props::S_ID_AFTER_ABORT, |_, s| {
+                s.history
+                    .abort_seen
+                    .is_some_and(|a| s.coord.last_id().is_some_and(|l| l > a))
+            }),
+            Property::<Self>::sometimes(props::S_NOTIFIED, |_, s| {
+                s.tasks.iter().any(|t| t.st.last_completed().is_some())
+            }),
         ]);
         if self.cfg.savepoints > 0 {
             p.push(Property::<Self>::sometimes(props::S_SAVEPOINT, |_, s| {
@@ -272,6 +325,14 @@ impl Model for SysModel {
         if self.cfg.task_failures > 0 {
             p.push(Property::<Self>::sometimes(props::S_FAILOVER, |_, s| {
                 s.history.failover_complete
+            }));
+        }
+        if self.cfg.coordinator_failovers > 0
+            || self.cfg.job_failovers > 0
+            || self.cfg.savepoint_restore
+        {
+            p.push(Property::<Self>::sometimes(props::S_RESTORED, |_, s| {
+                s.history.restored
             }));
         }
         p.extend([Property::<Self>::eventually(props::E_QUIET, |m, s| {
@@ -295,6 +356,7 @@ mod tests {
         let names = invariants::coordinator::names::ALL
             .iter()
             .chain(invariants::task::names::ALL.iter())
+            .chain(invariants::durability::names::ALL.iter())
             .chain(
                 [
                     invariants::checked::DETERMINISTIC,

@@ -35,14 +35,18 @@ fn unique(cfg: &ModelConfig, symmetry: bool) -> usize {
 
 #[test]
 fn pinned_unique_state_counts() {
-    assert_eq!(unique(&small(), false), 690);
+    // 690 / 14,292 / 7,506 before handles named their task and the store
+    // became part of the world (per-task handles make the ledgers tell
+    // which task's state was acked or discarded; shutdown while storing
+    // leaves the checkpoint in doubt instead of discarding it).
+    assert_eq!(unique(&small(), false), 701);
     assert_eq!(
         unique(&small(), true),
-        690,
+        701,
         "one downstream task: nothing to permute"
     );
-    assert_eq!(unique(&three(), false), 14_292);
-    assert_eq!(unique(&three(), true), 7_506);
+    assert_eq!(unique(&three(), false), 14_851);
+    assert_eq!(unique(&three(), true), 7_794);
 }
 
 #[test]
@@ -112,7 +116,7 @@ fn fixed_holds_and_every_sometimes_is_witnessed() {
     for p in &r.properties {
         assert_ne!(p.status, "not witnessed", "{}", p.name);
     }
-    assert_eq!(r.unique, 38_125);
+    assert_eq!(r.unique, 39_120);
     let cov = r.coverage.unwrap_or_default();
     assert!(cov
         .keys()
@@ -272,8 +276,8 @@ fn savepoints_hold_complete_and_legacy_is_caught() {
     // had counted (each id is counted once by construction): states that
     // differed only in *which* id (periodic vs savepoint numbering) had been
     // counted are one state now.
-    assert_eq!(unique(&cfg, true), 7_139);
-    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 7_139);
+    assert_eq!(unique(&cfg, true), 7_387);
+    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 7_387);
 }
 
 #[test]
@@ -316,8 +320,8 @@ fn task_failures_hold_fail_over_and_legacy_is_caught() {
         "TimerFired(Periodic)",
         "Applied::PeriodicFired/TriggerRejected(NotAllRequiredTasksRunning)"
     ));
-    assert_eq!(unique(&cfg, true), 5_470);
-    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 5_470);
+    assert_eq!(unique(&cfg, true), 5_575);
+    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 5_575);
 }
 
 #[test]
@@ -339,8 +343,8 @@ fn scheduler_restarts_hold_and_legacy_is_caught() {
         "StartScheduler",
         "Applied::SchedulerStarted"
     ));
-    assert_eq!(unique(&cfg, true), 3_559);
-    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 3_559);
+    assert_eq!(unique(&cfg, true), 3_542);
+    assert_eq!(exact_unique_states(&cfg, true, 1_000_000), 3_542);
 }
 
 #[test]

@@ -380,6 +380,7 @@ fn creates_request(event: &CoordinatorEvent, outcome: &Outcome) -> bool {
         | CoordinatorEvent::TaskRunning { .. }
         | CoordinatorEvent::TaskFailed { .. }
         | CoordinatorEvent::Restore { .. }
+        | CoordinatorEvent::Recover { .. }
         | CoordinatorEvent::Shutdown { .. } => false,
     }
 }

@@ -435,7 +435,8 @@ fn task_failover_aborts_unacked_checkpoints_and_checkpointing_resumes() {
 }
 
 #[test]
-fn shutdown_mid_completion_aborts_everything_and_then_ignores_all() {
+fn shutdown_mid_completion_aborts_the_rest_leaves_the_completing_one_in_doubt_and_then_ignores_all()
+{
     let mut h = harness(|s| s.max_concurrent = 2);
     h.start_scheduler();
     h.at(1_000).fire_due();
@@ -457,9 +458,17 @@ fn shutdown_mid_completion_aborts_everything_and_then_ignores_all() {
         .effects
         .iter()
         .any(|e| matches!(e, E::NotifyAborted { .. })));
-    for (c, t) in [(1, 0), (1, 1), (1, 2), (2, 0)] {
-        assert_eq!(h.discards_of(handle(c, t)), 1);
+    // Checkpoint 1 was finalizing: its state belongs to that I/O's outcome
+    // and is handed to the host in doubt; checkpoint 2 waited for acks.
+    for t in 0..3 {
+        assert_eq!(h.discards_of(handle(1, t)), 0);
     }
+    assert!(step.effects.contains(&E::ResolveInDoubt {
+        checkpoint: cp(1),
+        handles: (0..3).map(|t| handle(1, t)).collect(),
+    }));
+    assert_eq!(h.state().in_doubt().map(|c| c.id()), Some(cp(1)));
+    assert_eq!(h.discards_of(handle(2, 0)), 1);
     // The host's answers still arrive; none does anything.
     let before = h.state().clone();
     for ev in [

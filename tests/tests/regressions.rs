@@ -41,6 +41,18 @@ fn flink_17869_legacy() {
 }
 
 #[test]
+fn durability_discard_while_storing_legacy() {
+    // The shortest model counterexample: the coordinator shuts down while
+    // checkpoint 1 is finalizing and discards its state (step 12 is the
+    // shutdown; steps count the trace's event lines from 0).
+    expect_violation(
+        "durability_discard_while_storing_legacy.jsonl",
+        11,
+        "no-discard-while-storing",
+    );
+}
+
+#[test]
 fn every_committed_trace_parses_and_replays() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces");
     let mut n = 0;

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::types::{JobId, TaskId};
+use crate::types::{JobId, Semantics, TaskId};
 
 /// One year in milliseconds: the seed caps the minimum pause here.
 pub const MIN_PAUSE_CAP_MS: u64 = 365 * 24 * 60 * 60 * 1_000;
@@ -53,6 +53,9 @@ pub struct CoordinatorSettings {
     pub tasks_to_wait: Vec<TaskId>,
     /// Tasks notified when a checkpoint completes or is aborted.
     pub tasks_to_commit: Vec<TaskId>,
+    /// Fixed (the default), or a legacy bug for the checkers to find.
+    #[serde(default)]
+    pub semantics: Semantics,
 }
 
 impl CoordinatorSettings {
@@ -77,6 +80,7 @@ impl CoordinatorSettings {
             tasks_to_trigger: vec![TaskId(0)],
             tasks_to_wait: all.clone(),
             tasks_to_commit: all,
+            semantics: Semantics::Fixed,
         }
     }
 }
@@ -263,6 +267,10 @@ impl CoordinatorConfig {
     /// The job id.
     pub fn job(&self) -> JobId {
         self.job
+    }
+    /// Fixed, or the legacy bug reproduced.
+    pub fn semantics(&self) -> Semantics {
+        self.settings.semantics
     }
     /// Effective periodic interval (raised to the minimum pause).
     pub fn interval_ms(&self) -> u64 {

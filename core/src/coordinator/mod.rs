@@ -27,6 +27,28 @@
 //! | [`CoordinatorEffect::FailJob`] | fail the job (tolerable failures exceeded) | usually [`CoordinatorEvent::TaskFailed`]s, a restore |
 //! | [`CoordinatorEffect::ResetIdCounter`] / [`CoordinatorEffect::RestoreState`] | reset the counter; assign the checkpoint's state to tasks | nothing |
 //! | [`CoordinatorEffect::ShutdownServices`] | shut the store and the id counter down | nothing |
+//! | [`CoordinatorEffect::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: keep the handles if the store holds it, else discard them | nothing |
+//!
+//! # Durability: state that may be committed is never deleted
+//!
+//! Once `FinalizeCheckpoint` (whose metadata may already be visible) or
+//! `StoreCheckpoint` is out, the checkpoint's state handles belong to the
+//! outcome of that I/O. They are discarded only when that I/O answers with a
+//! failure, which must mean "definitely not stored". Nothing else deletes
+//! them: a scheduler stop leaves the completing checkpoint to complete, a
+//! task failure or a new attempt only aborts checkpoints still waiting for
+//! acks, a fully acknowledged checkpoint has no timeout, subsumption only
+//! reaches older checkpoints that wait for acks, and a shutdown hands the
+//! checkpoint to the host in doubt ([`CoordinatorEffect::ResolveInDoubt`];
+//! the coordinator keeps owning the handles). An unknown outcome (the answer
+//! is lost, the host or the coordinator dies) is never guessed: the next
+//! coordinator reads the store and starts from it
+//! ([`CoordinatorEvent::Recover`], then `Restore { Latest }`), and the host
+//! deletes the state of a checkpoint the store does not hold only then. The
+//! step invariant `no-discard-while-storing` checks the rule on every event;
+//! `Semantics::Legacy(LegacyBug::DiscardWhileStoring)` reproduces the old
+//! behaviour (stop and shutdown discarded the completing checkpoint's state)
+//! so the checkers can show they catch it.
 //!
 //! State handles carried by acknowledgements are owned by the coordinator from
 //! the moment an ack is `Applied` or answered with a discard; an ack that is
@@ -254,12 +276,37 @@ pub enum CoordinatorEvent {
         /// From where.
         source: RestoreSource,
     },
+    /// A new coordinator (after the old one's process died, or a new
+    /// leader) learns what is durable: the checkpoints the completed store
+    /// holds and the id counter's last id. Only for a fresh coordinator, as
+    /// its first event; the recovered checkpoints are retained (their state
+    /// is owned from now on) and ids continue above `last_id`.
+    Recover {
+        /// The store's checkpoints, oldest first.
+        checkpoints: Vec<RecoveredCheckpoint>,
+        /// The last id the (durable) id counter handed out.
+        last_id: Option<CheckpointId>,
+    },
     /// Shut down for good: aborts everything; afterwards every event is
     /// ignored and nothing is emitted.
     Shutdown {
         /// The job's final status.
         status: JobStatus,
     },
+}
+
+/// One checkpoint the completed store holds, as read on recovery.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct RecoveredCheckpoint {
+    /// Its id.
+    pub checkpoint: CheckpointId,
+    /// Whether it is a savepoint.
+    pub savepoint: bool,
+    /// When it was triggered.
+    pub timestamp: Millis,
+    /// Its state handles.
+    pub handles: Vec<StateHandle>,
 }
 
 /// Why a pending checkpoint (or a request) ended without completing.
@@ -478,6 +525,17 @@ pub enum CoordinatorEffect {
         /// The job's final status.
         status: JobStatus,
     },
+    /// The coordinator shut down while this checkpoint's finalize or store
+    /// was outstanding: whether the store holds it is unknown here. Its state
+    /// belongs to the outcome of that I/O: the host keeps the handles if the
+    /// store holds the checkpoint once the operation ended, and discards them
+    /// (metadata first) only if the store definitely does not; never before.
+    ResolveInDoubt {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Its state handles.
+        handles: Vec<StateHandle>,
+    },
 }
 
 /// What an applied event did.
@@ -567,6 +625,15 @@ pub enum Applied {
     },
     /// The coordinator shut down.
     ShutDown,
+    /// A fresh coordinator took over the store's checkpoints.
+    Recovered {
+        /// The latest recovered checkpoint.
+        latest: Option<CheckpointId>,
+    },
+    /// The periodic timer fired but the clock is so close to `u64::MAX`
+    /// that no later deadline exists: periodic scheduling stopped instead of
+    /// re-arming a timer that would be due forever.
+    ClockExhausted,
 }
 
 /// Why an event changed nothing (except possibly emitting the discard of a
@@ -653,6 +720,24 @@ pub enum CoordinatorError {
     /// with an id not above the ids already used.
     #[error("cannot restore savepoint {0}: checkpoints are active or newer ids were used")]
     SavepointRestoreConflict(CheckpointId),
+    /// `Recover` for a coordinator that is not fresh, or with checkpoints
+    /// out of id order, more than `retained_max` of them, or an id above the
+    /// counter's last id.
+    #[error("cannot recover: {0:?}")]
+    RecoverConflict(RecoverProblem),
+}
+
+/// Why a `Recover` was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RecoverProblem {
+    /// The coordinator already did something (recover only a fresh one).
+    NotFresh,
+    /// The checkpoints are not in strictly increasing id order.
+    OutOfOrder,
+    /// More checkpoints than `retained_max`.
+    TooMany,
+    /// A checkpoint id above the id counter's last id.
+    IdAboveCounter,
 }
 
 /// The result of one event.

@@ -10,11 +10,13 @@ use super::slots::AckTable;
 use super::state::{AckSlot, Completed, CoordinatorState, Pending, PendingPhase, Request};
 use super::{
     AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect as E, CoordinatorError,
-    CoordinatorEvent, FailJobReason, Ignored, JobStatus, Outcome, QueueReason, RequestId,
-    RestoreSource, Step, Timer, Transition, TriggerKind, TriggerRejection, Unreachable,
+    CoordinatorEvent, FailJobReason, Ignored, JobStatus, Outcome, QueueReason, RecoverProblem,
+    RecoveredCheckpoint, RequestId, RestoreSource, Step, Timer, Transition, TriggerKind,
+    TriggerRejection, Unreachable,
 };
 use crate::types::{
-    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
+    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, LegacyBug, Millis, StateHandle,
+    TaskId,
 };
 
 /// The pure entry point: `(state, now, event) -> (state', effects, outcome)`.
@@ -94,6 +96,10 @@ impl CoordinatorState {
                 self.on_task_failed(task, attempt, fx)
             }
             CoordinatorEvent::Restore { source } => self.on_restore(source, fx),
+            CoordinatorEvent::Recover {
+                checkpoints,
+                last_id,
+            } => self.on_recover(checkpoints, last_id),
             CoordinatorEvent::Shutdown { status } => self.on_shutdown(status, fx),
         }
     }
@@ -128,16 +134,37 @@ impl CoordinatorState {
     /// The seed's `stopCheckpointScheduler`: clear the queue (and the request
     /// allocating its id), stop periodic triggering, abort every pending
     /// checkpoint, reset the consecutive trigger failure count.
+    ///
+    /// The checkpoint being finalized or stored is not aborted: its state
+    /// belongs to the outcome of that I/O (the store may commit it), so it
+    /// completes, or fails on the store's answer, as if nothing happened.
     fn stop_scheduler(&mut self, fx: &mut Fx) -> usize {
         self.drop_requests(AbortReason::SchedulerStopped, fx);
         self.periodic = false;
         self.disarm(Timer::Periodic, fx);
-        let ids: Vec<CheckpointId> = self.pending.keys().copied().collect();
+        let keep = self.completing_kept();
+        let ids: Vec<CheckpointId> = self
+            .pending
+            .keys()
+            .copied()
+            .filter(|id| Some(*id) != keep)
+            .collect();
         for id in &ids {
             self.abort(*id, AbortReason::SchedulerStopped, fx);
         }
         self.consecutive_trigger_failures = 0;
         ids.len()
+    }
+
+    /// The checkpoint whose finalize or store is outstanding, when the
+    /// durability rule protects it (always, but in the legacy semantics that
+    /// discarded it).
+    fn completing_kept(&self) -> Option<CheckpointId> {
+        if self.config.semantics().is(LegacyBug::DiscardWhileStoring) {
+            None
+        } else {
+            self.completing
+        }
     }
 
     fn drop_requests(&mut self, reason: AbortReason, fx: &mut Fx) {
@@ -179,6 +206,16 @@ impl CoordinatorState {
                 } else {
                     next
                 };
+                if at <= self.now {
+                    // The clock saturated at `u64::MAX`: a re-armed timer
+                    // would be due forever and a host that fires due timers
+                    // until none remain would never stop. Stop scheduling.
+                    fx.push(E::CancelTimer {
+                        timer: Timer::Periodic,
+                    });
+                    self.periodic = false;
+                    return Outcome::Applied(Applied::ClockExhausted);
+                }
                 self.arm(Timer::Periodic, at, fx);
                 let request = self.new_request(TriggerKind::Periodic);
                 let applied = self.on_request(request, true, fx);
@@ -356,7 +393,9 @@ impl CoordinatorState {
                 | Applied::Aborted { .. }
                 | Applied::TaskUpdated { .. }
                 | Applied::Restored { .. }
-                | Applied::ShutDown => {}
+                | Applied::ShutDown
+                | Applied::Recovered { .. }
+                | Applied::ClockExhausted => {}
             }
         }
     }
@@ -1057,10 +1096,77 @@ impl CoordinatorState {
         }
     }
 
+    fn on_recover(
+        &mut self,
+        checkpoints: Vec<RecoveredCheckpoint>,
+        last_id: Option<CheckpointId>,
+    ) -> Outcome {
+        let fresh = self.last_id.is_none()
+            && self.completed.is_empty()
+            && self.pending.is_empty()
+            && self.in_flight.is_none()
+            && self.queue.is_empty()
+            && self.recent.is_empty();
+        let problem = if !fresh {
+            Some(RecoverProblem::NotFresh)
+        } else if checkpoints.len() > self.config.retained_max {
+            Some(RecoverProblem::TooMany)
+        } else if checkpoints
+            .windows(2)
+            .any(|w| w[0].checkpoint >= w[1].checkpoint)
+        {
+            Some(RecoverProblem::OutOfOrder)
+        } else if checkpoints
+            .last()
+            .is_some_and(|c| last_id.is_none_or(|l| c.checkpoint > l))
+        {
+            Some(RecoverProblem::IdAboveCounter)
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            return Outcome::Rejected(CoordinatorError::RecoverConflict(p));
+        }
+        self.last_id = last_id;
+        for c in checkpoints {
+            self.remember(c.checkpoint);
+            self.latest_completed = Some(c.checkpoint);
+            self.completed.push_back(Completed {
+                id: c.checkpoint,
+                request: None,
+                savepoint: c.savepoint,
+                timestamp: c.timestamp,
+                handles: c.handles.iter().map(|h| AckSlot::Acked(Some(*h))).collect(),
+            });
+        }
+        Outcome::Applied(Applied::Recovered {
+            latest: self.latest_completed,
+        })
+    }
+
     fn on_shutdown(&mut self, status: JobStatus, fx: &mut Fx) -> Outcome {
         self.shutdown = true;
         self.periodic = false;
         self.drop_requests(AbortReason::Shutdown, fx);
+        if let Some(id) = self.completing_kept() {
+            // Never discard: the store may hold (or still commit) it. The
+            // state stays owned here, in doubt, for the host to resolve.
+            if let Some(p) = self.pending.remove(&id) {
+                self.completing = None;
+                self.remember(id);
+                fx.push(E::ResolveInDoubt {
+                    checkpoint: id,
+                    handles: p.handles().collect(),
+                });
+                self.in_doubt = Some(Completed {
+                    id,
+                    request: Some(p.request),
+                    savepoint: p.kind.is_savepoint(),
+                    timestamp: p.timestamp,
+                    handles: p.acks,
+                });
+            }
+        }
         let ids: Vec<CheckpointId> = self.pending.keys().copied().collect();
         for id in ids {
             self.abort(id, AbortReason::Shutdown, fx);

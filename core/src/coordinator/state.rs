@@ -343,6 +343,11 @@ pub struct CoordinatorState {
     pub(crate) latest_completed: Option<CheckpointId>,
     pub(crate) consecutive_trigger_failures: u64,
     pub(crate) failures: FailureCounter,
+    /// The checkpoint that was finalizing or storing when the coordinator
+    /// shut down: its state belongs to the outcome of that I/O, which the
+    /// coordinator will never hear. Still owned (never discarded here); the
+    /// host resolves it against its store.
+    pub(crate) in_doubt: Option<Completed>,
 }
 
 fn hash_seq<H: Hasher, T: Hash>(h: &mut H, len: usize, items: impl Iterator<Item = T>) {
@@ -379,6 +384,7 @@ impl Hash for CoordinatorState {
             latest_completed,
             consecutive_trigger_failures,
             failures,
+            in_doubt,
         } = self;
         now.hash(h);
         shutdown.hash(h);
@@ -397,6 +403,7 @@ impl Hash for CoordinatorState {
         latest_completed.hash(h);
         consecutive_trigger_failures.hash(h);
         failures.hash(h);
+        in_doubt.hash(h);
     }
 }
 
@@ -429,6 +436,7 @@ impl CoordinatorState {
             latest_completed: None,
             consecutive_trigger_failures: 0,
             failures: FailureCounter::default(),
+            in_doubt: None,
         }
     }
 
@@ -530,11 +538,18 @@ impl CoordinatorState {
     pub fn completing(&self) -> Option<CheckpointId> {
         self.completing
     }
-    /// Every state handle the coordinator currently owns (pending acks and
-    /// retained completed checkpoints), for ledger checks.
+    /// The checkpoint whose finalize or store was outstanding when the
+    /// coordinator shut down (see [`super::CoordinatorEffect::ResolveInDoubt`]).
+    pub fn in_doubt(&self) -> Option<&Completed> {
+        self.in_doubt.as_ref()
+    }
+    /// Every state handle the coordinator currently owns (pending acks,
+    /// retained completed checkpoints, and the in-doubt checkpoint), for
+    /// ledger checks.
     pub fn owned_handles(&self) -> Vec<StateHandle> {
         let mut v: Vec<StateHandle> = self.pending.values().flat_map(Pending::handles).collect();
         v.extend(self.completed.iter().flat_map(Completed::handles));
+        v.extend(self.in_doubt.iter().flat_map(Completed::handles));
         v
     }
 }

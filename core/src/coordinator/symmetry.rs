@@ -2,14 +2,25 @@
 //! model checker (`ckpt-model`). Pure bookkeeping over the state's fields; no
 //! behaviour.
 
-use super::state::{CoordinatorState, TaskStatus};
-use crate::types::TaskId;
+use super::state::{AckSlot, Completed, CoordinatorState, TaskStatus};
+use crate::types::{StateHandle, TaskId};
+
+fn renamed(slot: AckSlot, rename: &dyn Fn(StateHandle) -> StateHandle) -> AckSlot {
+    match slot {
+        AckSlot::Acked(Some(h)) => AckSlot::Acked(Some(rename(h))),
+        AckSlot::Acked(None) | AckSlot::Waiting => slot,
+    }
+}
 
 impl CoordinatorState {
     /// The same state with task `t` renamed to `perm[t]` for every configured
     /// task slot: the task table and every ack slot (pending checkpoints'
     /// attempts and acks, completed checkpoints' handles) move with their
     /// task.
+    ///
+    /// `rename` maps every state handle to the handle of the renamed task
+    /// (handles that encode the task that wrote them must follow it; pass
+    /// the identity for opaque handles).
     ///
     /// Returns `None` unless `perm` is a permutation of `0..task_slots()`
     /// that maps each of the configuration's task lists (trigger, wait,
@@ -18,7 +29,11 @@ impl CoordinatorState {
     /// follow `tasks_to_wait` order, so slot `s` (task `w[s]`) moves to the
     /// slot of `perm[w[s]]`.
     #[must_use]
-    pub fn permute_tasks(&self, perm: &[TaskId]) -> Option<CoordinatorState> {
+    pub fn permute_tasks(
+        &self,
+        perm: &[TaskId],
+        rename: &dyn Fn(StateHandle) -> StateHandle,
+    ) -> Option<CoordinatorState> {
         let cfg = &self.config;
         let n = cfg.task_slots();
         if perm.len() != n || self.tasks.len() != n {
@@ -65,23 +80,30 @@ impl CoordinatorState {
             }
             q.attempts = attempts.into();
             for (s, a) in p.acks.iter().enumerate() {
-                *q.acks.get_mut(*new_slot.get(s)?)? = *a;
+                *q.acks.get_mut(*new_slot.get(s)?)? = renamed(*a, rename);
             }
             next.pending.insert(*id, q);
         }
-        let mut completed = self.completed.clone();
-        for (i, c) in self.completed.iter().enumerate() {
+        let move_slots = |c: &Completed| -> Option<Completed> {
             let mut d = c.clone();
             // Restored savepoints may hold any number of handles; only
-            // slot-shaped ones are remapped.
-            if c.handles.len() == new_slot.len() {
-                for (s, a) in c.handles.iter().enumerate() {
-                    *d.handles.get_mut(*new_slot.get(s)?)? = *a;
-                }
+            // slot-shaped ones move slots.
+            let shaped = c.handles.len() == new_slot.len();
+            for (s, a) in c.handles.iter().enumerate() {
+                let to = if shaped { *new_slot.get(s)? } else { s };
+                *d.handles.get_mut(to)? = renamed(*a, rename);
             }
-            completed.set(i, d);
+            Some(d)
+        };
+        let mut completed = self.completed.clone();
+        for (i, c) in self.completed.iter().enumerate() {
+            completed.set(i, move_slots(c)?);
         }
         next.completed = completed;
+        next.in_doubt = match &self.in_doubt {
+            Some(c) => Some(move_slots(c)?),
+            None => None,
+        };
         Some(next)
     }
 }
@@ -90,7 +112,7 @@ impl CoordinatorState {
 mod tests {
     use super::*;
     use crate::coordinator::{reduce, CoordinatorEvent, CoordinatorSettings, Timer};
-    use crate::types::{AttemptNo, CheckpointId, JobId, Millis, StateHandle};
+    use crate::types::{AttemptNo, CheckpointId, JobId, Millis};
 
     #[test]
     fn permutes_ack_slots_and_rejects_non_symmetries() {
@@ -127,8 +149,14 @@ mod tests {
             },
         )
         .state;
+        // Handles name their task here (7 = task 1's, 9 = task 2's).
+        let rename = |h: StateHandle| match h.0 {
+            7 => StateHandle(9),
+            9 => StateHandle(7),
+            other => StateHandle(other),
+        };
         let swapped = s
-            .permute_tasks(&[TaskId(0), TaskId(2), TaskId(1)])
+            .permute_tasks(&[TaskId(0), TaskId(2), TaskId(1)], &rename)
             .unwrap_or_else(|| panic!("a symmetry"));
         let acks: Vec<_> = swapped
             .pending_checkpoint(CheckpointId(1))
@@ -139,16 +167,22 @@ mod tests {
             vec![
                 crate::coordinator::AckSlot::Waiting,
                 crate::coordinator::AckSlot::Waiting,
-                crate::coordinator::AckSlot::Acked(Some(StateHandle(7)))
+                crate::coordinator::AckSlot::Acked(Some(StateHandle(9)))
             ]
         );
         assert_eq!(
-            swapped.permute_tasks(&[TaskId(0), TaskId(2), TaskId(1)]),
+            swapped.permute_tasks(&[TaskId(0), TaskId(2), TaskId(1)], &rename),
             Some(s.clone())
         );
         // Moving the source (task 0) is not a symmetry of this config.
-        assert_eq!(s.permute_tasks(&[TaskId(1), TaskId(0), TaskId(2)]), None);
-        assert_eq!(s.permute_tasks(&[TaskId(0), TaskId(0), TaskId(2)]), None);
-        assert_eq!(s.permute_tasks(&[TaskId(0)]), None);
+        assert_eq!(
+            s.permute_tasks(&[TaskId(1), TaskId(0), TaskId(2)], &rename),
+            None
+        );
+        assert_eq!(
+            s.permute_tasks(&[TaskId(0), TaskId(0), TaskId(2)], &rename),
+            None
+        );
+        assert_eq!(s.permute_tasks(&[TaskId(0)], &rename), None);
     }
 }

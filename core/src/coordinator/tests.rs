@@ -2867,3 +2867,408 @@ fn new_attempt_without_failure_report_aborts_checkpoints_waiting_for_the_old_one
         Outcome::Ignored(Ignored::LateMessage),
     );
 }
+
+// ============================================================================
+// Durability: once finalize / store is out, the state belongs to that I/O
+// ============================================================================
+
+/// A checkpoint 1 (handles 100, 101) whose finalize is outstanding.
+fn finalizing() -> H {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    assert_eq!(
+        h.s.pending_checkpoint(cp(1)).map(Pending::phase),
+        Some(PendingPhase::Finalizing)
+    );
+    h
+}
+
+/// The same checkpoint with its store outstanding.
+fn storing() -> H {
+    let mut h = finalizing();
+    h.step(2, fin(1, true));
+    assert_eq!(
+        h.s.pending_checkpoint(cp(1)).map(Pending::phase),
+        Some(PendingPhase::Storing)
+    );
+    h
+}
+
+fn discards(step: &Step) -> Vec<StateHandle> {
+    step.effects
+        .iter()
+        .filter_map(|e| {
+            if let E::DiscardState { handle, .. } = e {
+                Some(*handle)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn stop_while_storing_keeps_the_checkpoint_and_it_completes() {
+    let mut h = storing();
+    let stop = h.step(3, Ev::StopScheduler);
+    assert_eq!(discards(&stop), vec![]);
+    assert_eq!(
+        stop.outcome,
+        applied(Applied::SchedulerStopped { aborted: 0 })
+    );
+    let done = h.step(4, store(1, true));
+    assert_eq!(
+        done.outcome,
+        applied(Applied::Completed { checkpoint: cp(1) })
+    );
+    assert_eq!(h.s.owned_handles(), vec![hd(100), hd(101)]);
+}
+
+#[test]
+fn stop_while_finalizing_keeps_the_checkpoint_and_it_completes() {
+    let mut h = finalizing();
+    let stop = h.step(3, Ev::StopScheduler);
+    assert_eq!(discards(&stop), vec![]);
+    h.expect(
+        3,
+        fin(1, true),
+        vec![e_store(1)],
+        applied(Applied::Finalized { checkpoint: cp(1) }),
+    );
+    let done = h.step(4, store(1, true));
+    assert_eq!(
+        done.outcome,
+        applied(Applied::Completed { checkpoint: cp(1) })
+    );
+}
+
+#[test]
+fn stop_does_abort_the_checkpoints_that_wait_for_acks() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    h.step(1, fin(1, true)); // 1 storing
+    h.user_cp(1, 2);
+    h.step(1, ack(0, 2, 200)); // 2 waits for task 1
+    let stop = h.step(2, Ev::StopScheduler);
+    assert_eq!(discards(&stop), vec![hd(200)]);
+    assert_eq!(
+        stop.outcome,
+        applied(Applied::SchedulerStopped { aborted: 1 })
+    );
+    assert!(h.s.pending_checkpoint(cp(1)).is_some());
+}
+
+#[test]
+fn a_failed_store_after_a_stop_discards_the_state() {
+    // The store's failure is the only answer that means "definitely not
+    // stored": then, and only then, the state goes.
+    let mut h = storing();
+    h.step(3, Ev::StopScheduler);
+    let failed = h.step(4, store(1, false));
+    assert_eq!(discards(&failed), vec![hd(100), hd(101)]);
+}
+
+#[test]
+fn a_failed_finalize_discards_the_state() {
+    let mut h = finalizing();
+    let failed = h.step(2, fin(1, false));
+    assert_eq!(discards(&failed), vec![hd(100), hd(101)]);
+}
+
+#[test]
+fn shutdown_while_storing_leaves_the_state_in_doubt_for_every_job_status() {
+    for status in [
+        JobStatus::Finished,
+        JobStatus::Canceled,
+        JobStatus::Failed,
+        JobStatus::Suspended,
+    ] {
+        let mut h = storing();
+        let down = h.step(3, Ev::Shutdown { status });
+        assert_eq!(discards(&down), vec![], "{status:?}");
+        assert!(down.effects.contains(&E::ResolveInDoubt {
+            checkpoint: cp(1),
+            handles: vec![hd(100), hd(101)],
+        }));
+        assert_eq!(down.effects.last(), Some(&E::ShutdownServices { status }));
+        assert_eq!(h.s.in_doubt().map(Completed::id), Some(cp(1)));
+        // Still owned: a discard now would violate no-discard-of-retained.
+        assert_eq!(h.s.owned_handles(), vec![hd(100), hd(101)]);
+        // The store's answer reaches nobody; the host resolves the doubt.
+        h.expect(4, store(1, true), vec![], ignored(Ignored::Shutdown));
+    }
+}
+
+#[test]
+fn shutdown_while_finalizing_leaves_the_state_in_doubt() {
+    let mut h = finalizing();
+    let down = h.step(
+        3,
+        Ev::Shutdown {
+            status: JobStatus::Suspended,
+        },
+    );
+    assert_eq!(discards(&down), vec![]);
+    assert_eq!(h.s.in_doubt().map(Completed::id), Some(cp(1)));
+}
+
+#[test]
+fn shutdown_discards_what_waits_for_acks_but_not_what_is_stored() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.ack_all(1, 1);
+    h.step(1, fin(1, true));
+    h.user_cp(1, 2);
+    h.step(1, ack(1, 2, 201));
+    let down = h.step(
+        2,
+        Ev::Shutdown {
+            status: JobStatus::Canceled,
+        },
+    );
+    assert_eq!(discards(&down), vec![hd(201)]);
+}
+
+#[test]
+fn task_failure_while_storing_leaves_it_completing() {
+    let mut h = storing();
+    let f = h.step(3, failed(1, 0));
+    assert_eq!(discards(&f), vec![]);
+    assert_eq!(f.outcome, applied(Applied::TaskUpdated { aborted: 0 }));
+    let done = h.step(4, store(1, true));
+    assert_eq!(
+        done.outcome,
+        applied(Applied::Completed { checkpoint: cp(1) })
+    );
+}
+
+#[test]
+fn a_new_attempt_while_finalizing_leaves_it_completing() {
+    let mut h = finalizing();
+    let r = h.step(3, running(0, 1));
+    assert_eq!(discards(&r), vec![]);
+    assert!(h.s.pending_checkpoint(cp(1)).is_some());
+}
+
+#[test]
+fn no_timeout_can_fire_while_storing() {
+    let mut h = storing();
+    h.expect(
+        20_000,
+        fire(Timer::Timeout(cp(1))),
+        vec![],
+        ignored(Ignored::TimerNotArmed),
+    );
+    assert!(h.s.pending_checkpoint(cp(1)).is_some());
+}
+
+#[test]
+fn a_decline_or_a_late_ack_never_touches_a_storing_checkpoint() {
+    let mut h = storing();
+    h.expect(
+        3,
+        decline(0, 1),
+        vec![],
+        ignored(Ignored::CheckpointDiscarded),
+    );
+    // A duplicated ack with the same handle frees nothing.
+    h.expect(
+        3,
+        ack(0, 1, 100),
+        vec![],
+        ignored(Ignored::CheckpointDiscarded),
+    );
+}
+
+#[test]
+fn subsumption_and_aborts_of_older_checkpoints_leave_the_storing_one_alone() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.step(0, ack(0, 1, 100)); // 1 waits for task 1
+    h.user_cp(0, 2);
+    h.ack_all(1, 2); // 2 completes first: finalizing
+    h.step(1, fin(2, true));
+    let abort = h.step(2, decline(1, 1));
+    assert_eq!(discards(&abort), vec![hd(100)]);
+    let done = h.step(3, store(2, true));
+    assert_eq!(
+        done.outcome,
+        applied(Applied::Completed { checkpoint: cp(2) })
+    );
+    assert_eq!(discards(&done), vec![]);
+    assert_eq!(h.s.owned_handles(), vec![hd(200), hd(201)]);
+}
+
+#[test]
+fn legacy_discard_while_storing_is_caught_by_the_step_invariant() {
+    for during in [PendingPhase::Finalizing, PendingPhase::Storing] {
+        for stop in [
+            Ev::StopScheduler,
+            Ev::Shutdown {
+                status: JobStatus::Suspended,
+            },
+        ] {
+            let mut h = H::with(CoordinatorSettings {
+                semantics: crate::Semantics::Legacy(crate::LegacyBug::DiscardWhileStoring),
+                ..settings()
+            });
+            h.step(0, Ev::StartScheduler);
+            h.user_cp(0, 1);
+            h.ack_all(1, 1);
+            if during == PendingPhase::Storing {
+                h.step(2, fin(1, true));
+            }
+            let (t, verdict) =
+                checked::coordinator_step(&mut h.ledger, &h.s, ms(3), &stop, Rigor::Full);
+            assert_eq!(
+                discards(&t.step),
+                vec![hd(100), hd(101)],
+                "{during:?} {stop:?}"
+            );
+            let v = verdict.expect_err("the legacy discard must be caught");
+            assert_eq!(v.invariant, names::NO_DISCARD_WHILE_STORING, "{v}");
+        }
+    }
+}
+
+fn recovered(id: u64, handles: &[u64]) -> RecoveredCheckpoint {
+    RecoveredCheckpoint {
+        checkpoint: cp(id),
+        savepoint: false,
+        timestamp: ms(0),
+        handles: handles.iter().copied().map(hd).collect(),
+    }
+}
+
+#[test]
+fn recover_takes_over_the_stores_checkpoints_and_continues_the_ids() {
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 2,
+        ..settings()
+    });
+    h.expect(
+        0,
+        Ev::Recover {
+            checkpoints: vec![recovered(3, &[300, 301]), recovered(5, &[500, 501])],
+            last_id: Some(cp(6)),
+        },
+        vec![],
+        applied(Applied::Recovered {
+            latest: Some(cp(5)),
+        }),
+    );
+    assert_eq!(h.s.latest_completed(), Some(cp(5)));
+    assert_eq!(h.s.last_id(), Some(cp(6)));
+    h.expect(
+        0,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: true,
+            },
+        },
+        vec![E::RestoreState {
+            checkpoint: cp(5),
+            handles: vec![hd(500), hd(501)],
+        }],
+        applied(Applied::Restored {
+            checkpoint: Some(cp(5)),
+        }),
+    );
+    // A duplicated ack of committed state from before the failover frees
+    // nothing; an id the counter already handed out is refused.
+    h.expect(1, ack(0, 5, 500), vec![], ignored(Ignored::LateMessage));
+    h.step(1, trigger(user()));
+    let refused = h.s.clone().apply(ms(1), alloc(0, 6));
+    assert_eq!(
+        refused.outcome,
+        Outcome::Rejected(CoordinatorError::NonIncreasingId {
+            got: cp(6),
+            last: cp(6)
+        })
+    );
+}
+
+#[test]
+fn recover_is_refused_unless_fresh_ordered_bounded_and_below_the_counter() {
+    let problem = |h: &mut H, checkpoints: Vec<RecoveredCheckpoint>, last: Option<u64>| {
+        h.step(
+            0,
+            Ev::Recover {
+                checkpoints,
+                last_id: last.map(cp),
+            },
+        )
+        .outcome
+    };
+    let reject = |p| Outcome::Rejected(CoordinatorError::RecoverConflict(p));
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 2,
+        ..settings()
+    });
+    assert_eq!(
+        problem(&mut h, vec![recovered(2, &[]), recovered(1, &[])], Some(2)),
+        reject(RecoverProblem::OutOfOrder)
+    );
+    assert_eq!(
+        problem(
+            &mut h,
+            vec![recovered(1, &[]), recovered(2, &[]), recovered(3, &[])],
+            Some(3)
+        ),
+        reject(RecoverProblem::TooMany)
+    );
+    assert_eq!(
+        problem(&mut h, vec![recovered(3, &[])], Some(2)),
+        reject(RecoverProblem::IdAboveCounter)
+    );
+    assert_eq!(
+        problem(&mut h, vec![recovered(3, &[])], None),
+        reject(RecoverProblem::IdAboveCounter)
+    );
+    h.user_cp(0, 1);
+    assert_eq!(
+        problem(&mut h, vec![], Some(4)),
+        reject(RecoverProblem::NotFresh)
+    );
+}
+
+#[test]
+fn a_saturated_clock_stops_periodic_scheduling_instead_of_a_timer_due_forever() {
+    let mut h = H::new();
+    let end = u64::MAX - 50;
+    h.step(end, Ev::StartScheduler);
+    // `now + interval` saturates: the periodic timer is due at u64::MAX.
+    assert_eq!(h.s.next_deadline(), Some((Timer::Periodic, ms(u64::MAX))));
+    // A host that fires due timers until none remain: it must stop.
+    let mut fired = 0;
+    let now = u64::MAX;
+    while let Some((timer, at)) = h.s.next_deadline() {
+        if at > ms(now) || fired > 10 {
+            break;
+        }
+        let step = h.step(now, fire(timer));
+        fired += 1;
+        if timer == Timer::Periodic {
+            assert_eq!(step.outcome, applied(Applied::ClockExhausted));
+            assert!(step.effects.contains(&cancel(Timer::Periodic)));
+        }
+    }
+    assert_eq!(fired, 1, "one firing, then nothing is due");
+    assert!(!h.s.is_periodic_scheduling());
+    assert_eq!(h.s.next_deadline(), None);
+}

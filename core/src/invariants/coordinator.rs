@@ -53,10 +53,15 @@ pub mod names {
     pub const REFUSED_UNCHANGED: &str = "refused-event-changes-nothing";
     /// No branch the reducer's structure rules out is ever taken.
     pub const NO_UNREACHABLE: &str = "no-unreachable-branch";
+    /// The state of a checkpoint being finalized or stored is discarded only
+    /// when that I/O reported that it definitely failed.
+    pub const NO_DISCARD_WHILE_STORING: &str = "no-discard-while-storing";
+    /// A checkpoint is in doubt only after shutdown.
+    pub const IN_DOUBT_AFTER_SHUTDOWN: &str = "in-doubt-only-after-shutdown";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 17] = [
+    pub const ALL: [&str; 19] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -74,6 +79,8 @@ pub mod names {
         DISCARD_ONCE,
         REFUSED_UNCHANGED,
         NO_UNREACHABLE,
+        NO_DISCARD_WHILE_STORING,
+        IN_DOUBT_AFTER_SHUTDOWN,
     ];
 }
 
@@ -172,6 +179,11 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
         names::RECENT,
         || format!("{recent} recent ids"),
     )?;
+    ensure(
+        s.in_doubt().is_none() || s.is_shutdown(),
+        names::IN_DOUBT_AFTER_SHUTDOWN,
+        || "a checkpoint is in doubt while the coordinator runs".to_string(),
+    )?;
     if s.is_shutdown() {
         ensure(
             s.pending_count() == 0
@@ -238,6 +250,35 @@ pub fn check_step(
         Outcome::Applied(_) => {}
     }
     let retained_after = after.owned_handles();
+    // The checkpoint whose finalize / store is outstanding: its state may be
+    // discarded only by that I/O's failure.
+    let storing = before
+        .completing()
+        .and_then(|c| before.pending_checkpoint(c));
+    if let Some(p) = storing {
+        let failed_here = matches!(
+            event,
+            CoordinatorEvent::FinalizeDone { checkpoint, result: Err(_) }
+                | CoordinatorEvent::StoreDone { checkpoint, result: Err(_) }
+                if *checkpoint == p.id()
+        );
+        let held: Vec<StateHandle> = p.handles().collect();
+        for e in &step.effects {
+            if let CoordinatorEffect::DiscardState { handle, .. } = e {
+                ensure(
+                    failed_here || !held.contains(handle),
+                    names::NO_DISCARD_WHILE_STORING,
+                    || {
+                        format!(
+                            "{event:?} discarded handle {handle} of checkpoint {} while its {:?} was outstanding",
+                            p.id(),
+                            p.phase()
+                        )
+                    },
+                )?;
+            }
+        }
+    }
     let mut last_completed = before
         .completed()
         .filter(|c| !c.is_savepoint())
@@ -318,6 +359,11 @@ impl HandleLedger {
                     *self.delivered.entry(*h).or_default() += 1;
                 }
             }
+            if let CoordinatorEvent::Recover { checkpoints, .. } = event {
+                for h in checkpoints.iter().flat_map(|c| &c.handles) {
+                    *self.delivered.entry(*h).or_default() += 1;
+                }
+            }
         }
         for e in &step.effects {
             if let CoordinatorEffect::DiscardState { handle, .. } = e {
@@ -345,6 +391,19 @@ impl HandleLedger {
             )?;
         }
         Ok(())
+    }
+
+    /// The same ledger with every handle renamed (symmetry reduction, when
+    /// handles name the task that wrote them).
+    #[cfg(feature = "symmetry")]
+    #[must_use]
+    pub fn rename_handles(&self, rename: &dyn Fn(StateHandle) -> StateHandle) -> HandleLedger {
+        let map =
+            |m: &BTreeMap<StateHandle, u32>| m.iter().map(|(h, n)| (rename(*h), *n)).collect();
+        HandleLedger {
+            delivered: map(&self.delivered),
+            discarded: map(&self.discarded),
+        }
     }
 
     /// Handles delivered so far.

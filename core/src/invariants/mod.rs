@@ -8,6 +8,7 @@
 
 pub mod checked;
 pub mod coordinator;
+pub mod durability;
 pub mod task;
 
 use std::fmt;

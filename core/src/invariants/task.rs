@@ -268,6 +268,17 @@ impl TaskMonitor {
         TaskMonitor::default()
     }
 
+    /// The same monitor with every handle renamed (symmetry reduction, when
+    /// handles name the task that wrote them).
+    #[cfg(feature = "symmetry")]
+    #[must_use]
+    pub fn rename_handles(&self, rename: &dyn Fn(StateHandle) -> StateHandle) -> TaskMonitor {
+        TaskMonitor {
+            handles: self.handles.iter().map(|h| rename(*h)).collect(),
+            ..self.clone()
+        }
+    }
+
     /// Write results created and not yet both completed/failed and removed.
     /// Empty at quiescence unless a result leaked.
     #[must_use]

@@ -4,36 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::types::{CheckpointId, StateHandle, Thread};
 
-/// Which behaviour the reducer implements. [`Semantics::Fixed`] is the default
-/// and the only one a real host should run.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub enum Semantics {
-    /// FLINK-17869 fixed: aborts never make a later checkpoint mail fail the task.
-    #[default]
-    Fixed,
-    /// The pre-fix behaviour. Exists only so the checkers (proptest, stateright,
-    /// loom, fuzz) can show that they catch the bug; never use it in a host.
-    Legacy(LegacyBug),
-}
-
-/// A pre-fix bug reproduced by [`Semantics::Legacy`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub enum LegacyBug {
-    /// The seed: a notify-aborted RPC for a started, not yet executed checkpoint
-    /// removes its write result (abort with cleanup) and, the writer having
-    /// handled it, does not remember the id; the later checkpoint mail's
-    /// `getAndRemove` finds nothing and the task fails
-    /// ([`FailureReason::WriteResultMissing`]).
-    AbortRemovesResult,
-    /// A cancel-checkpoint marker removes the write result but neither records
-    /// the id nor advances the last executed id; the later checkpoint mail
-    /// finds nothing and the task fails.
-    CancelForgetsAbort,
-}
+pub use crate::types::{LegacyBug, Semantics};
 
 /// Configuration of one subtask's checkpoint side.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -311,13 +311,16 @@ impl TaskState {
                 Outcome::Applied
             }
             Some(ResultStatus::Failed(f)) => self.skip(id, true, f.into(), fx),
-            None => match self.config.semantics {
-                Semantics::Fixed => self.skip(id, false, DeclineReason::WriteResultMissing, fx),
-                Semantics::Legacy(_) => {
+            None => {
+                let sem = self.config.semantics;
+                if sem.is(LegacyBug::AbortRemovesResult) || sem.is(LegacyBug::CancelForgetsAbort) {
+                    // The pre-fix `getAndRemove` found nothing and threw.
                     self.fail(FailureReason::WriteResultMissing, fx);
                     Outcome::Skipped(SkipReason::TaskFailed(FailureReason::WriteResultMissing))
+                } else {
+                    self.skip(id, false, DeclineReason::WriteResultMissing, fx)
                 }
-            },
+            }
         }
     }
 
@@ -361,11 +364,8 @@ impl TaskState {
                 cleanup: true,
             });
         }
-        match self.config.semantics {
-            Semantics::Fixed | Semantics::Legacy(LegacyBug::AbortRemovesResult) => {
-                self.mark_executed(id);
-            }
-            Semantics::Legacy(LegacyBug::CancelForgetsAbort) => {}
+        if !self.config.semantics.is(LegacyBug::CancelForgetsAbort) {
+            self.mark_executed(id);
         }
         fx.push(TaskEffect::DeclineCheckpoint {
             checkpoint: id,

@@ -108,6 +108,17 @@ pub struct ModelConfig {
     pub retained: u8,
     /// The tasks' aborted-id memory.
     pub aborted_ids_max: u8,
+    /// Coordinator failovers per run: the coordinator's process dies (its
+    /// state is gone; an outstanding store write commits or not) and a new
+    /// one recovers from the store and the id counter. 0 (the default): none.
+    pub coordinator_failovers: u8,
+    /// Job failovers per run, each after a `FailJob`: every task is
+    /// cancelled and restarted, and the coordinator restores the latest
+    /// checkpoint. 0 (the default): none.
+    pub job_failovers: u8,
+    /// The job starts from a savepoint (registered in the store, restored
+    /// through `Restore { Savepoint }`).
+    pub savepoint_restore: bool,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -121,6 +132,7 @@ pub fn semantics_name(s: Semantics) -> &'static str {
         Semantics::Fixed => "fixed",
         Semantics::Legacy(LegacyBug::AbortRemovesResult) => "legacy",
         Semantics::Legacy(LegacyBug::CancelForgetsAbort) => "legacy-cancel",
+        Semantics::Legacy(LegacyBug::DiscardWhileStoring) => "legacy-discard-while-storing",
     }
 }
 
@@ -147,6 +159,9 @@ impl Default for ModelConfig {
             tolerable_failures: 0,
             retained: 1,
             aborted_ids_max: 16,
+            coordinator_failovers: 0,
+            job_failovers: 0,
+            savepoint_restore: false,
         }
     }
 }
@@ -164,6 +179,7 @@ impl ModelConfig {
         s.tolerable_failures = i64::from(self.tolerable_failures);
         s.retained_max = i64::from(self.retained.max(1));
         s.master_hooks = self.master_hooks;
+        s.semantics = self.semantics;
         if self.topology == Topology::Join && self.tasks >= 2 {
             s.tasks_to_trigger = (0..self.tasks - 1).map(TaskId).collect();
         }

@@ -100,6 +100,7 @@ pub fn coord_event_kind(ev: &CEv) -> &'static str {
         CEv::TaskRunning { .. } => "TaskRunning",
         CEv::TaskFailed { .. } => "TaskFailed",
         CEv::Restore { .. } => "Restore",
+        CEv::Recover { .. } => "Recover",
         CEv::Shutdown { .. } => "Shutdown",
     }
 }
@@ -165,6 +166,8 @@ fn applied_kind(a: &Applied) -> String {
         Applied::TaskUpdated { .. } => "TaskUpdated".into(),
         Applied::Restored { .. } => "Restored".into(),
         Applied::ShutDown => "ShutDown".into(),
+        Applied::Recovered { .. } => "Recovered".into(),
+        Applied::ClockExhausted => "ClockExhausted".into(),
     }
 }
 

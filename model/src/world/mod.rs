@@ -80,5 +80,7 @@ mod sim;
 mod state;
 
 pub use config::{semantics_name, ModelConfig, Network, Timing, Topology, JOB};
-pub use sim::{handle_for, is_decline, Action, Delivery, Sim, LEAKED, ROUTED};
-pub use state::{History, Io, Mail, Msg, TaskSide, Used, World};
+pub use sim::{
+    handle_for, is_decline, rename_handle, Action, Delivery, Sim, LEAKED, ROUTED, SAVEPOINT,
+};
+pub use state::{Durable, History, Io, Mail, Msg, TaskSide, Used, World};

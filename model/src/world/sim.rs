@@ -6,14 +6,17 @@
 use std::sync::{Arc, Mutex};
 
 use ckpt_core::coordinator::{
-    CoordinatorEvent as CEv, CoordinatorSettings, CoordinatorState, JobStatus, Timer, TriggerKind,
+    AbortReason, Applied, CoordinatorEvent as CEv, CoordinatorSettings, CoordinatorState, Ignored,
+    JobStatus, Outcome, RecoveredCheckpoint, RestoreSource, Timer, TriggerKind,
 };
 use ckpt_core::invariants::checked::{self, Rigor};
 use ckpt_core::invariants::coordinator::HandleLedger;
+use ckpt_core::invariants::durability::{Deleter, DurableLedger, Stored};
 use ckpt_core::invariants::task::{check_quiescent, names as task_names, TaskMonitor};
 use ckpt_core::invariants::Violation;
 use ckpt_core::route::{
-    self, ChannelItem, CoordinatorRoute, IoAnswer, Report, TaskRoute, ToCoordinator,
+    self, ChannelItem, CoordinatorRoute, IoAnswer, IoRequest, JobCommand, Report, TaskRoute,
+    ToCoordinator,
 };
 use ckpt_core::task::{TaskConfig, TaskEvent as TEv, TaskState};
 use ckpt_core::trace::TraceLine;
@@ -21,7 +24,7 @@ use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId,
 
 use super::config::{ModelConfig, Network, JOB};
 use super::coverage::{self, coord_event_kind, coord_outcome_kind, Coverage};
-use super::state::{History, Io, Mail, Msg, TaskSide, Used, World};
+use super::state::{Durable, History, Io, Mail, Msg, TaskSide, Used, World};
 
 /// Something a scheduler can make happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,6 +71,19 @@ pub enum Action {
     StopScheduler,
     /// The stopped scheduler is started again.
     StartScheduler,
+    /// The coordinator's process dies (`coordinator_failovers` budget): its
+    /// state and its outstanding I/O are gone; with `commit`, an outstanding
+    /// store write had committed (its answer is what was lost). A new
+    /// coordinator recovers from the store and the id counter, every task
+    /// restarts as a new attempt, and the latest stored checkpoint is
+    /// restored.
+    CoordinatorFailover {
+        /// The outstanding store write had committed.
+        commit: bool,
+    },
+    /// The job fails over after a `FailJob`: every task is cancelled and
+    /// restarted, and the coordinator restores the latest checkpoint.
+    JobFailover,
 }
 
 impl Action {
@@ -76,7 +92,10 @@ impl Action {
     pub fn is_fault(&self) -> bool {
         match self {
             Action::Answer(_, ok) | Action::Writer(_, _, ok) | Action::Async(_, _, ok) => !ok,
-            Action::Duplicate(_) | Action::Drop(_) | Action::FailTask(_) => true,
+            Action::Duplicate(_)
+            | Action::Drop(_)
+            | Action::FailTask(_)
+            | Action::CoordinatorFailover { .. } => true,
             Action::Fire(_)
             | Action::Deliver(_)
             | Action::Netty(..)
@@ -87,7 +106,8 @@ impl Action {
             | Action::UserCheckpoint { .. }
             | Action::RestartTask(_)
             | Action::StopScheduler
-            | Action::StartScheduler => false,
+            | Action::StartScheduler
+            | Action::JobFailover => false,
         }
     }
 }
@@ -237,10 +257,38 @@ impl Sim {
             scheduler_stopped: false,
             history: History::default(),
             ledger: HandleLedger::new(),
+            durable: Durable {
+                ledger: DurableLedger::new(usize::from(self.cfg.retained.max(1))),
+                counter: None,
+                metadata: Vec::new(),
+                in_doubt: None,
+            },
+            job_failover_due: false,
             violation: None,
             ordered_net: self.cfg.network == Network::Ordered,
         };
         let mut log = Vec::new();
+        if self.cfg.savepoint_restore {
+            // The host registers the savepoint (its files exist) and the
+            // coordinator restores from it before anything else.
+            let handles: Vec<StateHandle> = (0..n)
+                .map(|t| handle_for(SAVEPOINT, TaskId(t), AttemptNo(0)))
+                .collect();
+            let registered = s.durable.ledger.register_savepoint(Stored {
+                id: SAVEPOINT,
+                savepoint: true,
+                timestamp: Millis(0),
+                handles: handles.clone(),
+            });
+            if let Err(v) = registered {
+                s.violation = Some(v);
+            }
+            let source = RestoreSource::Savepoint {
+                checkpoint: SAVEPOINT,
+                handles,
+            };
+            self.coord_event(&mut s, CEv::Restore { source }, Some(&mut log));
+        }
         self.coord_event(&mut s, CEv::StartScheduler, Some(&mut log));
         (s, log)
     }
@@ -306,7 +354,7 @@ impl Sim {
     }
 
     /// The checked step of the coordinator, then the routing of its effects.
-    fn coord_event(&self, s: &mut World, ev: CEv, log: Option<&mut Vec<Delivery>>) {
+    fn coord_event(&self, s: &mut World, ev: CEv, log: Option<&mut Vec<Delivery>>) -> Outcome {
         let now = s.now;
         let (t, verdict) = checked::coordinator_step(&mut s.ledger, &s.coord, now, &ev, self.rigor);
         let mut found = verdict.err();
@@ -318,35 +366,76 @@ impl Sim {
             );
         }
         let before = std::mem::replace(&mut s.coord, t.state);
+        if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &t.step.outcome {
+            note(&mut found, s.durable.ledger.used(*checkpoint));
+        }
         for e in &t.step.effects {
             match route::coordinator(e) {
                 // The coordinator state holds its own timer table (the
-                // world fires what it finds armed there); discards are
-                // accounted by the handle ledger; job commands are not acted
-                // on yet.
+                // world fires what it finds armed there).
                 CoordinatorRoute::Timer { .. }
-                | CoordinatorRoute::Discard { .. }
-                | CoordinatorRoute::Job(_) => {}
-                CoordinatorRoute::Io(req) => insert_sorted(&mut s.io, Io::of(&req)),
+                | CoordinatorRoute::Job(JobCommand::ShutdownServices(_)) => {}
+                CoordinatorRoute::Discard { handle, .. } => {
+                    note(
+                        &mut found,
+                        s.durable.ledger.delete(handle, Deleter::Coordinator),
+                    );
+                }
+                CoordinatorRoute::Io(req) => {
+                    if let IoRequest::Finalize {
+                        checkpoint,
+                        handles,
+                    } = &req
+                    {
+                        insert_sorted(&mut s.durable.metadata, (*checkpoint, handles.clone()));
+                    }
+                    insert_sorted(&mut s.io, Io::of(&req));
+                }
                 CoordinatorRoute::Rpc {
                     task,
                     attempt,
                     event,
-                } => match Mail::of(&event) {
-                    Some(mail) => self.push_msg(
-                        &mut s.net,
-                        Msg::ToTask {
-                            task,
-                            attempt,
-                            mail,
-                        },
-                    ),
-                    None => {
-                        found.get_or_insert_with(|| {
-                            Violation::new(ROUTED, format!("RPC {event:?} is not a mail"))
-                        });
+                } => {
+                    if let TEv::NotifyComplete { checkpoint } = &event {
+                        note(&mut found, s.durable.ledger.notified_complete(*checkpoint));
                     }
-                },
+                    match Mail::of(&event) {
+                        Some(mail) => self.push_msg(
+                            &mut s.net,
+                            Msg::ToTask {
+                                task,
+                                attempt,
+                                mail,
+                            },
+                        ),
+                        None => note(
+                            &mut found,
+                            Err(Violation::new(
+                                ROUTED,
+                                format!("RPC {event:?} is not a mail"),
+                            )),
+                        ),
+                    }
+                }
+                CoordinatorRoute::Job(JobCommand::Restore {
+                    checkpoint,
+                    handles,
+                }) => {
+                    s.history.restored = true;
+                    note(&mut found, s.durable.ledger.restored(checkpoint, &handles));
+                }
+                CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
+                    checkpoint,
+                    handles,
+                }) => s.durable.in_doubt = Some((checkpoint, handles)),
+                CoordinatorRoute::Job(JobCommand::Fail(_)) => {
+                    if s.used.job_failovers < self.cfg.job_failovers {
+                        s.job_failover_due = true;
+                    }
+                }
+                CoordinatorRoute::Job(JobCommand::ResetIdCounter(next)) => {
+                    s.durable.counter = next.0.checked_sub(1).filter(|n| *n > 0).map(CheckpointId);
+                }
                 CoordinatorRoute::Report(Report::Completed { checkpoint, .. }) => {
                     // The attempts it waited for, captured at trigger time.
                     if before
@@ -363,7 +452,6 @@ impl Sim {
                 CoordinatorRoute::Report(Report::Aborted {
                     checkpoint, reason, ..
                 }) => {
-                    use ckpt_core::coordinator::AbortReason;
                     let counts = !matches!(reason, AbortReason::Subsumed | AbortReason::Shutdown);
                     if counts && !s.history.abort_then_complete {
                         s.history.abort_seen = Some(
@@ -388,6 +476,7 @@ impl Sim {
         if s.violation.is_none() {
             s.violation = found;
         }
+        t.step.outcome
     }
 
     /// The checked step of task `t`, then the routing of its effects.
@@ -412,20 +501,24 @@ impl Sim {
                 // one is already a violation).
                 TaskRoute::Writer(_)
                 | TaskRoute::AsyncPart(_)
-                | TaskRoute::Discard(_)
                 | TaskRoute::Operators(_)
                 | TaskRoute::Fail(_) => {}
+                TaskRoute::Discard(handle) => {
+                    note(&mut found, s.durable.ledger.delete(handle, Deleter::Task));
+                }
                 TaskRoute::Mail(event) => match Mail::of(&event) {
                     Some(mail) => {
                         if let Some(side) = s.tasks.get_mut(t.0 as usize) {
                             side.mailbox.push(mail);
                         }
                     }
-                    None => {
-                        found.get_or_insert_with(|| {
-                            Violation::new(ROUTED, format!("mail {event:?} is not a mail"))
-                        });
-                    }
+                    None => note(
+                        &mut found,
+                        Err(Violation::new(
+                            ROUTED,
+                            format!("mail {event:?} is not a mail"),
+                        )),
+                    ),
                 },
                 TaskRoute::Downstream(item) => self.broadcast(s, t, item),
                 TaskRoute::Coordinator(msg) => {
@@ -567,6 +660,16 @@ impl Sim {
         } else if s.used.scheduler_stops < self.cfg.scheduler_restarts && !s.coord.is_shutdown() {
             out.push(Action::StopScheduler);
         }
+        let crash = s.used.coordinator_failovers < self.cfg.coordinator_failovers;
+        if crash && !s.coord.is_shutdown() {
+            out.push(Action::CoordinatorFailover { commit: false });
+            if s.io.iter().any(|x| matches!(x, Io::Store(_))) {
+                out.push(Action::CoordinatorFailover { commit: true });
+            }
+        }
+        if s.job_failover_due && !s.coord.is_shutdown() {
+            out.push(Action::JobFailover);
+        }
     }
 
     /// Runs one action on a copy of `s`, appending what was delivered to
@@ -585,18 +688,37 @@ impl Sim {
             Action::Answer(io, ok) => {
                 let i = n.io.iter().position(|x| *x == io)?;
                 n.io.remove(i);
-                let answer = if ok {
-                    let id = s
-                        .coord
-                        .last_id()
-                        .map_or(CheckpointId(1), |l| l.next().unwrap_or(l));
-                    IoAnswer::Ok { id }
-                } else {
+                if !ok {
                     n.used.faults = n.used.faults.saturating_add(1);
-                    IoAnswer::Failed(IoFailure("injected".into()))
+                }
+                let answer = match (io, ok) {
+                    (Io::Allocate(_), true) => {
+                        // The durable counter advances, then answers.
+                        let id = n
+                            .durable
+                            .counter
+                            .map_or(CheckpointId(1), |l| l.next().unwrap_or(l));
+                        n.durable.counter = Some(id);
+                        IoAnswer::Ok { id }
+                    }
+                    (Io::Store(checkpoint), true) => {
+                        self.commit(&mut n, checkpoint);
+                        IoAnswer::Ok { id: checkpoint }
+                    }
+                    (Io::Hooks(id) | Io::Finalize(id), true) => IoAnswer::Ok { id },
+                    (Io::Finalize(checkpoint) | Io::Store(checkpoint), false) => {
+                        // Definitely not stored: its metadata goes.
+                        n.durable.metadata.retain(|(c, _)| *c != checkpoint);
+                        IoAnswer::Failed(IoFailure("injected".into()))
+                    }
+                    (Io::Allocate(_) | Io::Hooks(_), false) => {
+                        IoAnswer::Failed(IoFailure("injected".into()))
+                    }
                 };
-                let ev = io.request().answer(answer);
-                self.coord_event(&mut n, ev, log.as_deref_mut());
+                self.coord_event(&mut n, io.request().answer(answer), log.as_deref_mut());
+                if let Io::Finalize(c) | Io::Store(c) = io {
+                    self.resolve_in_doubt(&mut n, c);
+                }
             }
             Action::Deliver(m) => {
                 let i = n.net.iter().position(|x| *x == m)?;
@@ -608,7 +730,18 @@ impl Sim {
                         mail,
                     } => Self::push_mail(&mut n, task, attempt, mail),
                     Msg::ToCoord { task, attempt, msg } => {
-                        self.coord_event(&mut n, msg.event(JOB, task, attempt), log.as_deref_mut());
+                        let outcome = self.coord_event(
+                            &mut n,
+                            msg.event(JOB, task, attempt),
+                            log.as_deref_mut(),
+                        );
+                        if let (
+                            ToCoordinator::Ack { handle, .. },
+                            Outcome::Ignored(Ignored::Shutdown) | Outcome::Rejected(_),
+                        ) = (msg, &outcome)
+                        {
+                            Self::reclaim(&mut n, handle);
+                        }
                     }
                 }
             }
@@ -621,6 +754,22 @@ impl Sim {
                 let i = n.net.iter().position(|x| *x == m)?;
                 n.net.remove(i);
                 n.used.faults = n.used.faults.saturating_add(1);
+                if let Msg::ToCoord {
+                    msg: ToCoordinator::Ack { handle, .. },
+                    ..
+                } = m
+                {
+                    // The last copy of an ack is lost: its file is an orphan
+                    // of the checkpoint's storage location, which the host
+                    // disposes of (as Flink deletes an aborted checkpoint's
+                    // directory).
+                    let copies = n.net.iter().any(|x| {
+                        matches!(x, Msg::ToCoord { msg: ToCoordinator::Ack { handle: h, .. }, .. } if *h == handle)
+                    });
+                    if !copies {
+                        Self::reclaim(&mut n, handle);
+                    }
+                }
             }
             Action::Netty(t, up) | Action::Input(t, up) => {
                 let side = n.tasks.get_mut(t.0 as usize)?;
@@ -655,10 +804,12 @@ impl Sim {
             }
             Action::Async(t, checkpoint, ok) => {
                 let ev = if ok {
-                    TEv::AsyncPartCompleted {
-                        checkpoint,
-                        handle: handle_for(checkpoint),
+                    let attempt = n.tasks.get(t.0 as usize)?.attempt;
+                    let handle = handle_for(checkpoint, t, attempt);
+                    if let Err(v) = n.durable.ledger.written(handle) {
+                        n.violation.get_or_insert(v);
                     }
+                    TEv::AsyncPartCompleted { checkpoint, handle }
                 } else {
                     n.used.faults = n.used.faults.saturating_add(1);
                     TEv::AsyncPartFailed { checkpoint }
@@ -731,6 +882,25 @@ impl Sim {
                 n.scheduler_stopped = false;
                 self.coord_event(&mut n, CEv::StartScheduler, log.as_deref_mut());
             }
+            Action::CoordinatorFailover { commit } => {
+                let storing = n.io.iter().find_map(|x| match x {
+                    Io::Store(c) => Some(*c),
+                    Io::Allocate(_) | Io::Hooks(_) | Io::Finalize(_) => None,
+                });
+                if commit && storing.is_none() {
+                    return None;
+                }
+                n.used.coordinator_failovers = n.used.coordinator_failovers.saturating_add(1);
+                self.coordinator_failover(&mut n, storing.filter(|_| commit), log.as_deref_mut());
+            }
+            Action::JobFailover => {
+                if !n.job_failover_due {
+                    return None;
+                }
+                n.used.job_failovers = n.used.job_failovers.saturating_add(1);
+                n.job_failover_due = false;
+                self.job_failover(&mut n, log.as_deref_mut());
+            }
         }
         if n.violation.is_none() && n.quiet() {
             self.check_quiet(&mut n, log);
@@ -741,18 +911,32 @@ impl Sim {
     /// At quiescence: no task holds a write result, and no result any task
     /// created was left unsettled or unremoved.
     fn check_quiet(&self, n: &mut World, log: Option<&mut Vec<Delivery>>) {
+        let in_doubt: Vec<StateHandle> = n
+            .coord
+            .in_doubt()
+            .map_or(Vec::new(), |c| c.handles().collect());
+        let owned: Vec<StateHandle> = n
+            .coord
+            .owned_handles()
+            .into_iter()
+            .filter(|h| !in_doubt.contains(h))
+            .collect();
+        let durable = n.durable.ledger.check_quiet(&owned);
         for side in &n.tasks {
             let leaked = side.monitor.leaked();
-            let r = check_quiescent(&side.st).and_then(|()| {
-                if leaked.is_empty() {
-                    Ok(())
-                } else {
-                    Err(Violation::new(
-                        LEAKED,
-                        format!("quiet, but results {leaked:?} were never settled and removed"),
-                    ))
-                }
-            });
+            let r = durable
+                .clone()
+                .and_then(|()| check_quiescent(&side.st))
+                .and_then(|()| {
+                    if leaked.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(Violation::new(
+                            LEAKED,
+                            format!("quiet, but results {leaked:?} were never settled and removed"),
+                        ))
+                    }
+                });
             if let Err(v) = r {
                 if let Some(last) = log.and_then(|l| l.last_mut()) {
                     last.violation = Some(v.clone());
@@ -761,6 +945,241 @@ impl Sim {
                 return;
             }
         }
+    }
+
+    /// The store commits checkpoint `checkpoint` from its finalized metadata
+    /// (the write is durable, then answered). Checkpoints pushed out by the
+    /// retention bound leave the store; their state is the coordinator's to
+    /// delete, unless no coordinator will (it is shut down or dead): then
+    /// the host deletes it.
+    fn commit(&self, n: &mut World, checkpoint: CheckpointId) {
+        let Some(at) = n
+            .durable
+            .metadata
+            .iter()
+            .position(|(c, _)| *c == checkpoint)
+        else {
+            return;
+        };
+        let (_, handles) = n.durable.metadata.remove(at);
+        let (savepoint, timestamp) = n
+            .coord
+            .pending_checkpoint(checkpoint)
+            .map(|p| (p.kind().is_savepoint(), p.timestamp()))
+            .or_else(|| {
+                n.coord
+                    .in_doubt()
+                    .filter(|c| c.id() == checkpoint)
+                    .map(|c| (c.is_savepoint(), c.timestamp()))
+            })
+            .unwrap_or((false, n.now));
+        let evicted_handles: Vec<StateHandle> = n
+            .durable
+            .ledger
+            .store()
+            .iter()
+            .flat_map(|c| c.handles.clone())
+            .collect();
+        let committed = n.durable.ledger.commit(Stored {
+            id: checkpoint,
+            savepoint,
+            timestamp,
+            handles,
+        });
+        match committed {
+            Ok(evicted) => {
+                let orphaned =
+                    n.coord.is_shutdown() || n.coord.pending_checkpoint(checkpoint).is_none();
+                if orphaned && !evicted.is_empty() {
+                    for h in evicted_handles {
+                        if !n
+                            .durable
+                            .ledger
+                            .store()
+                            .iter()
+                            .any(|c| c.handles.contains(&h))
+                        {
+                            if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
+                                n.violation.get_or_insert(v);
+                            }
+                        }
+                    }
+                }
+            }
+            Err(v) => {
+                n.violation.get_or_insert(v);
+            }
+        }
+    }
+
+    /// An ack the coordinator did not take (it is shut down), or whose last
+    /// copy the network lost, leaves its state with the host, which deletes
+    /// it unless the store, the in-doubt checkpoint or the coordinator
+    /// references it, or it is already gone.
+    fn reclaim(n: &mut World, h: StateHandle) {
+        let stored = n
+            .durable
+            .ledger
+            .store()
+            .iter()
+            .any(|c| c.handles.contains(&h));
+        let in_doubt = n
+            .durable
+            .in_doubt
+            .as_ref()
+            .is_some_and(|(_, hs)| hs.contains(&h));
+        let retained = n.coord.owned_handles().contains(&h);
+        if !stored && !in_doubt && !retained && n.durable.ledger.exists(h) {
+            if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
+                n.violation.get_or_insert(v);
+            }
+        }
+    }
+
+    /// The host resolves the checkpoint a shut-down coordinator left in
+    /// doubt, once its finalize or store answer is in: kept if the store
+    /// holds it, deleted (metadata first) otherwise.
+    fn resolve_in_doubt(&self, n: &mut World, answered: CheckpointId) {
+        let Some((checkpoint, handles)) = n.durable.in_doubt.clone() else {
+            return;
+        };
+        if checkpoint != answered {
+            return;
+        }
+        n.durable.in_doubt = None;
+        if n.durable.ledger.holds(checkpoint) {
+            n.history.in_doubt_kept = true;
+            return;
+        }
+        n.durable.metadata.retain(|(c, _)| *c != checkpoint);
+        for h in handles {
+            if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
+                n.violation.get_or_insert(v);
+            }
+        }
+    }
+
+    /// Every task attempt is cancelled (closed) and restarted as its next
+    /// attempt with a fresh state; its mailbox and input channels go.
+    fn restart_all(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) -> Vec<AttemptNo> {
+        let count = n.tasks.len();
+        let mut old = Vec::with_capacity(count);
+        for i in 0..count {
+            let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            let Some(side) = n.tasks.get(i) else { continue };
+            let was = (side.attempt, side.is_down());
+            old.push(was);
+            if !was.1 {
+                self.task_event(n, t, TEv::Close, log.as_deref_mut());
+            }
+        }
+        let fresh = self.fresh_task();
+        for side in &mut n.tasks {
+            side.st = fresh.clone();
+            side.monitor = TaskMonitor::new();
+            side.mailbox.clear();
+            for (_, q) in &mut side.inputs {
+                q.clear();
+            }
+            side.attempt = AttemptNo(side.attempt.0.saturating_add(1));
+        }
+        old.into_iter()
+            .map(|(a, down)| if down { AttemptNo(u32::MAX) } else { a })
+            .collect()
+    }
+
+    /// The coordinator's process died: its state and outstanding I/O are
+    /// gone (`committed`: the store write of that checkpoint had become
+    /// durable). The host cleans up what the dead coordinator owned and the
+    /// store does not hold, then a new coordinator recovers from what is
+    /// durable, the tasks restart, and the latest checkpoint is restored.
+    fn coordinator_failover(
+        &self,
+        n: &mut World,
+        committed: Option<CheckpointId>,
+        mut log: Option<&mut Vec<Delivery>>,
+    ) {
+        if let Some(c) = committed {
+            self.commit(n, c);
+        }
+        for h in n.coord.owned_handles() {
+            let stored = n
+                .durable
+                .ledger
+                .store()
+                .iter()
+                .any(|c| c.handles.contains(&h));
+            if !stored && n.durable.ledger.exists(h) {
+                if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
+                    n.violation.get_or_insert(v);
+                }
+            }
+        }
+        n.durable.metadata.clear();
+        n.durable.in_doubt = None;
+        n.io.clear();
+        n.job_failover_due = false;
+        n.scheduler_stopped = false;
+        self.restart_all(n, log.as_deref_mut());
+        n.coord = match CoordinatorState::from_settings(self.settings.clone()) {
+            Ok(c) => c,
+            Err(e) => panic!("settings rejected after validation: {e}"),
+        };
+        n.ledger = HandleLedger::new();
+        let checkpoints = n
+            .durable
+            .ledger
+            .store()
+            .iter()
+            .map(|c| RecoveredCheckpoint {
+                checkpoint: c.id,
+                savepoint: c.savepoint,
+                timestamp: c.timestamp,
+                handles: c.handles.clone(),
+            })
+            .collect();
+        let last_id = n.durable.counter;
+        self.coord_event(
+            n,
+            CEv::Recover {
+                checkpoints,
+                last_id,
+            },
+            log.as_deref_mut(),
+        );
+        for i in 0..n.tasks.len() {
+            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            let attempt = n.tasks.get(i).map_or(AttemptNo(0), |s| s.attempt);
+            self.coord_event(n, CEv::TaskRunning { task, attempt }, log.as_deref_mut());
+        }
+        self.restore_latest(n, log.as_deref_mut());
+        self.coord_event(n, CEv::StartScheduler, log);
+    }
+
+    /// A job failover after `FailJob`: every task is cancelled (the
+    /// coordinator hears `TaskFailed` for each running attempt) and
+    /// restarted, and the coordinator restores the latest checkpoint.
+    fn job_failover(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) {
+        let old = self.restart_all(n, log.as_deref_mut());
+        for (i, attempt) in old.into_iter().enumerate() {
+            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            if attempt.0 != u32::MAX {
+                self.coord_event(n, CEv::TaskFailed { task, attempt }, log.as_deref_mut());
+            }
+        }
+        for i in 0..n.tasks.len() {
+            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            let attempt = n.tasks.get(i).map_or(AttemptNo(0), |s| s.attempt);
+            self.coord_event(n, CEv::TaskRunning { task, attempt }, log.as_deref_mut());
+        }
+        self.restore_latest(n, log);
+    }
+
+    fn restore_latest(&self, n: &mut World, log: Option<&mut Vec<Delivery>>) {
+        let source = RestoreSource::Latest {
+            error_if_none: false,
+        };
+        self.coord_event(n, CEv::Restore { source }, log);
     }
 
     /// Advances the world's clock to `now` (never backwards); the machines
@@ -802,17 +1221,48 @@ impl Sim {
             Action::RestartTask(t) => format!("task {t} restarts as a new attempt"),
             Action::StopScheduler => "coordinator scheduler is stopped".into(),
             Action::StartScheduler => "coordinator scheduler is started again".into(),
+            Action::CoordinatorFailover { commit } => format!(
+                "coordinator process dies{}; a new one recovers from the store",
+                if *commit {
+                    " after the store committed, before its answer"
+                } else {
+                    ""
+                }
+            ),
+            Action::JobFailover => {
+                "the job fails over: every task restarts, the latest checkpoint is restored".into()
+            }
         }
     }
 }
 
-/// The state handle a task's async part writes for `cp`: one per checkpoint,
-/// the same on every task, so handles carry no task identity and the state
-/// stays symmetric under task permutations (the ledger then counts
-/// deliveries per checkpoint; duplicated acks carry the same handle).
+/// The state handle attempt `attempt` of task `t` writes for `cp`: one file
+/// per checkpoint, task and attempt (duplicated acks carry the same handle).
+/// Handles name their task, so the symmetry reduction renames them with it
+/// ([`rename_handle`]).
 #[must_use]
-pub fn handle_for(cp: CheckpointId) -> StateHandle {
-    StateHandle(cp.0)
+pub fn handle_for(cp: CheckpointId, t: TaskId, attempt: AttemptNo) -> StateHandle {
+    StateHandle((cp.0 << 16) | (u64::from(t.0 & 0xff) << 8) | u64::from(attempt.0 & 0xff))
+}
+
+/// The handle `h` after renaming task `t` to `perm[t]`.
+#[must_use]
+pub fn rename_handle(h: StateHandle, perm: &[TaskId]) -> StateHandle {
+    let t = (h.0 >> 8) & 0xff;
+    let image = perm
+        .get(usize::try_from(t).unwrap_or(usize::MAX))
+        .map_or(t, |p| u64::from(p.0 & 0xff));
+    StateHandle((h.0 & !0xff00) | (image << 8))
+}
+
+/// The id the job's starting savepoint has (`savepoint_restore`).
+pub const SAVEPOINT: CheckpointId = CheckpointId(1);
+
+/// Keeps the first violation.
+fn note(found: &mut Option<Violation>, r: Result<(), Violation>) {
+    if let Err(v) = r {
+        found.get_or_insert(v);
+    }
 }
 
 fn insert_sorted<T: Ord>(v: &mut Vec<T>, x: T) {

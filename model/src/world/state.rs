@@ -2,11 +2,12 @@
 
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
 use ckpt_core::invariants::coordinator::HandleLedger;
+use ckpt_core::invariants::durability::DurableLedger;
 use ckpt_core::invariants::task::TaskMonitor;
 use ckpt_core::invariants::Violation;
 use ckpt_core::route::{ChannelItem, IoRequest, ToCoordinator};
 use ckpt_core::task::{Lifecycle, TaskEvent, TaskState};
-use ckpt_core::{AttemptNo, CheckpointId, Millis, TaskId};
+use ckpt_core::{AttemptNo, CheckpointId, Millis, StateHandle, TaskId};
 
 /// A mail in a task's mailbox (FIFO, run by the task thread, never
 /// withdrawn): an RPC from the coordinator or a checkpoint mail.
@@ -211,6 +212,10 @@ pub struct Used {
     pub task_failures: u8,
     /// Scheduler stops.
     pub scheduler_stops: u8,
+    /// Coordinator failovers.
+    pub coordinator_failovers: u8,
+    /// Job failovers.
+    pub job_failovers: u8,
 }
 
 /// History bits the `sometimes` witnesses read.
@@ -222,6 +227,28 @@ pub struct History {
     pub abort_then_complete: bool,
     /// A checkpoint that waited for a restarted task attempt completed.
     pub failover_complete: bool,
+    /// A checkpoint's state was restored (a failover, or the savepoint the
+    /// job started from).
+    pub restored: bool,
+    /// The state of a checkpoint in doubt at shutdown was kept because the
+    /// store held it.
+    pub in_doubt_kept: bool,
+}
+
+/// What the host keeps on durable storage: it survives a coordinator's
+/// death.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Durable {
+    /// The store, the state files, the ids used, and the checks on them.
+    pub ledger: DurableLedger,
+    /// The id counter's last id (answered allocations advance it).
+    pub counter: Option<CheckpointId>,
+    /// Checkpoint metadata written by finalize and not (yet) stored, with
+    /// the handles it references, sorted by id.
+    pub metadata: Vec<(CheckpointId, Vec<StateHandle>)>,
+    /// A checkpoint a shut-down coordinator handed over in doubt
+    /// (`ResolveInDoubt`), until its finalize / store answer resolves it.
+    pub in_doubt: Option<(CheckpointId, Vec<StateHandle>)>,
 }
 
 /// The world's state. `Hash` is derived over fields whose own `Hash` writes
@@ -245,8 +272,12 @@ pub struct World {
     pub scheduler_stopped: bool,
     /// History for the witnesses.
     pub history: History,
-    /// The core's handle ledger.
+    /// The core's handle ledger (of the current coordinator).
     pub ledger: HandleLedger,
+    /// What is durable.
+    pub durable: Durable,
+    /// A `FailJob` was emitted and the job has not failed over yet.
+    pub job_failover_due: bool,
     /// The first invariant violation (the state is then terminal).
     pub violation: Option<Violation>,
     /// Constant: the network is per-link FIFO (kept here so the symmetry

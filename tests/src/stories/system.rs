@@ -90,6 +90,9 @@ impl SystemSpec {
             tolerable_failures: self.tolerable % 3,
             retained: self.retained % 2 + 1,
             aborted_ids_max: self.aborted_ids_max % 3 + 1,
+            coordinator_failovers: 2,
+            job_failovers: 4,
+            savepoint_restore: false,
         }
     }
 }
@@ -106,7 +109,8 @@ pub enum SysAction {
     /// Inject one enabled fault ([`Kind::Fault`]): drop or duplicate a
     /// message, fail an I/O answer, a writer or an async part.
     Fault(u8),
-    /// Fail a task genuinely ([`Kind::Crash`]).
+    /// Fail a task genuinely or kill the coordinator's process
+    /// ([`Kind::Crash`]).
     Crash(u8),
     /// A user request ([`Kind::User`]): a savepoint, a (forced) checkpoint,
     /// a scheduler stop.
@@ -191,9 +195,10 @@ pub fn kind(a: &Action) -> Kind {
         | Action::Input(..)
         | Action::Mailbox(_)
         | Action::RestartTask(_)
-        | Action::StartScheduler => Kind::Progress,
+        | Action::StartScheduler
+        | Action::JobFailover => Kind::Progress,
         Action::Duplicate(_) | Action::Drop(_) => Kind::Fault,
-        Action::FailTask(_) => Kind::Crash,
+        Action::FailTask(_) | Action::CoordinatorFailover { .. } => Kind::Crash,
         Action::Shutdown
         | Action::Savepoint
         | Action::UserCheckpoint { .. }
@@ -284,7 +289,9 @@ impl SystemDriver {
             | Action::UserCheckpoint { .. }
             | Action::FailTask(_)
             | Action::StopScheduler
-            | Action::StartScheduler => {}
+            | Action::StartScheduler
+            | Action::CoordinatorFailover { .. }
+            | Action::JobFailover => {}
         }
         if a.is_fault() {
             self.stats.faults += 1;

@@ -1,0 +1,344 @@
+//! Durability: what a completed-checkpoint store holds, which state files
+//! exist, and the promises about both. A host with a real store (the async
+//! host) and the model's world feed the same [`DurableLedger`] what happened
+//! to the store and to state files; it checks on every call:
+//!
+//! 1. a state handle referenced by a checkpoint the store holds is never
+//!    deleted ([`names::NO_DISCARD_COMMITTED`]), and a checkpoint is
+//!    committed only with every handle still existing
+//!    ([`names::COMMITTED_STATE_EXISTS`]);
+//! 2. a restore (after any failover) restores the store's latest checkpoint,
+//!    all of whose state exists ([`names::RESTORE_LATEST`]);
+//! 3. every state file ends once: it is written once, deleted at most once
+//!    (a coordinator's delete of a file already gone is an idempotent
+//!    repeat: duplicated acks make those legal, and the coordinator's own
+//!    ledger counts them), and when the world is quiet every file that
+//!    still exists is referenced by the store or owned by the coordinator
+//!    ([`names::HANDLE_ENDS_ONCE`]);
+//! 4. checkpoint ids never repeat, across coordinator failovers too
+//!    ([`names::IDS_NEVER_REPEAT`]);
+//! 5. a checkpoint is notified complete to tasks only once the store holds
+//!    it ([`names::NOTIFY_AFTER_COMMIT`]).
+//!
+//! Memory is bounded by what exists now (live files, retained
+//! checkpoints), never by history, so a long-running host can keep one.
+
+use std::collections::BTreeSet;
+
+use super::{ensure, Violation};
+use crate::types::{CheckpointId, Millis, StateHandle};
+
+/// Invariant names.
+pub mod names {
+    /// No delete of a handle the store references.
+    pub const NO_DISCARD_COMMITTED: &str = "no-discard-of-committed-state";
+    /// A commit only with every handle existing.
+    pub const COMMITTED_STATE_EXISTS: &str = "committed-state-exists";
+    /// A restore is of the store's latest checkpoint, with its state.
+    pub const RESTORE_LATEST: &str = "restore-latest-committed";
+    /// Every state file is written once and ends once.
+    pub const HANDLE_ENDS_ONCE: &str = "handle-retained-or-discarded-once";
+    /// Checkpoint ids never repeat.
+    pub const IDS_NEVER_REPEAT: &str = "ids-never-repeat";
+    /// Notify-complete only after the store committed the checkpoint.
+    pub const NOTIFY_AFTER_COMMIT: &str = "notify-complete-after-commit";
+
+    /// Every name above.
+    pub const ALL: [&str; 6] = [
+        NO_DISCARD_COMMITTED,
+        COMMITTED_STATE_EXISTS,
+        RESTORE_LATEST,
+        HANDLE_ENDS_ONCE,
+        IDS_NEVER_REPEAT,
+        NOTIFY_AFTER_COMMIT,
+    ];
+}
+
+/// One checkpoint the store holds.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Stored {
+    /// Its id.
+    pub id: CheckpointId,
+    /// Whether it is a savepoint.
+    pub savepoint: bool,
+    /// When it was triggered.
+    pub timestamp: Millis,
+    /// Its state handles.
+    pub handles: Vec<StateHandle>,
+}
+
+/// Who deletes a state file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Deleter {
+    /// A coordinator's `DiscardState` (may repeat a delete: see the module
+    /// docs).
+    Coordinator,
+    /// A task's `DiscardState`.
+    Task,
+    /// The host resolving an in-doubt checkpoint or cleaning up after a
+    /// coordinator died.
+    Host,
+}
+
+/// The store's contents, the state files that exist, and the highest
+/// checkpoint id ever used; see the module docs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DurableLedger {
+    retained_max: usize,
+    store: Vec<Stored>,
+    live: BTreeSet<StateHandle>,
+    max_id: Option<CheckpointId>,
+}
+
+impl DurableLedger {
+    /// An empty store retaining at most `retained_max` checkpoints (the
+    /// oldest goes when a newer one is committed, as the coordinator's own
+    /// retention does).
+    #[must_use]
+    pub fn new(retained_max: usize) -> Self {
+        DurableLedger {
+            retained_max: retained_max.max(1),
+            ..DurableLedger::default()
+        }
+    }
+
+    /// The checkpoints the store holds, oldest first.
+    #[must_use]
+    pub fn store(&self) -> &[Stored] {
+        &self.store
+    }
+
+    /// Whether the store holds checkpoint `id`.
+    #[must_use]
+    pub fn holds(&self, id: CheckpointId) -> bool {
+        self.store.iter().any(|s| s.id == id)
+    }
+
+    /// Whether `h` exists (written, not deleted).
+    #[must_use]
+    pub fn exists(&self, h: StateHandle) -> bool {
+        self.live.contains(&h)
+    }
+
+    /// State files that exist, ascending.
+    pub fn live(&self) -> impl Iterator<Item = StateHandle> + '_ {
+        self.live.iter().copied()
+    }
+
+    fn referenced(&self, h: StateHandle) -> bool {
+        self.store.iter().any(|s| s.handles.contains(&h))
+    }
+
+    /// The same ledger with every handle renamed (symmetry reduction, when
+    /// handles name the task that wrote them).
+    #[cfg(feature = "symmetry")]
+    #[must_use]
+    pub fn rename_handles(&self, rename: &dyn Fn(StateHandle) -> StateHandle) -> DurableLedger {
+        DurableLedger {
+            retained_max: self.retained_max,
+            store: self
+                .store
+                .iter()
+                .map(|s| Stored {
+                    handles: s.handles.iter().map(|h| rename(*h)).collect(),
+                    ..s.clone()
+                })
+                .collect(),
+            live: self.live.iter().map(|h| rename(*h)).collect(),
+            max_id: self.max_id,
+        }
+    }
+
+    /// A task wrote state file `h`.
+    pub fn written(&mut self, h: StateHandle) -> Result<(), Violation> {
+        ensure(self.live.insert(h), names::HANDLE_ENDS_ONCE, || {
+            format!("state file {h} written twice")
+        })
+    }
+
+    /// `deleter` deletes `h`.
+    pub fn delete(&mut self, h: StateHandle, deleter: Deleter) -> Result<(), Violation> {
+        ensure(!self.referenced(h), names::NO_DISCARD_COMMITTED, || {
+            let owner = self
+                .store
+                .iter()
+                .find(|s| s.handles.contains(&h))
+                .map(|s| s.id);
+            format!("state file {h} deleted by the {deleter:?} while the store holds checkpoint {owner:?}")
+        })?;
+        let existed = self.live.remove(&h);
+        ensure(
+            existed || deleter == Deleter::Coordinator,
+            names::HANDLE_ENDS_ONCE,
+            || format!("state file {h} deleted by the {deleter:?} but it does not exist"),
+        )
+    }
+
+    /// The store committed `checkpoint` (durably); the oldest checkpoints
+    /// beyond the retention bound leave the store (their state is the
+    /// coordinator's to delete). Returns the ids that left.
+    pub fn commit(&mut self, checkpoint: Stored) -> Result<Vec<CheckpointId>, Violation> {
+        let missing: Vec<StateHandle> = checkpoint
+            .handles
+            .iter()
+            .copied()
+            .filter(|h| !self.live.contains(h))
+            .collect();
+        ensure(missing.is_empty(), names::COMMITTED_STATE_EXISTS, || {
+            format!(
+                "checkpoint {} committed but its state {missing:?} was deleted",
+                checkpoint.id
+            )
+        })?;
+        self.store.push(checkpoint);
+        let mut evicted = Vec::new();
+        while self.store.len() > self.retained_max {
+            evicted.push(self.store.remove(0).id);
+        }
+        Ok(evicted)
+    }
+
+    /// The host registered a savepoint (its files exist) as the store's
+    /// checkpoint to start from.
+    pub fn register_savepoint(&mut self, savepoint: Stored) -> Result<(), Violation> {
+        for h in &savepoint.handles {
+            self.written(*h)?;
+        }
+        self.used(savepoint.id)?;
+        self.commit(savepoint).map(|_| ())
+    }
+
+    /// A checkpoint with this id was triggered (or registered).
+    pub fn used(&mut self, id: CheckpointId) -> Result<(), Violation> {
+        ensure(
+            self.max_id.is_none_or(|m| id > m),
+            names::IDS_NEVER_REPEAT,
+            || {
+                format!(
+                    "checkpoint id {id} used again (highest so far {:?})",
+                    self.max_id
+                )
+            },
+        )?;
+        self.max_id = Some(id);
+        Ok(())
+    }
+
+    /// Tasks are told `id` completed.
+    pub fn notified_complete(&self, id: CheckpointId) -> Result<(), Violation> {
+        ensure(self.holds(id), names::NOTIFY_AFTER_COMMIT, || {
+            format!("checkpoint {id} notified complete but the store does not hold it")
+        })
+    }
+
+    /// State is restored from `id` with `handles`.
+    pub fn restored(&self, id: CheckpointId, handles: &[StateHandle]) -> Result<(), Violation> {
+        let latest = self.store.last().map(|s| s.id);
+        ensure(latest == Some(id), names::RESTORE_LATEST, || {
+            format!("restored checkpoint {id}, but the store's latest is {latest:?}")
+        })?;
+        let missing: Vec<StateHandle> = handles
+            .iter()
+            .copied()
+            .filter(|h| !self.live.contains(h))
+            .collect();
+        ensure(missing.is_empty(), names::RESTORE_LATEST, || {
+            format!("restored checkpoint {id} but its state {missing:?} is gone")
+        })
+    }
+
+    /// When nothing is in flight anywhere: every state file that exists is
+    /// referenced by the store or owned by the coordinator (`owned`).
+    pub fn check_quiet(&self, owned: &[StateHandle]) -> Result<(), Violation> {
+        let stray: Vec<StateHandle> = self
+            .live
+            .iter()
+            .copied()
+            .filter(|h| !self.referenced(*h) && !owned.contains(h))
+            .collect();
+        ensure(stray.is_empty(), names::HANDLE_ENDS_ONCE, || {
+            format!("quiet, but state files {stray:?} are neither stored, owned nor deleted")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(n: u64) -> StateHandle {
+        StateHandle(n)
+    }
+    fn stored(id: u64, handles: &[u64]) -> Stored {
+        Stored {
+            id: CheckpointId(id),
+            savepoint: false,
+            timestamp: Millis(0),
+            handles: handles.iter().copied().map(h).collect(),
+        }
+    }
+    fn caught(r: Result<(), Violation>, name: &str) {
+        assert_eq!(r.map_err(|v| v.invariant), Err(name));
+    }
+
+    #[test]
+    fn committed_state_is_never_deleted_and_must_exist_at_commit() {
+        let mut d = DurableLedger::new(1);
+        d.written(h(1)).expect("write");
+        d.written(h(2)).expect("write");
+        d.delete(h(2), Deleter::Task).expect("unreferenced");
+        caught(
+            d.commit(stored(1, &[1, 2])).map(|_| ()),
+            names::COMMITTED_STATE_EXISTS,
+        );
+        assert_eq!(d.commit(stored(1, &[1])), Ok(vec![]));
+        caught(
+            d.delete(h(1), Deleter::Coordinator),
+            names::NO_DISCARD_COMMITTED,
+        );
+        d.written(h(3)).expect("write");
+        // Retention: the newer checkpoint pushes the older out; its state
+        // may go now.
+        assert_eq!(d.commit(stored(2, &[3])), Ok(vec![CheckpointId(1)]));
+        d.delete(h(1), Deleter::Coordinator).expect("evicted");
+    }
+
+    #[test]
+    fn files_end_once_and_only_coordinator_deletes_may_repeat() {
+        let mut d = DurableLedger::new(1);
+        d.written(h(1)).expect("write");
+        caught(d.written(h(1)), names::HANDLE_ENDS_ONCE);
+        d.delete(h(1), Deleter::Host).expect("exists");
+        d.delete(h(1), Deleter::Coordinator)
+            .expect("idempotent repeat");
+        caught(d.delete(h(1), Deleter::Task), names::HANDLE_ENDS_ONCE);
+        d.written(h(2)).expect("write");
+        caught(d.check_quiet(&[]), names::HANDLE_ENDS_ONCE);
+        d.check_quiet(&[h(2)]).expect("owned by the coordinator");
+    }
+
+    #[test]
+    fn restore_is_of_the_latest_with_its_state() {
+        let mut d = DurableLedger::new(2);
+        d.written(h(1)).expect("write");
+        d.written(h(2)).expect("write");
+        d.commit(stored(1, &[1])).expect("commit");
+        d.commit(stored(2, &[2])).expect("commit");
+        caught(d.restored(CheckpointId(1), &[h(1)]), names::RESTORE_LATEST);
+        d.restored(CheckpointId(2), &[h(2)]).expect("latest");
+        caught(d.restored(CheckpointId(2), &[h(9)]), names::RESTORE_LATEST);
+    }
+
+    #[test]
+    fn ids_never_repeat_and_notify_follows_commit() {
+        let mut d = DurableLedger::new(1);
+        d.used(CheckpointId(1)).expect("first");
+        caught(d.used(CheckpointId(1)), names::IDS_NEVER_REPEAT);
+        caught(
+            d.notified_complete(CheckpointId(1)),
+            names::NOTIFY_AFTER_COMMIT,
+        );
+        d.commit(stored(1, &[])).expect("commit");
+        d.notified_complete(CheckpointId(1)).expect("held");
+    }
+}

@@ -1,0 +1,190 @@
+//! The durability promise over the world's store: the legacy discard-while-
+//! storing knob is found (shortest counterexample, replayed in core), and
+//! the opt-in bounds that exercise the store (coordinator failover, job
+//! failover, a savepoint start, master hooks, user checkpoints) hold, reach
+//! what they are for, and have pinned, exactly cross-checked state counts.
+
+use ckpt_core::trace::{replay, write_trace};
+use ckpt_core::{LegacyBug, Semantics};
+use ckpt_model::check::{run_check, shortest_violation, to_trace, CheckOptions, CheckReport};
+use ckpt_model::exact::exact_unique_states;
+use ckpt_model::system::{props, ModelConfig, SysModel};
+use stateright::{Checker, Model};
+
+/// 2 tasks, 1 checkpoint, no faults (reorder network, shutdown on).
+fn small() -> ModelConfig {
+    ModelConfig {
+        checkpoints: 1,
+        faults: 0,
+        ..ModelConfig::default()
+    }
+}
+
+fn unique(cfg: &ModelConfig) -> usize {
+    SysModel::new(cfg.clone())
+        .checker()
+        .threads(1)
+        .symmetry()
+        .spawn_dfs()
+        .join()
+        .unique_state_count()
+}
+
+fn check(cfg: &ModelConfig) -> CheckReport {
+    run_check(
+        cfg,
+        &CheckOptions {
+            coverage: true,
+            ..CheckOptions::default()
+        },
+    )
+}
+
+fn witnessed(r: &CheckReport, name: &str) -> bool {
+    r.properties
+        .iter()
+        .any(|p| p.name == name && p.status == "witnessed")
+}
+
+fn covered(r: &CheckReport, machine: &str, event: &str, outcome: &str) -> bool {
+    r.coverage.as_ref().is_some_and(|c| {
+        c.keys()
+            .any(|(m, e, o)| *m == machine && *e == event && o == outcome)
+    })
+}
+
+#[test]
+fn legacy_discard_while_storing_is_found_in_the_default_configuration() {
+    let legacy = ModelConfig {
+        semantics: Semantics::Legacy(LegacyBug::DiscardWhileStoring),
+        ..ModelConfig::default()
+    };
+    let cx = shortest_violation(&legacy, 2).unwrap_or_else(|| panic!("not found"));
+    assert_eq!(cx.property, props::DURABLE);
+    // Trigger, allocate, deliver, run the trigger, both tasks write and ack
+    // (barrier, mail, async parts), finalize, shut down while storing.
+    assert!(cx.actions.len() <= 16, "{} steps", cx.actions.len());
+    let trace = to_trace(&legacy, &cx.actions);
+    let mut buf = Vec::new();
+    write_trace(&mut buf, &trace).unwrap_or_else(|e| panic!("{e}"));
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/traces/durability_discard_while_storing_legacy.jsonl");
+    if std::env::var_os("CKPT_BLESS").is_some() {
+        std::fs::write(&committed, &buf).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(
+        std::fs::read(&committed).unwrap_or_default(),
+        buf,
+        "the committed regression trace is this counterexample (CKPT_BLESS=1 rewrites it)"
+    );
+    // In core alone the step invariant catches the discard.
+    let report = replay(&trace).unwrap_or_else(|e| panic!("{e}"));
+    let (_, v) = report
+        .violation
+        .unwrap_or_else(|| panic!("replay is clean"));
+    assert_eq!(v.invariant, "no-discard-while-storing");
+    // The fixed reducer, fed the same story, keeps the state in doubt.
+    let fixed =
+        replay(&to_trace(&ModelConfig::default(), &cx.actions)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(fixed.violation, None);
+}
+
+#[test]
+fn the_fixed_default_keeps_state_in_doubt_and_the_store_keeps_it() {
+    let r = check(&small());
+    assert!(r.holds(), "{:?}", r.properties);
+    assert!(witnessed(&r, props::S_IN_DOUBT_KEPT));
+}
+
+#[test]
+fn coordinator_failover_recovers_from_the_store() {
+    let cfg = ModelConfig {
+        coordinator_failovers: 1,
+        ..small()
+    };
+    let r = check(&cfg);
+    assert!(r.holds(), "{:?}", r.properties);
+    assert!(witnessed(&r, props::S_RESTORED));
+    assert!(covered(&r, "coordinator", "Recover", "Applied::Recovered"));
+    assert!(covered(&r, "task", "Close", "Applied"));
+    let n = unique(&cfg);
+    assert_eq!(n, exact_unique_states(&cfg, true, 2_000_000));
+    assert_eq!(n, 1_536);
+}
+
+#[test]
+fn job_failover_after_fail_job_restores_the_latest() {
+    let cfg = ModelConfig {
+        job_failovers: 1,
+        ..small()
+    };
+    let r = check(&cfg);
+    assert!(r.holds(), "{:?}", r.properties);
+    assert!(covered(
+        &r,
+        "coordinator",
+        "TaskFailed",
+        "Applied::TaskUpdated"
+    ));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "Restore",
+        "Ignored::NothingToRestore"
+    ));
+    let n = unique(&cfg);
+    assert_eq!(n, exact_unique_states(&cfg, true, 2_000_000));
+    assert_eq!(n, 805);
+}
+
+#[test]
+fn a_savepoint_start_restores_it_and_continues_its_ids() {
+    let cfg = ModelConfig {
+        savepoint_restore: true,
+        ..small()
+    };
+    let r = check(&cfg);
+    assert!(r.holds(), "{:?}", r.properties);
+    assert!(witnessed(&r, props::S_RESTORED));
+    assert!(witnessed(&r, props::S_COMPLETES));
+    let (_, log) = ckpt_model::world::Sim::new(cfg.clone()).init_with_log();
+    assert!(log
+        .first()
+        .is_some_and(|d| d.outcome.starts_with("Applied(Restored")));
+    assert!(log
+        .first()
+        .is_some_and(|d| d.effects.iter().any(|e| e.starts_with("ResetIdCounter"))));
+    let n = unique(&cfg);
+    assert_eq!(n, exact_unique_states(&cfg, true, 2_000_000));
+    assert_eq!(
+        n, 701,
+        "the same space as `small()`, shifted above the savepoint's id"
+    );
+}
+
+#[test]
+fn master_hooks_and_user_checkpoints_are_modelled() {
+    let cfg = ModelConfig {
+        tasks: 1,
+        master_hooks: 1,
+        user_checkpoints: 1,
+        ..small()
+    };
+    let r = check(&cfg);
+    assert!(r.holds(), "{:?}", r.properties);
+    assert!(covered(
+        &r,
+        "coordinator",
+        "MasterHooksDone",
+        "Applied::HooksDone"
+    ));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "Trigger",
+        "Applied::AllocatingId"
+    ));
+    let n = unique(&cfg);
+    assert_eq!(n, exact_unique_states(&cfg, true, 2_000_000));
+    assert_eq!(n, 10_292);
+}
