@@ -291,9 +291,42 @@ pub struct HostStats {
     pub store: StoreStats,
     /// The checkpoint restored at start, if any.
     pub restored_at_start: Option<CheckpointId>,
-    /// `StoreDone` answers that disagreed with the reducer (restore-latest
-    /// not equal to the store's latest): must stay 0.
+    /// Failovers whose restore-latest was not the store's latest: must stay 0.
     pub store_disagreements: u64,
+    /// The latest checkpoint the store has committed, updated in the same
+    /// step as the commit (so it is exact at any crash point).
+    pub store_latest: Option<CheckpointId>,
+}
+
+/// A live view of a job's counters and trace that stays readable after the
+/// job (or its runtime) is gone, e.g. after a simulated crash.
+#[derive(Clone)]
+pub struct LiveStats {
+    stats: Arc<Mutex<HostStats>>,
+    recorder: Option<Arc<Mutex<Recorder>>>,
+}
+
+impl fmt::Debug for LiveStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LiveStats").finish_non_exhaustive()
+    }
+}
+
+impl LiveStats {
+    /// The counters kept under the stats lock (the event counters of
+    /// [`JobHandle::stats`] are not among them).
+    #[must_use]
+    pub fn snapshot(&self) -> HostStats {
+        lock(&self.stats).clone()
+    }
+    /// The trace recorded so far (empty unless [`JobOptions::record_trace`]).
+    #[must_use]
+    pub fn trace(&self) -> Trace {
+        self.recorder
+            .as_ref()
+            .map(|r| lock(r).trace.clone())
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Default)]
@@ -308,11 +341,11 @@ pub(crate) struct Ctx {
     fs: Arc<dyn Fs>,
     net: Arc<net::Net>,
     start: Instant,
-    stats: Mutex<HostStats>,
+    stats: Arc<Mutex<HostStats>>,
     coordinator_events: AtomicU64,
     task_events: AtomicU64,
     source_batches: AtomicU64,
-    recorder: Option<Mutex<Recorder>>,
+    recorder: Option<Arc<Mutex<Recorder>>>,
     to_coordinator: mpsc::Sender<ToCoordinator>,
     failures: mpsc::UnboundedSender<(TaskId, AttemptNo)>,
 }
@@ -470,13 +503,13 @@ impl Job {
         let (fail_tx, fail_rx) = mpsc::unbounded_channel();
         let net = net::Net::new(spec.options.faults, n, tx.clone());
         let recorder = spec.options.record_trace.then(|| {
-            Mutex::new(Recorder {
+            Arc::new(Mutex::new(Recorder {
                 trace: Trace {
                     coordinator: Some(spec.settings.clone()),
                     tasks: Vec::new(),
                     steps: Vec::new(),
                 },
-            })
+            }))
         });
         let ctx = Arc::new(Ctx {
             job: spec.settings.job,
@@ -484,7 +517,10 @@ impl Job {
             fs,
             net,
             start: Instant::now(),
-            stats: Mutex::new(HostStats::default()),
+            stats: Arc::new(Mutex::new(HostStats {
+                store_latest: store.latest(),
+                ..HostStats::default()
+            })),
             coordinator_events: AtomicU64::new(0),
             task_events: AtomicU64::new(0),
             source_batches: AtomicU64::new(0),
@@ -551,6 +587,15 @@ impl JobHandle {
         s.rpc_dropped_full = c.dropped_full.load(Ordering::Relaxed);
         s.rpc_dropped_stale = c.dropped_stale.load(Ordering::Relaxed);
         s
+    }
+
+    /// A live view of the counters and the trace.
+    #[must_use]
+    pub fn live_stats(&self) -> LiveStats {
+        LiveStats {
+            stats: Arc::clone(&self.ctx.stats),
+            recorder: self.ctx.recorder.clone(),
+        }
     }
 
     /// The recorded trace (empty unless [`JobOptions::record_trace`]).
@@ -679,6 +724,7 @@ impl Driver {
                     .store(checkpoint)
                     .map(|_| ())
                     .map_err(|e| Self::io_failure(&e));
+                self.ctx.stats().store_latest = self.store.latest();
                 self.answers
                     .push_back(CoordinatorEvent::StoreDone { checkpoint, result });
             }
