@@ -869,6 +869,9 @@ impl Driver {
     }
 
     async fn stop_attempts(&mut self) {
+        for a in self.attempts.iter().flatten() {
+            a.begin_stop();
+        }
         for slot in &mut self.attempts {
             if let Some(a) = slot.take() {
                 self.ctx.net.register(a.task(), None);

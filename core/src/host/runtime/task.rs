@@ -105,6 +105,9 @@ struct Shared {
     space: Notify,
     writes: Mutex<BTreeMap<CheckpointId, WriteSlot>>,
     writes_changed: Notify,
+    /// Set when the job stops this attempt: a data channel closing then is
+    /// the teardown, not a broken connection.
+    stopping: AtomicBool,
 }
 
 /// A running task attempt.
@@ -238,6 +241,9 @@ impl Shared {
     }
 
     fn fail(&self, why: &str) {
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
         let mut core = lock(&self.core);
         if core.failed {
             return;
@@ -296,6 +302,7 @@ impl Attempt {
             space: Notify::new(),
             writes: Mutex::new(BTreeMap::new()),
             writes_changed: Notify::new(),
+            stopping: AtomicBool::new(false),
         });
         let (rpc_tx, rpc_rx) = mpsc::channel(super::net::TASK_INBOX_MAX);
         ctx.net.register(
@@ -326,9 +333,16 @@ impl Attempt {
         })
     }
 
+    /// Marks the attempt as being stopped (before any attempt of the job is
+    /// stopped, so closing channels are not taken for broken connections).
+    pub fn begin_stop(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+    }
+
     /// Stops every role of the attempt (at their next await) and waits for
     /// them; then closes the reducer (`Close`).
     pub async fn stop(mut self) {
+        self.begin_stop();
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         self.shared.deliver(TaskEvent::Close);
