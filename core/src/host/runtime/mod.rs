@@ -59,7 +59,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use thiserror::Error;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::coordinator::{
@@ -348,6 +348,7 @@ pub(crate) struct Ctx {
     recorder: Option<Arc<Mutex<Recorder>>>,
     to_coordinator: mpsc::Sender<ToCoordinator>,
     failures: mpsc::UnboundedSender<(TaskId, AttemptNo)>,
+    completed: watch::Sender<u64>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -527,6 +528,7 @@ impl Job {
             recorder,
             to_coordinator: tx,
             failures: fail_tx,
+            completed: watch::Sender::new(0),
         });
         let mut d = Driver {
             ctx: Arc::clone(&ctx),
@@ -587,6 +589,12 @@ impl JobHandle {
         s.rpc_dropped_full = c.dropped_full.load(Ordering::Relaxed);
         s.rpc_dropped_stale = c.dropped_stale.load(Ordering::Relaxed);
         s
+    }
+
+    /// Watches the number of checkpoints completed in this run.
+    #[must_use]
+    pub fn completions(&self) -> watch::Receiver<u64> {
+        self.ctx.completed.subscribe()
     }
 
     /// A live view of the counters and the trace.
@@ -760,9 +768,13 @@ impl Driver {
                 crate::task::TaskEvent::NotifyAborted { checkpoint },
             ),
             CoordinatorEffect::CheckpointCompleted { checkpoint, .. } => {
-                let mut s = self.ctx.stats();
-                s.completed += 1;
-                s.last_completed = Some(checkpoint);
+                let completed = {
+                    let mut s = self.ctx.stats();
+                    s.completed += 1;
+                    s.last_completed = Some(checkpoint);
+                    s.completed
+                };
+                self.ctx.completed.send_replace(completed);
             }
             CoordinatorEffect::CheckpointAborted { .. } => {
                 self.ctx.stats().aborted += 1;

@@ -1,0 +1,412 @@
+//! One whole checkpoint through each host, for the `hosts` group: the async
+//! host (tokio, two worker threads, the durable store on an in-memory file
+//! system, real task drivers with no-op operators) against the `Mutex`
+//! host (`CoordinatorHost` and `TaskHost` driven by one thread that routes
+//! every effect at once, no I/O). Topology: task 0 is the source, the other
+//! tasks read its barriers. One iteration = trigger -> every task's barrier,
+//! mail, writer, async part and ack -> finalize -> store -> notify-complete
+//! to every task.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ckpt_core::coordinator::{
+    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
+    TriggerKind,
+};
+use ckpt_core::host::fs::{Fs, MemFs};
+use ckpt_core::host::runtime::{
+    Job, JobHandle, JobOptions, JobSpec, Operator, OperatorError, Record, SourcePoll,
+};
+use ckpt_core::host::{CoordinatorHost, CoordinatorStep, TaskHost, TaskStep};
+use ckpt_core::task::{TaskConfig, TaskEffect, TaskEvent, TaskState};
+use ckpt_core::{AttemptNo, CheckpointId, Millis, StateHandle, TaskId, Thread};
+
+use crate::JOB;
+
+/// Task counts of the `hosts` group.
+pub const HOST_SIZES: [u32; 3] = [1, 100, 1_000];
+
+/// A source that never emits and an operator with an empty state: the
+/// benchmark measures the checkpoint machinery, not user code.
+struct Idle {
+    source: bool,
+}
+
+impl Operator for Idle {
+    fn is_source(&self) -> bool {
+        self.source
+    }
+    fn poll_source(
+        &mut self,
+        _max: usize,
+        _out: &mut Vec<Record>,
+    ) -> Result<SourcePoll, OperatorError> {
+        Ok(SourcePoll::Idle(Duration::from_secs(3_600)))
+    }
+    fn process(&mut self, _record: Record, _out: &mut Vec<Record>) -> Result<(), OperatorError> {
+        Ok(())
+    }
+    fn snapshot(
+        &mut self,
+        _checkpoint: CheckpointId,
+        _fs: &dyn Fs,
+    ) -> Result<Vec<u8>, OperatorError> {
+        Ok(Vec::new())
+    }
+    fn restore(
+        &mut self,
+        _checkpoint: Option<CheckpointId>,
+        _state: Option<&[u8]>,
+    ) -> Result<(), OperatorError> {
+        Ok(())
+    }
+    fn notify_complete(
+        &mut self,
+        _checkpoint: CheckpointId,
+        _fs: &dyn Fs,
+    ) -> Result<(), OperatorError> {
+        Ok(())
+    }
+}
+
+fn settings(tasks: u32) -> CoordinatorSettings {
+    let mut s = CoordinatorSettings::with_tasks(JOB, tasks);
+    s.interval_ms = 3_600_000; // only the benchmark triggers
+    s.timeout_ms = 3_600_000;
+    s
+}
+
+/// Events applied to the reducers by one checkpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CycleCount {
+    /// Events applied to the coordinator.
+    pub coordinator: u64,
+    /// Events applied to task reducers.
+    pub task: u64,
+    /// Whether the checkpoint completed.
+    pub completed: bool,
+}
+
+impl CycleCount {
+    /// All events.
+    #[must_use]
+    pub fn events(&self) -> u64 {
+        self.coordinator + self.task
+    }
+}
+
+/// The async host with `tasks` tasks.
+pub struct AsyncCycle {
+    rt: tokio::runtime::Runtime,
+    job: Option<JobHandle>,
+    done: u64,
+}
+
+impl AsyncCycle {
+    /// Starts the job (two worker threads).
+    ///
+    /// # Panics
+    /// If the runtime or the job cannot start (a benchmark setup error).
+    #[must_use]
+    pub fn new(tasks: u32) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let spec = JobSpec {
+            settings: settings(tasks),
+            tasks,
+            edges: (1..tasks).map(|t| (TaskId(0), TaskId(t))).collect(),
+            task_config: TaskConfig::default(),
+            operators: Arc::new(|t: TaskId| -> Box<dyn Operator> {
+                Box::new(Idle { source: t.0 == 0 })
+            }),
+            hooks: Vec::new(),
+            options: JobOptions::default(),
+        };
+        let job = rt.block_on(Job::start(spec, fs)).expect("job");
+        AsyncCycle {
+            rt,
+            job: Some(job),
+            done: 0,
+        }
+    }
+
+    /// One checkpoint, start to finish.
+    ///
+    /// # Panics
+    /// If the job stopped.
+    pub fn run(&mut self) -> CycleCount {
+        let job = self.job.as_ref().expect("job running");
+        let before = job.stats();
+        let mut rx = job.completions();
+        job.trigger(TriggerKind::Checkpoint { forced: false })
+            .expect("trigger");
+        let target = self.done + 1;
+        self.rt.block_on(async {
+            while *rx.borrow_and_update() < target {
+                if rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        self.done = target;
+        let after = job.stats();
+        CycleCount {
+            coordinator: after.coordinator_events - before.coordinator_events,
+            task: after.task_events - before.task_events,
+            completed: after.completed == target,
+        }
+    }
+}
+
+impl Drop for AsyncCycle {
+    fn drop(&mut self) {
+        if let Some(job) = self.job.take() {
+            self.rt.block_on(job.shutdown(JobStatus::Finished));
+        }
+    }
+}
+
+type TaskQueue = Arc<Mutex<(VecDeque<(usize, TaskEffect)>, u64)>>;
+type CoordQueue = Arc<Mutex<(VecDeque<CoordinatorEffect>, u64)>>;
+type CoordSink = Box<dyn FnMut(&CoordinatorStep<'_>) + Send>;
+type TaskSink = Box<dyn FnMut(&TaskStep<'_>) + Send>;
+
+/// The `Mutex` host with `tasks` tasks, driven by one thread.
+pub struct MutexCycle {
+    coord: CoordinatorHost<CoordSink>,
+    tasks: Vec<TaskHost<TaskSink>>,
+    cq: CoordQueue,
+    tq: TaskQueue,
+    next_id: u64,
+    next_handle: u64,
+    now: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl MutexCycle {
+    /// The hosts, with the scheduler started.
+    ///
+    /// # Panics
+    /// On an invalid configuration (a benchmark setup error).
+    #[must_use]
+    pub fn new(tasks: u32) -> Self {
+        let cq: CoordQueue = Arc::default();
+        let tq: TaskQueue = Arc::default();
+        let q = Arc::clone(&cq);
+        let sink: CoordSink = Box::new(move |s: &CoordinatorStep<'_>| {
+            let mut g = lock(&q);
+            g.0.extend(s.step.effects.iter().cloned());
+            g.1 += 1;
+        });
+        let coord = CoordinatorHost::new(
+            CoordinatorState::from_settings(settings(tasks)).expect("settings"),
+            sink,
+        );
+        let hosts = (0..tasks as usize)
+            .map(|i| {
+                let q = Arc::clone(&tq);
+                let sink: TaskSink = Box::new(move |s: &TaskStep<'_>| {
+                    let mut g = lock(&q);
+                    g.0.extend(s.effects.iter().cloned().map(|e| (i, e)));
+                    g.1 += 1;
+                });
+                TaskHost::new(TaskState::new(TaskConfig::default()).expect("config"), sink)
+            })
+            .collect();
+        let mut m = MutexCycle {
+            coord,
+            tasks: hosts,
+            cq,
+            tq,
+            next_id: 1,
+            next_handle: 1,
+            now: 0,
+        };
+        m.coord.deliver(Millis(0), CoordinatorEvent::StartScheduler);
+        lock(&m.cq).0.clear();
+        m
+    }
+
+    fn task(&self, i: usize) -> &TaskHost<TaskSink> {
+        &self.tasks[i]
+    }
+
+    /// One checkpoint, start to finish.
+    pub fn run(&mut self) -> CycleCount {
+        self.now += 1;
+        let now = Millis(self.now);
+        let mut count = CycleCount::default();
+        let c0 = lock(&self.cq).1;
+        let t0 = lock(&self.tq).1;
+        let coord =
+            |host: &CoordinatorHost<CoordSink>, ev: CoordinatorEvent, _: &mut CycleCount| {
+                host.deliver(now, ev);
+            };
+        coord(
+            &self.coord,
+            CoordinatorEvent::Trigger {
+                kind: TriggerKind::Checkpoint { forced: false },
+            },
+            &mut count,
+        );
+        loop {
+            let ce = lock(&self.cq).0.pop_front();
+            if let Some(e) = ce {
+                match e {
+                    CoordinatorEffect::AllocateCheckpointId { request } => {
+                        let id = CheckpointId(self.next_id);
+                        self.next_id += 1;
+                        coord(
+                            &self.coord,
+                            CoordinatorEvent::CheckpointIdAllocated {
+                                request,
+                                result: Ok(id),
+                            },
+                            &mut count,
+                        );
+                    }
+                    CoordinatorEffect::TriggerTask {
+                        task, checkpoint, ..
+                    } => {
+                        let t = self.task(task.0 as usize);
+                        t.enqueue(TaskEvent::TriggerCheckpoint { checkpoint });
+                        while t.run_mailbox_once(now) {}
+                    }
+                    CoordinatorEffect::FinalizeCheckpoint { checkpoint, .. } => {
+                        coord(
+                            &self.coord,
+                            CoordinatorEvent::FinalizeDone {
+                                checkpoint,
+                                result: Ok(()),
+                            },
+                            &mut count,
+                        );
+                    }
+                    CoordinatorEffect::StoreCheckpoint { checkpoint } => {
+                        coord(
+                            &self.coord,
+                            CoordinatorEvent::StoreDone {
+                                checkpoint,
+                                result: Ok(()),
+                            },
+                            &mut count,
+                        );
+                    }
+                    CoordinatorEffect::NotifyComplete {
+                        task, checkpoint, ..
+                    } => {
+                        let t = self.task(task.0 as usize);
+                        t.enqueue(TaskEvent::NotifyComplete { checkpoint });
+                        while t.run_mailbox_once(now) {}
+                    }
+                    CoordinatorEffect::CheckpointCompleted { .. } => count.completed = true,
+                    CoordinatorEffect::ScheduleTimer { .. }
+                    | CoordinatorEffect::CancelTimer { .. }
+                    | CoordinatorEffect::TriggerMasterHooks { .. }
+                    | CoordinatorEffect::DiscardState { .. }
+                    | CoordinatorEffect::NotifyAborted { .. }
+                    | CoordinatorEffect::CheckpointAborted { .. }
+                    | CoordinatorEffect::RequestFailed { .. }
+                    | CoordinatorEffect::FailJob { .. }
+                    | CoordinatorEffect::ResetIdCounter { .. }
+                    | CoordinatorEffect::RestoreState { .. }
+                    | CoordinatorEffect::ShutdownServices { .. } => {}
+                }
+                continue;
+            }
+            let te = lock(&self.tq).0.pop_front();
+            let Some((i, e)) = te else { break };
+            match e {
+                TaskEffect::StartWriter { checkpoint } => {
+                    self.task(i)
+                        .deliver(now, TaskEvent::WriterCompleted { checkpoint });
+                }
+                TaskEffect::BroadcastBarrier { checkpoint } if i == 0 => {
+                    for j in 1..self.tasks.len() {
+                        let t = self.task(j);
+                        t.deliver(
+                            now,
+                            TaskEvent::BarrierReceived {
+                                checkpoint,
+                                via: Thread::Netty,
+                            },
+                        );
+                        while t.run_mailbox_once(now) {}
+                    }
+                }
+                TaskEffect::StartAsyncPart { checkpoint } => {
+                    let handle = StateHandle(self.next_handle);
+                    self.next_handle += 1;
+                    self.task(i)
+                        .deliver(now, TaskEvent::AsyncPartCompleted { checkpoint, handle });
+                }
+                TaskEffect::AcknowledgeCheckpoint { checkpoint, handle } => {
+                    coord(
+                        &self.coord,
+                        CoordinatorEvent::Acknowledge {
+                            job: JOB,
+                            task: TaskId(u32::try_from(i).unwrap_or(u32::MAX)),
+                            attempt: AttemptNo(0),
+                            checkpoint,
+                            state: Some(handle),
+                        },
+                        &mut count,
+                    );
+                }
+                TaskEffect::BroadcastBarrier { .. }
+                | TaskEffect::AbortWriter { .. }
+                | TaskEffect::ScheduleCheckpointMail { .. }
+                | TaskEffect::BroadcastCancelMarker { .. }
+                | TaskEffect::CancelAsyncPart { .. }
+                | TaskEffect::DeclineCheckpoint { .. }
+                | TaskEffect::DiscardState { .. }
+                | TaskEffect::NotifyOperatorsComplete { .. }
+                | TaskEffect::NotifyOperatorsAborted { .. }
+                | TaskEffect::FailTask { .. } => {}
+            }
+        }
+        count.coordinator = lock(&self.cq).1 - c0;
+        count.task = lock(&self.tq).1 - t0;
+        count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_hosts_complete_checkpoints_with_the_same_reducer_events() {
+        for n in [1, 5] {
+            let mut m = MutexCycle::new(n);
+            let mut a = AsyncCycle::new(n);
+            let (mut mt, mut at) = (0, 0);
+            for _ in 0..3 {
+                let mc = m.run();
+                let ac = a.run();
+                assert!(mc.completed && ac.completed, "{mc:?} {ac:?}");
+                // Every coordinator event of a checkpoint precedes its completion.
+                assert_eq!(mc.coordinator, ac.coordinator, "{mc:?} {ac:?}");
+                // Per task: barrier or trigger, writer, mail, async part, notify.
+                assert_eq!(mc.task, 5 * u64::from(n) - 1, "{mc:?}");
+                mt += mc.task;
+                at += ac.task;
+            }
+            // The async host's notify-completes land after the completion
+            // is observed: at most one round of them is still in flight.
+            assert!(
+                at <= mt && at + u64::from(n) >= mt,
+                "async {at}, mutex {mt}"
+            );
+        }
+    }
+}
