@@ -222,7 +222,7 @@ impl MutexCycle {
                 TaskHost::new(TaskState::new(TaskConfig::default()).expect("config"), sink)
             })
             .collect();
-        let mut m = MutexCycle {
+        let m = MutexCycle {
             coord,
             tasks: hosts,
             cq,
