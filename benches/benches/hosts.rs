@@ -6,7 +6,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-use ckpt_benches::hosts::{AsyncCycle, MutexCycle, HOST_SIZES};
+use ckpt_benches::hosts::{AsyncCycle, MutexCycle, Recovery, HOST_SIZES};
 
 mod common;
 
@@ -28,9 +28,24 @@ fn hosts(c: &mut Criterion) {
     g.finish();
 }
 
+/// Time from process start to a running job after a crash: open the store
+/// (recovery on the real disk), restore the latest checkpoint, read every
+/// task's state file, start every task.
+fn recovery(c: &mut Criterion) {
+    let mut g = c.benchmark_group("recovery");
+    for n in HOST_SIZES {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("recovery-{n}"));
+        let r = Recovery::new(&dir, n);
+        g.bench_function(BenchmarkId::new("async", n), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| r.recover().0).sum())
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = common::config();
-    targets = hosts
+    targets = hosts, recovery
 }
 criterion_main!(benches);

@@ -117,17 +117,7 @@ impl AsyncCycle {
             .build()
             .expect("runtime");
         let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-        let spec = JobSpec {
-            settings: settings(tasks),
-            tasks,
-            edges: (1..tasks).map(|t| (TaskId(0), TaskId(t))).collect(),
-            task_config: TaskConfig::default(),
-            operators: Arc::new(|t: TaskId| -> Box<dyn Operator> {
-                Box::new(Idle { source: t.0 == 0 })
-            }),
-            hooks: Vec::new(),
-            options: JobOptions::default(),
-        };
+        let spec = idle_spec(tasks);
         let job = rt.block_on(Job::start(spec, fs)).expect("job");
         AsyncCycle {
             rt,
@@ -169,6 +159,83 @@ impl Drop for AsyncCycle {
         if let Some(job) = self.job.take() {
             self.rt.block_on(job.shutdown(JobStatus::Finished));
         }
+    }
+}
+
+/// A store directory on the real disk holding one completed checkpoint of a
+/// job with `tasks` tasks (the `Idle` operators), for timing recovery.
+pub struct Recovery {
+    rt: tokio::runtime::Runtime,
+    spec: JobSpec,
+    fs: Arc<dyn Fs>,
+}
+
+fn idle_spec(tasks: u32) -> JobSpec {
+    JobSpec {
+        settings: settings(tasks),
+        tasks,
+        edges: (1..tasks).map(|t| (TaskId(0), TaskId(t))).collect(),
+        task_config: TaskConfig::default(),
+        operators: Arc::new(|t: TaskId| -> Box<dyn Operator> {
+            Box::new(Idle { source: t.0 == 0 })
+        }),
+        hooks: Vec::new(),
+        options: JobOptions::default(),
+    }
+}
+
+impl Recovery {
+    /// Runs one checkpoint of a `tasks`-task job in `dir` (emptied first)
+    /// and stops, as a crash would leave it.
+    ///
+    /// # Panics
+    /// On a setup error.
+    #[must_use]
+    pub fn new(dir: &std::path::Path, tasks: u32) -> Self {
+        let _ = std::fs::remove_dir_all(dir);
+        let fs: Arc<dyn Fs> = Arc::new(ckpt_core::host::fs::StdFs::new(dir).expect("dir"));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let spec = idle_spec(tasks);
+        let job = rt
+            .block_on(Job::start(spec.clone(), Arc::clone(&fs)))
+            .expect("job");
+        let mut rx = job.completions();
+        job.trigger(TriggerKind::Checkpoint { forced: false })
+            .expect("trigger");
+        rt.block_on(async {
+            while *rx.borrow_and_update() < 1 {
+                if rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        // Dropping the handle aborts the driver and every task: nothing is
+        // shut down cleanly, as in a crash.
+        drop(job);
+        Recovery { rt, spec, fs }
+    }
+
+    /// Starts the job from the directory (store recovery, reading every
+    /// task's state, starting every attempt) and returns how long that took
+    /// and the checkpoint restored; then stops it (untimed).
+    ///
+    /// # Panics
+    /// If the job cannot start.
+    pub fn recover(&self) -> (std::time::Duration, Option<CheckpointId>) {
+        #[allow(clippy::disallowed_methods)]
+        let t0 = std::time::Instant::now();
+        let job = self
+            .rt
+            .block_on(Job::start(self.spec.clone(), Arc::clone(&self.fs)))
+            .expect("recovery");
+        let took = t0.elapsed();
+        let restored = job.stats().restored_at_start;
+        drop(job);
+        (took, restored)
     }
 }
 
@@ -383,6 +450,15 @@ impl MutexCycle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recovery_restores_the_checkpoint_written_before() {
+        let dir = std::env::temp_dir().join(format!("ckpt-bench-recovery-{}", std::process::id()));
+        let r = Recovery::new(&dir, 3);
+        assert_eq!(r.recover().1, Some(CheckpointId(1)));
+        assert_eq!(r.recover().1, Some(CheckpointId(1)));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn both_hosts_complete_checkpoints_with_the_same_reducer_events() {
