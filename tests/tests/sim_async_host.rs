@@ -32,10 +32,11 @@ use std::time::Duration;
 
 use ckpt_core::coordinator::JobStatus;
 use ckpt_core::host::fs::Fs;
-use ckpt_core::host::pipeline::{pipeline_spec, verify_output, PipelineConfig};
+use ckpt_core::host::pipeline::{pipeline_spec, verify_output, PipelineConfig, PIPELINE_JOB};
 use ckpt_core::host::runtime::{
     FaultPlan, HostStats, Job, JobOptions, LiveStats, Operator, OperatorError, Record, SplitMix64,
 };
+use ckpt_core::host::store::FileStore;
 use ckpt_core::trace::{replay, write_trace, Trace};
 use ckpt_core::{CheckpointId, TaskId};
 use turmoil::fs::shim::std::fs as tfs;
@@ -217,6 +218,18 @@ async fn incarnation(o: Arc<Mutex<Obs>>, sp: FaultPlan, io_latency_ms: u64) {
     match verify_output(&*fs, RECORDS, true) {
         Ok(_) => {}
         Err(e) => fail(&o, format!("at the end: {e}")),
+    }
+    // Every stored checkpoint is still whole after the clean end.
+    match FileStore::open(Arc::clone(&fs), PIPELINE_JOB, 2) {
+        Ok((_, rec)) if rec.rejected.is_empty() && rec.missing_state.is_empty() => {}
+        Ok((_, rec)) => fail(
+            &o,
+            format!(
+                "at the end: rejected {:?}, missing {:?}",
+                rec.rejected, rec.missing_state
+            ),
+        ),
+        Err(e) => fail(&o, format!("at the end: store: {e}")),
     }
     let mut g = obs(&o);
     g.trace = g.live.as_ref().map(LiveStats::trace).unwrap_or_default();
