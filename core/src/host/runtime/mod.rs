@@ -1,5 +1,5 @@
 //! The async host: the two reducers embedded in a tokio runtime, with a
-//! durable [`FileStore`](crate::host::store::FileStore) answering the
+//! durable [`crate::host::store::FileStore`] answering the
 //! coordinator's I/O and user [`Operator`]s running in the tasks.
 //!
 //! # Shape
