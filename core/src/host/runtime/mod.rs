@@ -40,6 +40,17 @@
 //! [`crate::trace`] (task attempts as machines `task * 100_000 + attempt`),
 //! which `ckpt-model replay` accepts.
 //!
+//! # Bounds
+//!
+//! The coordinator inbox ([`COORDINATOR_INBOX_MAX`]), each task's RPC inbox
+//! ([`TASK_INBOX_MAX`]), mailbox ([`MAILBOX_MAX`]) and input queue
+//! ([`INPUT_MAX`]) and each data channel ([`DATA_CHANNEL_MAX`]) are bounded:
+//! a full RPC inbox loses the RPC (as the network may), the others apply
+//! backpressure. The writer's and the async parts' command queues hold at
+//! most one entry per started checkpoint; failure reports at most one per
+//! attempt; RPCs delayed by a [`FaultPlan`] wait in one timer task each.
+//! A recorded trace grows with the run (it is meant for tests).
+//!
 //! Store I/O is done inline on the coordinator driver (small metadata
 //! files); state files are written by the tasks' async parts. Under a
 //! simulator, [`JobOptions::io_latency_ms`] makes every I/O take simulated
