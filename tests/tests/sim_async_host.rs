@@ -13,7 +13,9 @@
 //!   before the crash;
 //! * the sink's committed output never holds a record twice, and holds every
 //!   record exactly once at the end;
-//! * no task fails (no failure is injected: lost RPCs become timeouts);
+//! * no task fails spuriously: lost RPCs become timeouts, never failures;
+//!   in a third of the seeds the counter fails once per incarnation (a
+//!   genuine failure), which must cause exactly one failover;
 //! * every step of every machine satisfies `ckpt_core::invariants`.
 //!
 //! A failing seed prints how to rerun it and writes the reducers' event
@@ -123,6 +125,8 @@ struct Obs {
     /// The store's latest committed checkpoint when each incarnation ended.
     latest_at_end: Vec<Option<CheckpointId>>,
     failures: Vec<String>,
+    /// Failovers over every incarnation.
+    failovers: u64,
     done: bool,
     trace: Trace,
     last_stats: Option<HostStats>,
@@ -133,6 +137,9 @@ struct SeedPlan {
     io_latency_ms: u64,
     crashes: Vec<u32>,
     sync_probability: f64,
+    /// The counter fails (a genuine operator failure) at this record, once
+    /// per incarnation.
+    fail_at: Option<u64>,
 }
 
 fn plan(seed: u64) -> SeedPlan {
@@ -151,6 +158,7 @@ fn plan(seed: u64) -> SeedPlan {
         io_latency_ms: 1 + r.below_or_eq(3),
         crashes,
         sync_probability: if r.below_or_eq(1) == 0 { 0.0 } else { 0.3 },
+        fail_at: (r.below_or_eq(2) == 0).then(|| r.below_or_eq(RECORDS - 1)),
     }
 }
 
@@ -163,7 +171,7 @@ fn fail(o: &Mutex<Obs>, msg: String) {
 }
 
 /// One incarnation of the process: recover, check, run to the end.
-async fn incarnation(o: Arc<Mutex<Obs>>, sp: FaultPlan, io_latency_ms: u64) {
+async fn incarnation(o: Arc<Mutex<Obs>>, sp: FaultPlan, io_latency_ms: u64, fail_at: Option<u64>) {
     let fs: Arc<dyn Fs> = Arc::new(TurmoilFs);
     // Exactly once so far: no record committed twice.
     if let Err(e) = verify_output(&*fs, RECORDS, false) {
@@ -186,7 +194,23 @@ async fn incarnation(o: Arc<Mutex<Obs>>, sp: FaultPlan, io_latency_ms: u64) {
         },
     };
     let already = verify_output(&*fs, RECORDS, false).map_or(0, |r| r.records);
-    let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::clone(&committed));
+    let mut spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::clone(&committed));
+    if let Some(at_id) = fail_at {
+        let inner = Arc::clone(&spec.operators);
+        let fired = Arc::new(AtomicBool::new(false));
+        spec.operators = Arc::new(move |task: TaskId| -> Box<dyn Operator> {
+            let op = inner(task);
+            if task == TaskId(1) {
+                Box::new(FailOnce {
+                    inner: op,
+                    at_id,
+                    fired: Arc::clone(&fired),
+                })
+            } else {
+                op
+            }
+        });
+    }
     let job = match Job::start(spec, Arc::clone(&fs)).await {
         Ok(j) => j,
         Err(e) => {
@@ -237,14 +261,18 @@ async fn incarnation(o: Arc<Mutex<Obs>>, sp: FaultPlan, io_latency_ms: u64) {
     g.done = true;
 }
 
-fn check_stats(s: &HostStats) -> Vec<String> {
+/// `injected`: whether an operator failure was injected (at most one per
+/// incarnation).
+fn check_stats(s: &HostStats, injected: bool) -> Vec<String> {
     let mut out = Vec::new();
     if !s.violations.is_empty() {
         out.push(format!("violations: {:?}", s.violations));
     }
-    if s.failovers + s.genuine_failures + s.spurious_failures > 0 {
+    let allowed = u64::from(injected);
+    if s.spurious_failures > 0 || s.genuine_failures > allowed || s.failovers != s.genuine_failures
+    {
         out.push(format!(
-            "a task failed although no failure was injected: failovers {}, genuine {}, spurious {}",
+            "task failures beyond the {allowed} injected: failovers {}, genuine {}, spurious {}",
             s.failovers, s.genuine_failures, s.spurious_failures
         ));
     }
@@ -254,8 +282,15 @@ fn check_stats(s: &HostStats) -> Vec<String> {
     out
 }
 
+/// What one passing seed did.
+struct SeedRun {
+    crashes: u32,
+    completed_last: u64,
+    failovers: u64,
+}
+
 /// Runs one seed; `Err` describes what broke.
-fn run_seed(seed: u64) -> Result<(u32, u64), String> {
+fn run_seed(seed: u64) -> Result<SeedRun, String> {
     let sp = plan(seed);
     let mut b = turmoil::Builder::new();
     b.rng_seed(seed)
@@ -265,11 +300,11 @@ fn run_seed(seed: u64) -> Result<(u32, u64), String> {
     let mut sim = b.build();
     let o = Arc::new(Mutex::new(Obs::default()));
     let ho = Arc::clone(&o);
-    let (faults, lat) = (sp.faults, sp.io_latency_ms);
+    let (faults, lat, fail_at) = (sp.faults, sp.io_latency_ms, sp.fail_at);
     sim.host("proc", move || {
         let o = Arc::clone(&ho);
         async move {
-            incarnation(o, faults, lat).await;
+            incarnation(o, faults, lat, fail_at).await;
             Ok(())
         }
     });
@@ -299,7 +334,8 @@ fn run_seed(seed: u64) -> Result<(u32, u64), String> {
             }
             g.latest_at_end.push(latest);
             if let Some(s) = stats {
-                let errs = check_stats(&s);
+                g.failovers += s.failovers;
+                let errs = check_stats(&s, sp.fail_at.is_some());
                 g.failures.extend(errs);
             }
         }
@@ -324,7 +360,7 @@ fn run_seed(seed: u64) -> Result<(u32, u64), String> {
     let g = obs(&o);
     let mut problems = g.failures.clone();
     if let Some(s) = &g.last_stats {
-        problems.extend(check_stats(s));
+        problems.extend(check_stats(s, sp.fail_at.is_some()));
     }
     // Each restart restored exactly what the store had committed.
     for (i, latest) in g.latest_at_end.iter().enumerate() {
@@ -343,7 +379,11 @@ fn run_seed(seed: u64) -> Result<(u32, u64), String> {
         );
     }
     if problems.is_empty() {
-        Ok((crashes, g.last_stats.as_ref().map_or(0, |s| s.completed)))
+        Ok(SeedRun {
+            crashes,
+            completed_last: g.last_stats.as_ref().map_or(0, |s| s.completed),
+            failovers: g.failovers + g.last_stats.as_ref().map_or(0, |s| s.failovers),
+        })
     } else {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/sim-failures");
         let _ = std::fs::create_dir_all(&dir);
@@ -384,10 +424,19 @@ fn seeds() -> Vec<u64> {
 #[test]
 fn seeded_crashes_loss_and_torn_writes_keep_every_promise() {
     let mut failures = Vec::new();
+    let (mut crashes, mut failovers) = (0, 0);
     for seed in seeds() {
         match run_seed(seed) {
-            Ok((crashes, completed)) => {
-                eprintln!("seed {seed}: ok ({crashes} crashes, {completed} checkpoints in the last incarnation)");
+            Ok(r) => {
+                crashes += r.crashes;
+                failovers += r.failovers;
+                eprintln!(
+                    "seed {seed}: ok ({} crashes, {} failovers, {} checkpoints in the last incarnation{})",
+                    r.crashes,
+                    r.failovers,
+                    r.completed_last,
+                    if plan(seed).fail_at.is_some() { ", operator failure injected" } else { "" }
+                );
             }
             Err(e) => {
                 eprintln!("{e}");
@@ -396,6 +445,11 @@ fn seeded_crashes_loss_and_torn_writes_keep_every_promise() {
         }
     }
     assert!(failures.is_empty(), "failing seeds: {failures:?}");
+    // The seeds really crash the process and really fail over.
+    assert!(
+        crashes > 0 && failovers > 0,
+        "crashes {crashes}, failovers {failovers}"
+    );
 }
 
 /// The same seed twice gives the same run: the reducers saw the same events
@@ -413,7 +467,7 @@ fn a_seed_is_deterministic() {
         sim.host("proc", move || {
             let o = Arc::clone(&ho);
             async move {
-                incarnation(o, sp.faults, sp.io_latency_ms).await;
+                incarnation(o, sp.faults, sp.io_latency_ms, sp.fail_at).await;
                 Ok(())
             }
         });
@@ -446,7 +500,7 @@ fn the_hosts_trace_replays_through_the_reducers() {
     sim.host("proc", move || {
         let o = Arc::clone(&ho);
         async move {
-            incarnation(o, sp.faults, sp.io_latency_ms).await;
+            incarnation(o, sp.faults, sp.io_latency_ms, sp.fail_at).await;
             Ok(())
         }
     });
