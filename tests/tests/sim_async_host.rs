@@ -445,11 +445,13 @@ fn seeded_crashes_loss_and_torn_writes_keep_every_promise() {
         }
     }
     assert!(failures.is_empty(), "failing seeds: {failures:?}");
-    // The seeds really crash the process and really fail over.
-    assert!(
-        crashes > 0 && failovers > 0,
-        "crashes {crashes}, failovers {failovers}"
-    );
+    // The CI seeds really crash the process and really fail over.
+    if std::env::var_os("CKPT_SIM_SEED").is_none() && std::env::var_os("CKPT_SIM_SEEDS").is_none() {
+        assert!(
+            crashes > 0 && failovers > 0,
+            "crashes {crashes}, failovers {failovers}"
+        );
+    }
 }
 
 /// The same seed twice gives the same run: the reducers saw the same events
