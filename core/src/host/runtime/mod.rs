@@ -84,7 +84,7 @@ use crate::task::TaskConfig;
 use crate::trace::{Trace, TraceLine};
 use crate::types::{AttemptNo, CheckpointId, IoFailure, JobId, Millis, StateHandle, TaskId};
 
-use statefile::{task_of, StateFileError, TaskSnapshot};
+use statefile::{task_of, TaskSnapshot};
 use task::{Attempt, AttemptSpec};
 
 /// One record flowing between tasks.
@@ -253,9 +253,6 @@ pub enum JobError {
         /// Why.
         why: String,
     },
-    /// A state file's contents are invalid.
-    #[error("state file: {0}")]
-    StateFile(#[from] StateFileError),
     /// An operator refused its restored state.
     #[error("task {task} failed to start: {why}")]
     TaskStart {
