@@ -447,3 +447,70 @@ proptest! {
         }
     }
 }
+
+/// A damaged state file of the checkpoint to restore stops the job's start
+/// with a typed error naming it; nothing is loaded from it.
+#[test]
+fn a_damaged_state_file_of_the_restored_checkpoint_is_a_typed_start_error() {
+    use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig, PIPELINE_JOB};
+    use ckpt_core::host::runtime::statefile::handle_for;
+    use ckpt_core::host::runtime::{Job, JobError};
+    use std::sync::atomic::AtomicU64;
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let cases: [(&str, fn(TaskId) -> Vec<u8>); 3] = [
+        ("garbage", |_| b"not a state file".to_vec()),
+        ("truncated", |t| {
+            let b = TaskSnapshot {
+                task: t,
+                checkpoint: cp(1),
+                operator: vec![0; 8],
+                channel: Vec::new(),
+            }
+            .encode();
+            b[..b.len() - 3].to_vec()
+        }),
+        ("another task's file", |t| {
+            TaskSnapshot {
+                task: TaskId(t.0 + 1),
+                checkpoint: cp(1),
+                operator: vec![0; 8],
+                channel: Vec::new(),
+            }
+            .encode()
+        }),
+    ];
+    for (what, bytes) in cases {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let (mut store, _) = FileStore::open(Arc::clone(&fs), PIPELINE_JOB, 2).unwrap();
+        let id = store.allocate_id().unwrap();
+        let handles: Vec<StateHandle> =
+            (0..3).map(|t| handle_for(id, TaskId(t)).unwrap()).collect();
+        for (t, h) in handles.iter().enumerate() {
+            write_state(&*fs, *h, &bytes(TaskId(u32::try_from(t).unwrap()))).unwrap();
+        }
+        store.finalize(id, Millis(1), &handles).unwrap();
+        store.store(id).unwrap();
+        drop(store);
+        let spec = pipeline_spec(
+            &PipelineConfig::default(),
+            Arc::clone(&fs),
+            Arc::new(AtomicU64::new(0)),
+        );
+        match rt.block_on(Job::start(spec, Arc::clone(&fs))) {
+            Err(JobError::State {
+                checkpoint,
+                handle,
+                why,
+            }) => {
+                assert_eq!(checkpoint, id, "{what}");
+                assert_eq!(handle, handles[0], "{what}: {why}");
+            }
+            Err(e) => panic!("{what}: unexpected error {e}"),
+            Ok(_) => panic!("{what}: a damaged state file was loaded"),
+        }
+    }
+}
