@@ -461,7 +461,8 @@ fn a_damaged_state_file_of_the_restored_checkpoint_is_a_typed_start_error() {
         .enable_time()
         .build()
         .unwrap();
-    let cases: [(&str, fn(TaskId) -> Vec<u8>); 3] = [
+    type Damage = fn(TaskId) -> Vec<u8>;
+    let cases: [(&str, Damage); 3] = [
         ("garbage", |_| b"not a state file".to_vec()),
         ("truncated", |t| {
             let b = TaskSnapshot {
