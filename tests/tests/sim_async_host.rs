@@ -637,3 +637,67 @@ fn a_genuine_task_failure_fails_over_and_keeps_exactly_once() {
     assert_eq!(s.store_disagreements, 0);
     assert!(s.violations.is_empty(), "{:?}", s.violations);
 }
+
+/// With no tolerable checkpoint failures and a lossy network, expired
+/// checkpoints make the coordinator emit `FailJob`; the host fails over
+/// (no task failure is counted), and the output is still exactly once.
+#[test]
+fn failjob_from_failed_checkpoints_fails_over_and_keeps_exactly_once() {
+    let mut b = turmoil::Builder::new();
+    b.rng_seed(5).tick_duration(Duration::from_millis(1));
+    let mut sim = b.build();
+    let o = Arc::new(Mutex::new(Obs::default()));
+    let ho = Arc::clone(&o);
+    sim.host("proc", move || {
+        let o = Arc::clone(&ho);
+        async move {
+            let fs: Arc<dyn Fs> = Arc::new(TurmoilFs);
+            let committed = Arc::new(AtomicU64::new(0));
+            let cfg = PipelineConfig {
+                records: RECORDS,
+                keys: 5,
+                interval_ms: 50,
+                timeout_ms: 100,
+                retained: 2,
+                rate_per_sec: 20_000,
+                options: JobOptions {
+                    check_invariants: true,
+                    faults: FaultPlan {
+                        drop_ppm: 100_000,
+                        delay_max_ms: 5,
+                        seed: 5,
+                    },
+                    ..JobOptions::default()
+                },
+            };
+            let mut spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::clone(&committed));
+            spec.settings.tolerable_failures = 0;
+            let job = Job::start(spec, Arc::clone(&fs)).await?;
+            while committed.load(Ordering::Relaxed) < RECORDS {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let stats = job.shutdown(JobStatus::Finished).await;
+            let mut g = obs(&o);
+            if let Err(e) = verify_output(&*fs, RECORDS, true) {
+                g.failures.push(e.to_string());
+            }
+            g.last_stats = Some(stats);
+            g.done = true;
+            Ok(())
+        }
+    });
+    for _ in 0..600_000 {
+        sim.step().unwrap();
+        if obs(&o).done {
+            break;
+        }
+    }
+    let g = obs(&o);
+    assert!(g.done, "the job did not finish");
+    assert!(g.failures.is_empty(), "{:?}", g.failures);
+    let s = g.last_stats.clone().unwrap();
+    assert!(s.failovers >= 1, "{s:?}");
+    assert_eq!(s.genuine_failures + s.spurious_failures, 0, "{s:?}");
+    assert_eq!(s.store_disagreements, 0);
+    assert!(s.violations.is_empty(), "{:?}", s.violations);
+}
