@@ -54,6 +54,16 @@
 //! * Checking: [`invariants`] (used by every test layer, the model checker,
 //!   loom tests and fuzz targets).
 //! * Replay: [`trace`] (JSON-lines traces of events with their `now`).
+//!
+//! ## Hosts
+//!
+//! * [`host`] (feature `host`, default): `TaskHost` / `CoordinatorHost`, the
+//!   reducers behind one `Mutex` each, driven by the runtime's own threads.
+//! * `host::runtime` (feature `async-host`): the reducers embedded in tokio,
+//!   with the durable file-system checkpoint store `host::store`, user
+//!   operators, global failover and crash recovery; `host::pipeline` is a
+//!   reference exactly-once pipeline (`cargo run --release -p ckpt-core
+//!   --features async-host --example pipeline -- DIR`).
 
 #![forbid(unsafe_code)]
 #![warn(

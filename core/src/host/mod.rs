@@ -45,6 +45,14 @@
 //! the effects of that step may not all have been carried out.
 
 mod coordinator;
+#[cfg(feature = "async-host")]
+pub mod fs;
+#[cfg(feature = "async-host")]
+pub mod pipeline;
+#[cfg(feature = "async-host")]
+pub mod runtime;
+#[cfg(feature = "async-host")]
+pub mod store;
 mod task;
 #[cfg(all(test, not(loom)))]
 mod tests;

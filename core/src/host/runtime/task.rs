@@ -1,0 +1,659 @@
+//! The task driver: one attempt of one subtask, as tokio tasks that play
+//! the roles of a Flink task's threads around one [`TaskState`]:
+//!
+//! * **netty**: reads the data channel from upstream (per-link FIFO,
+//!   lossless); records go to the input queue; a barrier is delivered to
+//!   the reducer at once (`BarrierReceived { via: Netty }`: start, the
+//!   writer begins, the checkpoint mail is scheduled) and then placed in the
+//!   input queue as a position marker; a cancel marker goes to the input
+//!   queue for the task thread. A closed channel while the attempt runs is a
+//!   broken connection: a task failure, never a lost barrier.
+//! * **rpc**: moves the coordinator's notifications (trigger, notify-aborted,
+//!   notify-complete) into the **mailbox**. Every one of them goes through
+//!   the mailbox; a mail is never withdrawn.
+//! * **task thread**: runs mails first (strict priority), then one input
+//!   element (a record through the operator, a cancel marker to the
+//!   reducer); a source operator emits when neither is waiting. Because the
+//!   checkpoint mail is in the mailbox before the barrier marker is in the
+//!   input queue, the task thread never processes a record from after the
+//!   barrier before the checkpoint's mail ran.
+//! * **writer**: the channel-state writer. `StartWriter{N}` hands it the
+//!   in-flight records (unprocessed input before the barrier); it reports
+//!   `WriterCompleted{N}`.
+//! * **async part**: one per `StartAsyncPart{N}`: waits for the writer's
+//!   result, writes the state handle's file (operator snapshot + the channel
+//!   state the operator had not processed at the snapshot) durably, reports
+//!   `AsyncPartCompleted{N, handle}`; a cancelled one deletes what it wrote.
+//!
+//! Every reducer call happens under the attempt's lock and its effects are
+//! dispatched in order before the lock is released (writer commands, mails,
+//! RPCs); effects that need the operator or an `await` (barriers
+//! downstream, the snapshot, notifications to the operator) are returned to
+//! the task thread, the only thread that emits them.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinSet;
+
+use super::statefile::{handle_for, TaskSnapshot};
+use super::{Ctx, DataMsg, Operator, Record, SourcePoll};
+use crate::host::store::{state_path, write_state};
+use crate::invariants::task::{check_all, TaskMonitor};
+use crate::route::{self, AsyncCommand, ChannelItem, OperatorNotice, TaskRoute, WriterCommand};
+use crate::task::{Outcome, TaskConfig, TaskEvent, TaskState};
+use crate::types::{AttemptNo, CheckpointId, StateHandle, TaskId, Thread};
+
+/// Bound of a task's mailbox. The rpc role waits for space (a mail, once
+/// accepted from the network, is never lost); checkpoint mails are at most
+/// one per started checkpoint.
+pub const MAILBOX_MAX: usize = 256;
+/// Bound of a task's input queue (records waiting for the task thread); the
+/// netty role waits for space (backpressure to the upstream channel).
+pub const INPUT_MAX: usize = 4_096;
+/// Bound of a data channel between two tasks (messages, each a batch).
+pub const DATA_CHANNEL_MAX: usize = 64;
+/// Records a source emits per batch.
+pub const SOURCE_BATCH_MAX: usize = 256;
+
+enum Input {
+    Record { pos: u64, record: Record },
+    Barrier,
+    Cancel(CheckpointId),
+}
+
+enum WriteSlot {
+    Done(Vec<(u64, Record)>),
+    Failed,
+}
+
+enum WriterCmd {
+    Start(CheckpointId, Vec<(u64, Record)>),
+    Abort(CheckpointId),
+}
+
+/// What the task thread must do after a reducer call, in order.
+enum Deferred {
+    Data(DataMsg),
+    Snapshot(CheckpointId, Arc<AtomicBool>),
+    NotifyComplete(CheckpointId),
+    NotifyAborted(CheckpointId),
+}
+
+struct Core {
+    state: TaskState,
+    monitor: Option<TaskMonitor>,
+    mailbox: VecDeque<TaskEvent>,
+    input: VecDeque<Input>,
+    next_pos: u64,
+    processed_pos: u64,
+    async_parts: BTreeMap<CheckpointId, Arc<AtomicBool>>,
+    writer: mpsc::UnboundedSender<WriterCmd>,
+    failed: bool,
+}
+
+struct Shared {
+    task: TaskId,
+    attempt: AttemptNo,
+    ctx: Arc<Ctx>,
+    core: Mutex<Core>,
+    /// Wakes the task thread (mail or input arrived).
+    wake: Notify,
+    /// Wakes producers waiting for mailbox or input space.
+    space: Notify,
+    writes: Mutex<BTreeMap<CheckpointId, WriteSlot>>,
+    writes_changed: Notify,
+    /// Set when the job stops this attempt: a data channel closing then is
+    /// the teardown, not a broken connection.
+    stopping: AtomicBool,
+}
+
+/// A running task attempt.
+pub(crate) struct Attempt {
+    pub attempt: AttemptNo,
+    tasks: JoinSet<()>,
+    shared: Arc<Shared>,
+}
+
+/// How to start an attempt.
+pub(crate) struct AttemptSpec {
+    pub task: TaskId,
+    pub attempt: AttemptNo,
+    pub config: TaskConfig,
+    pub operator: Box<dyn Operator>,
+    pub restored: Option<TaskSnapshot>,
+    pub restored_from: Option<CheckpointId>,
+    pub upstream: Option<mpsc::Receiver<DataMsg>>,
+    pub downstream: Vec<mpsc::Sender<DataMsg>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    /// Applies one event under the lock and dispatches its effects; returns
+    /// what the task thread must do and the outcome.
+    fn apply(&self, core: &mut Core, event: TaskEvent, deferred: &mut Vec<Deferred>) -> Outcome {
+        let now = self.ctx.now();
+        let before = core.state.clone();
+        let step = core.state.apply(now, event.clone());
+        self.ctx.record_task(self.task, self.attempt, now, &event);
+        self.ctx.count_task_event();
+        if let Some(m) = core.monitor.as_mut() {
+            if let Err(v) = check_all(m, &before, &event, &step, &core.state) {
+                self.ctx
+                    .violation(format!("task {} attempt {}: {v}", self.task, self.attempt));
+            }
+        }
+        let from_task_thread = event.thread() == Thread::Task;
+        for e in &step.effects {
+            match route::task(e) {
+                TaskRoute::Writer(WriterCommand::Start(checkpoint)) => {
+                    let inflight = core
+                        .input
+                        .iter()
+                        .filter_map(|i| match i {
+                            Input::Record { pos, record } => Some((*pos, *record)),
+                            Input::Barrier | Input::Cancel(_) => None,
+                        })
+                        .collect();
+                    let _ = core.writer.send(WriterCmd::Start(checkpoint, inflight));
+                }
+                TaskRoute::Writer(WriterCommand::Abort { checkpoint, .. }) => {
+                    let _ = core.writer.send(WriterCmd::Abort(checkpoint));
+                }
+                TaskRoute::Mail(mail) => {
+                    core.mailbox.push_back(mail);
+                    self.wake.notify_one();
+                }
+                TaskRoute::Downstream(ChannelItem::Barrier(checkpoint)) => {
+                    deferred.push(Deferred::Data(DataMsg::Barrier(checkpoint)));
+                }
+                TaskRoute::Downstream(ChannelItem::CancelMarker(checkpoint)) => {
+                    deferred.push(Deferred::Data(DataMsg::Cancel(checkpoint)));
+                }
+                TaskRoute::AsyncPart(AsyncCommand::Start(checkpoint)) => {
+                    let cancel = Arc::new(AtomicBool::new(false));
+                    core.async_parts.insert(checkpoint, Arc::clone(&cancel));
+                    deferred.push(Deferred::Snapshot(checkpoint, cancel));
+                }
+                TaskRoute::AsyncPart(AsyncCommand::Cancel(checkpoint)) => {
+                    if let Some(flag) = core.async_parts.remove(&checkpoint) {
+                        flag.store(true, Ordering::SeqCst);
+                    }
+                    self.writes_changed.notify_waiters();
+                }
+                TaskRoute::Coordinator(msg) => {
+                    core.async_parts.remove(&msg.checkpoint());
+                    self.ctx
+                        .net
+                        .to_coordinator(msg.event(self.ctx.job, self.task, self.attempt));
+                }
+                TaskRoute::Discard(handle) => {
+                    // Never acknowledged, so no stored checkpoint holds it.
+                    self.ctx.delete_unacked_state(handle);
+                }
+                TaskRoute::Operators(OperatorNotice::Complete(checkpoint)) => {
+                    deferred.push(Deferred::NotifyComplete(checkpoint));
+                }
+                TaskRoute::Operators(OperatorNotice::Aborted(checkpoint)) => {
+                    deferred.push(Deferred::NotifyAborted(checkpoint));
+                }
+                TaskRoute::Fail(reason) => {
+                    core.failed = true;
+                    self.ctx
+                        .task_failed(self.task, self.attempt, reason.is_genuine());
+                }
+            }
+        }
+        if !from_task_thread && !deferred.is_empty() {
+            self.ctx.violation(format!(
+                "task {}: {event:?} (not on the task thread) left task-thread work",
+                self.task
+            ));
+            deferred.clear();
+        }
+        step.outcome
+    }
+
+    fn deliver(&self, event: TaskEvent) -> Outcome {
+        let mut deferred = Vec::new();
+        let mut core = lock(&self.core);
+        self.apply(&mut core, event, &mut deferred)
+    }
+
+    fn fail(&self, why: &str) {
+        if self.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let mut core = lock(&self.core);
+        if core.failed {
+            return;
+        }
+        core.failed = true;
+        drop(core);
+        self.ctx.log(format!(
+            "task {} attempt {}: {why}",
+            self.task, self.attempt
+        ));
+        self.ctx.task_failed(self.task, self.attempt, true);
+    }
+}
+
+impl Attempt {
+    /// Starts the attempt's tokio tasks.
+    pub fn start(ctx: &Arc<Ctx>, spec: AttemptSpec) -> Result<Attempt, String> {
+        let state = TaskState::new(spec.config.clone()).map_err(|e| e.to_string())?;
+        ctx.declare_task(spec.task, spec.attempt, &spec.config);
+        let (writer_tx, writer_rx) = mpsc::unbounded_channel();
+        let mut input = VecDeque::new();
+        let mut next_pos = 0;
+        let mut operator = spec.operator;
+        if let Some(snap) = &spec.restored {
+            operator
+                .restore(spec.restored_from, Some(&snap.operator))
+                .map_err(|e| e.to_string())?;
+            for r in &snap.channel {
+                next_pos += 1;
+                input.push_back(Input::Record {
+                    pos: next_pos,
+                    record: *r,
+                });
+            }
+        } else {
+            operator
+                .restore(spec.restored_from, None)
+                .map_err(|e| e.to_string())?;
+        }
+        let shared = Arc::new(Shared {
+            task: spec.task,
+            attempt: spec.attempt,
+            ctx: Arc::clone(ctx),
+            core: Mutex::new(Core {
+                state,
+                monitor: ctx.options.check_invariants.then(TaskMonitor::new),
+                mailbox: VecDeque::new(),
+                input,
+                next_pos,
+                processed_pos: 0,
+                async_parts: BTreeMap::new(),
+                writer: writer_tx,
+                failed: false,
+            }),
+            wake: Notify::new(),
+            space: Notify::new(),
+            writes: Mutex::new(BTreeMap::new()),
+            writes_changed: Notify::new(),
+            stopping: AtomicBool::new(false),
+        });
+        let (rpc_tx, rpc_rx) = mpsc::channel(super::net::TASK_INBOX_MAX);
+        ctx.net.register(
+            spec.task,
+            Some(super::net::TaskInbox {
+                attempt: spec.attempt,
+                tx: rpc_tx,
+            }),
+        );
+        let mut tasks = JoinSet::new();
+        tasks.spawn(rpc_role(Arc::clone(&shared), rpc_rx));
+        tasks.spawn(writer_role(Arc::clone(&shared), writer_rx));
+        if let Some(up) = spec.upstream {
+            tasks.spawn(netty_role(Arc::clone(&shared), up));
+        }
+        let (async_tx, async_rx) = mpsc::unbounded_channel();
+        tasks.spawn(async_role(Arc::clone(&shared), async_rx));
+        tasks.spawn(task_thread(
+            Arc::clone(&shared),
+            operator,
+            spec.downstream,
+            async_tx,
+        ));
+        Ok(Attempt {
+            attempt: spec.attempt,
+            tasks,
+            shared,
+        })
+    }
+
+    /// Marks the attempt as being stopped (before any attempt of the job is
+    /// stopped, so closing channels are not taken for broken connections).
+    pub fn begin_stop(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops every role of the attempt (at their next await) and waits for
+    /// them; then closes the reducer (`Close`).
+    pub async fn stop(mut self) {
+        self.begin_stop();
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        self.shared.deliver(TaskEvent::Close);
+    }
+}
+
+async fn rpc_role(shared: Arc<Shared>, mut rx: mpsc::Receiver<TaskEvent>) {
+    while let Some(mail) = rx.recv().await {
+        loop {
+            let space = shared.space.notified();
+            {
+                let mut core = lock(&shared.core);
+                if core.mailbox.len() < MAILBOX_MAX {
+                    core.mailbox.push_back(mail);
+                    shared.wake.notify_one();
+                    break;
+                }
+            }
+            space.await;
+        }
+    }
+}
+
+async fn netty_role(shared: Arc<Shared>, mut rx: mpsc::Receiver<DataMsg>) {
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            DataMsg::Records(records) => {
+                for record in records {
+                    loop {
+                        let space = shared.space.notified();
+                        {
+                            let mut core = lock(&shared.core);
+                            if core.input.len() < INPUT_MAX {
+                                core.next_pos += 1;
+                                let pos = core.next_pos;
+                                core.input.push_back(Input::Record { pos, record });
+                                shared.wake.notify_one();
+                                break;
+                            }
+                        }
+                        space.await;
+                    }
+                }
+            }
+            DataMsg::Barrier(checkpoint) => {
+                // The mail goes to the mailbox (under the lock) before the
+                // marker goes to the input queue (under the same lock).
+                let mut deferred = Vec::new();
+                let mut core = lock(&shared.core);
+                shared.apply(
+                    &mut core,
+                    TaskEvent::BarrierReceived {
+                        checkpoint,
+                        via: Thread::Netty,
+                    },
+                    &mut deferred,
+                );
+                core.input.push_back(Input::Barrier);
+                shared.wake.notify_one();
+            }
+            DataMsg::Cancel(checkpoint) => {
+                let mut core = lock(&shared.core);
+                core.input.push_back(Input::Cancel(checkpoint));
+                shared.wake.notify_one();
+            }
+        }
+    }
+    // The upstream attempt went away while this one runs: a broken
+    // connection fails the task (a stopped job aborts this role first).
+    shared.fail("upstream data channel closed (broken connection)");
+}
+
+async fn writer_role(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<WriterCmd>) {
+    while let Some(cmd) = rx.recv().await {
+        match cmd {
+            WriterCmd::Start(checkpoint, inflight) => {
+                let aborted = matches!(
+                    lock(&shared.writes).get(&checkpoint),
+                    Some(WriteSlot::Failed)
+                );
+                if aborted {
+                    continue;
+                }
+                lock(&shared.writes).insert(checkpoint, WriteSlot::Done(inflight));
+                shared.writes_changed.notify_waiters();
+                shared.deliver(TaskEvent::WriterCompleted { checkpoint });
+            }
+            WriterCmd::Abort(checkpoint) => {
+                lock(&shared.writes).insert(checkpoint, WriteSlot::Failed);
+                shared.writes_changed.notify_waiters();
+            }
+        }
+        // Old results are of no use once newer ones exist (bounded memory).
+        let mut w = lock(&shared.writes);
+        while w.len() > MAILBOX_MAX {
+            w.pop_first();
+        }
+    }
+}
+
+/// One async part's job.
+struct AsyncJob {
+    checkpoint: CheckpointId,
+    cancel: Arc<AtomicBool>,
+    operator: Vec<u8>,
+    processed_pos: u64,
+}
+
+async fn async_role(shared: Arc<Shared>, mut rx: mpsc::UnboundedReceiver<AsyncJob>) {
+    let mut parts = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            job = rx.recv() => match job {
+                Some(job) => {
+                    parts.spawn(async_part(Arc::clone(&shared), job));
+                }
+                None => break,
+            },
+            Some(_) = parts.join_next(), if !parts.is_empty() => {}
+        }
+    }
+    while parts.join_next().await.is_some() {}
+}
+
+async fn async_part(shared: Arc<Shared>, job: AsyncJob) {
+    let checkpoint = job.checkpoint;
+    // Wait for the writer's result of this checkpoint.
+    let inflight = loop {
+        let changed = shared.writes_changed.notified();
+        if job.cancel.load(Ordering::SeqCst) {
+            return;
+        }
+        match lock(&shared.writes).remove(&checkpoint) {
+            Some(WriteSlot::Done(records)) => break Some(records),
+            Some(WriteSlot::Failed) => break None,
+            None => {}
+        }
+        changed.await;
+    };
+    let Some(inflight) = inflight else {
+        shared.deliver(TaskEvent::AsyncPartFailed { checkpoint });
+        return;
+    };
+    let channel: Vec<Record> = inflight
+        .into_iter()
+        .filter(|(pos, _)| *pos > job.processed_pos)
+        .map(|(_, r)| r)
+        .collect();
+    let Some(handle) = handle_for(checkpoint, shared.task) else {
+        shared.deliver(TaskEvent::AsyncPartFailed { checkpoint });
+        return;
+    };
+    let bytes = TaskSnapshot {
+        task: shared.task,
+        checkpoint,
+        operator: job.operator,
+        channel,
+    }
+    .encode();
+    shared.ctx.io_pause().await;
+    if job.cancel.load(Ordering::SeqCst) {
+        return;
+    }
+    if let Err(e) = write_state(&*shared.ctx.fs, handle, &bytes) {
+        shared.ctx.log(format!(
+            "task {} checkpoint {checkpoint}: state write failed: {e}",
+            shared.task
+        ));
+        let _ = shared.ctx.fs.remove(&state_path(handle));
+        shared.deliver(TaskEvent::AsyncPartFailed { checkpoint });
+        return;
+    }
+    let outcome = shared.deliver(TaskEvent::AsyncPartCompleted { checkpoint, handle });
+    match outcome {
+        Outcome::Applied | Outcome::Skipped(_) => {}
+        Outcome::Ignored(_) | Outcome::Rejected(_) => {
+            // Cancelled meanwhile: nobody owns what it wrote.
+            shared.ctx.delete_unacked_state(handle);
+        }
+    }
+}
+
+async fn task_thread(
+    shared: Arc<Shared>,
+    mut operator: Box<dyn Operator>,
+    downstream: Vec<mpsc::Sender<DataMsg>>,
+    async_tx: mpsc::UnboundedSender<AsyncJob>,
+) {
+    let mut out: Vec<Record> = Vec::with_capacity(SOURCE_BATCH_MAX);
+    let mut source_done = !operator.is_source();
+    loop {
+        let woken = shared.wake.notified();
+        let mut deferred = Vec::new();
+        let step = {
+            let mut core = lock(&shared.core);
+            if core.failed {
+                None
+            } else if let Some(mail) = core.mailbox.pop_front() {
+                shared.space.notify_waiters();
+                shared.apply(&mut core, mail, &mut deferred);
+                Some(true)
+            } else if let Some(input) = core.input.pop_front() {
+                shared.space.notify_waiters();
+                match input {
+                    Input::Record { pos, record } => {
+                        core.processed_pos = pos;
+                        drop(core);
+                        if let Err(e) = operator.process(record, &mut out) {
+                            shared.ctx.log(format!("task {}: {e}", shared.task));
+                            shared.deliver(TaskEvent::OperatorFailed);
+                        }
+                    }
+                    Input::Barrier => {}
+                    Input::Cancel(checkpoint) => {
+                        shared.apply(
+                            &mut core,
+                            TaskEvent::CancelMarker { checkpoint },
+                            &mut deferred,
+                        );
+                    }
+                }
+                Some(true)
+            } else {
+                Some(false)
+            }
+        };
+        let Some(busy) = step else {
+            // Failed: wait to be stopped by the job.
+            std::future::pending::<()>().await;
+            return;
+        };
+        for d in deferred {
+            match d {
+                Deferred::Data(msg) => {
+                    flush(&mut out, &downstream).await;
+                    send_all(&downstream, &msg).await;
+                }
+                Deferred::Snapshot(checkpoint, cancel) => {
+                    let processed_pos = lock(&shared.core).processed_pos;
+                    match operator.snapshot(checkpoint, &*shared.ctx.fs) {
+                        Ok(bytes) => {
+                            let _ = async_tx.send(AsyncJob {
+                                checkpoint,
+                                cancel,
+                                operator: bytes,
+                                processed_pos,
+                            });
+                        }
+                        Err(e) => {
+                            shared.ctx.log(format!(
+                                "task {} checkpoint {checkpoint}: snapshot failed: {e}",
+                                shared.task
+                            ));
+                            shared.deliver(TaskEvent::AsyncPartFailed { checkpoint });
+                        }
+                    }
+                }
+                Deferred::NotifyComplete(checkpoint) => {
+                    if let Err(e) = operator.notify_complete(checkpoint, &*shared.ctx.fs) {
+                        shared.ctx.log(format!("task {}: {e}", shared.task));
+                        shared.deliver(TaskEvent::OperatorFailed);
+                    }
+                }
+                Deferred::NotifyAborted(checkpoint) => operator.notify_aborted(checkpoint),
+            }
+        }
+        if !out.is_empty() && (out.len() >= SOURCE_BATCH_MAX || !busy) {
+            flush(&mut out, &downstream).await;
+        }
+        if busy {
+            tokio::task::consume_budget().await;
+            continue;
+        }
+        if !source_done {
+            match operator.poll_source(SOURCE_BATCH_MAX, &mut out) {
+                Ok(SourcePoll::Emitted) => {
+                    flush(&mut out, &downstream).await;
+                    shared.ctx.source_emitted();
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                Ok(SourcePoll::Idle(delay)) => {
+                    tokio::select! {
+                        biased;
+                        () = woken => {}
+                        () = tokio::time::sleep(delay) => {}
+                    }
+                    continue;
+                }
+                Ok(SourcePoll::Exhausted) => source_done = true,
+                Err(e) => {
+                    shared.ctx.log(format!("task {}: {e}", shared.task));
+                    shared.deliver(TaskEvent::OperatorFailed);
+                    continue;
+                }
+            }
+        }
+        woken.await;
+    }
+}
+
+async fn flush(out: &mut Vec<Record>, downstream: &[mpsc::Sender<DataMsg>]) {
+    if out.is_empty() {
+        return;
+    }
+    let batch = std::mem::take(out);
+    send_all(downstream, &DataMsg::Records(batch)).await;
+}
+
+async fn send_all(downstream: &[mpsc::Sender<DataMsg>], msg: &DataMsg) {
+    for d in downstream {
+        // A closed downstream channel means that attempt is gone; the job is
+        // failing over and will stop this attempt too.
+        let _ = d.send(msg.clone()).await;
+    }
+}
+
+impl Attempt {
+    /// The task.
+    pub fn task(&self) -> TaskId {
+        self.shared.task
+    }
+}
+
+/// Deletes a state file nobody acknowledged (a task-side discard).
+pub(crate) fn delete_unacked(fs: &dyn crate::host::fs::Fs, handle: StateHandle) -> bool {
+    fs.remove(&state_path(handle)).is_ok()
+}

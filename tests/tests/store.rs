@@ -1,0 +1,526 @@
+//! The durable checkpoint store (`ckpt_core::host::store`): commit and
+//! retention, the id counter across crashes, recovery from half-written and
+//! corrupt files, and the durability guard (a stored checkpoint's state is
+//! never deleted, even when today's coordinator asks for it).
+#![cfg(not(loom))]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ckpt_core::coordinator::{CoordinatorEvent, CoordinatorSettings, CoordinatorState, Timer};
+use ckpt_core::host::fs::{Fs, MemFs, StdFs};
+use ckpt_core::host::runtime::statefile::{StateFileError, TaskSnapshot};
+use ckpt_core::host::runtime::Record;
+use ckpt_core::host::store::{
+    state_path, write_state, Discarded, FileStore, Metadata, MetadataError, StoreError,
+    CHECKPOINT_DIR,
+};
+use ckpt_core::route::{self, CoordinatorRoute, IoAnswer, IoRequest, ToCoordinator};
+use ckpt_core::task::TaskEvent;
+use ckpt_core::{
+    AttemptNo, CheckpointId, JobId, LegacyBug, Millis, Semantics, StateHandle, TaskId,
+};
+use proptest::prelude::*;
+
+const JOB: JobId = JobId(7);
+
+fn cp(n: u64) -> CheckpointId {
+    CheckpointId(n)
+}
+
+fn h(n: u64) -> StateHandle {
+    StateHandle(n)
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ckpt-store-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn open(fs: &Arc<dyn Fs>, retained: usize) -> (FileStore, ckpt_core::host::store::Recovery) {
+    FileStore::open(Arc::clone(fs), JOB, retained).unwrap()
+}
+
+/// Writes the state files and commits checkpoint `id` with `handles`.
+fn commit(store: &mut FileStore, fs: &dyn Fs, id: CheckpointId, handles: &[StateHandle]) {
+    for handle in handles {
+        write_state(fs, *handle, b"state").unwrap();
+    }
+    store.finalize(id, Millis(1), handles).unwrap();
+    store.store(id).unwrap();
+}
+
+#[test]
+fn stores_retains_n_and_restores_the_latest_on_the_real_disk() {
+    let dir = tmpdir("retain");
+    let fs: Arc<dyn Fs> = Arc::new(StdFs::new(&dir).unwrap());
+    let (mut store, rec) = open(&fs, 2);
+    assert!(rec.retained.is_empty());
+    for n in 1..=3 {
+        let id = store.allocate_id().unwrap();
+        assert_eq!(id, cp(n));
+        commit(&mut store, &*fs, id, &[h(n * 10), h(n * 10 + 1)]);
+    }
+    // Checkpoint 1 was evicted from the store's metadata: its state is the
+    // coordinator's to discard (and now may be).
+    assert_eq!(
+        store.stored().map(|(id, _)| id).collect::<Vec<_>>(),
+        [cp(2), cp(3)]
+    );
+    assert_eq!(store.discard(h(10)).unwrap(), Discarded::Deleted);
+    drop(store);
+
+    let (store, rec) = open(&fs, 2);
+    assert_eq!(rec.latest().map(|c| c.id), Some(cp(3)));
+    assert_eq!(rec.retained.len(), 2);
+    assert_eq!(rec.retained[0].handles, [h(20), h(21)]);
+    // h(11) was never discarded by anyone but belongs to no retained
+    // checkpoint: an orphan, deleted on start.
+    assert_eq!(rec.removed_orphans, [h(11)]);
+    assert!(rec.rejected.is_empty() && rec.missing_state.is_empty());
+    assert_eq!(store.next_id(), cp(4));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_id_counter_never_reissues_an_id_after_a_crash() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 1);
+    for n in 1..=5 {
+        assert_eq!(store.allocate_id().unwrap(), cp(n));
+    }
+    // Crash: nothing completed, the store object is simply gone.
+    drop(store);
+    let (mut store, rec) = open(&fs, 1);
+    assert_eq!(rec.next_id, cp(6));
+    assert_eq!(store.allocate_id().unwrap(), cp(6));
+    // A reset (restore of a savepoint) never moves the counter back.
+    store.reset_counter(cp(3)).unwrap();
+    assert_eq!(store.allocate_id().unwrap(), cp(7));
+    store.reset_counter(cp(100)).unwrap();
+    assert_eq!(store.allocate_id().unwrap(), cp(100));
+}
+
+#[test]
+fn a_corrupt_counter_is_an_error_never_a_silent_reset() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 1);
+    store.allocate_id().unwrap();
+    drop(store);
+    let mut bytes = fs.read("ids").unwrap();
+    bytes[12] ^= 0x40;
+    fs.write("ids", &bytes).unwrap();
+    match FileStore::open(Arc::clone(&fs), JOB, 1) {
+        Err(StoreError::BadCounter { why, .. }) => assert!(why.contains("checksum"), "{why}"),
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a corrupt counter was accepted"),
+    }
+    fs.write("ids", b"short").unwrap();
+    assert!(matches!(
+        FileStore::open(Arc::clone(&fs), JOB, 1),
+        Err(StoreError::BadCounter { .. })
+    ));
+}
+
+#[test]
+fn half_written_checkpoints_are_cleaned_up_and_never_restored() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 1);
+    let one = store.allocate_id().unwrap();
+    commit(&mut store, &*fs, one, &[h(1)]);
+    // Checkpoint 2 was finalized (its state written) but the process died
+    // before the store step; a temporary file of another write is left too.
+    let two = store.allocate_id().unwrap();
+    write_state(&*fs, h(2), b"state").unwrap();
+    store.finalize(two, Millis(2), &[h(2)]).unwrap();
+    fs.write(
+        &format!("{CHECKPOINT_DIR}/chk-00000000000000000003.meta.tmp"),
+        b"par",
+    )
+    .unwrap();
+    drop(store);
+
+    let (store, rec) = open(&fs, 1);
+    assert_eq!(rec.latest().map(|c| c.id), Some(one));
+    assert_eq!(rec.removed_partial.len(), 2, "{:?}", rec.removed_partial);
+    assert_eq!(rec.removed_orphans, [h(2)]);
+    assert!(!fs.exists(&state_path(h(2))));
+    assert!(fs.exists(&state_path(h(1))));
+    assert_eq!(store.next_id(), cp(3));
+}
+
+fn meta_path(id: u64) -> String {
+    format!("{CHECKPOINT_DIR}/chk-{id:020}.meta")
+}
+
+/// Stores checkpoints 1 and 2, then lets `damage` change 2's metadata file;
+/// recovery must reject it with `expect`, fall back to 1, and keep the
+/// damaged file aside.
+fn recover_with_damaged_latest(
+    damage: impl FnOnce(Vec<u8>) -> Vec<u8>,
+    expect: fn(&MetadataError) -> bool,
+) {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 2);
+    for n in 1..=2 {
+        let id = store.allocate_id().unwrap();
+        commit(&mut store, &*fs, id, &[h(n)]);
+    }
+    drop(store);
+    let bytes = fs.read(&meta_path(2)).unwrap();
+    fs.write(&meta_path(2), &damage(bytes)).unwrap();
+    let (_, rec) = open(&fs, 2);
+    assert_eq!(rec.latest().map(|c| c.id), Some(cp(1)), "{rec:?}");
+    assert_eq!(rec.rejected.len(), 1, "{rec:?}");
+    assert!(
+        expect(&rec.rejected[0].error),
+        "{:?}",
+        rec.rejected[0].error
+    );
+    assert!(fs.exists(&format!("{}.corrupt", meta_path(2))));
+    // Reported once, not again on the next start.
+    let (_, rec) = open(&fs, 2);
+    assert!(rec.rejected.is_empty());
+}
+
+#[test]
+fn corrupt_metadata_is_reported_and_never_loaded() {
+    recover_with_damaged_latest(
+        |mut b| {
+            b[30] ^= 1;
+            b
+        },
+        |e| matches!(e, MetadataError::ChecksumMismatch { .. }),
+    );
+}
+
+#[test]
+fn truncated_metadata_is_reported_and_never_loaded() {
+    recover_with_damaged_latest(
+        |b| b[..b.len() - 5].to_vec(),
+        |e| matches!(e, MetadataError::Truncated { .. }),
+    );
+    recover_with_damaged_latest(
+        |b| b[..3].to_vec(),
+        |e| matches!(e, MetadataError::Truncated { .. }),
+    );
+}
+
+#[test]
+fn foreign_metadata_is_reported_and_never_loaded() {
+    recover_with_damaged_latest(
+        |_| b"{\"not\": \"a checkpoint\"}".to_vec(),
+        |e| matches!(e, MetadataError::Foreign),
+    );
+    // Another job's checkpoint under our name.
+    recover_with_damaged_latest(
+        |_| {
+            Metadata {
+                job: JobId(99),
+                checkpoint: cp(2),
+                timestamp: Millis(0),
+                handles: vec![h(2)],
+            }
+            .encode()
+        },
+        |e| {
+            matches!(
+                e,
+                MetadataError::WrongJob {
+                    found: JobId(99),
+                    ..
+                }
+            )
+        },
+    );
+    // A valid file under the wrong name.
+    recover_with_damaged_latest(
+        |_| {
+            Metadata {
+                job: JOB,
+                checkpoint: cp(9),
+                timestamp: Millis(0),
+                handles: vec![h(2)],
+            }
+            .encode()
+        },
+        |e| matches!(e, MetadataError::IdMismatch { .. }),
+    );
+}
+
+#[test]
+fn a_checkpoint_with_a_missing_state_file_is_reported_and_not_restored() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 2);
+    for n in 1..=2 {
+        let id = store.allocate_id().unwrap();
+        commit(&mut store, &*fs, id, &[h(n)]);
+    }
+    drop(store);
+    fs.remove(&state_path(h(2))).unwrap();
+    let (_, rec) = open(&fs, 2);
+    assert_eq!(rec.missing_state, [(cp(2), h(2))]);
+    assert_eq!(rec.latest().map(|c| c.id), Some(cp(1)));
+}
+
+#[test]
+fn the_guard_refuses_to_delete_state_of_a_stored_checkpoint() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 1);
+    let one = store.allocate_id().unwrap();
+    commit(&mut store, &*fs, one, &[h(1)]);
+    assert_eq!(
+        store.discard(h(1)).unwrap(),
+        Discarded::Refused { checkpoint: one }
+    );
+    assert!(fs.exists(&state_path(h(1))), "stored state was deleted");
+    assert_eq!(store.stats().guard_refusals, 1);
+    assert_eq!(store.stats().refused, [(h(1), one)]);
+    // When the store itself evicts checkpoint 1, the deferred discard runs.
+    let two = store.allocate_id().unwrap();
+    commit(&mut store, &*fs, two, &[h(2)]);
+    assert!(!fs.exists(&state_path(h(1))));
+    assert!(fs.exists(&state_path(h(2))));
+    // A handle no stored checkpoint holds is deleted at once.
+    write_state(&*fs, h(77), b"x").unwrap();
+    assert_eq!(store.discard(h(77)).unwrap(), Discarded::Deleted);
+    assert_eq!(store.discard(h(77)).unwrap(), Discarded::AlreadyGone);
+}
+
+/// Drives a coordinator of `semantics` over this store: a checkpoint whose
+/// store I/O commits, but before its answer is delivered the scheduler is
+/// stopped. Returns the store, the committed id, the coordinator, and how
+/// many of the coordinator's `DiscardState` the store's guard refused.
+fn stop_while_storing(
+    fs: &Arc<dyn Fs>,
+    semantics: Semantics,
+) -> (FileStore, CheckpointId, CoordinatorState, usize) {
+    let (mut store, _) = open(fs, 1);
+    let mut settings = CoordinatorSettings::with_tasks(JOB, 2);
+    settings.semantics = semantics;
+    let mut coord = CoordinatorState::from_settings(settings).unwrap();
+    let mut now = Millis(0);
+    // A stack: the last pushed runs next.
+    let mut queue = vec![
+        CoordinatorEvent::TimerFired {
+            timer: Timer::Periodic,
+        },
+        CoordinatorEvent::StartScheduler,
+    ];
+    let mut stored = None;
+    let mut refused = 0;
+    while let Some(ev) = queue.pop() {
+        now = now.saturating_add(1_000);
+        let step = coord.apply(now, ev);
+        for e in &step.effects {
+            match route::coordinator(e) {
+                CoordinatorRoute::Io(req) => {
+                    let id = match &req {
+                        IoRequest::AllocateId { .. } => store.allocate_id().unwrap(),
+                        IoRequest::Finalize {
+                            checkpoint,
+                            handles,
+                        } => {
+                            store.finalize(*checkpoint, now, handles).unwrap();
+                            *checkpoint
+                        }
+                        IoRequest::Store { checkpoint } => {
+                            // The store's I/O commits, but before its
+                            // answer is delivered the scheduler is stopped.
+                            store.store(*checkpoint).unwrap();
+                            stored = Some(*checkpoint);
+                            queue.push(req.answer(IoAnswer::Ok { id: *checkpoint }));
+                            queue.push(CoordinatorEvent::StopScheduler);
+                            continue;
+                        }
+                        IoRequest::MasterHooks { checkpoint } => *checkpoint,
+                    };
+                    queue.push(req.answer(IoAnswer::Ok { id }));
+                }
+                CoordinatorRoute::Rpc {
+                    event: TaskEvent::TriggerCheckpoint { checkpoint },
+                    ..
+                } => {
+                    for t in 0..2u32 {
+                        let handle = h(u64::from(t) + 100);
+                        write_state(&**fs, handle, b"s").unwrap();
+                        let ack = ToCoordinator::Ack { checkpoint, handle };
+                        queue.insert(0, ack.event(JOB, TaskId(t), AttemptNo(0)));
+                    }
+                }
+                CoordinatorRoute::Discard { handle, .. } => {
+                    if let Discarded::Refused { .. } = store.discard(handle).unwrap() {
+                        refused += 1;
+                    }
+                }
+                CoordinatorRoute::Rpc { .. }
+                | CoordinatorRoute::Timer { .. }
+                | CoordinatorRoute::Job(_)
+                | CoordinatorRoute::Report(_) => {}
+            }
+        }
+    }
+    let stored = stored.expect("the checkpoint reached the store");
+    (store, stored, coord, refused)
+}
+
+/// The durability rule: the fixed coordinator lets the checkpoint being
+/// stored complete through a scheduler stop and deletes nothing; the next
+/// start restores it with all of its state.
+#[test]
+fn stop_while_storing_keeps_the_committed_checkpoint() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (store, stored, coord, refused) = stop_while_storing(&fs, Semantics::Fixed);
+    assert_eq!(refused, 0);
+    assert_eq!(store.stats().guard_refusals, 0);
+    assert_eq!(coord.latest_completed(), Some(stored), "it completed");
+    drop(store);
+    let (_, rec) = open(&fs, 1);
+    assert_eq!(rec.latest().map(|c| c.id), Some(stored));
+    assert!(rec.missing_state.is_empty());
+}
+
+/// The same story against the legacy reducer (the discard-while-storing
+/// bug): it aborts the checkpoint and asks to delete both handles of the
+/// committed checkpoint; the store's guard refuses, and the next start still
+/// restores it whole.
+#[test]
+fn the_store_guard_refuses_the_legacy_discard_while_storing() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let legacy = Semantics::Legacy(LegacyBug::DiscardWhileStoring);
+    let (store, stored, coord, refused) = stop_while_storing(&fs, legacy);
+    assert_eq!(refused, 2);
+    assert_eq!(store.stats().guard_refusals, 2);
+    assert_eq!(coord.latest_completed(), None, "the reducer aborted it");
+    drop(store);
+    let (_, rec) = open(&fs, 1);
+    assert_eq!(rec.latest().map(|c| c.id), Some(stored));
+    assert!(rec.missing_state.is_empty());
+    for handle in [h(100), h(101)] {
+        assert!(fs.exists(&state_path(handle)));
+    }
+}
+
+#[test]
+fn state_files_roundtrip_and_reject_damage() {
+    let snap = TaskSnapshot {
+        task: TaskId(3),
+        checkpoint: cp(9),
+        operator: vec![1, 2, 3],
+        channel: vec![Record {
+            id: 1,
+            key: 2,
+            value: 3,
+        }],
+    };
+    let bytes = snap.encode();
+    assert_eq!(TaskSnapshot::decode(&bytes), Ok(snap));
+    for cut in 0..bytes.len() {
+        assert!(TaskSnapshot::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+    }
+    let mut flipped = bytes.clone();
+    flipped[24] ^= 4; // inside the operator snapshot
+    assert_eq!(
+        TaskSnapshot::decode(&flipped),
+        Err(StateFileError::ChecksumMismatch)
+    );
+    assert_eq!(
+        TaskSnapshot::decode(b"XXXXXXXXXXXXXXXXXXXX"),
+        Err(StateFileError::Foreign)
+    );
+}
+
+proptest! {
+    #[test]
+    fn metadata_decoding_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let _ = Metadata::decode(&bytes);
+        let _ = TaskSnapshot::decode(&bytes);
+    }
+
+    #[test]
+    fn metadata_roundtrips_and_every_truncation_is_refused(
+        id in 1u64..1_000_000,
+        handles in proptest::collection::vec(any::<u64>(), 0..20),
+    ) {
+        let m = Metadata {
+            job: JOB,
+            checkpoint: cp(id),
+            timestamp: Millis(id * 3),
+            handles: handles.into_iter().map(StateHandle).collect(),
+        };
+        let b = m.encode();
+        prop_assert_eq!(Metadata::decode(&b), Ok(m));
+        for cut in 0..b.len() {
+            prop_assert!(Metadata::decode(&b[..cut]).is_err());
+        }
+    }
+}
+
+/// A damaged state file of the checkpoint to restore stops the job's start
+/// with a typed error naming it; nothing is loaded from it.
+#[test]
+fn a_damaged_state_file_of_the_restored_checkpoint_is_a_typed_start_error() {
+    use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig, PIPELINE_JOB};
+    use ckpt_core::host::runtime::statefile::handle_for;
+    use ckpt_core::host::runtime::{Job, JobError};
+    use std::sync::atomic::AtomicU64;
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    type Damage = fn(TaskId) -> Vec<u8>;
+    let cases: [(&str, Damage); 3] = [
+        ("garbage", |_| b"not a state file".to_vec()),
+        ("truncated", |t| {
+            let b = TaskSnapshot {
+                task: t,
+                checkpoint: cp(1),
+                operator: vec![0; 8],
+                channel: Vec::new(),
+            }
+            .encode();
+            b[..b.len() - 3].to_vec()
+        }),
+        ("another task's file", |t| {
+            TaskSnapshot {
+                task: TaskId(t.0 + 1),
+                checkpoint: cp(1),
+                operator: vec![0; 8],
+                channel: Vec::new(),
+            }
+            .encode()
+        }),
+    ];
+    for (what, bytes) in cases {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let (mut store, _) = FileStore::open(Arc::clone(&fs), PIPELINE_JOB, 2).unwrap();
+        let id = store.allocate_id().unwrap();
+        let handles: Vec<StateHandle> =
+            (0..3).map(|t| handle_for(id, TaskId(t)).unwrap()).collect();
+        for (t, h) in handles.iter().enumerate() {
+            write_state(&*fs, *h, &bytes(TaskId(u32::try_from(t).unwrap()))).unwrap();
+        }
+        store.finalize(id, Millis(1), &handles).unwrap();
+        store.store(id).unwrap();
+        drop(store);
+        let spec = pipeline_spec(
+            &PipelineConfig::default(),
+            Arc::clone(&fs),
+            Arc::new(AtomicU64::new(0)),
+        );
+        match rt.block_on(Job::start(spec, Arc::clone(&fs))) {
+            Err(JobError::State {
+                checkpoint,
+                handle,
+                why,
+            }) => {
+                assert_eq!(checkpoint, id, "{what}");
+                assert_eq!(handle, handles[0], "{what}: {why}");
+            }
+            Err(e) => panic!("{what}: unexpected error {e}"),
+            Ok(_) => panic!("{what}: a damaged state file was loaded"),
+        }
+    }
+}
