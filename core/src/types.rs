@@ -192,8 +192,99 @@ pub enum LegacyBug {
     /// executed id; the later checkpoint mail finds nothing and the task
     /// fails.
     CancelForgetsAbort,
+    /// Task, FLINK-17994: a checkpoint mail runs even when the task already
+    /// moved past its checkpoint (a cancel marker, or a newer checkpoint
+    /// executed on another path): a stale checkpoint executes, declining or
+    /// acknowledging a second time.
+    StaleMailExecutes,
+    /// Task, FLINK-21104 / FLINK-20654: a barrier older than the last started
+    /// checkpoint trips an assertion and fails the task.
+    ObsoleteBarrierFails,
+    /// Task, FLINK-18063: a notify-aborted only covered checkpoints started
+    /// on the task thread; one started by a barrier (netty) and not yet
+    /// executed ignores the abort and later executes anyway.
+    AbortIgnoresNettyStart,
+    /// Task, FLINK-18238: a checkpoint skipped on the task (declined) sends
+    /// no cancel marker downstream, so a task aligning on it waits forever.
+    SkipWithoutCancelMarker,
+    /// Task, FLINK-28474: a start for an already aborted checkpoint creates
+    /// its write result anyway, and the skip of the aborted checkpoint does
+    /// not remove a result it did not expect: the result leaks.
+    AbortedStartLeaks,
+    /// Task, FLINK-29730: a start while an aborted (failed, not yet removed)
+    /// older write result still exists throws and fails the task.
+    AbortedResultBlocksStart,
+    /// Task, FLINK-20331: a newer barrier drops an unfinished older write
+    /// result without failing it; the writer's work for it is never settled.
+    NewerBarrierDropsResult,
+    /// Task, FLINK-10377 / FLINK-24096: a notify-complete for a checkpoint not
+    /// newer than the last one notified still commits (operators see
+    /// completions out of order, a sink commits an old transaction again).
+    NotifyCompleteOutOfOrder,
+    /// Task, FLINK-23884: a trigger or barrier after the task finished its
+    /// input fails the task instead of declining.
+    TriggerAfterFinishFails,
+    /// Coordinator, FLINK-26394: a checkpoint that expires while its master
+    /// hooks (operator coordinators) are outstanding never clears the
+    /// trigger in progress; every later request waits forever.
+    HookExpiryWedgesTrigger,
+    /// Coordinator, FLINK-27148: the master hooks' answer for a checkpoint
+    /// already disposed still triggers the tasks for it.
+    LateHooksTriggerTasks,
+    /// Coordinator, FLINK-13256: a request queued at the concurrency bound
+    /// (the periodic timer cancelled) is not resumed when a task failure
+    /// aborts the pending checkpoints: periodic checkpointing is dead.
+    AbortAllLeavesQueueStuck,
+    /// Coordinator, FLINK-20992 / FLINK-18290: an id allocation answered
+    /// after shutdown still creates a checkpoint, arms timers and triggers
+    /// tasks.
+    EffectsAfterShutdown,
     /// Coordinator, the durability bug: a scheduler stop or a shutdown while
     /// a checkpoint is finalizing or storing aborts it and discards its state,
     /// though the store may have committed (or may still commit) it.
     DiscardWhileStoring,
+}
+
+impl LegacyBug {
+    /// Every bug, in the bug zoo's order.
+    pub const ALL: [LegacyBug; 16] = [
+        LegacyBug::AbortRemovesResult,
+        LegacyBug::CancelForgetsAbort,
+        LegacyBug::StaleMailExecutes,
+        LegacyBug::ObsoleteBarrierFails,
+        LegacyBug::AbortIgnoresNettyStart,
+        LegacyBug::SkipWithoutCancelMarker,
+        LegacyBug::AbortedStartLeaks,
+        LegacyBug::AbortedResultBlocksStart,
+        LegacyBug::NewerBarrierDropsResult,
+        LegacyBug::NotifyCompleteOutOfOrder,
+        LegacyBug::TriggerAfterFinishFails,
+        LegacyBug::HookExpiryWedgesTrigger,
+        LegacyBug::LateHooksTriggerTasks,
+        LegacyBug::AbortAllLeavesQueueStuck,
+        LegacyBug::EffectsAfterShutdown,
+        LegacyBug::DiscardWhileStoring,
+    ];
+
+    /// The public tickets of the race (Apache Flink's JIRA).
+    #[must_use]
+    pub fn tickets(self) -> &'static str {
+        match self {
+            LegacyBug::AbortRemovesResult | LegacyBug::CancelForgetsAbort => "FLINK-17869",
+            LegacyBug::StaleMailExecutes => "FLINK-17994",
+            LegacyBug::ObsoleteBarrierFails => "FLINK-21104, FLINK-20654",
+            LegacyBug::AbortIgnoresNettyStart => "FLINK-18063",
+            LegacyBug::SkipWithoutCancelMarker => "FLINK-18238",
+            LegacyBug::AbortedStartLeaks => "FLINK-28474",
+            LegacyBug::AbortedResultBlocksStart => "FLINK-29730",
+            LegacyBug::NewerBarrierDropsResult => "FLINK-20331",
+            LegacyBug::NotifyCompleteOutOfOrder => "FLINK-10377, FLINK-24096",
+            LegacyBug::TriggerAfterFinishFails => "FLINK-23884",
+            LegacyBug::HookExpiryWedgesTrigger => "FLINK-26394",
+            LegacyBug::LateHooksTriggerTasks => "FLINK-27148",
+            LegacyBug::AbortAllLeavesQueueStuck => "FLINK-13256",
+            LegacyBug::EffectsAfterShutdown => "FLINK-20992, FLINK-18290",
+            LegacyBug::DiscardWhileStoring => "ckpt #11 (discard while storing)",
+        }
+    }
 }

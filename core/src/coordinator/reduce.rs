@@ -42,7 +42,10 @@ impl CoordinatorState {
             Clock::Monotonic
         };
         let mut fx = Vec::new();
-        let outcome = if self.shutdown {
+        let late_answer_slips_through = self.shutdown
+            && self.config.semantics().is(LegacyBug::EffectsAfterShutdown)
+            && matches!(event, CoordinatorEvent::CheckpointIdAllocated { .. });
+        let outcome = if self.shutdown && !late_answer_slips_through {
             Outcome::Ignored(Ignored::Shutdown)
         } else {
             self.dispatch(event, &mut fx)
@@ -243,6 +246,7 @@ impl CoordinatorState {
             id,
             kind,
             requested_at: self.now,
+            hooks_for: None,
         }
     }
 
@@ -455,8 +459,19 @@ impl CoordinatorState {
                 }
             }
         }
+        let wedge = self.config.master_hooks > 0
+            && self.config.semantics().is(LegacyBug::HookExpiryWedgesTrigger);
+        let marker = wedge.then(|| Request {
+            hooks_for: Some(id),
+            ..req.clone()
+        });
         self.create_pending(req, id, fx);
         self.consecutive_trigger_failures = 0;
+        if marker.is_some() {
+            // Legacy (FLINK-26394): the trigger counts as in progress until
+            // the hooks answer; an expiry in between never clears it.
+            self.in_flight = marker;
+        }
         self.resume_queued(fx);
         Outcome::Applied(Applied::CheckpointTriggered {
             request,
@@ -542,13 +557,23 @@ impl CoordinatorState {
                 CheckpointOptions::FullCheckpoint
             }
         };
+        self.trigger_tasks(id, p.timestamp, options, fx);
+    }
+
+    fn trigger_tasks(
+        &self,
+        id: CheckpointId,
+        timestamp: Millis,
+        options: CheckpointOptions,
+        fx: &mut Fx,
+    ) {
         for t in &self.config.trigger {
             if let Some(s) = self.tasks.get(t.0 as usize) {
                 fx.push(E::TriggerTask {
                     task: *t,
                     attempt: s.attempt,
                     checkpoint: id,
-                    timestamp: p.timestamp,
+                    timestamp,
                     options: options.clone(),
                 });
             }
@@ -561,8 +586,30 @@ impl CoordinatorState {
         result: Result<(), IoFailure>,
         fx: &mut Fx,
     ) -> Outcome {
+        let wedged = self.in_flight.as_ref().is_some_and(|r| r.hooks_for == Some(id));
+        if wedged {
+            // Legacy (FLINK-26394): the trigger stayed "in progress" until
+            // the hooks answered.
+            self.in_flight = None;
+        }
         if let Err(why) = self.awaits(id, PendingPhase::AwaitingHooks) {
+            if why == Ignored::LateMessage
+                && result.is_ok()
+                && self.config.semantics().is(LegacyBug::LateHooksTriggerTasks)
+            {
+                // Legacy (FLINK-27148): the coordinator's snapshot completed
+                // for a checkpoint already disposed, and the tasks were
+                // triggered for it anyway.
+                self.trigger_tasks(id, self.now, CheckpointOptions::FullCheckpoint, fx);
+                return Outcome::Applied(Applied::HooksDone { checkpoint: id });
+            }
+            if wedged {
+                self.resume_queued(fx);
+            }
             return Outcome::Ignored(why);
+        }
+        if wedged {
+            self.resume_queued(fx);
         }
         if result.is_err() {
             let reason = AbortReason::MasterHooksFailed;
@@ -1008,7 +1055,10 @@ impl CoordinatorState {
         for id in &victims {
             self.abort(*id, AbortReason::TaskFailed, fx);
         }
-        if !victims.is_empty() {
+        // Legacy (FLINK-13256): the request queued at the concurrency bound,
+        // which had cancelled the periodic timer, was never resumed.
+        if !victims.is_empty() && !self.config.semantics().is(LegacyBug::AbortAllLeavesQueueStuck)
+        {
             self.resume_queued(fx);
         }
         victims.len()
@@ -1147,7 +1197,15 @@ impl CoordinatorState {
     fn on_shutdown(&mut self, status: JobStatus, fx: &mut Fx) -> Outcome {
         self.shutdown = true;
         self.periodic = false;
+        // Legacy (FLINK-20992 / FLINK-18290): the request allocating its id
+        // was not cancelled; its late answer still creates a checkpoint.
+        let in_flight = if self.config.semantics().is(LegacyBug::EffectsAfterShutdown) {
+            self.in_flight.take()
+        } else {
+            None
+        };
         self.drop_requests(AbortReason::Shutdown, fx);
+        self.in_flight = in_flight;
         if let Some(id) = self.completing_kept() {
             // Never discard: the store may hold (or still commit) it. The
             // state stays owned here, in doubt, for the host to resolve.

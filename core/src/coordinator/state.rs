@@ -288,6 +288,9 @@ pub struct Request {
     pub(crate) id: RequestId,
     pub(crate) kind: TriggerKind,
     pub(crate) requested_at: Millis,
+    /// Legacy only (`HookExpiryWedgesTrigger`): the request stays in flight
+    /// until this checkpoint's master hooks answer. Always `None` when fixed.
+    pub(crate) hooks_for: Option<CheckpointId>,
 }
 
 impl Request {

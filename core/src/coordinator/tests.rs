@@ -2626,6 +2626,7 @@ fn invariant_at_most_one_queued_can_fail() {
             id: rq(n),
             kind: user(),
             requested_at: ms(0),
+            hooks_for: None,
         });
     }
     assert_eq!(violated(check_state(&s)), names::ONE_QUEUED);
@@ -2639,6 +2640,7 @@ fn invariant_queue_bounded_can_fail() {
             id: rq(n),
             kind: savepoint(),
             requested_at: ms(0),
+            hooks_for: None,
         });
     }
     assert_eq!(violated(check_state(&s)), names::QUEUE_BOUNDED);

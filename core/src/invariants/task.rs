@@ -158,7 +158,7 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
         );
     }
     match s.lifecycle() {
-        Lifecycle::Running => {}
+        Lifecycle::Running | Lifecycle::Finished => {}
         Lifecycle::Failed | Lifecycle::Closed => {
             if !results.is_empty() || !mails.is_empty() || !parts.is_empty() {
                 return violation(
@@ -423,7 +423,8 @@ impl TaskMonitor {
             | TaskEvent::CancelMarker { .. }
             | TaskEvent::NotifyAborted { .. }
             | TaskEvent::NotifyComplete { .. }
-            | TaskEvent::OperatorFailed => {}
+            | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput => {}
         }
         Ok(())
     }

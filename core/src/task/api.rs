@@ -94,6 +94,11 @@ pub enum TaskEvent {
     },
     /// An injected, genuine failure of the task's operators (task thread).
     OperatorFailed,
+    /// The task's input ended (a bounded source ran out, or every upstream
+    /// finished): the task is finished. Checkpoints already started run to
+    /// their end; a later trigger or barrier is declined (`TaskClosing`)
+    /// with a cancel marker downstream (task thread).
+    EndOfInput,
     /// The task closes (task thread).
     Close,
 }
@@ -110,6 +115,7 @@ impl TaskEvent {
             | TaskEvent::NotifyAborted { .. }
             | TaskEvent::NotifyComplete { .. }
             | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
             | TaskEvent::Close => Thread::Task,
             TaskEvent::WriterCompleted { .. } | TaskEvent::WriterFailed { .. } => Thread::Writer,
             TaskEvent::AsyncPartCompleted { .. } | TaskEvent::AsyncPartFailed { .. } => {
@@ -133,6 +139,7 @@ impl TaskEvent {
             TaskEvent::AsyncPartCompleted { .. } => "AsyncPartCompleted",
             TaskEvent::AsyncPartFailed { .. } => "AsyncPartFailed",
             TaskEvent::OperatorFailed => "OperatorFailed",
+            TaskEvent::EndOfInput => "EndOfInput",
             TaskEvent::Close => "Close",
         }
     }
@@ -151,7 +158,7 @@ impl TaskEvent {
             | TaskEvent::WriterFailed { checkpoint }
             | TaskEvent::AsyncPartCompleted { checkpoint, .. }
             | TaskEvent::AsyncPartFailed { checkpoint } => Some(*checkpoint),
-            TaskEvent::OperatorFailed | TaskEvent::Close => None,
+            TaskEvent::OperatorFailed | TaskEvent::EndOfInput | TaskEvent::Close => None,
         }
     }
 }
@@ -198,6 +205,15 @@ pub enum FailureReason {
     /// Legacy only, the FLINK-17869 bug: the mail's `getAndRemove` found no
     /// write result. Not genuine.
     WriteResultMissing,
+    /// Legacy only (FLINK-21104 / FLINK-20654): a barrier older than the last
+    /// started checkpoint tripped an assertion. Not genuine.
+    ObsoleteBarrier,
+    /// Legacy only (FLINK-29730): a start found an aborted write result not
+    /// yet removed and threw. Not genuine.
+    UnfinishedResultAtStart,
+    /// Legacy only (FLINK-23884): a trigger or barrier after the task
+    /// finished its input threw. Not genuine.
+    TriggerAfterFinish,
 }
 
 impl FailureReason {
@@ -206,7 +222,10 @@ impl FailureReason {
     pub fn is_genuine(self) -> bool {
         match self {
             FailureReason::OperatorFailed => true,
-            FailureReason::WriteResultMissing => false,
+            FailureReason::WriteResultMissing
+            | FailureReason::ObsoleteBarrier
+            | FailureReason::UnfinishedResultAtStart
+            | FailureReason::TriggerAfterFinish => false,
         }
     }
 }
@@ -317,6 +336,11 @@ pub enum IgnoreReason {
     AlreadyExecuted,
     /// A notify-complete not newer than one already seen.
     StaleNotifyComplete,
+    /// An end of input for a task that already finished it.
+    AlreadyFinished,
+    /// Legacy only (FLINK-18063): a notify-aborted for a checkpoint started
+    /// by a barrier rather than on the task thread.
+    NotStartedOnTaskThread,
 }
 
 /// Why a checkpoint mail or trigger was consumed without executing its

@@ -146,7 +146,7 @@ impl TaskState {
             }
         }
         match self.lifecycle {
-            Lifecycle::Running => {}
+            Lifecycle::Running | Lifecycle::Finished => {}
             Lifecycle::Closed => return Outcome::Ignored(IgnoreReason::Closed),
             Lifecycle::Failed => {
                 return match event {
@@ -164,21 +164,30 @@ impl TaskState {
                     | TaskEvent::WriterFailed { .. }
                     | TaskEvent::AsyncPartCompleted { .. }
                     | TaskEvent::AsyncPartFailed { .. }
-                    | TaskEvent::OperatorFailed => Outcome::Ignored(IgnoreReason::TaskFailed),
+                    | TaskEvent::OperatorFailed
+                    | TaskEvent::EndOfInput => Outcome::Ignored(IgnoreReason::TaskFailed),
                 };
             }
         }
         match event {
             TaskEvent::BarrierReceived { checkpoint, .. } => self.on_barrier(checkpoint, fx),
             TaskEvent::TriggerCheckpoint { checkpoint } => self.on_trigger(checkpoint, fx),
+            TaskEvent::EndOfInput => {
+                if self.lifecycle == Lifecycle::Finished {
+                    return Outcome::Ignored(IgnoreReason::AlreadyFinished);
+                }
+                self.lifecycle = Lifecycle::Finished;
+                Outcome::Applied
+            }
             TaskEvent::CheckpointMail { checkpoint } => self.on_mail(checkpoint, fx),
             TaskEvent::CancelMarker { checkpoint } => self.on_cancel(checkpoint, fx),
             TaskEvent::NotifyAborted { checkpoint } => self.on_notify_aborted(checkpoint, fx),
             TaskEvent::NotifyComplete { checkpoint } => {
-                if at_or_below(checkpoint, self.last_completed) {
+                let out_of_order = self.legacy(LegacyBug::NotifyCompleteOutOfOrder);
+                if at_or_below(checkpoint, self.last_completed) && !out_of_order {
                     return Outcome::Ignored(IgnoreReason::StaleNotifyComplete);
                 }
-                self.last_completed = Some(checkpoint);
+                self.last_completed = max_opt(self.last_completed, Some(checkpoint));
                 fx.push(TaskEffect::NotifyOperatorsComplete { checkpoint });
                 Outcome::Applied
             }
@@ -223,6 +232,52 @@ impl TaskState {
         }
     }
 
+    fn legacy(&self, bug: LegacyBug) -> bool {
+        self.config.semantics.is(bug)
+    }
+
+    /// What a trigger or barrier for `id` meets before it may start: a
+    /// finished task declines it; the legacy bugs that threw fail the task.
+    fn start_refusal(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Option<Outcome> {
+        if self.lifecycle == Lifecycle::Finished && self.start_guard(id).is_none() {
+            if self.legacy(LegacyBug::TriggerAfterFinishFails) {
+                return Some(self.fail_skipping(FailureReason::TriggerAfterFinish, fx));
+            }
+            // Declined, and downstream hears it, so nobody aligns on it.
+            self.mark_executed(id);
+            self.last_started = max_opt(self.last_started, Some(id));
+            fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
+            fx.push(TaskEffect::DeclineCheckpoint {
+                checkpoint: id,
+                reason: DeclineReason::TaskClosing,
+            });
+            return Some(Outcome::Skipped(SkipReason::Declined(
+                DeclineReason::TaskClosing,
+            )));
+        }
+        if self.legacy(LegacyBug::ObsoleteBarrierFails)
+            && self.last_started.is_some_and(|l| id < l)
+            && !at_or_below(id, self.last_executed)
+        {
+            return Some(self.fail_skipping(FailureReason::ObsoleteBarrier, fx));
+        }
+        if self.legacy(LegacyBug::AbortedResultBlocksStart)
+            && self.start_guard(id).is_none()
+            && self
+                .results
+                .range(..id)
+                .any(|(_, st)| *st == ResultStatus::Failed(ResultFailure::Aborted))
+        {
+            return Some(self.fail_skipping(FailureReason::UnfinishedResultAtStart, fx));
+        }
+        None
+    }
+
+    fn fail_skipping(&mut self, reason: FailureReason, fx: &mut Vec<TaskEffect>) -> Outcome {
+        self.fail(reason, fx);
+        Outcome::Skipped(SkipReason::TaskFailed(reason))
+    }
+
     /// Whether `id` is not newer than every id started or executed.
     fn start_guard(&self, id: CheckpointId) -> Option<IgnoreReason> {
         if self.last_started == Some(id) {
@@ -244,6 +299,12 @@ impl TaskState {
             .map(|(k, _)| *k)
             .collect();
         for old in older {
+            if self.legacy(LegacyBug::NewerBarrierDropsResult) {
+                // The newer start replaced the older result without failing
+                // it: its writer work is never settled.
+                self.results.remove(&old);
+                continue;
+            }
             self.results
                 .insert(old, ResultStatus::Failed(ResultFailure::Subsumed));
             fx.push(TaskEffect::AbortWriter {
@@ -252,7 +313,7 @@ impl TaskState {
             });
         }
         self.last_started = Some(id);
-        if self.is_aborted(id) {
+        if self.is_aborted(id) && !self.legacy(LegacyBug::AbortedStartLeaks) {
             return false;
         }
         self.results.insert(id, ResultStatus::InProgress);
@@ -261,6 +322,9 @@ impl TaskState {
     }
 
     fn on_barrier(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
+        if let Some(o) = self.start_refusal(id, fx) {
+            return o;
+        }
         if let Some(r) = self.start_guard(id) {
             return Outcome::Ignored(r);
         }
@@ -271,6 +335,9 @@ impl TaskState {
     }
 
     fn on_trigger(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
+        if let Some(o) = self.start_refusal(id, fx) {
+            return o;
+        }
         if let Some(r) = self.start_guard(id) {
             return Outcome::Ignored(r);
         }
@@ -282,7 +349,7 @@ impl TaskState {
         if self.pending_mails.remove(&id).is_none() {
             return Outcome::Ignored(IgnoreReason::MailNotScheduled);
         }
-        if at_or_below(id, self.last_executed) {
+        if at_or_below(id, self.last_executed) && !self.legacy(LegacyBug::StaleMailExecutes) {
             if self.results.remove(&id).is_some() {
                 fx.push(TaskEffect::AbortWriter {
                     checkpoint: id,
@@ -301,7 +368,10 @@ impl TaskState {
         self.mark_executed(id);
         let taken = self.results.remove(&id);
         if was_aborted {
-            return self.skip(id, taken.is_some(), DeclineReason::AbortedByCoordinator, fx);
+            // The legacy start created a result it did not expect to exist,
+            // and this skip does not clean it up.
+            let cleanup = taken.is_some() && !self.legacy(LegacyBug::AbortedStartLeaks);
+            return self.skip(id, cleanup, DeclineReason::AbortedByCoordinator, fx);
         }
         match taken {
             Some(ResultStatus::InProgress | ResultStatus::Completed) => {
@@ -337,7 +407,9 @@ impl TaskState {
                 cleanup: true,
             });
         }
-        fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
+        if !self.legacy(LegacyBug::SkipWithoutCancelMarker) {
+            fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
+        }
         fx.push(TaskEffect::DeclineCheckpoint {
             checkpoint: id,
             reason,
@@ -391,6 +463,12 @@ impl TaskState {
         }
         if self.is_aborted(id) {
             return Outcome::Ignored(IgnoreReason::AlreadyAborted);
+        }
+        if self.legacy(LegacyBug::AbortIgnoresNettyStart)
+            && self.pending_mails.contains(&id)
+            && self.results.contains_key(&id)
+        {
+            return Outcome::Ignored(IgnoreReason::NotStartedOnTaskThread);
         }
         let legacy_remove = matches!(
             self.config.semantics,

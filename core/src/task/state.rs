@@ -12,6 +12,9 @@ use crate::types::CheckpointId;
 pub enum Lifecycle {
     /// Running: checkpoints are processed.
     Running,
+    /// The input ended: checkpoints already started finish; new ones are
+    /// declined.
+    Finished,
     /// Failed (a `FailTask` was emitted); the checkpoint side is torn down and
     /// every event but `Close` is ignored.
     Failed,

@@ -125,14 +125,36 @@ fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S
     ser.serialize_str(semantics_name(*s))
 }
 
-/// The CLI name of a semantics.
+/// The CLI name of a semantics: `fixed`, or the legacy bug's name in
+/// kebab case (`legacy` and `legacy-cancel` keep their historical names).
 #[must_use]
 pub fn semantics_name(s: Semantics) -> &'static str {
     match s {
         Semantics::Fixed => "fixed",
-        Semantics::Legacy(LegacyBug::AbortRemovesResult) => "legacy",
-        Semantics::Legacy(LegacyBug::CancelForgetsAbort) => "legacy-cancel",
-        Semantics::Legacy(LegacyBug::DiscardWhileStoring) => "legacy-discard-while-storing",
+        Semantics::Legacy(bug) => legacy_name(bug),
+    }
+}
+
+/// The CLI name of a legacy bug.
+#[must_use]
+pub fn legacy_name(bug: LegacyBug) -> &'static str {
+    match bug {
+        LegacyBug::AbortRemovesResult => "legacy",
+        LegacyBug::CancelForgetsAbort => "legacy-cancel",
+        LegacyBug::StaleMailExecutes => "legacy-stale-mail",
+        LegacyBug::ObsoleteBarrierFails => "legacy-obsolete-barrier",
+        LegacyBug::AbortIgnoresNettyStart => "legacy-netty-abort",
+        LegacyBug::SkipWithoutCancelMarker => "legacy-skip-without-cancel",
+        LegacyBug::AbortedStartLeaks => "legacy-aborted-start-leak",
+        LegacyBug::AbortedResultBlocksStart => "legacy-aborted-result-blocks",
+        LegacyBug::NewerBarrierDropsResult => "legacy-newer-barrier-drops",
+        LegacyBug::NotifyCompleteOutOfOrder => "legacy-notify-out-of-order",
+        LegacyBug::TriggerAfterFinishFails => "legacy-trigger-after-finish",
+        LegacyBug::HookExpiryWedgesTrigger => "legacy-hook-expiry-wedge",
+        LegacyBug::LateHooksTriggerTasks => "legacy-late-hooks",
+        LegacyBug::AbortAllLeavesQueueStuck => "legacy-queue-stuck",
+        LegacyBug::EffectsAfterShutdown => "legacy-effects-after-shutdown",
+        LegacyBug::DiscardWhileStoring => "legacy-discard-while-storing",
     }
 }
 

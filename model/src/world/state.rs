@@ -40,6 +40,7 @@ impl Mail {
             | TaskEvent::AsyncPartCompleted { .. }
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
             | TaskEvent::Close => None,
         }
     }
