@@ -148,17 +148,31 @@ struct Track {
 
 /// A stateful checker fed every `(event, effects, outcome)` of one task, in
 /// order. Cross-step rules: `result_created_once`, `remove_on_task_thread`,
-/// `executed_increase`, `complete_monotonic`, `handle_once`, `ack_once`,
-/// `ack_xor_decline`, `silent_after_end` (nothing after close or a task
-/// failure), `ignored_is_silent`, plus [`check_effects`] on every step; call
+/// `executed_increase`, `complete_monotonic`, `handle_once` (a state handle
+/// is acked or discarded only in the step whose `AsyncPartCompleted`
+/// delivered it, and only once), `ack_once`, `ack_xor_decline`,
+/// `answer_after_executed` (once the task thread has executed checkpoint N,
+/// by starting its async part or declining it, nothing at or below N is
+/// acked or declined again except by an async part still running),
+/// `silent_after_end` (nothing after close or a task failure),
+/// `ignored_is_silent`, plus [`check_effects`] on every step; call
 /// [`TaskMonitor::leaked`] at quiescence.
+///
+/// Memory is bounded by the live state, not by the number of checkpoints
+/// seen: answers (acks, declines) are remembered only above the executed
+/// floor or while their async part runs, and each step costs O(its effects
+/// times log of what is remembered).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskMonitor {
     ended: bool,
     last_executed: Option<CheckpointId>,
     last_complete: Option<CheckpointId>,
     tracks: OrdMap<CheckpointId, Track>,
-    handles: OrdSet<StateHandle>,
+    /// The highest checkpoint the task thread executed (async part started,
+    /// or declined while executing its mail / trigger).
+    floor: Option<CheckpointId>,
+    /// Async parts started and not yet completed, failed or cancelled.
+    running: OrdSet<CheckpointId>,
     acked: OrdSet<CheckpointId>,
     declined: OrdSet<CheckpointId>,
 }
@@ -173,11 +187,8 @@ impl Hash for TaskMonitor {
             k.hash(h);
             v.hash(h);
         }
-        h.write_usize(self.handles.len());
-        for x in &self.handles {
-            x.hash(h);
-        }
-        for set in [&self.acked, &self.declined] {
+        self.floor.hash(h);
+        for set in [&self.running, &self.acked, &self.declined] {
             h.write_usize(set.len());
             for x in set {
                 x.hash(h);
@@ -200,11 +211,55 @@ impl TaskMonitor {
         self.tracks.keys().copied().collect()
     }
 
+    /// How many checkpoints the monitor remembers (write results in flight,
+    /// running async parts, answers above the executed floor): bounded by
+    /// the task's live state.
+    #[must_use]
+    pub fn remembered(&self) -> usize {
+        self.tracks.len() + self.running.len() + self.acked.len() + self.declined.len()
+    }
+
     fn track(&mut self, id: CheckpointId, f: impl FnOnce(&mut Track)) {
         if let Some(t) = self.tracks.get_mut(&id) {
             f(t);
             if t.settled && t.removed {
                 self.tracks.remove(&id);
+            }
+        }
+    }
+
+    /// An ack or decline of `id` must be for a checkpoint above the executed
+    /// floor, or for an async part still running.
+    fn answer_allowed(&self, id: CheckpointId) -> Result<(), TaskViolation> {
+        if at_or_below(id, self.floor) && !self.running.contains(&id) {
+            return violation(
+                "answer_after_executed",
+                format!("{id} answered after the task executed {:?}", self.floor),
+            );
+        }
+        Ok(())
+    }
+
+    fn raise_floor(&mut self, id: CheckpointId) {
+        if !at_or_below(id, self.floor) {
+            self.floor = Some(id);
+        }
+    }
+
+    /// Forgets answers that can no longer be repeated legitimately: at or
+    /// below the floor, with no async part running.
+    fn prune(&mut self) {
+        let Some(floor) = self.floor else {
+            return;
+        };
+        for set in [&mut self.acked, &mut self.declined] {
+            let stale: Vec<CheckpointId> = set
+                .range(..=floor)
+                .filter(|id| !self.running.contains(*id))
+                .copied()
+                .collect();
+            for id in stale {
+                set.remove(&id);
             }
         }
     }
@@ -230,6 +285,36 @@ impl TaskMonitor {
         }
         check_effects(effects)?;
         let on_task = event.thread() == Thread::Task;
+        // The handle this step may use, once: the one its event delivered.
+        let mut handle = match event {
+            TaskEvent::AsyncPartCompleted { handle, .. } => Some(*handle),
+            TaskEvent::BarrierReceived { .. }
+            | TaskEvent::TriggerCheckpoint { .. }
+            | TaskEvent::CheckpointMail { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::WriterCompleted { .. }
+            | TaskEvent::WriterFailed { .. }
+            | TaskEvent::AsyncPartFailed { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::Close => None,
+        };
+        // The checkpoint this step executes, if its event runs one.
+        let executes = match event {
+            TaskEvent::CheckpointMail { checkpoint }
+            | TaskEvent::TriggerCheckpoint { checkpoint } => Some(*checkpoint),
+            TaskEvent::BarrierReceived { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::WriterCompleted { .. }
+            | TaskEvent::WriterFailed { .. }
+            | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartFailed { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::Close => None,
+        };
         for e in effects {
             match e {
                 TaskEffect::StartWriter { checkpoint } => {
@@ -268,16 +353,22 @@ impl TaskMonitor {
                         );
                     }
                     self.last_executed = Some(*checkpoint);
+                    self.raise_floor(*checkpoint);
+                    self.running.insert(*checkpoint);
                     self.track(*checkpoint, |t| {
                         t.removed = true;
                         t.in_async = true;
                     });
                 }
                 TaskEffect::CancelAsyncPart { checkpoint } => {
+                    self.running.remove(checkpoint);
                     self.track(*checkpoint, |t| t.settled |= t.in_async);
                 }
-                TaskEffect::AcknowledgeCheckpoint { checkpoint, handle } => {
-                    self.use_handle(*handle)?;
+                TaskEffect::AcknowledgeCheckpoint {
+                    checkpoint,
+                    handle: h,
+                } => {
+                    Self::use_handle(&mut handle, *h, event)?;
                     if self.declined.contains(checkpoint) {
                         return violation(
                             "ack_xor_decline",
@@ -287,6 +378,7 @@ impl TaskMonitor {
                     if self.acked.insert(*checkpoint).is_some() {
                         return violation("ack_once", format!("{checkpoint}"));
                     }
+                    self.answer_allowed(*checkpoint)?;
                 }
                 TaskEffect::DeclineCheckpoint { checkpoint, .. } => {
                     if self.acked.contains(checkpoint) {
@@ -301,8 +393,12 @@ impl TaskMonitor {
                             format!("{checkpoint} declined twice"),
                         );
                     }
+                    self.answer_allowed(*checkpoint)?;
+                    if executes == Some(*checkpoint) {
+                        self.raise_floor(*checkpoint);
+                    }
                 }
-                TaskEffect::DiscardState { handle } => self.use_handle(*handle)?,
+                TaskEffect::DiscardState { handle: h } => Self::use_handle(&mut handle, *h, event)?,
                 TaskEffect::NotifyOperatorsComplete { checkpoint } => {
                     if at_or_below(*checkpoint, self.last_complete) {
                         return violation(
@@ -325,6 +421,7 @@ impl TaskMonitor {
             }
             TaskEvent::AsyncPartCompleted { checkpoint, .. }
             | TaskEvent::AsyncPartFailed { checkpoint } => {
+                self.running.remove(checkpoint);
                 self.track(*checkpoint, |t| t.settled |= t.in_async);
             }
             TaskEvent::Close => self.ended = true,
@@ -336,14 +433,32 @@ impl TaskMonitor {
             | TaskEvent::NotifyComplete { .. }
             | TaskEvent::OperatorFailed => {}
         }
+        if self.ended {
+            // Nothing may follow; what was remembered can never be used.
+            self.running.clear();
+            self.acked.clear();
+            self.declined.clear();
+        } else {
+            self.prune();
+        }
         Ok(())
     }
 
-    fn use_handle(&mut self, handle: StateHandle) -> Result<(), TaskViolation> {
-        if self.handles.insert(handle).is_some() {
-            return violation("handle_once", format!("{handle} acked or discarded twice"));
+    /// A step may ack or discard only the handle its own event delivered,
+    /// and only once.
+    fn use_handle(
+        allowed: &mut Option<StateHandle>,
+        handle: StateHandle,
+        event: &TaskEvent,
+    ) -> Result<(), TaskViolation> {
+        if *allowed == Some(handle) {
+            *allowed = None;
+            return Ok(());
         }
-        Ok(())
+        violation(
+            "handle_once",
+            format!("{handle} acked or discarded by {event:?}, which did not deliver it (or it was used already)"),
+        )
     }
 }
 
@@ -537,16 +652,53 @@ mod tests {
         let discard = [TaskEffect::DiscardState {
             handle: StateHandle(1),
         }];
-        assert_eq!(m.observe(&ev, &ack, &ok), Ok(()));
+        let done = TaskEvent::AsyncPartCompleted {
+            checkpoint: cp(1),
+            handle: StateHandle(1),
+        };
+        assert_eq!(m.observe(&done, &ack, &ok), Ok(()));
+        // The handle again, by a step that did not deliver it.
         expect_violation(m.observe(&ev, &discard, &ok), "handle_once");
+        // Twice in the step that delivered it.
+        expect_violation(
+            TaskMonitor::new().observe(&done, &[ack[0].clone(), discard[0].clone()], &ok),
+            "handle_once",
+        );
 
         let mut m = TaskMonitor::new();
         let decline = [TaskEffect::DeclineCheckpoint {
             checkpoint: cp(1),
             reason: crate::task::DeclineReason::AbortedByCoordinator,
         }];
-        assert_eq!(m.observe(&ev, &decline, &ok), Ok(()));
-        expect_violation(m.observe(&ev, &ack, &ok), "ack_xor_decline");
+        let cancel1 = TaskEvent::CancelMarker { checkpoint: cp(1) };
+        assert_eq!(m.observe(&cancel1, &decline, &ok), Ok(()));
+        expect_violation(m.observe(&done, &ack, &ok), "ack_xor_decline");
+
+        // Once checkpoint 3 executed, an answer for 2 (no async part running)
+        // is late, even if 2 was never answered before.
+        let mut m = TaskMonitor::new();
+        let exec3 = TaskEvent::CheckpointMail { checkpoint: cp(3) };
+        let start3 = [TaskEffect::StartAsyncPart { checkpoint: cp(3) }];
+        assert_eq!(m.observe(&exec3, &start3, &ok), Ok(()));
+        let decline2 = [TaskEffect::DeclineCheckpoint {
+            checkpoint: cp(2),
+            reason: crate::task::DeclineReason::AbortedByCoordinator,
+        }];
+        expect_violation(
+            m.observe(
+                &TaskEvent::CancelMarker { checkpoint: cp(2) },
+                &decline2,
+                &ok,
+            ),
+            "answer_after_executed",
+        );
+        // A decline while executing moves the floor too: a second decline of
+        // the same checkpoint, long forgotten, is still caught.
+        let mut m = TaskMonitor::new();
+        let exec1 = TaskEvent::CheckpointMail { checkpoint: cp(1) };
+        assert_eq!(m.observe(&exec1, &decline, &ok), Ok(()));
+        assert_eq!(m.remembered(), 0, "the answer below the floor is forgotten");
+        expect_violation(m.observe(&exec1, &decline, &ok), "answer_after_executed");
 
         let mut m = TaskMonitor::new();
         assert_eq!(m.observe(&TaskEvent::Close, &[], &ok), Ok(()));
@@ -595,5 +747,37 @@ mod tests {
             ),
             "no_spurious_failure",
         );
+    }
+
+    #[test]
+    fn monitor_memory_stays_bounded_over_a_long_story() {
+        let mut s = fresh();
+        let mut m = TaskMonitor::new();
+        let mut most = 0usize;
+        for n in 1..=2_000u64 {
+            let mut story = vec![
+                TaskEvent::BarrierReceived {
+                    checkpoint: cp(n),
+                    via: Thread::Netty,
+                },
+                TaskEvent::WriterCompleted { checkpoint: cp(n) },
+            ];
+            if n % 3 == 0 {
+                story.push(TaskEvent::NotifyAborted { checkpoint: cp(n) });
+            }
+            story.push(TaskEvent::CheckpointMail { checkpoint: cp(n) });
+            if n % 3 != 0 {
+                story.push(TaskEvent::AsyncPartCompleted {
+                    checkpoint: cp(n),
+                    handle: StateHandle(n),
+                });
+            }
+            for ev in story {
+                assert_eq!(run(&mut s, &mut m, ev), Ok(()));
+                most = most.max(m.remembered());
+            }
+        }
+        assert!(most <= 3, "the monitor remembered {most} checkpoints");
+        assert!(m.leaked().is_empty());
     }
 }

@@ -1,0 +1,210 @@
+//! A long, deterministic, clean trace for the replay bench: a coordinator and
+//! four tasks (task 0 the source, tasks 1-3 downstream over netty) driven by
+//! a small FIFO host through periodic checkpoint after periodic checkpoint.
+//! Every seventh checkpoint task 2's async part fails, so the checkpoint is
+//! declined and aborted (notify-aborted reaches every task, the acked handles
+//! are discarded); every other one completes, subsumes the retained one and
+//! discards its handles. The trace therefore exercises acks, declines,
+//! aborts, completions and discards at a steady mix, and the live state stays
+//! the same size however long the trace is, which is what lets the bench
+//! show whether replay cost depends on the trace's length.
+
+use std::collections::VecDeque;
+
+use ckpt_core::coordinator::{
+    self, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, Timer,
+};
+use ckpt_core::task::{self, TaskConfig, TaskEffect, TaskEvent, TaskState};
+use ckpt_core::trace::{Trace, TraceLine};
+use ckpt_core::{AttemptNo, Millis, StateHandle, TaskId, Thread};
+
+use crate::JOB;
+
+/// Tasks in the generated trace.
+pub const TRACE_TASKS: u32 = 4;
+
+/// Trace lengths (events, i.e. lines after the header) of the replay bench.
+pub const TRACE_LINES: [usize; 3] = [10_000, 100_000, 1_000_000];
+
+enum To {
+    Coordinator(CoordinatorEvent),
+    Task(TaskId, TaskEvent),
+}
+
+/// A clean trace of exactly `lines` events (see the module docs). Panics only
+/// if the reducers refuse their own default configuration.
+#[must_use]
+pub fn long_trace(lines: usize) -> Trace {
+    let mut settings = CoordinatorSettings::with_tasks(JOB, TRACE_TASKS);
+    settings.interval_ms = 10;
+    settings.timeout_ms = 1_000;
+    let task_cfg = TaskConfig::default();
+    let mut coord = CoordinatorState::from_settings(settings.clone())
+        .unwrap_or_else(|e| panic!("bench settings refused: {e}"));
+    let mut tasks: Vec<TaskState> = (0..TRACE_TASKS)
+        .map(|_| {
+            TaskState::new(task_cfg.clone()).unwrap_or_else(|e| panic!("task config refused: {e}"))
+        })
+        .collect();
+    let mut steps = Vec::with_capacity(lines);
+    let mut queue: VecDeque<To> = VecDeque::new();
+    queue.push_back(To::Coordinator(CoordinatorEvent::StartScheduler));
+    let mut now = Millis(0);
+    let mut next_id = 1u64;
+    while steps.len() < lines {
+        let Some(next) = queue.pop_front() else {
+            now = coord.timer_deadline(Timer::Periodic).unwrap_or(now);
+            queue.push_back(To::Coordinator(CoordinatorEvent::TimerFired {
+                timer: Timer::Periodic,
+            }));
+            continue;
+        };
+        match next {
+            To::Coordinator(event) => {
+                let t = coordinator::reduce(&coord, now, event.clone());
+                steps.push(TraceLine::Coordinator { now, event });
+                coord = t.state;
+                for e in t.effects {
+                    route_coordinator(e, &mut queue, &mut next_id);
+                }
+            }
+            To::Task(id, event) => {
+                let Some(st) = tasks.get_mut(id.0 as usize) else {
+                    continue;
+                };
+                let t = task::reduce(st, now, event.clone());
+                steps.push(TraceLine::Task {
+                    now,
+                    task: id,
+                    event,
+                });
+                *st = t.state;
+                for e in t.effects {
+                    route_task(id, e, &mut queue);
+                }
+            }
+        }
+    }
+    Trace {
+        coordinator: Some(settings),
+        tasks: (0..TRACE_TASKS)
+            .map(|t| (TaskId(t), task_cfg.clone()))
+            .collect(),
+        steps,
+    }
+}
+
+fn route_coordinator(e: CoordinatorEffect, queue: &mut VecDeque<To>, next_id: &mut u64) {
+    match e {
+        CoordinatorEffect::AllocateCheckpointId { request } => {
+            queue.push_back(To::Coordinator(CoordinatorEvent::CheckpointIdAllocated {
+                request,
+                result: Ok(ckpt_core::CheckpointId(*next_id)),
+            }));
+            *next_id += 1;
+        }
+        CoordinatorEffect::TriggerMasterHooks { checkpoint, .. } => {
+            queue.push_back(To::Coordinator(CoordinatorEvent::MasterHooksDone {
+                checkpoint,
+                result: Ok(()),
+            }));
+        }
+        CoordinatorEffect::TriggerTask {
+            task, checkpoint, ..
+        } => queue.push_back(To::Task(task, TaskEvent::TriggerCheckpoint { checkpoint })),
+        CoordinatorEffect::FinalizeCheckpoint { checkpoint, .. } => {
+            queue.push_back(To::Coordinator(CoordinatorEvent::FinalizeDone {
+                checkpoint,
+                result: Ok(()),
+            }));
+        }
+        CoordinatorEffect::StoreCheckpoint { checkpoint } => {
+            queue.push_back(To::Coordinator(CoordinatorEvent::StoreDone {
+                checkpoint,
+                result: Ok(()),
+            }));
+        }
+        CoordinatorEffect::NotifyComplete {
+            task, checkpoint, ..
+        } => queue.push_back(To::Task(task, TaskEvent::NotifyComplete { checkpoint })),
+        CoordinatorEffect::NotifyAborted {
+            task, checkpoint, ..
+        } => queue.push_back(To::Task(task, TaskEvent::NotifyAborted { checkpoint })),
+        CoordinatorEffect::ScheduleTimer { .. }
+        | CoordinatorEffect::CancelTimer { .. }
+        | CoordinatorEffect::DiscardState { .. }
+        | CoordinatorEffect::CheckpointCompleted { .. }
+        | CoordinatorEffect::CheckpointAborted { .. }
+        | CoordinatorEffect::RequestFailed { .. }
+        | CoordinatorEffect::FailJob { .. }
+        | CoordinatorEffect::ResetIdCounter { .. }
+        | CoordinatorEffect::RestoreState { .. }
+        | CoordinatorEffect::ShutdownServices { .. } => {}
+    }
+}
+
+fn route_task(id: TaskId, e: TaskEffect, queue: &mut VecDeque<To>) {
+    match e {
+        TaskEffect::StartWriter { checkpoint } => {
+            queue.push_back(To::Task(id, TaskEvent::WriterCompleted { checkpoint }));
+        }
+        TaskEffect::ScheduleCheckpointMail { checkpoint } => {
+            queue.push_back(To::Task(id, TaskEvent::CheckpointMail { checkpoint }));
+        }
+        TaskEffect::BroadcastBarrier { checkpoint } => {
+            if id.0 == 0 {
+                for t in 1..TRACE_TASKS {
+                    queue.push_back(To::Task(
+                        TaskId(t),
+                        TaskEvent::BarrierReceived {
+                            checkpoint,
+                            via: Thread::Netty,
+                        },
+                    ));
+                }
+            }
+        }
+        TaskEffect::BroadcastCancelMarker { checkpoint } => {
+            if id.0 == 0 {
+                for t in 1..TRACE_TASKS {
+                    queue.push_back(To::Task(TaskId(t), TaskEvent::CancelMarker { checkpoint }));
+                }
+            }
+        }
+        TaskEffect::StartAsyncPart { checkpoint } => {
+            let event = if id.0 == 2 && checkpoint.0 % 7 == 0 {
+                TaskEvent::AsyncPartFailed { checkpoint }
+            } else {
+                TaskEvent::AsyncPartCompleted {
+                    checkpoint,
+                    handle: StateHandle(checkpoint.0 * u64::from(TRACE_TASKS) + u64::from(id.0)),
+                }
+            };
+            queue.push_back(To::Task(id, event));
+        }
+        TaskEffect::AcknowledgeCheckpoint { checkpoint, handle } => {
+            queue.push_back(To::Coordinator(CoordinatorEvent::Acknowledge {
+                job: JOB,
+                task: id,
+                attempt: AttemptNo(0),
+                checkpoint,
+                state: Some(handle),
+            }));
+        }
+        TaskEffect::DeclineCheckpoint { checkpoint, reason } => {
+            queue.push_back(To::Coordinator(CoordinatorEvent::Decline {
+                job: JOB,
+                task: id,
+                attempt: AttemptNo(0),
+                checkpoint,
+                reason,
+            }));
+        }
+        TaskEffect::AbortWriter { .. }
+        | TaskEffect::CancelAsyncPart { .. }
+        | TaskEffect::DiscardState { .. }
+        | TaskEffect::NotifyOperatorsComplete { .. }
+        | TaskEffect::NotifyOperatorsAborted { .. }
+        | TaskEffect::FailTask { .. } => {}
+    }
+}
