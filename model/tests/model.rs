@@ -148,7 +148,7 @@ fn legacy_counterexample_is_the_seed_race_and_replays_in_core() {
         .violation
         .unwrap_or_else(|| panic!("replay found nothing"));
     assert_eq!(v.invariant, "no_spurious_failure");
-    assert_eq!(at + 1, parsed.steps.len(), "the violation is the last step");
+    assert_eq!(at, parsed.steps.len(), "the violation is the last step");
 
     let diagram = to_mermaid(&cfg, &cx.actions, "seed");
     assert!(diagram.starts_with("sequenceDiagram"));
