@@ -544,11 +544,7 @@ impl OutFile {
 
     /// Writes `what`, or removes the file when there is nothing to write;
     /// returns what was done, for the report.
-    fn finish(
-        &self,
-        what: Option<WriteFn<'_>>,
-        label: &str,
-    ) -> Result<String, String> {
+    fn finish(&self, what: Option<WriteFn<'_>>, label: &str) -> Result<String, String> {
         match what {
             Some(write) => {
                 write(&self.path)
