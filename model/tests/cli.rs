@@ -167,7 +167,7 @@ fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
 
 #[test]
 fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
-    let mut child = bin()
+    let child = bin()
         .args(["check", "--quiet"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -254,10 +254,7 @@ fn check_and_replay_number_the_steps_alike_and_replay_can_switch_semantics() {
         .and_then(|r| r.split(';').next())
         .unwrap_or_else(|| panic!("{out}"))
         .to_string();
-    assert!(
-        out.contains(&format!("wrote the counterexample trace to")),
-        "{out}"
-    );
+    assert!(out.contains("wrote the counterexample trace to"), "{out}");
     let trace = d.join("bug.jsonl").to_string_lossy().into_owned();
     let o = run(&["replay", &trace]);
     assert_eq!(code(&o), 1, "{}", stdout(&o));
