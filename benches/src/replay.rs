@@ -208,3 +208,59 @@ fn route_task(id: TaskId, e: TaskEffect, queue: &mut VecDeque<To>) {
         | TaskEffect::FailTask { .. } => {}
     }
 }
+
+/// The trace as JSON-lines bytes (what the replay bench reads).
+#[must_use]
+pub fn trace_bytes(trace: &Trace) -> Vec<u8> {
+    let mut buf = Vec::new();
+    ckpt_core::trace::write_trace(&mut buf, trace)
+        .unwrap_or_else(|e| panic!("writing to memory failed: {e}"));
+    buf
+}
+
+/// What the replay bench times: read the JSON lines as a stream and replay
+/// every step with every invariant checked (as `ckpt-model replay --quiet`
+/// does, without printing). Returns the steps replayed; panics on a
+/// violation, a refused event or a bad line, which the generated trace must
+/// not have.
+#[must_use]
+pub fn replay_stream(bytes: &[u8]) -> usize {
+    let mut reader = ckpt_core::trace::TraceReader::new(bytes)
+        .unwrap_or_else(|e| panic!("bench trace unreadable: {e}"));
+    let mut replayer = ckpt_core::trace::Replayer::new(reader.header())
+        .unwrap_or_else(|e| panic!("bench trace header refused: {e}"));
+    for line in reader.by_ref() {
+        let line = line.unwrap_or_else(|e| panic!("bench trace line: {e}"));
+        let step = replayer
+            .step(&line)
+            .unwrap_or_else(|e| panic!("bench trace step: {e}"));
+        if let Some(v) = step.violation {
+            panic!("step {}: {v}", step.step);
+        }
+        if let Some(r) = step.rejected {
+            panic!("step {}: refused: {r}", step.step);
+        }
+    }
+    replayer.steps()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generated_trace_is_clean_and_exercises_aborts_and_discards() {
+        let trace = long_trace(5_000);
+        assert_eq!(trace.steps.len(), 5_000);
+        let bytes = trace_bytes(&trace);
+        assert_eq!(replay_stream(&bytes), 5_000);
+        let report = ckpt_core::trace::replay(&trace).unwrap_or_else(|e| panic!("{e}"));
+        let effects: Vec<&String> = report.steps.iter().flat_map(|s| &s.effects).collect();
+        for wanted in ["DiscardState", "CheckpointAborted", "CheckpointCompleted"] {
+            assert!(
+                effects.iter().any(|e| e.starts_with(wanted)),
+                "no {wanted} in the generated trace"
+            );
+        }
+    }
+}
