@@ -445,3 +445,42 @@ fn mermaid_declares_only_the_lanes_used_and_prints_ids_plainly() {
         assert!(!m.contains(raw), "{raw} in\n{m}");
     }
 }
+
+#[test]
+fn a_long_replay_streams_with_plain_progress_lines() {
+    // One task, 30,000 checkpoints, 5 events each: 150,000 steps. Every
+    // monitor keeps only live obligations, so this is linear.
+    let d = scratch("long");
+    let f = d.join("long.jsonl");
+    let mut text = format!("{HEADER}\n");
+    for c in 1..=30_000u64 {
+        for ev in [
+            format!(r#"{{"BarrierReceived":{{"checkpoint":{c},"via":"Netty"}}}}"#),
+            format!(r#"{{"WriterCompleted":{{"checkpoint":{c}}}}}"#),
+            format!(r#"{{"CheckpointMail":{{"checkpoint":{c}}}}}"#),
+            format!(r#"{{"AsyncPartCompleted":{{"checkpoint":{c},"handle":{c}}}}}"#),
+            format!(r#"{{"NotifyComplete":{{"checkpoint":{c}}}}}"#),
+        ] {
+            text.push_str(&format!(
+                "{{\"kind\":\"task\",\"now\":{c},\"task\":0,\"event\":{ev}}}\n"
+            ));
+        }
+    }
+    std::fs::write(&f, text).unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&[
+        "replay",
+        &f.to_string_lossy(),
+        "--quiet",
+        "--progress-every",
+        "0.05",
+    ]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("150000 steps, every invariant holds"),
+        "{}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    assert!(!err.contains('\r'), "{err:?}");
+    assert!(err.lines().any(|l| l.contains("steps/s")), "{err:?}");
+}
