@@ -82,7 +82,7 @@ fn main() {
                     "holds".to_owned()
                 } else {
                     format!(
-                        "violated ({} steps)",
+                        "violated ({} actions)",
                         report.counterexample.map_or(0, |c| c.actions.len())
                     )
                 },
@@ -102,7 +102,7 @@ fn main() {
             search_seconds: total,
             total_seconds: total,
             result: cx.map_or("NOT FOUND".to_owned(), |c| {
-                format!("{} ({} steps)", c.property, c.actions.len())
+                format!("{} ({} actions)", c.property, c.actions.len())
             }),
         };
         eprintln!("model/{}/{}: {row:?}", row.check, row.config);

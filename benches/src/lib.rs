@@ -17,6 +17,7 @@ use ckpt_core::task::{self, TaskConfig, TaskEvent, TaskState};
 use ckpt_core::{AttemptNo, CheckpointId, JobId, Millis, StateHandle, TaskId, Thread};
 
 pub mod hosts;
+pub mod replay;
 pub mod report;
 
 /// The job every benchmark coordinator serves.

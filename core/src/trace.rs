@@ -10,8 +10,14 @@
 //! ```
 //!
 //! Readers take any `BufRead` and writers any `Write`: `core` opens no files.
-//! Malformed, truncated or out-of-place lines are a typed [`TraceError`]
-//! naming the line; nothing panics on input.
+//! Malformed, truncated, non-UTF-8 or out-of-place lines are a typed
+//! [`TraceError`] naming the line (once); nothing panics on input.
+//!
+//! Long traces stream: [`TraceReader`] yields one event line at a time and
+//! [`Replayer`] replays one step at a time with memory bounded by the
+//! machines' live state; [`read_trace`] and [`replay`] are the whole-trace
+//! forms. A *step* is one event delivered to one machine, i.e. one line after
+//! the header, numbered from 1.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -22,8 +28,9 @@ use thiserror::Error;
 use crate::coordinator::{self, CoordinatorEvent, CoordinatorSettings, CoordinatorState};
 use crate::invariants::checked;
 use crate::invariants::coordinator::HandleLedger;
+use crate::invariants::task::TaskMonitor;
 use crate::invariants::Violation;
-use crate::task::{self, TaskConfig, TaskEvent, TaskState};
+use crate::task::{self, Semantics, TaskConfig, TaskEvent, TaskState};
 use crate::types::{Millis, TaskId};
 
 /// The trace format version this crate reads and writes.
@@ -75,7 +82,8 @@ pub struct Trace {
     pub steps: Vec<TraceLine>,
 }
 
-/// Why a trace could not be read.
+/// Why a trace could not be read. Every variant but [`TraceError::Empty`]
+/// names the one (1-based) line it is about.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum TraceError {
     /// The underlying reader failed.
@@ -86,12 +94,22 @@ pub enum TraceError {
         /// The I/O error's text.
         message: String,
     },
+    /// A line is not valid UTF-8.
+    #[error("line {line}, byte {byte}: not valid UTF-8")]
+    InvalidUtf8 {
+        /// 1-based line number.
+        line: usize,
+        /// 1-based byte offset in the line of the first invalid byte.
+        byte: usize,
+    },
     /// A line is not valid JSON for a trace line (malformed or truncated).
-    #[error("line {line}: malformed trace line: {message}")]
+    #[error("line {line}{}: malformed trace line: {message}", column_text(*.column))]
     Malformed {
         /// 1-based line number.
         line: usize,
-        /// serde's explanation.
+        /// 1-based column where the JSON reader stopped (0 if unknown).
+        column: usize,
+        /// serde's explanation, without its own position.
         message: String,
     },
     /// A line longer than [`LINE_MAX_BYTES`].
@@ -112,13 +130,14 @@ pub enum TraceError {
         /// 1-based line number.
         line: usize,
     },
-    /// A version this crate does not read.
+    /// A version this crate does not read (checked before any other field
+    /// of the header).
     #[error("line {line}: trace version {version} (this reader knows {TRACE_VERSION})")]
     UnsupportedVersion {
         /// 1-based line number.
         line: usize,
-        /// The version found.
-        version: u32,
+        /// The version found (as written).
+        version: String,
     },
     /// Too many tasks, or a task declared twice.
     #[error("line {line}: bad task list: {message}")]
@@ -128,50 +147,248 @@ pub enum TraceError {
         /// What is wrong.
         message: String,
     },
-    /// An event for a machine the header does not declare.
-    #[error("line {line}: event for an undeclared machine")]
-    UndeclaredMachine {
+    /// A coordinator event in a trace whose header declares no coordinator.
+    #[error("line {line}: coordinator event, but the header declares no coordinator")]
+    UndeclaredCoordinator {
         /// 1-based line number.
         line: usize,
+    },
+    /// An event for a task the header does not declare.
+    #[error("line {line}: event for task {task}, which the header does not declare ({declared})")]
+    UndeclaredTask {
+        /// 1-based line number.
+        line: usize,
+        /// The task named by the event.
+        task: TaskId,
+        /// The tasks the header declares, for the message.
+        declared: String,
     },
     /// The input is empty.
     #[error("empty trace")]
     Empty,
 }
 
-/// Parses a trace from JSON lines. Blank lines are skipped.
-pub fn read_trace<R: BufRead>(mut reader: R) -> Result<Trace, TraceError> {
-    let mut trace: Option<Trace> = None;
-    let mut buf = Vec::new();
-    let mut line = 0usize;
-    loop {
-        buf.clear();
-        line += 1;
-        let limit = u64::try_from(LINE_MAX_BYTES + 1).unwrap_or(u64::MAX);
-        let n = std::io::Read::take(&mut reader, limit)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| TraceError::Io {
-                line,
-                message: e.to_string(),
-            })?;
-        if n == 0 {
-            break;
-        }
-        if buf.len() > LINE_MAX_BYTES {
-            return Err(TraceError::LineTooLong { line });
-        }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.trim();
-        if text.is_empty() {
-            continue;
-        }
-        let parsed: TraceLine = serde_json::from_str(text).map_err(|e| TraceError::Malformed {
-            line,
-            message: e.to_string(),
-        })?;
-        trace = Some(accept(trace, parsed, line)?);
+fn column_text(column: usize) -> String {
+    if column == 0 {
+        String::new()
+    } else {
+        format!(", column {column}")
     }
-    trace.ok_or(TraceError::Empty)
+}
+
+/// serde_json's error as `(column, message)` without its "at line 1
+/// column N" suffix: a trace names its own line, once.
+fn json_error(e: &serde_json::Error) -> (usize, String) {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = text.strip_suffix(&suffix).unwrap_or(&text).to_string();
+    (e.column(), message)
+}
+
+fn malformed(line: usize, e: &serde_json::Error) -> TraceError {
+    let (column, message) = json_error(e);
+    TraceError::Malformed {
+        line,
+        column,
+        message,
+    }
+}
+
+/// A streaming trace reader: [`TraceReader::new`] reads up to the header,
+/// then iterating yields each event line, checked against the header, one
+/// at a time (memory bounded by one line, whatever the trace's length).
+/// Blank lines are skipped.
+pub struct TraceReader<R> {
+    reader: R,
+    line: usize,
+    buf: Vec<u8>,
+    header: Trace,
+    failed: bool,
+}
+
+impl<R: BufRead> TraceReader<R> {
+    /// Reads up to and including the header line.
+    pub fn new(reader: R) -> Result<Self, TraceError> {
+        let mut r = TraceReader {
+            reader,
+            line: 0,
+            buf: Vec::new(),
+            header: Trace::default(),
+            failed: false,
+        };
+        let Some(text) = r.next_text()? else {
+            return Err(TraceError::Empty);
+        };
+        r.header = header(&text, r.line)?;
+        Ok(r)
+    }
+
+    /// The header's contents (`steps` is empty).
+    #[must_use]
+    pub fn header(&self) -> &Trace {
+        &self.header
+    }
+
+    /// The header's contents, to adjust before replaying (for example
+    /// [`Trace::set_task_semantics`]).
+    pub fn header_mut(&mut self) -> &mut Trace {
+        &mut self.header
+    }
+
+    /// The 1-based number of the last line read.
+    #[must_use]
+    pub fn line(&self) -> usize {
+        self.line
+    }
+
+    /// The next non-blank line as text, or `None` at the end.
+    fn next_text(&mut self) -> Result<Option<String>, TraceError> {
+        loop {
+            self.buf.clear();
+            self.line += 1;
+            let line = self.line;
+            let limit = u64::try_from(LINE_MAX_BYTES + 1).unwrap_or(u64::MAX);
+            let n = std::io::Read::take(&mut self.reader, limit)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|e| TraceError::Io {
+                    line,
+                    message: e.to_string(),
+                })?;
+            if n == 0 {
+                return Ok(None);
+            }
+            if self.buf.len() > LINE_MAX_BYTES {
+                return Err(TraceError::LineTooLong { line });
+            }
+            let text = std::str::from_utf8(&self.buf).map_err(|e| TraceError::InvalidUtf8 {
+                line,
+                byte: e.valid_up_to() + 1,
+            })?;
+            let text = text.trim();
+            if !text.is_empty() {
+                return Ok(Some(text.to_string()));
+            }
+        }
+    }
+
+    fn next_event(&mut self) -> Result<Option<TraceLine>, TraceError> {
+        let Some(text) = self.next_text()? else {
+            return Ok(None);
+        };
+        let line = self.line;
+        let parsed: TraceLine = serde_json::from_str(&text).map_err(|e| malformed(line, &e))?;
+        match &parsed {
+            TraceLine::Header { .. } => return Err(TraceError::DuplicateHeader { line }),
+            TraceLine::Coordinator { .. } => {
+                if self.header.coordinator.is_none() {
+                    return Err(TraceError::UndeclaredCoordinator { line });
+                }
+            }
+            TraceLine::Task { task, .. } => {
+                if !self.header.tasks.iter().any(|(id, _)| id == task) {
+                    return Err(TraceError::UndeclaredTask {
+                        line,
+                        task: *task,
+                        declared: declared(&self.header.tasks),
+                    });
+                }
+            }
+        }
+        Ok(Some(parsed))
+    }
+}
+
+impl<R: BufRead> Iterator for TraceReader<R> {
+    type Item = Result<TraceLine, TraceError>;
+
+    /// The next event line; after an error, `None`.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let r = self.next_event().transpose();
+        if matches!(r, Some(Err(_))) {
+            self.failed = true;
+        }
+        r
+    }
+}
+
+fn declared(tasks: &[(TaskId, TaskConfig)]) -> String {
+    let ids: Vec<String> = tasks.iter().take(8).map(|(t, _)| t.to_string()).collect();
+    match tasks.len() {
+        0 => "it declares no task".into(),
+        n if n > ids.len() => format!("declared: {}, ... ({n} tasks)", ids.join(", ")),
+        _ => format!("declared: {}", ids.join(", ")),
+    }
+}
+
+/// Parses the first non-blank line: the version is checked before any other
+/// field, so a trace from another format version is named as such rather
+/// than as malformed.
+fn header(text: &str, line: usize) -> Result<Trace, TraceError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| malformed(line, &e))?;
+    if value.get("kind").and_then(serde_json::Value::as_str) == Some("header") {
+        match value.get("version") {
+            Some(v) if v.as_u64() == Some(u64::from(TRACE_VERSION)) => {}
+            Some(v) => {
+                return Err(TraceError::UnsupportedVersion {
+                    line,
+                    version: v.to_string(),
+                })
+            }
+            None => {
+                return Err(TraceError::Malformed {
+                    line,
+                    column: 0,
+                    message: "the header has no `version` field".into(),
+                })
+            }
+        }
+    }
+    let parsed: TraceLine = serde_json::from_value(value).map_err(|e| TraceError::Malformed {
+        line,
+        column: 0,
+        message: json_error(&e).1,
+    })?;
+    let TraceLine::Header {
+        tasks, coordinator, ..
+    } = parsed
+    else {
+        return Err(TraceError::MissingHeader { line });
+    };
+    if tasks.len() > TASKS_MAX {
+        return Err(TraceError::BadTasks {
+            line,
+            message: format!("{} tasks (at most {TASKS_MAX})", tasks.len()),
+        });
+    }
+    let mut ids: Vec<TaskId> = tasks.iter().map(|(t, _)| *t).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(TraceError::BadTasks {
+            line,
+            message: format!("task {} is declared twice", w[0]),
+        });
+    }
+    Ok(Trace {
+        coordinator,
+        tasks,
+        steps: Vec::new(),
+    })
+}
+
+/// Parses a whole trace from JSON lines into memory ([`TraceReader`] streams
+/// it instead). Blank lines are skipped.
+pub fn read_trace<R: BufRead>(reader: R) -> Result<Trace, TraceError> {
+    let mut r = TraceReader::new(reader)?;
+    let mut steps = Vec::new();
+    for step in r.by_ref() {
+        steps.push(step?);
+    }
+    let mut trace = r.header;
+    trace.steps = steps;
+    Ok(trace)
 }
 
 /// Parses a trace held in a string.
@@ -179,57 +396,12 @@ pub fn parse_trace(text: &str) -> Result<Trace, TraceError> {
     read_trace(text.as_bytes())
 }
 
-fn accept(trace: Option<Trace>, parsed: TraceLine, line: usize) -> Result<Trace, TraceError> {
-    match (trace, parsed) {
-        (
-            None,
-            TraceLine::Header {
-                version,
-                coordinator,
-                tasks,
-            },
-        ) => {
-            if version != TRACE_VERSION {
-                return Err(TraceError::UnsupportedVersion { line, version });
-            }
-            if tasks.len() > TASKS_MAX {
-                return Err(TraceError::BadTasks {
-                    line,
-                    message: format!("{} tasks (at most {TASKS_MAX})", tasks.len()),
-                });
-            }
-            let mut ids: Vec<TaskId> = tasks.iter().map(|(t, _)| *t).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            if ids.len() != tasks.len() {
-                return Err(TraceError::BadTasks {
-                    line,
-                    message: "a task is declared twice".into(),
-                });
-            }
-            Ok(Trace {
-                coordinator,
-                tasks,
-                steps: Vec::new(),
-            })
-        }
-        (None, TraceLine::Coordinator { .. } | TraceLine::Task { .. }) => {
-            Err(TraceError::MissingHeader { line })
-        }
-        (Some(_), TraceLine::Header { .. }) => Err(TraceError::DuplicateHeader { line }),
-        (Some(mut t), step @ TraceLine::Coordinator { .. }) => {
-            if t.coordinator.is_none() {
-                return Err(TraceError::UndeclaredMachine { line });
-            }
-            t.steps.push(step);
-            Ok(t)
-        }
-        (Some(mut t), step @ TraceLine::Task { task, .. }) => {
-            if !t.tasks.iter().any(|(id, _)| *id == task) {
-                return Err(TraceError::UndeclaredMachine { line });
-            }
-            t.steps.push(step);
-            Ok(t)
+impl Trace {
+    /// Replaces every task's semantics (replay a counterexample recorded in
+    /// one semantics against another reducer, without editing the file).
+    pub fn set_task_semantics(&mut self, semantics: Semantics) {
+        for (_, cfg) in &mut self.tasks {
+            cfg.semantics = semantics;
         }
     }
 }
@@ -248,11 +420,14 @@ pub fn write_trace<W: Write>(mut w: W, trace: &Trace) -> std::io::Result<()> {
     Ok(())
 }
 
-/// One replayed step, rendered for humans.
+/// One replayed step, rendered for humans. A step is one event delivered to
+/// one machine: one line of the trace after the header, numbered from 1.
+/// The model checker's counterexamples, `ckpt-model replay` and the README
+/// use this numbering.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayedStep {
-    /// 0-based step index.
-    pub index: usize,
+    /// 1-based step number.
+    pub step: usize,
     /// `coordinator` or `task N`.
     pub machine: String,
     /// The event.
@@ -261,6 +436,11 @@ pub struct ReplayedStep {
     pub effects: Vec<String>,
     /// The outcome.
     pub outcome: String,
+    /// The host misuse the reducer refused the event for (`Rejected`), if
+    /// any: a recorded trace should contain none.
+    pub rejected: Option<String>,
+    /// The first invariant this step broke, if any.
+    pub violation: Option<Violation>,
 }
 
 /// What a replay found.
@@ -268,8 +448,10 @@ pub struct ReplayedStep {
 pub struct ReplayReport {
     /// Every step that ran (up to and including a violating one).
     pub steps: Vec<ReplayedStep>,
-    /// The first invariant violation, with the index of its step.
+    /// The first invariant violation, with its 1-based step number.
     pub violation: Option<(usize, Violation)>,
+    /// The 1-based numbers of the steps the reducers refused as host misuse.
+    pub rejected: Vec<usize>,
 }
 
 /// Why a trace could not be replayed at all.
@@ -286,69 +468,271 @@ pub enum ReplayError {
         /// Why.
         error: task::TaskError,
     },
+    /// A step for a machine the trace does not declare, or a header among
+    /// the steps (a [`Trace`] built by hand; the readers refuse both).
+    #[error("step {step}: {what}")]
+    BadStep {
+        /// 1-based step number.
+        step: usize,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// Replays a trace one step at a time through the real reducers, checking
+/// the coordinator's and every task's invariants after each step. Memory is
+/// bounded by the machines' live state (the invariant monitors keep only
+/// live obligations), so a trace of any length streams through it.
+pub struct Replayer {
+    coord: Option<(CoordinatorState, HandleLedger)>,
+    tasks: BTreeMap<TaskId, (TaskState, TaskMonitor)>,
+    steps: usize,
+}
+
+impl Replayer {
+    /// Machines configured as `header` says (its `steps` are ignored).
+    pub fn new(header: &Trace) -> Result<Self, ReplayError> {
+        let coord = match &header.coordinator {
+            Some(s) => Some((
+                CoordinatorState::from_settings(s.clone())?,
+                HandleLedger::new(),
+            )),
+            None => None,
+        };
+        let mut tasks = BTreeMap::new();
+        for (id, cfg) in &header.tasks {
+            let st = TaskState::new(cfg.clone())
+                .map_err(|error| ReplayError::Task { task: *id, error })?;
+            tasks.insert(*id, (st, TaskMonitor::new()));
+        }
+        Ok(Replayer {
+            coord,
+            tasks,
+            steps: 0,
+        })
+    }
+
+    /// Steps replayed so far.
+    #[must_use]
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// Delivers one event line and checks every invariant it touches.
+    pub fn step(&mut self, line: &TraceLine) -> Result<ReplayedStep, ReplayError> {
+        self.steps += 1;
+        let step = self.steps;
+        match line {
+            TraceLine::Coordinator { now, event } => {
+                let Some((state, ledger)) = self.coord.as_mut() else {
+                    return Err(ReplayError::BadStep {
+                        step,
+                        what: "coordinator event, but no coordinator is declared".into(),
+                    });
+                };
+                let (t, verdict) = checked::coordinator_step(
+                    ledger,
+                    state,
+                    *now,
+                    event,
+                    checked::Rigor::Invariants,
+                );
+                let violation = verdict.err();
+                let s = t.step;
+                *state = t.state;
+                let rejected = match &s.outcome {
+                    coordinator::Outcome::Rejected(e) => Some(e.to_string()),
+                    coordinator::Outcome::Applied(_) | coordinator::Outcome::Ignored(_) => None,
+                };
+                Ok(ReplayedStep {
+                    step,
+                    machine: "coordinator".into(),
+                    event: format!("{event:?}"),
+                    effects: s.effects.iter().map(|e| format!("{e:?}")).collect(),
+                    outcome: format!("{:?}", s.outcome),
+                    rejected,
+                    violation,
+                })
+            }
+            TraceLine::Task { now, task, event } => {
+                let Some((st, monitor)) = self.tasks.get_mut(task) else {
+                    return Err(ReplayError::BadStep {
+                        step,
+                        what: format!("event for task {task}, which is not declared"),
+                    });
+                };
+                let (t, verdict) =
+                    checked::task_step(monitor, st, *now, event, checked::Rigor::Invariants);
+                let violation = verdict.err();
+                let t_step = t.step;
+                *st = t.state;
+                let rejected = match &t_step.outcome {
+                    task::Outcome::Rejected(e) => Some(e.to_string()),
+                    task::Outcome::Applied
+                    | task::Outcome::Skipped(_)
+                    | task::Outcome::Ignored(_) => None,
+                };
+                Ok(ReplayedStep {
+                    step,
+                    machine: format!("task {task}"),
+                    event: format!("{event:?}"),
+                    effects: t_step.effects.iter().map(|e| format!("{e:?}")).collect(),
+                    outcome: format!("{:?}", t_step.outcome),
+                    rejected,
+                    violation,
+                })
+            }
+            TraceLine::Header { .. } => Err(ReplayError::BadStep {
+                step,
+                what: "a header among the steps".into(),
+            }),
+        }
+    }
 }
 
 /// Replays `trace` through the real reducers, checking the coordinator's and
 /// every task's invariants after each step. Stops at the first violation.
 pub fn replay(trace: &Trace) -> Result<ReplayReport, ReplayError> {
-    let mut coord = match &trace.coordinator {
-        Some(s) => Some(CoordinatorState::from_settings(s.clone())?),
-        None => None,
-    };
-    let mut ledger = HandleLedger::new();
-    let mut tasks: BTreeMap<TaskId, (TaskState, crate::invariants::task::TaskMonitor)> =
-        BTreeMap::new();
-    for (id, cfg) in &trace.tasks {
-        let st =
-            TaskState::new(cfg.clone()).map_err(|error| ReplayError::Task { task: *id, error })?;
-        tasks.insert(*id, (st, crate::invariants::task::TaskMonitor::new()));
-    }
+    let mut r = Replayer::new(trace)?;
     let mut report = ReplayReport::default();
-    for (index, line) in trace.steps.iter().enumerate() {
-        let checked = match line {
-            TraceLine::Coordinator { now, event } => {
-                let Some(before) = coord.as_ref() else {
-                    continue;
-                };
-                let (t, r) = checked::coordinator_step(
-                    &mut ledger,
-                    before,
-                    *now,
-                    event,
-                    checked::Rigor::Invariants,
-                );
-                report.steps.push(ReplayedStep {
-                    index,
-                    machine: "coordinator".into(),
-                    event: format!("{event:?}"),
-                    effects: t.step.effects.iter().map(|e| format!("{e:?}")).collect(),
-                    outcome: format!("{:?}", t.step.outcome),
-                });
-                coord = Some(t.state);
-                r
-            }
-            TraceLine::Task { now, task, event } => {
-                let Some((st, monitor)) = tasks.get_mut(task) else {
-                    continue;
-                };
-                let (t, r) =
-                    checked::task_step(monitor, st, *now, event, checked::Rigor::Invariants);
-                report.steps.push(ReplayedStep {
-                    index,
-                    machine: format!("task {task}"),
-                    event: format!("{event:?}"),
-                    effects: t.step.effects.iter().map(|e| format!("{e:?}")).collect(),
-                    outcome: format!("{:?}", t.step.outcome),
-                });
-                *st = t.state;
-                r
-            }
-            TraceLine::Header { .. } => Ok(()),
-        };
-        if let Err(v) = checked {
-            report.violation = Some((index, v));
+    for line in &trace.steps {
+        let s = r.step(line)?;
+        if s.rejected.is_some() {
+            report.rejected.push(s.step);
+        }
+        let v = s.violation.clone();
+        let n = s.step;
+        report.steps.push(s);
+        if let Some(v) = v {
+            report.violation = Some((n, v));
             break;
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::LegacyBug;
+
+    const HEADER: &str = r#"{"kind":"header","version":1,"coordinator":null,"tasks":[[0,{"semantics":"Fixed","aborted_ids_max":16}]]}"#;
+    const BARRIER: &str = r#"{"kind":"task","now":0,"task":0,"event":{"BarrierReceived":{"checkpoint":1,"via":"Netty"}}}"#;
+
+    fn text(lines: &[&str]) -> String {
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_typed_error_not_replaced() {
+        let mut bytes = text(&[HEADER]).into_bytes();
+        bytes.extend_from_slice(b"{\"kind\":\"task\",\xff}\n");
+        assert_eq!(
+            read_trace(&bytes[..]),
+            Err(TraceError::InvalidUtf8 { line: 2, byte: 16 })
+        );
+    }
+
+    #[test]
+    fn the_version_is_checked_before_any_other_header_field() {
+        let v2 = r#"{"kind":"header","version":2,"machines":{"something":"new"}}"#;
+        assert_eq!(
+            parse_trace(v2),
+            Err(TraceError::UnsupportedVersion {
+                line: 1,
+                version: "2".into()
+            })
+        );
+    }
+
+    #[test]
+    fn an_error_names_its_line_once_and_an_undeclared_task_by_id() {
+        let bad = text(&[
+            HEADER,
+            "",
+            r#"{"kind":"task","now":0,"task":0,"event":{"Bogus":1}}"#,
+        ]);
+        let e = parse_trace(&bad).err().unwrap_or(TraceError::Empty);
+        assert!(matches!(e, TraceError::Malformed { line: 3, .. }), "{e}");
+        assert!(e.to_string().starts_with("line 3: malformed"), "{e}");
+        assert!(!e.to_string().contains(" at line "), "{e}");
+        let cut = text(&[HEADER, &BARRIER[..30]]);
+        let e = parse_trace(&cut).err().unwrap_or(TraceError::Empty);
+        assert!(
+            e.to_string().starts_with("line 2, column 30: malformed"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains(" at line "), "{e}");
+        let undeclared = text(&[HEADER, &BARRIER.replace("\"task\":0", "\"task\":7")]);
+        let e = parse_trace(&undeclared).err().unwrap_or(TraceError::Empty);
+        assert_eq!(
+            e,
+            TraceError::UndeclaredTask {
+                line: 2,
+                task: TaskId(7),
+                declared: "declared: 0".into()
+            }
+        );
+        assert!(e.to_string().contains("task 7"), "{e}");
+    }
+
+    #[test]
+    fn the_reader_streams_and_stops_after_an_error() {
+        let t = text(&[HEADER, BARRIER, "not json", BARRIER]);
+        let mut r = TraceReader::new(t.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.header().tasks.len(), 1);
+        assert!(matches!(r.next(), Some(Ok(TraceLine::Task { .. }))));
+        assert_eq!(r.line(), 2);
+        assert!(matches!(
+            r.next(),
+            Some(Err(TraceError::Malformed { line: 3, .. }))
+        ));
+        assert!(r.next().is_none());
+    }
+
+    #[test]
+    fn steps_are_numbered_from_one_and_misuse_is_reported() {
+        let mail =
+            r#"{"kind":"task","now":0,"task":0,"event":{"CheckpointMail":{"checkpoint":1}}}"#;
+        let wrong = BARRIER.replace("Netty", "Writer");
+        let trace =
+            parse_trace(&text(&[HEADER, BARRIER, &wrong, mail])).unwrap_or_else(|e| panic!("{e}"));
+        let report = replay(&trace).unwrap_or_else(|e| panic!("{e}"));
+        let numbers: Vec<usize> = report.steps.iter().map(|s| s.step).collect();
+        assert_eq!(numbers, vec![1, 2, 3]);
+        assert_eq!(report.rejected, vec![2]);
+        assert!(report.steps[1]
+            .rejected
+            .as_deref()
+            .is_some_and(|r| r.contains("Writer")));
+        assert_eq!(report.violation, None);
+    }
+
+    #[test]
+    fn task_semantics_can_be_overridden() {
+        let abort =
+            r#"{"kind":"task","now":0,"task":0,"event":{"NotifyAborted":{"checkpoint":1}}}"#;
+        let mail =
+            r#"{"kind":"task","now":0,"task":0,"event":{"CheckpointMail":{"checkpoint":1}}}"#;
+        let mut trace =
+            parse_trace(&text(&[HEADER, BARRIER, abort, mail])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(replay(&trace).map(|r| r.violation), Ok(None));
+        trace.set_task_semantics(Semantics::Legacy(LegacyBug::AbortRemovesResult));
+        let report = replay(&trace).unwrap_or_else(|e| panic!("{e}"));
+        let (step, v) = report.violation.unwrap_or_else(|| panic!("not caught"));
+        assert_eq!((step, v.invariant), (3, "no_spurious_failure"));
+    }
+
+    #[test]
+    fn a_hand_built_trace_with_an_undeclared_machine_is_an_error() {
+        let mut trace = parse_trace(HEADER).unwrap_or_else(|e| panic!("{e}"));
+        trace.steps.push(TraceLine::Coordinator {
+            now: Millis(0),
+            event: crate::coordinator::CoordinatorEvent::StartScheduler,
+        });
+        assert!(matches!(
+            replay(&trace),
+            Err(ReplayError::BadStep { step: 1, .. })
+        ));
+    }
 }

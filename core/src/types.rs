@@ -284,7 +284,7 @@ impl LegacyBug {
             LegacyBug::LateHooksTriggerTasks => "FLINK-27148",
             LegacyBug::AbortAllLeavesQueueStuck => "FLINK-13256",
             LegacyBug::EffectsAfterShutdown => "FLINK-20992, FLINK-18290",
-            LegacyBug::DiscardWhileStoring => "ckpt #11 (discard while storing)",
+            LegacyBug::DiscardWhileStoring => "ckpt-issue-11",
         }
     }
 }

@@ -1,7 +1,9 @@
 //! Running the checker: options, the report, the shortest counterexample,
 //! and rendering it (numbered steps, a JSON-lines trace, a Mermaid diagram).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ckpt_core::invariants::Violation;
@@ -11,7 +13,10 @@ use ckpt_core::TaskId;
 use serde::Serialize;
 use stateright::{Checker, HasDiscoveries, Model, Path};
 
-use crate::system::{props, Action, Coverage, Delivery, ModelConfig, SysModel, SysState};
+use crate::system::{
+    props, semantics_name, Action, Coverage, Delivery, ModelConfig, Network, SysModel, SysState,
+    Topology,
+};
 
 /// How to run the checker.
 #[derive(Clone, Debug)]
@@ -23,12 +28,25 @@ pub struct CheckOptions {
     pub bfs: bool,
     /// Symmetry reduction over tasks (DFS only).
     pub symmetry: bool,
-    /// Print a live progress line on stderr.
+    /// Print a progress line on stderr: rewritten in place (`\r`) on a
+    /// terminal, one plain line per report otherwise.
     pub progress: bool,
+    /// How often the progress line is reported.
+    pub progress_every: Duration,
     /// Collect transition coverage.
     pub coverage: bool,
     /// Stop when the first property fails (legacy runs).
     pub stop_at_failure: bool,
+    /// Stop searching after this long (stateright's `timeout`); the
+    /// verdict is then inconclusive unless a violation was found.
+    pub time_limit: Option<Duration>,
+    /// Explore paths of at most this many actions (stateright's
+    /// `target_max_depth`); inconclusive if a longer path existed.
+    pub max_depth: Option<usize>,
+    /// Set (by a Ctrl-C handler) to stop: the report then holds the counts
+    /// and discoveries so far, and the checker threads are left to the
+    /// process's exit.
+    pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 impl Default for CheckOptions {
@@ -38,10 +56,43 @@ impl Default for CheckOptions {
             bfs: false,
             symmetry: true,
             progress: false,
+            progress_every: Duration::from_secs(1),
             coverage: false,
             stop_at_failure: false,
+            time_limit: None,
+            max_depth: None,
+            interrupt: None,
         }
     }
+}
+
+/// Whether the search covered the whole bounded state space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Completion {
+    /// Every reachable state was checked (or the run stopped at a violation).
+    Complete,
+    /// `--time-limit` ran out first.
+    TimeLimit,
+    /// States beyond `--max-depth` were not expanded.
+    MaxDepth,
+    /// Interrupted (Ctrl-C).
+    Interrupted,
+}
+
+/// The overall answer of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The whole bounded space was searched and no `always` / `eventually`
+    /// property failed.
+    Holds,
+    /// A property failed (definitive, whatever the bounds).
+    Violated,
+    /// No violation was found, but the search did not cover the space (a
+    /// limit, an interrupt), or it was expected to find one and could not:
+    /// not a proof of anything.
+    Inconclusive,
 }
 
 /// What one property came to.
@@ -51,7 +102,9 @@ pub struct PropertyResult {
     pub name: &'static str,
     /// `always`, `sometimes` or `eventually`.
     pub kind: &'static str,
-    /// `holds`, `violated`, `witnessed`, `not witnessed`.
+    /// `holds`, `violated`, `witnessed`, `not witnessed`, or, when the search
+    /// was cut short, `inconclusive` (no violation found so far) and `not
+    /// witnessed so far`.
     pub status: &'static str,
 }
 
@@ -75,10 +128,14 @@ pub struct CheckReport {
     pub states: usize,
     /// Unique states (fingerprints; representatives under symmetry).
     pub unique: usize,
-    /// Longest path explored.
+    /// Longest path explored (in states: the initial state is depth 1).
     pub depth: usize,
-    /// Wall time.
+    /// Wall time of the search.
     pub seconds: f64,
+    /// Wall time of the whole check (search, shortest counterexample).
+    pub total_seconds: f64,
+    /// Whether the search covered the bounded space.
+    pub completion: Completion,
     /// Every property.
     pub properties: Vec<PropertyResult>,
     /// The (shortest, when a safety property failed) counterexample.
@@ -88,62 +145,285 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// Whether every `always` and `eventually` property holds.
+    /// Whether every `always` and `eventually` property holds over the
+    /// whole bounded space (false when the search was cut short).
     #[must_use]
     pub fn holds(&self) -> bool {
-        self.properties.iter().all(|p| p.status != "violated")
+        self.verdict() == Verdict::Holds
+    }
+
+    /// The overall answer.
+    #[must_use]
+    pub fn verdict(&self) -> Verdict {
+        if self.properties.iter().any(|p| p.status == "violated") {
+            Verdict::Violated
+        } else if self.completion == Completion::Complete {
+            Verdict::Holds
+        } else {
+            Verdict::Inconclusive
+        }
     }
 }
 
-fn progress_loop<M: Model, C: Checker<M>>(checker: &C, start: Instant, on: bool) {
-    if !on {
-        return;
+/// Whether the `--semantics` / topology combination can reach the bug the
+/// semantics reintroduces: `Err` names the flags that make it reachable. A
+/// checker must not answer "holds" for a question it could not ask.
+pub fn reachable(cfg: &ModelConfig) -> Result<(), String> {
+    match cfg.semantics {
+        Semantics::Fixed => Ok(()),
+        Semantics::Legacy(bug) => crate::zoo::needs(bug, cfg).map_err(|missing| {
+            format!(
+                "--semantics {} cannot be reached in this configuration: it needs {missing} \
+                 (or --semantics all, which moves each variant to the smallest world that \
+                 reaches it)",
+                crate::world::semantics_name(cfg.semantics)
+            )
+        }),
     }
+}
+
+/// Checks combinations of flags that are accepted by the parser but mean
+/// nothing (or something else than they say).
+pub fn validate(cfg: &ModelConfig) -> Result<(), String> {
+    if cfg.topology == Topology::Join && cfg.tasks < 3 {
+        return Err(format!(
+            "--topology join needs --tasks 3 or more: with {} task{} there is only one source \
+             and join is the fanout topology",
+            cfg.tasks,
+            if cfg.tasks == 1 { "" } else { "s" }
+        ));
+    }
+    reachable(cfg)
+}
+
+/// For `--semantics all`: the nearest configuration in which the
+/// semantics' bug is reachable, and a note saying what was changed.
+#[must_use]
+pub fn make_reachable(cfg: &ModelConfig) -> (ModelConfig, Option<String>) {
+    if reachable(cfg).is_ok() {
+        return (cfg.clone(), None);
+    }
+    let c = match cfg.semantics {
+        Semantics::Fixed => return (cfg.clone(), None),
+        Semantics::Legacy(bug) => crate::zoo::entry(bug).config,
+    };
+    let note = flags(&c);
+    (c, Some(note))
+}
+
+/// The CLI spelling of a topology.
+#[must_use]
+pub fn topology_name(t: Topology) -> &'static str {
+    match t {
+        Topology::Fanout => "fanout",
+        Topology::Join => "join",
+    }
+}
+
+/// The CLI spelling of a network.
+#[must_use]
+pub fn network_name(n: Network) -> &'static str {
+    match n {
+        Network::Ordered => "ordered",
+        Network::Reorder => "reorder",
+        Network::ReorderDupDrop => "reorder-dup-drop",
+    }
+}
+
+/// The configuration as the command-line flags that select it (every
+/// bound, switches only when set), for banners and reports.
+#[must_use]
+pub fn flags(c: &ModelConfig) -> String {
+    let mut f = format!(
+        "--semantics {} --tasks {} --topology {} --checkpoints {} --max-concurrent {} --network {} --faults {}",
+        semantics_name(c.semantics),
+        c.tasks,
+        topology_name(c.topology),
+        c.checkpoints,
+        c.max_concurrent,
+        network_name(c.network),
+        c.faults
+    );
+    for (off, flag) in [
+        (!c.io_faults, " --no-io-faults"),
+        (!c.task_faults, " --no-task-faults"),
+        (!c.shutdown, " --no-shutdown"),
+    ] {
+        if off {
+            f.push_str(flag);
+        }
+    }
+    for (n, flag) in [
+        (c.savepoints, "--savepoints"),
+        (c.task_failures, "--task-failures"),
+        (c.scheduler_restarts, "--scheduler-restarts"),
+        (c.user_checkpoints, "--user-checkpoints"),
+        (
+            u8::try_from(c.master_hooks).unwrap_or(u8::MAX),
+            "--master-hooks",
+        ),
+        (c.coordinator_failovers, "--coordinator-failovers"),
+        (c.job_failovers, "--job-failovers"),
+        (c.end_of_input, "--end-of-input"),
+    ] {
+        if n > 0 {
+            f.push_str(&format!(" {flag} {n}"));
+        }
+    }
+    if c.savepoint_restore {
+        f.push_str(" --savepoint-restore");
+    }
+    f
+}
+
+/// A progress reporter on stderr: `\r`-rewritten on a terminal, plain lines
+/// otherwise (a log gets one line per report, not one huge line).
+#[derive(Debug)]
+pub struct Progress {
+    tty: bool,
+    every: Duration,
+    last: Instant,
+    drawn: bool,
+}
+
+impl Progress {
+    /// A reporter printing every `every`.
+    #[must_use]
+    pub fn new(every: Duration) -> Progress {
+        Progress {
+            tty: std::io::stderr().is_terminal(),
+            every,
+            last: Instant::now(),
+            drawn: false,
+        }
+    }
+
+    /// Whether a report is due (and marks it done).
+    pub fn due(&mut self) -> bool {
+        if self.last.elapsed() < self.every {
+            return false;
+        }
+        self.last = Instant::now();
+        true
+    }
+
+    /// Prints one report.
+    pub fn show(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r{text}\x1b[K");
+            self.drawn = true;
+        } else {
+            let _ = writeln!(err, "{}", text.trim_start());
+        }
+        let _ = err.flush();
+    }
+
+    /// Ends the progress line on a terminal, so what follows starts on a
+    /// clean line.
+    pub fn finish(&mut self) {
+        if self.tty && self.drawn {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+            self.drawn = false;
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// `n` and the noun, singular or plural.
+#[must_use]
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+struct Finished {
+    states: usize,
+    unique: usize,
+    depth: usize,
+    discoveries: std::collections::HashMap<&'static str, Path<SysState, Action>>,
+    interrupted: bool,
+}
+
+fn interrupted(opts: &CheckOptions) -> bool {
+    opts.interrupt
+        .as_ref()
+        .is_some_and(|f| f.load(Ordering::SeqCst))
+}
+
+/// Waits for a spawned checker (with the progress line when asked) and
+/// takes its counts. On an interrupt it returns the counts so far without
+/// joining. BFS and DFS checkers are different types, hence the generic.
+fn finish<C: Checker<SysModel>>(checker: C, start: Instant, opts: &CheckOptions) -> Finished {
+    let mut progress = opts.progress.then(|| Progress::new(opts.progress_every));
     let mut last = (Instant::now(), 0usize);
     while !checker.is_done() {
-        std::thread::sleep(Duration::from_millis(250));
-        if last.0.elapsed() < Duration::from_secs(1) {
-            continue;
+        std::thread::sleep(Duration::from_millis(50));
+        if interrupted(opts) {
+            if let Some(p) = progress.as_mut() {
+                p.finish();
+            }
+            return Finished {
+                states: checker.state_count(),
+                unique: checker.unique_state_count(),
+                depth: checker.max_depth(),
+                discoveries: checker.discoveries(),
+                interrupted: true,
+            };
         }
-        let unique = checker.unique_state_count();
-        let rate = (unique.saturating_sub(last.1)) as f64 / last.0.elapsed().as_secs_f64();
-        last = (Instant::now(), unique);
-        eprint!(
-            "\r  {:>6.1}s  states {:>11}  unique {:>10}  {:>9.0} unique/s  depth {:>3}   ",
-            start.elapsed().as_secs_f64(),
-            checker.state_count(),
-            unique,
-            rate,
-            checker.max_depth()
-        );
-        let _ = std::io::stderr().flush();
+        if let Some(p) = progress.as_mut() {
+            if p.due() {
+                let unique = checker.unique_state_count();
+                let rate = (unique.saturating_sub(last.1)) as f64
+                    / last.0.elapsed().as_secs_f64().max(1e-9);
+                last = (Instant::now(), unique);
+                p.show(&format!(
+                    "  {:>6.1}s  states {:>11}  unique {:>10}  {:>9.0} unique/s  depth {:>3}",
+                    start.elapsed().as_secs_f64(),
+                    checker.state_count(),
+                    unique,
+                    rate,
+                    checker.max_depth()
+                ));
+            }
+        }
     }
-    if start.elapsed() >= Duration::from_secs(1) {
-        eprintln!();
+    if let Some(p) = progress.as_mut() {
+        p.finish();
+    }
+    let c = checker.join();
+    flush_coverage_here();
+    Finished {
+        states: c.state_count(),
+        unique: c.unique_state_count(),
+        depth: c.max_depth(),
+        discoveries: c.discoveries(),
+        interrupted: false,
     }
 }
 
-/// Waits for a spawned checker (with the progress line when `on`) and takes
-/// its counts: states, unique states, depth, discoveries. BFS and DFS
-/// checkers are different types, hence the generic over the checker.
-fn finish<C: Checker<SysModel>>(
-    checker: C,
-    start: Instant,
-    on: bool,
-) -> (
-    usize,
-    usize,
-    usize,
-    std::collections::HashMap<&'static str, Path<SysState, Action>>,
-) {
-    progress_loop(&checker, start, on);
-    let c = checker.join();
-    (
-        c.state_count(),
-        c.unique_state_count(),
-        c.max_depth(),
-        c.discoveries(),
-    )
+/// The model's initial state is built on this thread (stateright calls
+/// `init_states` where the checker is spawned): flush its coverage, or the
+/// setup's `StartScheduler` would be reported as never delivered.
+fn flush_coverage_here() {
+    crate::system::flush_coverage();
+}
+
+/// stateright's depth bound for "paths of at most `n` actions": depth
+/// counts states (the initial one is depth 1), and states at the bound are
+/// not checked.
+fn depth_bound(actions: usize) -> usize {
+    actions.saturating_add(2)
 }
 
 /// Runs the checker over `cfg`.
@@ -160,33 +440,60 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     if opts.stop_at_failure {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
-    let (states, unique, depth, discoveries) = if opts.bfs {
-        finish(builder.spawn_bfs(), start, opts.progress)
+    if let Some(t) = opts.time_limit {
+        builder = builder.timeout(t);
+    }
+    if let Some(d) = opts.max_depth {
+        builder = builder.target_max_depth(depth_bound(d));
+    }
+    let f = if opts.bfs {
+        finish(builder.spawn_bfs(), start, opts)
     } else {
         if opts.symmetry {
             builder = builder.symmetry();
         }
-        finish(builder.spawn_dfs(), start, opts.progress)
+        finish(builder.spawn_dfs(), start, opts)
     };
     let seconds = start.elapsed().as_secs_f64();
+    let completion = if f.interrupted {
+        Completion::Interrupted
+    } else if opts.max_depth.is_some_and(|d| f.depth >= depth_bound(d)) {
+        // stateright records the depth of a state before skipping it as
+        // past the bound: a state was left unexpanded.
+        Completion::MaxDepth
+    } else if opts.time_limit.is_some_and(|t| start.elapsed() >= t) {
+        Completion::TimeLimit
+    } else {
+        Completion::Complete
+    };
+    let cut = completion != Completion::Complete;
     let mut results = Vec::new();
     let mut failed: Option<(&'static str, Path<SysState, Action>)> = None;
     for p in &properties {
-        let found = discoveries.get(p.name);
+        let found = f.discoveries.get(p.name);
         let (kind, status) = match p.expectation {
-            stateright::Expectation::Always => {
-                ("always", if found.is_some() { "violated" } else { "holds" })
-            }
+            stateright::Expectation::Always => (
+                "always",
+                match (found.is_some(), cut) {
+                    (true, _) => "violated",
+                    (false, false) => "holds",
+                    (false, true) => "inconclusive",
+                },
+            ),
             stateright::Expectation::Eventually => (
                 "eventually",
-                if found.is_some() { "violated" } else { "holds" },
+                match (found.is_some(), cut) {
+                    (true, _) => "violated",
+                    (false, false) => "holds",
+                    (false, true) => "inconclusive",
+                },
             ),
             stateright::Expectation::Sometimes => (
                 "sometimes",
-                if found.is_some() {
-                    "witnessed"
-                } else {
-                    "not witnessed"
+                match (found.is_some(), cut) {
+                    (true, _) => "witnessed",
+                    (false, false) => "not witnessed",
+                    (false, true) => "not witnessed so far",
                 },
             ),
         };
@@ -204,28 +511,36 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     let counterexample = failed.map(|(name, path)| {
         let last = path.last_state().violation.clone();
         let actions: Vec<Action> = path.into_actions();
-        if last.is_some() {
-            // A safety violation: find the shortest path with BFS.
-            shortest_violation(cfg, opts.threads).unwrap_or(Counterexample {
-                property: name,
-                actions,
-                violation: last,
-            })
+        let dfs = Counterexample {
+            property: name,
+            actions,
+            violation: last.clone(),
+        };
+        if last.is_some() && !f.interrupted {
+            // A safety violation: find the shortest path with BFS (within
+            // what is left of the time limit).
+            let left = opts.time_limit.map(|t| {
+                t.saturating_sub(start.elapsed())
+                    .max(Duration::from_secs(1))
+            });
+            let o = CheckOptions {
+                time_limit: left,
+                ..opts.clone()
+            };
+            shortest_violation_within(cfg, &o).unwrap_or(dfs)
         } else {
-            Counterexample {
-                property: name,
-                actions,
-                violation: None,
-            }
+            dfs
         }
     });
     let coverage = coverage.and_then(|c| c.lock().ok().map(|m| m.clone()));
     CheckReport {
         config: cfg.clone(),
-        states,
-        unique,
-        depth,
+        states: f.states,
+        unique: f.unique,
+        depth: f.depth,
         seconds,
+        total_seconds: start.elapsed().as_secs_f64(),
+        completion,
         properties: results,
         counterexample,
         coverage,
@@ -234,7 +549,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
 
 fn bfs_safety(
     cfg: &ModelConfig,
-    threads: usize,
+    opts: &CheckOptions,
     max_depth: Option<usize>,
 ) -> Option<Counterexample> {
     let mut model = SysModel::new(cfg.clone());
@@ -242,16 +557,22 @@ fn bfs_safety(
     let names: Vec<&'static str> = model.properties().iter().map(|p| p.name).collect();
     let mut b = model
         .checker()
-        .threads(threads.max(1))
+        .threads(opts.threads.max(1))
         .finish_when(HasDiscoveries::AnyFailures);
     if let Some(d) = max_depth {
         b = b.target_max_depth(d);
     }
-    let c = b.spawn_bfs().join();
-    let d = c.discoveries();
+    if let Some(t) = opts.time_limit {
+        b = b.timeout(t);
+    }
+    let quiet = CheckOptions {
+        progress: false,
+        ..opts.clone()
+    };
+    let f = finish(b.spawn_bfs(), Instant::now(), &quiet);
     let mut best: Option<Counterexample> = None;
     for name in names {
-        if let Some(path) = d.get(name) {
+        if let Some(path) = f.discoveries.get(name) {
             let violation = path.last_state().violation.clone();
             let actions = path.clone().into_actions();
             if best
@@ -276,15 +597,28 @@ fn bfs_safety(
 /// shorter one exists.
 #[must_use]
 pub fn shortest_violation(cfg: &ModelConfig, threads: usize) -> Option<Counterexample> {
-    let mut best = bfs_safety(cfg, threads, None)?;
+    shortest_violation_within(
+        cfg,
+        &CheckOptions {
+            threads,
+            ..CheckOptions::default()
+        },
+    )
+}
+
+/// [`shortest_violation`] with `opts`' threads, time limit and interrupt
+/// (a search cut short returns the shortest path found so far).
+#[must_use]
+pub fn shortest_violation_within(cfg: &ModelConfig, opts: &CheckOptions) -> Option<Counterexample> {
+    let mut best = bfs_safety(cfg, opts, None)?;
     loop {
         // Depth counts states (the initial one is depth 1): checking every
         // state of depth <= k looks at every path of at most k - 1 actions.
         let k = best.actions.len();
-        if k == 0 {
+        if k == 0 || interrupted(opts) {
             return Some(best);
         }
-        match bfs_safety(cfg, threads, Some(k + 1)) {
+        match bfs_safety(cfg, opts, Some(k + 1)) {
             Some(shorter) if shorter.actions.len() < k => best = shorter,
             Some(_) | None => return Some(best),
         }
@@ -324,7 +658,60 @@ pub fn render(cfg: &ModelConfig, actions: &[Action]) -> (Vec<Delivery>, Vec<Rend
     (init, steps)
 }
 
-/// The counterexample as numbered human-readable steps.
+fn who(cfg: &ModelConfig, line: &TraceLine) -> String {
+    match line {
+        TraceLine::Coordinator { .. } => "coordinator".to_string(),
+        TraceLine::Task { task, .. } => {
+            let n = cfg.tasks.max(1);
+            if task.0 < n {
+                format!("task {task}")
+            } else {
+                format!("task {} (attempt {})", task.0 % n, task.0 / n)
+            }
+        }
+        TraceLine::Header { .. } => String::new(),
+    }
+}
+
+fn event_text(line: &TraceLine) -> String {
+    match line {
+        TraceLine::Coordinator { event, .. } => plain_ids(&format!("{event:?}")),
+        TraceLine::Task { event, .. } => plain_ids(&format!("{event:?}")),
+        TraceLine::Header { .. } => String::new(),
+    }
+}
+
+/// Strips the id newtypes from a debug rendering: `CheckpointId(1)` -> `1`,
+/// `Ok(CheckpointId(1))` -> `Ok(1)`.
+#[must_use]
+pub fn plain_ids(s: &str) -> String {
+    let mut out = s.to_string();
+    for name in [
+        "CheckpointId(",
+        "RequestId(",
+        "TaskId(",
+        "AttemptNo(",
+        "StateHandle(",
+        "Millis(",
+        "JobId(",
+    ] {
+        while let Some(at) = out.find(name) {
+            let inner = at + name.len();
+            let Some(close) = out.get(inner..).and_then(|r| r.find(')')) else {
+                break;
+            };
+            let value = out.get(inner..inner + close).unwrap_or("").to_string();
+            out.replace_range(at..=inner + close, &value);
+        }
+    }
+    out
+}
+
+/// The counterexample as numbered human-readable steps. A *step* is one
+/// event delivered to one machine, numbered from 1 (the setup's
+/// `StartScheduler` is step 1): the same numbers `ckpt-model replay` prints
+/// for the `--trace-out` trace. Each action of the checker is a heading
+/// over the steps it caused (some actions deliver nothing).
 #[must_use]
 pub fn format_steps(cfg: &ModelConfig, actions: &[Action]) -> String {
     let (init, steps) = render(cfg, actions);
@@ -333,39 +720,134 @@ pub fn format_steps(cfg: &ModelConfig, actions: &[Action]) -> String {
         out.push_str(&s);
         out.push('\n');
     };
-    line("   0. init: coordinator <- StartScheduler".into());
-    for d in &init {
-        line(format!("        effects: {}", d.effects.join(", ")));
-    }
-    for (i, st) in steps.iter().enumerate() {
-        line(format!("  {:>2}. {}", i + 1, st.text));
-        for d in &st.deliveries {
-            let (who, ev) = match &d.line {
-                TraceLine::Coordinator { event, .. } => {
-                    ("coordinator".to_string(), format!("{event:?}"))
-                }
-                TraceLine::Task { task, event, .. } => {
-                    let n = cfg.tasks.max(1);
-                    let who = if task.0 < n {
-                        format!("task {task}")
-                    } else {
-                        format!("task {} (attempt {})", task.0 % n, task.0 / n)
-                    };
-                    (who, format!("{event:?}"))
-                }
-                TraceLine::Header { .. } => (String::new(), String::new()),
-            };
-            line(format!("        {who} <- {ev}  => {}", d.outcome));
+    let mut n = 0usize;
+    let mut deliveries = |line: &mut dyn FnMut(String), ds: &[Delivery]| {
+        for d in ds {
+            n += 1;
+            line(format!(
+                "    {n:>3}  {} <- {}  => {}",
+                who(cfg, &d.line),
+                event_text(&d.line),
+                plain_ids(&d.outcome)
+            ));
             if !d.effects.is_empty() {
-                line(format!("        effects: {}", d.effects.join(", ")));
+                let fx: Vec<String> = d.effects.iter().map(|e| plain_ids(e)).collect();
+                line(format!("         effects: {}", fx.join(", ")));
             }
             if let Some(v) = &d.violation {
-                line(format!("        VIOLATION: {v}"));
+                line(format!("         VIOLATION: {v}"));
             }
         }
+    };
+    line("  setup: the coordinator's scheduler starts".into());
+    deliveries(&mut line, &init);
+    for (i, st) in steps.iter().enumerate() {
+        line(format!("  action {}: {}", i + 1, plain_ids(&st.text)));
+        deliveries(&mut line, &st.deliveries);
         if st.deliveries.is_empty() {
-            line("        (no machine event: the network / mailbox changed)".into());
+            line("         (no machine event: the network / mailbox changed)".into());
         }
+    }
+    out
+}
+
+/// The number of steps (events delivered) of a counterexample, setup
+/// included: the last one is where the violation shows.
+#[must_use]
+pub fn step_count(cfg: &ModelConfig, actions: &[Action]) -> usize {
+    let (init, steps) = render(cfg, actions);
+    init.len() + steps.iter().map(|s| s.deliveries.len()).sum::<usize>()
+}
+
+/// The counterexample's steps as JSON objects: `step` (1-based, as in
+/// `format_steps` and `replay`), `action` (1-based index of the checker
+/// action that caused it, 0 for the setup), `action_text`, `machine`
+/// (`coordinator` or `task`), `task` and `attempt` (tasks), `now`, and the
+/// core's own serde form of `event`, `outcome` and `effects` (the events are
+/// replayed through the reducers to get them), plus `violation`.
+#[must_use]
+pub fn structured_steps(cfg: &ModelConfig, actions: &[Action]) -> Vec<serde_json::Value> {
+    let (init, steps) = render(cfg, actions);
+    let trace = to_trace(cfg, actions);
+    let mut coord = trace
+        .coordinator
+        .clone()
+        .and_then(|s| ckpt_core::coordinator::CoordinatorState::from_settings(s).ok());
+    let mut tasks: std::collections::BTreeMap<TaskId, ckpt_core::task::TaskState> = trace
+        .tasks
+        .iter()
+        .filter_map(|(t, c)| {
+            ckpt_core::task::TaskState::new(c.clone())
+                .ok()
+                .map(|s| (*t, s))
+        })
+        .collect();
+    let labelled = init
+        .iter()
+        .map(|d| {
+            (
+                0usize,
+                "setup: the coordinator's scheduler starts".to_string(),
+                d,
+            )
+        })
+        .chain(steps.iter().enumerate().flat_map(|(i, st)| {
+            st.deliveries
+                .iter()
+                .map(move |d| (i + 1, plain_ids(&st.text), d))
+        }));
+    let n = cfg.tasks.max(1);
+    let mut out = Vec::new();
+    for (k, (action, text, d)) in labelled.enumerate() {
+        let violation = d
+            .violation
+            .as_ref()
+            .map(|v| serde_json::json!({"invariant": v.invariant, "detail": v.detail}));
+        let v = match &d.line {
+            TraceLine::Coordinator { now, event } => {
+                let (outcome, effects) = match coord.as_ref() {
+                    Some(c) => {
+                        let t = ckpt_core::coordinator::reduce(c, *now, event.clone());
+                        let r = (
+                            serde_json::to_value(&t.step.outcome).unwrap_or_default(),
+                            serde_json::to_value(&t.step.effects).unwrap_or_default(),
+                        );
+                        coord = Some(t.state);
+                        r
+                    }
+                    None => (serde_json::Value::Null, serde_json::Value::Null),
+                };
+                serde_json::json!({
+                    "step": k + 1, "action": action, "action_text": text,
+                    "machine": "coordinator", "now": now.0,
+                    "event": serde_json::to_value(event).unwrap_or_default(),
+                    "outcome": outcome, "effects": effects, "violation": violation,
+                })
+            }
+            TraceLine::Task { now, task, event } => {
+                let (outcome, effects) = match tasks.get_mut(task) {
+                    Some(st) => {
+                        let t = ckpt_core::task::reduce(st, *now, event.clone());
+                        let r = (
+                            serde_json::to_value(&t.step.outcome).unwrap_or_default(),
+                            serde_json::to_value(&t.step.effects).unwrap_or_default(),
+                        );
+                        *st = t.state;
+                        r
+                    }
+                    None => (serde_json::Value::Null, serde_json::Value::Null),
+                };
+                serde_json::json!({
+                    "step": k + 1, "action": action, "action_text": text,
+                    "machine": "task", "task": task.0 % n, "attempt": task.0 / n,
+                    "trace_task": task.0, "now": now.0,
+                    "event": serde_json::to_value(event).unwrap_or_default(),
+                    "outcome": outcome, "effects": effects, "violation": violation,
+                })
+            }
+            TraceLine::Header { .. } => continue,
+        };
+        out.push(v);
     }
     out
 }
@@ -404,7 +886,7 @@ pub fn write_trace_file(
 }
 
 fn mermaid_text(s: &str) -> String {
-    let s: String = s
+    let s: String = plain_ids(s)
         .chars()
         .map(|c| match c {
             ';' | '#' | '\n' => ',',
@@ -412,8 +894,9 @@ fn mermaid_text(s: &str) -> String {
             _ => c,
         })
         .collect();
-    let s = s.replace("CheckpointId", "").replace("checkpoint: ", "cp ");
-    if s.len() > 140 {
+    let s = s.replace("checkpoint: ", "cp ");
+    let s = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if s.chars().count() > 140 {
         format!("{}...", s.chars().take(137).collect::<String>())
     } else {
         s
@@ -421,11 +904,7 @@ fn mermaid_text(s: &str) -> String {
 }
 
 fn short(d: &Delivery) -> String {
-    let ev = match &d.line {
-        TraceLine::Coordinator { event, .. } => format!("{event:?}"),
-        TraceLine::Task { event, .. } => format!("{event:?}"),
-        TraceLine::Header { .. } => String::new(),
-    };
+    let ev = event_text(&d.line);
     let fx: Vec<String> = d
         .effects
         .iter()
@@ -439,14 +918,121 @@ fn short(d: &Delivery) -> String {
 }
 
 /// The counterexample as a Mermaid sequence diagram: the coordinator, the
-/// host's I/O, the network, and each task's netty / task / writer / async
-/// threads as lanes.
+/// host's I/O, and each task's netty / task / writer / async threads as
+/// lanes; only the lanes that take part are declared. Each arrow is one
+/// checker action, labelled with the steps (events delivered, numbered as in
+/// `format_steps` and `replay`) it caused.
 #[must_use]
 pub fn to_mermaid(cfg: &ModelConfig, actions: &[Action], title: &str) -> String {
-    let (_, steps) = render(cfg, actions);
+    let (init, steps) = render(cfg, actions);
+    let mut body = String::new();
+    let mut used: Vec<String> = Vec::new();
+    let mut use_lane = |l: &str| {
+        if !used.iter().any(|u| u == l) {
+            used.push(l.to_string());
+        }
+    };
+    let mut next_step = init.len() + 1;
+    for st in &steps {
+        let count = st.deliveries.len();
+        let label = match count {
+            0 => "-".to_string(),
+            1 => format!("{next_step}"),
+            _ => format!("{}-{}", next_step, next_step + count - 1),
+        };
+        next_step += count;
+        let detail = st
+            .deliveries
+            .iter()
+            .map(short)
+            .collect::<Vec<_>>()
+            .join(" / ");
+        let (from, to, text): (String, String, String) = match st.action {
+            Action::Fire(t) => (
+                "C".into(),
+                "C".into(),
+                format!("timer {t:?} fires: {detail}"),
+            ),
+            Action::Answer(io, ok) => (
+                "IO".into(),
+                "C".into(),
+                format!("{io:?} {}: {detail}", if ok { "ok" } else { "FAILS" }),
+            ),
+            Action::Deliver(m) => {
+                if m.to_coordinator() {
+                    (
+                        format!("T{}", m.task()),
+                        "C".into(),
+                        format!("{m:?}: {detail}"),
+                    )
+                } else {
+                    (
+                        "C".into(),
+                        format!("T{}", m.task()),
+                        format!("{m:?} enqueued in mailbox"),
+                    )
+                }
+            }
+            Action::Duplicate(m) => ("C".into(), "C".into(), format!("network duplicates {m:?}")),
+            Action::Drop(m) => ("C".into(), "C".into(), format!("network drops {m:?}")),
+            Action::Netty(t, up) => (
+                format!("T{up}"),
+                format!("N{t}"),
+                format!("barrier: {detail}"),
+            ),
+            Action::Input(t, up) => (
+                format!("T{up}"),
+                format!("T{t}"),
+                format!("cancel marker: {detail}"),
+            ),
+            Action::Mailbox(t) => (format!("T{t}"), format!("T{t}"), format!("mail: {detail}")),
+            Action::Writer(t, _, _) => (format!("W{t}"), format!("T{t}"), detail.clone()),
+            Action::Async(t, _, _) => (format!("A{t}"), format!("T{t}"), detail.clone()),
+            Action::Shutdown => ("C".into(), "C".into(), format!("shutdown: {detail}")),
+            Action::Savepoint => ("C".into(), "C".into(), format!("savepoint: {detail}")),
+            Action::StopScheduler
+            | Action::StartScheduler
+            | Action::UserCheckpoint { .. }
+            | Action::CoordinatorFailover { .. }
+            | Action::JobFailover => ("C".into(), "C".into(), format!("{}: {detail}", st.text)),
+            Action::EndOfInput(t) => (
+                format!("T{t}"),
+                format!("T{t}"),
+                format!("{}: {detail}", st.text),
+            ),
+            Action::FailTask(t) => (format!("T{t}"), "C".into(), format!("task fails: {detail}")),
+            Action::RestartTask(t) => (
+                format!("T{t}"),
+                "C".into(),
+                format!("task restarts: {detail}"),
+            ),
+        };
+        use_lane(&from);
+        use_lane(&to);
+        body.push_str(&format!(
+            "    {from}->>{to}: {label}. {}\n",
+            mermaid_text(&text)
+        ));
+        for d in &st.deliveries {
+            if let Some(v) = &d.violation {
+                let lane = match &d.line {
+                    TraceLine::Task { task, .. } => format!("T{}", task.0 % cfg.tasks.max(1)),
+                    TraceLine::Coordinator { .. } | TraceLine::Header { .. } => "C".into(),
+                };
+                use_lane(&lane);
+                body.push_str(&format!(
+                    "    Note over {lane}: VIOLATION {}\n",
+                    mermaid_text(&v.to_string())
+                ));
+            }
+        }
+    }
     let mut o = String::from("sequenceDiagram\n");
     o.push_str(&format!("    title {}\n", mermaid_text(title)));
-    o.push_str("    participant C as Coordinator\n    participant IO as Host I/O\n");
+    let mut lanes: Vec<(String, String)> = vec![
+        ("C".into(), "Coordinator".into()),
+        ("IO".into(), "Host I/O".into()),
+    ];
     for t in 0..cfg.tasks.max(1) {
         for (lane, name) in [
             ("N", "netty"),
@@ -454,101 +1040,15 @@ pub fn to_mermaid(cfg: &ModelConfig, actions: &[Action], title: &str) -> String 
             ("W", "writer"),
             ("A", "async"),
         ] {
-            o.push_str(&format!("    participant {lane}{t} as T{t} {name}\n"));
+            lanes.push((format!("{lane}{t}"), format!("T{t} {name}")));
         }
     }
-    for (i, st) in steps.iter().enumerate() {
-        let n = i + 1;
-        let detail = st
-            .deliveries
-            .iter()
-            .map(short)
-            .collect::<Vec<_>>()
-            .join(" / ");
-        let arrow = |from: String, to: String, text: String| {
-            format!("    {from}->>{to}: {n}. {}\n", mermaid_text(&text))
-        };
-        let line = match st.action {
-            Action::Fire(t) => arrow(
-                "C".into(),
-                "C".into(),
-                format!("timer {t:?} fires: {detail}"),
-            ),
-            Action::Answer(io, ok) => arrow(
-                "IO".into(),
-                "C".into(),
-                format!("{io:?} {}: {detail}", if ok { "ok" } else { "FAILS" }),
-            ),
-            Action::Deliver(m) => {
-                if m.to_coordinator() {
-                    arrow(
-                        format!("T{}", m.task()),
-                        "C".into(),
-                        format!("{m:?}: {detail}"),
-                    )
-                } else {
-                    arrow(
-                        "C".into(),
-                        format!("T{}", m.task()),
-                        format!("{m:?} enqueued in mailbox"),
-                    )
-                }
-            }
-            Action::Duplicate(m) => format!(
-                "    Note over C: {n}. network duplicates {}\n",
-                mermaid_text(&format!("{m:?}"))
-            ),
-            Action::Drop(m) => format!(
-                "    Note over C: {n}. network drops {}\n",
-                mermaid_text(&format!("{m:?}"))
-            ),
-            Action::Netty(t, up) => arrow(
-                format!("T{up}"),
-                format!("N{t}"),
-                format!("barrier: {detail}"),
-            ),
-            Action::Input(t, up) => arrow(
-                format!("T{up}"),
-                format!("T{t}"),
-                format!("cancel marker: {detail}"),
-            ),
-            Action::Mailbox(t) => {
-                arrow(format!("T{t}"), format!("T{t}"), format!("mail: {detail}"))
-            }
-            Action::Writer(t, _, _) => arrow(format!("W{t}"), format!("T{t}"), detail.clone()),
-            Action::Async(t, _, _) => arrow(format!("A{t}"), format!("T{t}"), detail.clone()),
-            Action::Shutdown => arrow("C".into(), "C".into(), format!("shutdown: {detail}")),
-            Action::Savepoint => arrow("C".into(), "C".into(), format!("savepoint: {detail}")),
-            Action::StopScheduler
-            | Action::StartScheduler
-            | Action::UserCheckpoint { .. }
-            | Action::CoordinatorFailover { .. }
-            | Action::JobFailover => {
-                arrow("C".into(), "C".into(), format!("{}: {detail}", st.text))
-            }
-            Action::FailTask(t) => {
-                arrow(format!("T{t}"), "C".into(), format!("task fails: {detail}"))
-            }
-            Action::RestartTask(t) => arrow(
-                format!("T{t}"),
-                "C".into(),
-                format!("task restarts: {detail}"),
-            ),
-        };
-        o.push_str(&line);
-        for d in &st.deliveries {
-            if let Some(v) = &d.violation {
-                let lane = match &d.line {
-                    TraceLine::Task { task, .. } => format!("T{task}"),
-                    TraceLine::Coordinator { .. } | TraceLine::Header { .. } => "C".into(),
-                };
-                o.push_str(&format!(
-                    "    Note over {lane}: VIOLATION {}\n",
-                    mermaid_text(&v.to_string())
-                ));
-            }
+    for (id, name) in lanes {
+        if used.contains(&id) {
+            o.push_str(&format!("    participant {id} as {name}\n"));
         }
     }
+    o.push_str(&body);
     o
 }
 

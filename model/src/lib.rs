@@ -193,6 +193,7 @@ pub mod exact;
 pub mod symmetry;
 pub mod system;
 pub mod world;
+pub mod zoo;
 
 pub use check::{run_check, shortest_violation, CheckOptions, CheckReport, Counterexample};
 pub use system::{Action, ModelConfig, Network, SysModel, SysState, Topology};

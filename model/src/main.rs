@@ -2,26 +2,56 @@
 //! reducers (`check`), explore the model in stateright's web UI (`explore`),
 //! or replay a JSON-lines trace through the core (`replay`).
 //!
-//! Exit status: 0 every property holds, 1 a property is violated (or a
-//! replayed trace breaks an invariant), 2 usage or input error.
+//! Exit status:
+//!
+//! | status | `check` | `replay` | `explore` |
+//! |---|---|---|---|
+//! | 0 | every property holds over the whole bounded space | every invariant holds, no host misuse | (serves until stopped) |
+//! | 1 | a property is violated | an invariant is violated, or the trace has host misuse (`Rejected`) without `--allow-rejected` | |
+//! | 2 | usage or input error (bad flags or combinations, unwritable output) | unreadable or malformed trace | usage error, port taken |
+//! | 3 | inconclusive: a bound (`--time-limit`, `--max-depth`) cut the search, or a legacy semantics' known bug was not reached | | |
+//! | 130 | interrupted (Ctrl-C): counts and the verdict so far are printed | interrupted | |
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ckpt_core::task::{LegacyBug, Semantics};
+use ckpt_core::trace::{Replayer, TraceReader};
 use ckpt_model::check::{
-    expected_holds, format_steps, run_check, to_mermaid, write_trace_file, CheckOptions,
-    CheckReport,
+    expected_holds, flags, format_steps, make_reachable, plain_ids, plural, run_check, step_count,
+    structured_steps, to_mermaid, validate, write_trace_file, CheckOptions, CheckReport,
+    Completion, Progress, Verdict,
 };
 use ckpt_model::system::{semantics_name, ModelConfig, Network, SysModel, Topology};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use ckpt_model::world::legacy_name;
+use clap::{Args, Parser, Subcommand};
 use stateright::Model;
+
+/// Every property holds / the replay is clean.
+const EXIT_OK: u8 = 0;
+/// A property or invariant is violated (or, in `replay`, host misuse).
+const EXIT_VIOLATED: u8 = 1;
+/// Usage or input error.
+const EXIT_USAGE: u8 = 2;
+/// A bound cut the search short (or a legacy bug was not reached).
+const EXIT_INCONCLUSIVE: u8 = 3;
+/// Interrupted by Ctrl-C.
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// The version of the `--json` output's shape.
+const JSON_SCHEMA_VERSION: u32 = 1;
 
 #[derive(Parser)]
 #[command(
     name = "ckpt-model",
     version,
-    about = "Model-check ckpt's coordinator and tasks over the real reducers"
+    about = "Model-check ckpt's coordinator and tasks over the real reducers",
+    after_help = "Exit status: 0 holds / clean, 1 violated (replay: also host misuse), 2 usage or \
+                  input error, 3 inconclusive (a bound cut the search), 130 interrupted."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,54 +60,106 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Check every property (exit 0 holds, 1 violated).
+    /// Check every property (exit 0 holds, 1 violated, 3 inconclusive).
     Check(CheckArgs),
     /// Serve stateright's Explorer web UI on 127.0.0.1.
     Explore {
         #[command(flatten)]
         model: ModelArgs,
-        /// Port on 127.0.0.1.
+        /// Port on 127.0.0.1 (0: any free port; the address is printed).
         #[arg(long, default_value_t = 3000)]
         port: u16,
     },
-    /// Replay a JSON-lines trace through ckpt_core::trace::replay.
-    Replay {
-        /// The trace file.
-        file: PathBuf,
-    },
+    /// Replay a JSON-lines trace through the real reducers, every invariant
+    /// checked at every step (exit 0 clean, 1 violation or host misuse).
+    Replay(ReplayArgs),
+    /// The bug zoo: every historical race as a legacy knob, each checked in
+    /// the smallest world that reaches it (fixed must hold there, legacy
+    /// must be caught as the property it breaks); prints the table (exit 0
+    /// only if every row passes).
+    Zoo(ZooArgs),
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Args)]
+struct ZooArgs {
+    /// Write each counterexample as a JSON-lines trace into DIR, named after
+    /// its ticket (the committed ones live in tests/traces/).
+    #[arg(long, value_name = "DIR", conflicts_with = "check_traces")]
+    traces: Option<PathBuf>,
+    /// Compare each counterexample with the trace committed in DIR (exit 1
+    /// on a difference: regenerate with --traces DIR).
+    #[arg(long, value_name = "DIR")]
+    check_traces: Option<PathBuf>,
+    /// Seconds each search may take before it is cut (then the row fails).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    limit: u64,
+    /// Checker threads (1..=64). With more than one, equally short
+    /// counterexamples may differ from run to run (so may --check-traces).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: u16,
+    /// Only the races whose ticket or knob name contains this text.
+    #[arg(long, value_name = "TEXT")]
+    only: Option<String>,
+}
+
+/// `--semantics`: `fixed`, one legacy bug by name, or `all` (check only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SemanticsArg {
-    /// FLINK-17869 fixed.
-    Fixed,
-    /// The seed bug: Legacy(AbortRemovesResult).
-    Legacy,
-    /// Legacy(CancelForgetsAbort).
-    LegacyCancel,
     /// Fixed and every legacy variant, as a table.
     All,
+    /// One semantics.
+    One(Semantics),
+}
+
+fn semantics_names() -> String {
+    let mut v = vec!["fixed"];
+    v.extend(LegacyBug::ALL.iter().map(|b| legacy_name(*b)));
+    v.join(", ")
+}
+
+fn parse_one_semantics(s: &str) -> Result<Semantics, String> {
+    if s == "fixed" {
+        return Ok(Semantics::Fixed);
+    }
+    LegacyBug::ALL
+        .iter()
+        .find(|b| legacy_name(**b) == s)
+        .map(|b| Semantics::Legacy(*b))
+        .ok_or_else(|| format!("unknown semantics `{s}`: one of {}", semantics_names()))
+}
+
+fn parse_semantics(s: &str) -> Result<SemanticsArg, String> {
+    if s == "all" {
+        Ok(SemanticsArg::All)
+    } else {
+        parse_one_semantics(s)
+            .map(SemanticsArg::One)
+            .map_err(|e| format!("{e}, or all"))
+    }
 }
 
 #[derive(Args, Clone)]
 struct ModelArgs {
-    /// Task semantics.
-    #[arg(long, value_enum, default_value_t = SemanticsArg::Fixed)]
+    /// `fixed`, a legacy bug (`legacy` is the seed FLINK-17869; `ckpt-model
+    /// zoo` lists them all with the world each needs), or `all` (check only:
+    /// fixed plus every legacy variant in the smallest world that reaches it).
+    #[arg(long, default_value = "fixed", value_parser = parse_semantics)]
     semantics: SemanticsArg,
-    /// Number of tasks.
+    /// Number of tasks (1..=8).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
     tasks: u32,
-    /// Periodic trigger firings per run.
+    /// Periodic trigger firings per run (1..=8).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=8))]
     checkpoints: u8,
-    /// The coordinator's max concurrent checkpoints.
+    /// The coordinator's max concurrent checkpoints (1..=8).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
     max_concurrent: u8,
     /// RPC network behaviour.
     #[arg(long, value_enum, default_value_t = Network::Reorder)]
     network: Network,
-    /// Fault budget per run (drops, duplicates, failed I/O, writer / async failures).
-    #[arg(long, default_value_t = 1)]
+    /// Fault budget per run: drops, duplicates, failed I/O, writer / async
+    /// failures (0..=8).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=8))]
     faults: u8,
     /// No failed I/O answers.
     #[arg(long)]
@@ -88,26 +170,48 @@ struct ModelArgs {
     /// No coordinator shutdown.
     #[arg(long)]
     no_shutdown: bool,
-    /// Barrier topology.
+    /// Barrier topology (join needs --tasks 3 or more).
     #[arg(long, value_enum, default_value_t = Topology::Fanout)]
     topology: Topology,
     /// User-triggered savepoints per run, at any time (forced: may exceed
-    /// --max-concurrent; never subsumed). 0: none.
+    /// --max-concurrent; never subsumed) (0..=4).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
     savepoints: u8,
     /// Genuine task failures per run (any task): OperatorFailed, TaskFailed,
     /// then a restart as a new attempt (TaskRunning); messages for the old
-    /// attempt are dropped, its acks / declines still reach the coordinator.
-    /// 0: none.
+    /// attempt are dropped, its acks / declines still reach the coordinator
+    /// (0..=4).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
     task_failures: u8,
     /// Scheduler stops per run (StopScheduler aborts every pending
-    /// checkpoint), each followed later by StartScheduler. 0: none.
+    /// checkpoint), each followed later by StartScheduler (0..=4).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
     scheduler_restarts: u8,
-    /// Checker threads.
-    #[arg(long, default_value_t = 2)]
-    threads: usize,
+    /// User-triggered checkpoints per run (forced or not) (0..=4).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=4))]
+    user_checkpoints: u8,
+    /// Master hooks (operator coordinators) registered (0..=2).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=2))]
+    master_hooks: u32,
+    /// Coordinator failovers per run: the coordinator's process dies (an
+    /// outstanding store write commits or not) and a new one recovers from
+    /// the store; every task restarts (0..=2).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
+    coordinator_failovers: u8,
+    /// Job failovers per run after a FailJob: every task restarts and the
+    /// latest checkpoint is restored (0..=2).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
+    job_failovers: u8,
+    /// The job starts from a savepoint (registered in the store, restored
+    /// with Restore { Savepoint }).
+    #[arg(long)]
+    savepoint_restore: bool,
+    /// Sources that may finish their input per run (EndOfInput) (0..=2).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
+    end_of_input: u8,
+    /// Checker threads (1..=64).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    threads: u16,
 }
 
 #[derive(Args)]
@@ -123,18 +227,74 @@ struct CheckArgs {
     /// Turn symmetry reduction off.
     #[arg(long)]
     no_symmetry: bool,
-    /// Write the counterexample as a JSON-lines core trace.
-    #[arg(long)]
+    /// Stop searching after SECS seconds: the verdict is then
+    /// "inconclusive" (exit 3) unless a violation was found.
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    time_limit: Option<Duration>,
+    /// Explore paths of at most N actions: "inconclusive" (exit 3) if
+    /// longer ones exist and nothing was violated.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_depth: Option<u32>,
+    /// Write the counterexample as a JSON-lines core trace (checked for
+    /// writability before the search; removed if nothing is violated).
+    #[arg(long, value_name = "FILE")]
     trace_out: Option<PathBuf>,
-    /// Write the counterexample as a Mermaid sequence diagram.
-    #[arg(long)]
+    /// Write the counterexample as a Mermaid sequence diagram (checked for
+    /// writability before the search; removed if nothing is violated).
+    #[arg(long, value_name = "FILE")]
     diagram: Option<PathBuf>,
-    /// Print a machine-readable JSON summary on stdout.
+    /// Print a machine-readable JSON summary on stdout (no progress line).
     #[arg(long)]
     json: bool,
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Seconds between progress reports on stderr (default: 1 on a
+    /// terminal, 10 otherwise).
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    progress_every: Option<Duration>,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// The trace file.
+    file: PathBuf,
+    /// Replay every machine with this semantics instead of the header's
+    /// (for example a legacy counterexample against the fixed reducers):
+    /// `fixed` or a legacy bug's name.
+    #[arg(long, value_parser = parse_one_semantics)]
+    semantics: Option<Semantics>,
+    /// Accept host misuse (`Rejected` outcomes) in the trace: report it,
+    /// exit 0 if nothing else is wrong.
+    #[arg(long)]
+    allow_rejected: bool,
+    /// Print only the summary, not every step.
+    #[arg(long)]
+    quiet: bool,
+    /// Seconds between progress reports on stderr (default: 1 on a
+    /// terminal, 10 otherwise; none for replays under a second).
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    progress_every: Option<Duration>,
+}
+
+fn positive_secs(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if v.is_finite() && v > 0.0 && v <= 1e9 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(format!("`{s}`: expected a number of seconds above 0"))
+    }
+}
+
+fn default_progress_every() -> Duration {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(10)
+    }
 }
 
 fn config(m: &ModelArgs, semantics: Semantics) -> ModelConfig {
@@ -152,159 +312,572 @@ fn config(m: &ModelArgs, semantics: Semantics) -> ModelConfig {
         savepoints: m.savepoints,
         task_failures: m.task_failures,
         scheduler_restarts: m.scheduler_restarts,
+        user_checkpoints: m.user_checkpoints,
+        master_hooks: m.master_hooks,
+        coordinator_failovers: m.coordinator_failovers,
+        job_failovers: m.job_failovers,
+        savepoint_restore: m.savepoint_restore,
+        end_of_input: m.end_of_input,
         ..ModelConfig::default()
     }
 }
 
 fn main() -> ExitCode {
+    let started = Instant::now();
     let cli = Cli::parse();
-    match cli.cmd {
-        Cmd::Check(args) => check(&args),
+    let code = match cli.cmd {
+        Cmd::Check(args) => check(&args, started),
         Cmd::Explore { model, port } => explore(&model, port),
-        Cmd::Replay { file } => replay(&file),
+        Cmd::Replay(args) => replay(&args),
+        Cmd::Zoo(args) => zoo(&args),
+    };
+    ExitCode::from(code)
+}
+
+fn usage_error(msg: &str) -> u8 {
+    eprintln!("error: {msg}");
+    EXIT_USAGE
+}
+
+/// A flag set by the first Ctrl-C; a second one exits at once.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = Arc::clone(&flag);
+    let installed = ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            eprintln!("\ninterrupted again: exiting now");
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    });
+    if let Err(e) = installed {
+        eprintln!("warning: no Ctrl-C handler ({e}): an interrupt ends the run without a report");
     }
+    flag
 }
 
 fn semantics_of(a: SemanticsArg) -> Semantics {
     match a {
-        SemanticsArg::Fixed | SemanticsArg::All => Semantics::Fixed,
-        SemanticsArg::Legacy => Semantics::Legacy(LegacyBug::AbortRemovesResult),
-        SemanticsArg::LegacyCancel => Semantics::Legacy(LegacyBug::CancelForgetsAbort),
+        SemanticsArg::All => Semantics::Fixed,
+        SemanticsArg::One(s) => s,
     }
 }
 
-fn explore(m: &ModelArgs, port: u16) -> ExitCode {
+// ----- explore ----------------------------------------------------------------
+
+fn explore(m: &ModelArgs, port: u16) -> u8 {
+    if m.semantics == SemanticsArg::All {
+        return usage_error(
+            "explore shows one model: choose --semantics fixed, legacy or legacy-cancel \
+             (`all` is for check)",
+        );
+    }
     let cfg = config(m, semantics_of(m.semantics));
-    let addr = format!("127.0.0.1:{port}");
-    println!("Explorer for {cfg:?}\nserving on http://{addr}/ (Ctrl-C to stop)");
+    if let Err(e) = validate(&cfg) {
+        return usage_error(&e);
+    }
+    // stateright's Explorer unwraps its bind result, so a taken port would
+    // panic after we announced the address: bind first, report errors, and
+    // hand over the address actually bound (port 0 picks a free one).
+    let addr = match std::net::TcpListener::bind(("127.0.0.1", port)).and_then(|l| l.local_addr()) {
+        Ok(a) => a,
+        Err(e) => return usage_error(&format!("cannot serve on 127.0.0.1:{port}: {e}")),
+    };
+    println!(
+        "ckpt-model explore {}\nserving on http://{addr}/ (Ctrl-C to stop)",
+        flags(&cfg)
+    );
+    let _ = std::io::stdout().flush();
     let _ = SysModel::new(cfg)
         .checker()
-        .threads(m.threads.max(1))
+        .threads(usize::from(m.threads))
         .serve(addr);
-    ExitCode::SUCCESS
+    EXIT_OK
 }
 
-fn replay(file: &std::path::Path) -> ExitCode {
+// ----- replay -----------------------------------------------------------------
+
+fn replay(args: &ReplayArgs) -> u8 {
+    let file = &args.file;
     let f = match std::fs::File::open(file) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("cannot open {}: {e}", file.display());
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage_error(&format!("cannot open {}: {e}", file.display())),
     };
-    let trace = match ckpt_core::trace::read_trace(std::io::BufReader::new(f)) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("{}: {e}", file.display());
-            return ExitCode::from(2);
-        }
-    };
-    let report = match ckpt_core::trace::replay(&trace) {
+    let mut reader = match TraceReader::new(std::io::BufReader::with_capacity(1 << 16, f)) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("{}: {e}", file.display());
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage_error(&format!("{}: {e}", file.display())),
     };
-    for s in &report.steps {
+    if let Some(s) = args.semantics {
+        let sem = s;
+        let was: Vec<&str> = reader
+            .header()
+            .tasks
+            .iter()
+            .map(|(_, c)| semantics_name(c.semantics))
+            .collect();
+        reader.header_mut().set_task_semantics(sem);
         println!(
-            "{:>3}. {} <- {}  => {}",
-            s.index, s.machine, s.event, s.outcome
+            "task semantics overridden: every task replays as `{}` (the header says {})",
+            semantics_name(sem),
+            summarize(&was)
         );
-        for e in &s.effects {
-            println!("       {e}");
+    }
+    let mut replayer = match Replayer::new(reader.header()) {
+        Ok(r) => r,
+        Err(e) => return usage_error(&format!("{}: {e}", file.display())),
+    };
+    let interrupt = interrupt_flag();
+    let out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let start = Instant::now();
+    let mut progress = Progress::new(args.progress_every.unwrap_or_else(default_progress_every));
+    let mut last = (Instant::now(), 0usize);
+    let mut rejected: Vec<(usize, String, String)> = Vec::new();
+    let mut violation = None;
+    let mut tick = 0u32;
+    for line in reader.by_ref() {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = out.flush();
+                progress.finish();
+                return usage_error(&format!(
+                    "{}: {e} (after {})",
+                    file.display(),
+                    plural(replayer.steps(), "step", "steps")
+                ));
+            }
+        };
+        let s = match replayer.step(&line) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = out.flush();
+                progress.finish();
+                return usage_error(&format!("{}: {e}", file.display()));
+            }
+        };
+        if !args.quiet {
+            let _ = writeln!(
+                out,
+                "{:>5}  {} <- {}  => {}",
+                s.step,
+                s.machine,
+                plain_ids(&s.event),
+                plain_ids(&s.outcome)
+            );
+            for e in &s.effects {
+                let _ = writeln!(out, "         {}", plain_ids(e));
+            }
+        }
+        if let Some(r) = &s.rejected {
+            if !args.quiet {
+                let _ = writeln!(out, "         HOST MISUSE: {r}");
+            }
+            rejected.push((s.step, s.machine.clone(), r.clone()));
+        }
+        if let Some(v) = s.violation {
+            violation = Some((s.step, s.machine, v));
+            break;
+        }
+        tick = tick.wrapping_add(1);
+        if tick.is_multiple_of(1024) {
+            if interrupt.load(Ordering::SeqCst) {
+                break;
+            }
+            if progress.due() {
+                let _ = out.flush();
+                let n = replayer.steps();
+                let rate = (n - last.1) as f64 / last.0.elapsed().as_secs_f64().max(1e-9);
+                last = (Instant::now(), n);
+                progress.show(&format!(
+                    "  replay {}: {n} steps, {:.0} steps/s, {:.1} s",
+                    file.display(),
+                    rate,
+                    start.elapsed().as_secs_f64()
+                ));
+            }
         }
     }
-    match &report.violation {
-        Some((i, v)) => {
-            println!("step {i}: {v}");
-            ExitCode::from(1)
+    progress.finish();
+    let steps = replayer.steps();
+    let secs = start.elapsed().as_secs_f64();
+    let misuse = if rejected.is_empty() {
+        String::new()
+    } else {
+        let first: Vec<String> = rejected
+            .iter()
+            .take(3)
+            .map(|(n, m, r)| format!("step {n} ({m}): {r}"))
+            .collect();
+        format!(
+            "{} refused as host misuse ({}{})",
+            plural(rejected.len(), "step was", "steps were"),
+            first.join("; "),
+            if rejected.len() > 3 { "; ..." } else { "" }
+        )
+    };
+    let code = if let Some((n, machine, v)) = &violation {
+        let _ = writeln!(out, "step {n} ({machine}): {v}");
+        if !misuse.is_empty() {
+            let _ = writeln!(out, "also: {misuse}");
         }
-        None => {
-            println!("{} steps, every invariant holds", report.steps.len());
-            ExitCode::SUCCESS
+        EXIT_VIOLATED
+    } else if interrupt.load(Ordering::SeqCst) {
+        let _ = writeln!(
+            out,
+            "interrupted after {}: no invariant violated so far (inconclusive)",
+            plural(steps, "step", "steps")
+        );
+        EXIT_INTERRUPTED
+    } else if !misuse.is_empty() {
+        if args.allow_rejected {
+            let _ = writeln!(
+                out,
+                "{}, every invariant holds; {misuse} (allowed by --allow-rejected)",
+                plural(steps, "step", "steps")
+            );
+            EXIT_OK
+        } else {
+            let _ = writeln!(
+                out,
+                "{}, every invariant holds, but {misuse}: a recorded trace should have none \
+                 (--allow-rejected accepts them)",
+                plural(steps, "step", "steps")
+            );
+            EXIT_VIOLATED
         }
+    } else {
+        let _ = writeln!(
+            out,
+            "{}, every invariant holds",
+            plural(steps, "step", "steps")
+        );
+        EXIT_OK
+    };
+    let _ = out.flush();
+    if secs >= 1.0 {
+        eprintln!(
+            "replayed {} in {secs:.2} s ({:.0} steps/s)",
+            plural(steps, "step", "steps"),
+            steps as f64 / secs
+        );
+    }
+    code
+}
+
+fn summarize(names: &[&str]) -> String {
+    let mut uniq: Vec<&str> = names.to_vec();
+    uniq.sort_unstable();
+    uniq.dedup();
+    match uniq.as_slice() {
+        [] => "no tasks".into(),
+        [one] => format!("`{one}`"),
+        many => many
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+// ----- check ------------------------------------------------------------------
+
+/// Writes an output file's contents to the path given.
+type WriteFn<'a> = &'a dyn Fn(&Path) -> std::io::Result<()>;
+
+/// An output file asked for with `--trace-out` / `--diagram`: opened before
+/// the search (so an unwritable path fails at once, with exit 2), written
+/// only when there is a counterexample, removed otherwise (a stale file from
+/// an earlier run must not pass for this run's counterexample).
+struct OutFile {
+    path: PathBuf,
+    existed: bool,
+}
+
+impl OutFile {
+    fn prepare(path: &Path) -> Result<OutFile, String> {
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(OutFile {
+            path: path.to_path_buf(),
+            existed,
+        })
+    }
+
+    /// Writes `what`, or removes the file when there is nothing to write;
+    /// returns what was done, for the report.
+    fn finish(&self, what: Option<WriteFn<'_>>, label: &str) -> Result<String, String> {
+        match what {
+            Some(write) => {
+                write(&self.path)
+                    .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
+                Ok(format!("wrote the {label} to {}", self.path.display()))
+            }
+            None => {
+                std::fs::remove_file(&self.path)
+                    .map_err(|e| format!("cannot remove {}: {e}", self.path.display()))?;
+                Ok(if self.existed {
+                    format!(
+                        "no counterexample: removed the earlier {} (stale {label})",
+                        self.path.display()
+                    )
+                } else {
+                    format!("no counterexample: {} not written", self.path.display())
+                })
+            }
+        }
+    }
+}
+
+fn check(args: &CheckArgs, started: Instant) -> u8 {
+    let m = &args.model;
+    let interrupt = interrupt_flag();
+    let opts = |stop| CheckOptions {
+        threads: usize::from(m.threads),
+        bfs: args.bfs,
+        symmetry: !args.no_symmetry,
+        progress: !args.quiet && !args.json,
+        progress_every: args.progress_every.unwrap_or_else(default_progress_every),
+        coverage: true,
+        stop_at_failure: stop,
+        time_limit: args.time_limit,
+        max_depth: args.max_depth.map(|d| d as usize),
+        interrupt: Some(Arc::clone(&interrupt)),
+    };
+    if m.semantics == SemanticsArg::All {
+        if args.trace_out.is_some() || args.diagram.is_some() {
+            return usage_error(
+                "--trace-out and --diagram need one semantics (fixed, legacy or legacy-cancel), \
+                 not --semantics all",
+            );
+        }
+        return check_all(args, &opts(false), started);
+    }
+    let sem = semantics_of(m.semantics);
+    let cfg = config(m, sem);
+    if let Err(e) = validate(&cfg) {
+        return usage_error(&e);
+    }
+    let mut outputs = Vec::new();
+    for (p, label) in [(&args.trace_out, "trace"), (&args.diagram, "diagram")] {
+        if let Some(p) = p {
+            match OutFile::prepare(p) {
+                Ok(o) => outputs.push((o, label)),
+                Err(e) => return usage_error(&e),
+            }
+        }
+    }
+    let report = run_check(&cfg, &opts(!expected_holds(sem)));
+    let mut verdict = report.verdict();
+    let mut note = verdict_note(&report);
+    if verdict == Verdict::Holds && !expected_holds(sem) {
+        verdict = Verdict::Inconclusive;
+        note = format!(
+            "no violation found, but --semantics {} is known to be buggy: this configuration did \
+             not reach its bug, so this is no verdict (try the defaults, or --semantics all)",
+            semantics_name(sem)
+        );
+    }
+    let mut done = Vec::new();
+    let mut write_failed = false;
+    for (o, label) in &outputs {
+        let r = match (&report.counterexample, *label) {
+            (Some(cx), "trace") => {
+                let w = |p: &Path| write_trace_file(p, &cfg, &cx.actions);
+                o.finish(Some(&w), "counterexample trace")
+            }
+            (Some(cx), _) => {
+                let title = format!(
+                    "{} violated ({})",
+                    cx.property,
+                    semantics_name(cfg.semantics)
+                );
+                let w = |p: &Path| std::fs::write(p, to_mermaid(&cfg, &cx.actions, &title));
+                o.finish(Some(&w), "counterexample diagram")
+            }
+            (None, _) => o.finish(None, label),
+        };
+        match r {
+            Ok(msg) => done.push(msg),
+            Err(e) => {
+                eprintln!("error: {e}");
+                write_failed = true;
+            }
+        }
+    }
+    let code = match (report.completion, verdict) {
+        (Completion::Interrupted, _) => EXIT_INTERRUPTED,
+        (_, Verdict::Violated) => EXIT_VIOLATED,
+        (_, Verdict::Inconclusive) => EXIT_INCONCLUSIVE,
+        (_, Verdict::Holds) if write_failed => EXIT_USAGE,
+        (_, Verdict::Holds) => EXIT_OK,
+    };
+    if args.json {
+        let mut v = json_report(&report, started);
+        v["verdict"] = serde_json::to_value(verdict).unwrap_or_default();
+        v["verdict_note"] = serde_json::Value::String(note);
+        v["outputs"] = serde_json::json!(done);
+        v["exit_status"] = serde_json::json!(code);
+        println!("{v}");
+    } else {
+        print_report(&report);
+        if let Some(cx) = &report.counterexample {
+            let n = step_count(&cfg, &cx.actions);
+            println!(
+                "\nproperty `{}` violated at step {n}; shortest counterexample: {}, {}",
+                cx.property,
+                plural(cx.actions.len(), "action", "actions"),
+                plural(n, "step", "steps")
+            );
+            println!(
+                "(a step is one event delivered to one machine, numbered from 1 as `ckpt-model \
+                 replay` numbers the --trace-out trace)"
+            );
+            if let Some(v) = &cx.violation {
+                println!("  {v}");
+            }
+            print!("{}", format_steps(&cfg, &cx.actions));
+        }
+        for d in &done {
+            println!("{d}");
+        }
+        println!("verdict: {}", verdict_text(verdict, &note));
+    }
+    code
+}
+
+fn verdict_text(v: Verdict, note: &str) -> String {
+    let word = match v {
+        Verdict::Holds => "holds",
+        Verdict::Violated => "violated",
+        Verdict::Inconclusive => "inconclusive",
+    };
+    if note.is_empty() {
+        word.to_string()
+    } else {
+        format!("{word}: {note}")
+    }
+}
+
+fn verdict_note(r: &CheckReport) -> String {
+    let what = match r.completion {
+        Completion::Complete => return String::new(),
+        Completion::TimeLimit => "the time limit ran out before the search finished",
+        Completion::MaxDepth => "paths longer than --max-depth were not explored",
+        Completion::Interrupted => "interrupted before the search finished",
+    };
+    match r.verdict() {
+        Verdict::Violated => format!("{what}; the violation found is definitive"),
+        Verdict::Holds | Verdict::Inconclusive => format!(
+            "{what}; no violation found within the bound, which is not \"holds\" ({} unique \
+             states checked)",
+            r.unique
+        ),
+    }
+}
+
+/// Why a never-delivered event kind is expected to be missing.
+fn gap_reason(kind: &str) -> &'static str {
+    match kind {
+        "StopScheduler" => " (needs --scheduler-restarts)",
+        "TaskFailed" | "TaskRunning" | "OperatorFailed" => " (needs --task-failures)",
+        "Trigger" => " (needs --savepoints or --user-checkpoints)",
+        "MasterHooksDone" => " (needs --master-hooks)",
+        "Recover" => " (needs --coordinator-failovers)",
+        "Restore" => " (needs a failover or --savepoint-restore)",
+        "EndOfInput" => " (needs --end-of-input)",
+        "Close" => " (needs --coordinator-failovers or --job-failovers)",
+        "CheckpointIdAllocated(err)" | "FinalizeDone(err)" | "StoreDone(err)" => {
+            " (needs --faults and I/O faults)"
+        }
+        "WriterFailed" | "AsyncPartFailed" => " (needs --faults and task faults)",
+        "Shutdown" => " (--no-shutdown)",
+        _ => "",
     }
 }
 
 fn print_report(r: &CheckReport) {
-    let c = &r.config;
+    println!("ckpt-model check {}", flags(&r.config));
     println!(
-        "ckpt-model check: semantics {}, {} tasks ({:?}), {} checkpoints, max concurrent {}, network {:?}, faults {} (io {}, task {}), shutdown {}",
-        semantics_name(c.semantics),
-        c.tasks,
-        c.topology,
-        c.checkpoints,
-        c.max_concurrent,
-        c.network,
-        c.faults,
-        c.io_faults,
-        c.task_faults,
-        c.shutdown
-    );
-    println!(
-        "  savepoints {}, task failures {}, scheduler restarts {}",
-        c.savepoints, c.task_failures, c.scheduler_restarts
-    );
-    println!(
-        "  {} states, {} unique, depth {}, {:.2} s",
-        r.states, r.unique, r.depth, r.seconds
+        "  {} states, {} unique, depth {}; search {:.2} s, total {:.2} s",
+        r.states, r.unique, r.depth, r.seconds, r.total_seconds
     );
     for p in &r.properties {
-        println!("  [{:<13}] {:<10} {}", p.status, p.kind, p.name);
+        println!("  [{:<20}] {:<10} {}", p.status, p.kind, p.name);
     }
-    for (_, name, flag) in ckpt_model::system::props::OPT_IN_PAIRS {
-        if !r.properties.iter().any(|p| p.name == name) {
-            println!(
-                "  [{:<13}] {:<10} {name} ({flag} is 0)",
-                "not checked", "sometimes"
-            );
-        }
+    for (name, flag) in not_checked(r) {
+        println!(
+            "  [{:<20}] {:<10} {name} (needs {flag})",
+            "not checked", "sometimes"
+        );
     }
     if let Some(cov) = &r.coverage {
-        let mut coord_kinds = std::collections::BTreeSet::new();
-        let mut task_kinds = std::collections::BTreeSet::new();
-        for (m, k, _) in cov.keys() {
-            if *m == "coordinator" {
-                coord_kinds.insert(*k);
-            } else {
-                task_kinds.insert(*k);
-            }
-        }
         let pairs = |m: &str| cov.keys().filter(|(x, _, _)| *x == m).count();
         println!(
             "  coverage: {} coordinator (event, outcome) pairs, {} task pairs",
             pairs("coordinator"),
             pairs("task")
         );
-        let gaps_c: Vec<&str> = ckpt_model::system::COORD_EVENT_KINDS
-            .iter()
-            .copied()
-            .filter(|k| !coord_kinds.contains(k))
-            .collect();
-        let gaps_t: Vec<&str> = ckpt_model::system::TASK_EVENT_KINDS
-            .iter()
-            .copied()
-            .filter(|k| !task_kinds.contains(k))
-            .collect();
-        println!("  never delivered: coordinator {gaps_c:?}, task {gaps_t:?}");
+        let gaps = |machine: &str, kinds: &[&'static str]| -> Vec<String> {
+            kinds
+                .iter()
+                .filter(|k| !cov.keys().any(|(m, x, _)| *m == machine && x == *k))
+                .map(|k| format!("{k}{}", gap_reason(k)))
+                .collect()
+        };
+        let c = gaps("coordinator", &ckpt_model::system::COORD_EVENT_KINDS);
+        let t = gaps("task", &ckpt_model::system::TASK_EVENT_KINDS);
+        if c.is_empty() && t.is_empty() {
+            println!("  every event kind was delivered");
+        } else {
+            println!("  never delivered:");
+            for (machine, g) in [("coordinator", c), ("task", t)] {
+                if !g.is_empty() {
+                    println!("    {machine}: {}", g.join(", "));
+                }
+            }
+        }
     }
 }
 
-fn json_report(r: &CheckReport) -> serde_json::Value {
+/// The opt-in witnesses left out of this model, with the flag that adds
+/// them.
+fn not_checked(r: &CheckReport) -> Vec<(&'static str, &'static str)> {
+    ckpt_model::system::props::OPT_IN_PAIRS
+        .iter()
+        .filter(|(_, name, _)| !r.properties.iter().any(|p| p.name == *name))
+        .map(|(_, name, flag)| (*name, *flag))
+        .collect()
+}
+
+fn json_report(r: &CheckReport, started: Instant) -> serde_json::Value {
     serde_json::json!({
+        "schema_version": JSON_SCHEMA_VERSION,
+        "command": "check",
         "config": r.config,
+        "flags": flags(&r.config),
+        "verdict": r.verdict(),
+        "completion": r.completion,
         "states": r.states,
         "unique_states": r.unique,
         "depth": r.depth,
-        "seconds": r.seconds,
-        "holds": r.holds(),
+        "search_seconds": r.seconds,
+        "check_seconds": r.total_seconds,
+        "wall_seconds": started.elapsed().as_secs_f64(),
         "properties": r.properties,
+        "not_checked": not_checked(r).iter().map(|(name, flag)| serde_json::json!({
+            "name": name, "kind": "sometimes", "reason": format!("{flag} is 0"),
+        })).collect::<Vec<_>>(),
         "counterexample": r.counterexample.as_ref().map(|c| serde_json::json!({
             "property": c.property,
-            "steps": c.actions.len(),
-            "actions": c.actions.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>(),
+            "action_count": c.actions.len(),
+            "step_count": step_count(&r.config, &c.actions),
             "violation": c.violation.as_ref().map(|v| serde_json::json!({"invariant": v.invariant, "detail": v.detail})),
+            "steps": structured_steps(&r.config, &c.actions),
         })),
         "coverage": r.coverage.as_ref().map(|cov| cov.iter().map(|((m, k, o), n)| serde_json::json!({
             "machine": m, "event": k, "outcome": o, "count": n
@@ -312,142 +885,236 @@ fn json_report(r: &CheckReport) -> serde_json::Value {
     })
 }
 
-fn check(args: &CheckArgs) -> ExitCode {
+fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
     let m = &args.model;
-    let opts = |stop| CheckOptions {
-        threads: m.threads.max(1),
-        bfs: args.bfs,
-        symmetry: !args.no_symmetry,
-        progress: !args.quiet && !args.json,
-        coverage: true,
-        stop_at_failure: stop,
-    };
-    if m.semantics == SemanticsArg::All {
-        return check_all(args, &opts(false));
-    }
-    let sem = semantics_of(m.semantics);
-    let cfg = config(m, sem);
-    let report = run_check(&cfg, &opts(!expected_holds(sem)));
-    if args.json {
-        println!("{}", json_report(&report));
-    } else {
-        print_report(&report);
-    }
-    if let Some(cx) = &report.counterexample {
-        if !args.json {
-            println!(
-                "\nproperty `{}` violated; shortest counterexample ({} steps):",
-                cx.property,
-                cx.actions.len()
-            );
-            if let Some(v) = &cx.violation {
-                println!("  {v}");
-            }
-            print!("{}", format_steps(&cfg, &cx.actions));
-        }
-        if let Some(p) = &args.trace_out {
-            if let Err(e) = write_trace_file(p, &cfg, &cx.actions) {
-                eprintln!("cannot write {}: {e}", p.display());
-                return ExitCode::from(2);
-            }
-        }
-        if let Some(p) = &args.diagram {
-            let title = format!(
-                "{} violated ({})",
-                cx.property,
-                semantics_name(cfg.semantics)
-            );
-            if let Err(e) = std::fs::write(p, to_mermaid(&cfg, &cx.actions, &title)) {
-                eprintln!("cannot write {}: {e}", p.display());
-                return ExitCode::from(2);
-            }
+    let base = config(m, Semantics::Fixed);
+    if base.topology == Topology::Join && base.tasks < 3 {
+        if let Err(e) = validate(&base) {
+            return usage_error(&e);
         }
     }
-    if report.holds() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
-fn check_all(args: &CheckArgs, opts: &CheckOptions) -> ExitCode {
-    let m = &args.model;
-    let variants = [
-        Semantics::Fixed,
-        Semantics::Legacy(LegacyBug::AbortRemovesResult),
-        Semantics::Legacy(LegacyBug::CancelForgetsAbort),
-    ];
+    let variants = std::iter::once(Semantics::Fixed)
+        .chain(LegacyBug::ALL.iter().map(|b| Semantics::Legacy(*b)));
     let mut rows = Vec::new();
-    let mut ok = true;
+    let mut code = EXIT_OK;
     for sem in variants {
-        let mut cfg = config(m, sem);
-        let mut note = String::new();
-        // CancelForgetsAbort needs a task that sees a barrier and a cancel
-        // marker for the same checkpoint: two upstream sources.
-        if sem == Semantics::Legacy(LegacyBug::CancelForgetsAbort)
-            && (cfg.topology == Topology::Fanout || cfg.tasks < 3)
-        {
-            cfg.topology = Topology::Join;
-            cfg.tasks = cfg.tasks.max(3);
-            note = format!("join, {} tasks", cfg.tasks);
-        }
+        // A legacy variant's bug may be unreachable in the given topology:
+        // check it where it is reachable and say so in the table.
+        let (cfg, note) = make_reachable(&config(m, sem));
         let mut o = opts.clone();
         o.stop_at_failure = !expected_holds(sem);
+        // A legacy bug is searched breadth-first: it sits near the root, and
+        // a depth-first search may wander a large space before reaching it.
+        o.bfs = o.bfs || !expected_holds(sem);
         let r = run_check(&cfg, &o);
-        let holds = r.holds();
-        let good = holds == expected_holds(sem);
-        ok &= good;
-        rows.push((sem, r, note, good));
+        let verdict = r.verdict();
+        let expected = if expected_holds(sem) {
+            Verdict::Holds
+        } else {
+            Verdict::Violated
+        };
+        let row_code = match (r.completion, verdict) {
+            (Completion::Interrupted, _) => EXIT_INTERRUPTED,
+            (_, v) if v == expected => EXIT_OK,
+            (_, Verdict::Inconclusive) => EXIT_INCONCLUSIVE,
+            // Fixed violated, or a legacy bug not caught where it is
+            // reachable: CI's "every legacy variant must be caught".
+            (_, Verdict::Holds | Verdict::Violated) => EXIT_VIOLATED,
+        };
+        code = worse(code, row_code);
+        let interrupted = r.completion == Completion::Interrupted;
+        rows.push((sem, r, note, verdict, row_code));
+        if interrupted {
+            break;
+        }
     }
     if args.json {
         let v: Vec<serde_json::Value> = rows
             .iter()
-            .map(|(sem, r, note, good)| {
+            .map(|(sem, r, note, verdict, row_code)| {
                 serde_json::json!({
                     "semantics": semantics_name(*sem),
-                    "note": note,
-                    "as_expected": good,
-                    "report": json_report(r),
+                    "changed_to": note,
+                    "verdict": verdict,
+                    "expected": if expected_holds(*sem) { "holds" } else { "violated" },
+                    "as_expected": *row_code == EXIT_OK,
+                    "report": json_report(r, started),
                 })
             })
             .collect();
-        println!("{}", serde_json::Value::Array(v));
+        println!(
+            "{}",
+            serde_json::json!({
+                "schema_version": JSON_SCHEMA_VERSION,
+                "command": "check",
+                "semantics": "all",
+                "variants": v,
+                "wall_seconds": started.elapsed().as_secs_f64(),
+                "exit_status": code,
+            })
+        );
     } else {
         println!(
-            "{:<30} {:>10} {:>10} {:>6} {:>8}  {:<22} {:<10}",
+            "ckpt-model check {} --semantics all",
+            flags(&base).replacen("--semantics fixed ", "", 1)
+        );
+        println!(
+            "{:<30} {:>10} {:>10} {:>6} {:>8}  {:<34} {:<9} changed to",
             "semantics", "states", "unique", "depth", "seconds", "verdict", "expected"
         );
-        for (sem, r, note, good) in &rows {
-            let verdict = match &r.counterexample {
-                Some(c) => format!("violated ({} steps)", c.actions.len()),
-                None if r.holds() => "holds".into(),
-                None => "violated".into(),
-            };
-            let name = if note.is_empty() {
-                semantics_name(*sem).to_string()
-            } else {
-                format!("{} [{note}]", semantics_name(*sem))
+        for (sem, r, note, verdict, row_code) in &rows {
+            let v = match (&r.counterexample, verdict) {
+                (Some(c), _) => format!(
+                    "violated ({}, {})",
+                    plural(c.actions.len(), "action", "actions"),
+                    plural(step_count(&r.config, &c.actions), "step", "steps")
+                ),
+                (None, Verdict::Holds) if expected_holds(*sem) => "holds".into(),
+                (None, Verdict::Holds) => "not found (no verdict)".into(),
+                (None, Verdict::Violated) => "violated".into(),
+                (None, Verdict::Inconclusive) => "inconclusive".into(),
             };
             println!(
-                "{:<30} {:>10} {:>10} {:>6} {:>8.2}  {:<22} {:<10}{}",
-                name,
+                "{:<30} {:>10} {:>10} {:>6} {:>8.2}  {:<34} {:<9} {}{}",
+                semantics_name(*sem),
                 r.states,
                 r.unique,
                 r.depth,
                 r.seconds,
-                verdict,
+                v,
                 if expected_holds(*sem) {
                     "holds"
                 } else {
                     "violated"
                 },
-                if *good { "" } else { "  <-- UNEXPECTED" }
+                note.as_deref().unwrap_or("-"),
+                match *row_code {
+                    EXIT_OK => "",
+                    EXIT_INCONCLUSIVE => "  <-- INCONCLUSIVE",
+                    EXIT_INTERRUPTED => "  <-- INTERRUPTED",
+                    _ => "  <-- UNEXPECTED",
+                }
             );
         }
+        let summary = match code {
+            EXIT_OK => "verdict: as expected (fixed holds, every legacy variant is caught)",
+            EXIT_INCONCLUSIVE => "verdict: inconclusive (a bound cut a search short)",
+            EXIT_INTERRUPTED => "verdict: interrupted (inconclusive)",
+            _ => "verdict: UNEXPECTED",
+        };
+        println!("{summary}");
     }
-    if ok {
-        ExitCode::SUCCESS
+    code
+}
+
+/// The more severe of two exit statuses: interrupted > violated >
+/// inconclusive > ok.
+fn worse(a: u8, b: u8) -> u8 {
+    let rank = |c: u8| match c {
+        EXIT_INTERRUPTED => 4,
+        EXIT_VIOLATED => 3,
+        EXIT_INCONCLUSIVE => 2,
+        EXIT_USAGE => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) {
+        b
     } else {
-        ExitCode::from(1)
+        a
     }
+}
+
+// ----- zoo --------------------------------------------------------------------
+
+/// The file name a knob's counterexample gets under tests/traces/: its
+/// first ticket and its knob (`zoo_flink_17994_legacy_stale_mail`).
+#[must_use]
+fn trace_name(bug: LegacyBug) -> String {
+    let first = bug.tickets().split(',').next().unwrap_or("race").trim();
+    let ticket: String = first
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("zoo_{ticket}_{}", legacy_name(bug).replace('-', "_"))
+}
+
+fn zoo(args: &ZooArgs) -> u8 {
+    use ckpt_model::zoo::{check_entry, entries};
+    if let Some(dir) = &args.traces {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return usage_error(&format!("cannot create {}: {e}", dir.display()));
+        }
+    }
+    let limit = Duration::from_secs(args.limit);
+    let mut code = EXIT_OK;
+    println!(
+        "| race | knob | what went wrong | property broken | world (flags) | fixed | steps | time to find |"
+    );
+    println!("|---|---|---|---|---|---|---:|---:|");
+    for entry in entries() {
+        let name = legacy_name(entry.bug);
+        if let Some(only) = &args.only {
+            if !entry.bug.tickets().contains(only.as_str()) && !name.contains(only.as_str()) {
+                continue;
+            }
+        }
+        let row = check_entry(&entry, usize::from(args.threads), limit);
+        let found = match &row.found {
+            Some(cx) if cx.property == entry.property => {
+                format!("{}", cx.actions.len())
+            }
+            Some(cx) => format!("{} (as `{}`)", cx.actions.len(), cx.property),
+            None => "NOT FOUND".into(),
+        };
+        if !row.ok() {
+            code = EXIT_VIOLATED;
+        }
+        println!(
+            "| {} | `{}` | {} | {} | `{}` | {} | {} | {:.2} s |",
+            entry.bug.tickets(),
+            name,
+            entry.story,
+            entry.property,
+            flags(&entry.config),
+            match row.fixed {
+                Verdict::Holds => "holds".to_string(),
+                Verdict::Violated => "VIOLATED".to_string(),
+                Verdict::Inconclusive => format!("holds to depth {}", row.fixed_depth),
+            },
+            found,
+            row.seconds
+        );
+        if let (Some(dir), Some(cx)) = (&args.traces, &row.found) {
+            let path = dir.join(format!("{}.jsonl", trace_name(entry.bug)));
+            if let Err(e) = write_trace_file(&path, &entry.config, &cx.actions) {
+                eprintln!("cannot write {}: {e}", path.display());
+                code = worse(code, EXIT_USAGE);
+            }
+        }
+        if let (Some(dir), Some(cx)) = (&args.check_traces, &row.found) {
+            let path = dir.join(format!("{}.jsonl", trace_name(entry.bug)));
+            let mut now = Vec::new();
+            let written = ckpt_core::trace::write_trace(
+                &mut now,
+                &ckpt_model::check::to_trace(&entry.config, &cx.actions),
+            );
+            let committed = std::fs::read(&path).unwrap_or_default();
+            if written.is_err() || now != committed {
+                eprintln!(
+                    "{}: the committed trace differs from this counterexample (regenerate with \
+                     `ckpt-model zoo --traces {}`)",
+                    path.display(),
+                    dir.display()
+                );
+                code = worse(code, EXIT_VIOLATED);
+            }
+        }
+    }
+    code
 }

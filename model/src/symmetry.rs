@@ -66,11 +66,10 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
         let mut side = side.clone();
-        for (up, _) in &mut side.inputs {
-            *up = image(*up);
+        for c in &mut side.inputs {
+            c.from = image(c.from);
         }
-        side.inputs.sort_by_key(|(up, _)| *up);
-        side.monitor = side.monitor.rename_handles(&rename);
+        side.inputs.sort_by_key(|c| c.from);
         *tasks.get_mut(new.0 as usize)? = Some(side);
     }
     let tasks = tasks.into_iter().collect::<Option<Vec<_>>>()?;

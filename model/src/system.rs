@@ -61,6 +61,9 @@ pub mod props {
     pub const IDS: &str = "checkpoint ids never repeat";
     /// Tasks hear of a completion only after the store committed it.
     pub const NOTIFY: &str = "completion is notified only after the store committed";
+    /// A checkpoint a task was told is aborted (before it executed) never
+    /// executes.
+    pub const ABORT_HONOURED: &str = "an aborted checkpoint never executes on a task";
     /// Every other core invariant.
     pub const OTHER: &str = "every other core invariant";
     /// Sometimes: the state of a checkpoint in doubt at shutdown is kept
@@ -98,9 +101,26 @@ pub mod props {
     pub const S_FAILOVER: &str = "sometimes a checkpoint completes after a task failover";
     /// Eventually: every run ends quiet (no deadlock, nothing stuck).
     pub const E_QUIET: &str = "eventually every run ends quiet";
+    /// At every run end (a state with no action left): no task waits for
+    /// alignment on a checkpoint announced on only some of its inputs.
+    pub const E_ALIGNED: &str = "at run end no task waits for alignment";
+    /// At every run end: no trigger request is in progress or queued.
+    pub const E_NO_TRIGGER_STUCK: &str = "at run end no trigger stays in progress";
+    /// At every run end: the scheduler is not on with periodic firings
+    /// left (its timer would be armed, and the run would not have ended).
+    pub const E_PERIODIC_ARMED: &str = "at run end the periodic trigger is not dead";
+    /// At every run end: every write result ever started was removed.
+    pub const E_RESULTS_REMOVED: &str = "at run end every started write result is removed";
+    /// Sometimes (join): a task with several inputs saw a checkpoint on all.
+    pub const S_ALIGNED: &str =
+        "sometimes a task with several inputs sees a checkpoint on all of them";
+    /// Sometimes: the periodic timer fires twice.
+    pub const S_PERIODIC_AGAIN: &str = "sometimes the periodic trigger fires again";
+    /// Sometimes: a started write result is removed by the task thread.
+    pub const S_RESULT_REMOVED: &str = "sometimes a checkpoint runs on every task";
 
     /// Each `always` property and the `sometimes` that keeps it honest.
-    pub const PAIRS: [(&str, &str); 11] = [
+    pub const PAIRS: [(&str, &str); 16] = [
         (NO_SPURIOUS_FAILURE, S_ABORT_RACE),
         (COMPLETE_ALL_ACKS, S_COMPLETES),
         (COMPLETED_INCREASE, S_TWO_COMPLETE),
@@ -111,13 +131,18 @@ pub mod props {
         (DURABLE, S_IN_DOUBT_KEPT),
         (IDS, S_ID_AFTER_ABORT),
         (NOTIFY, S_NOTIFIED),
+        (ABORT_HONOURED, S_ABORT_RACE),
         (OTHER, S_ABORT_THEN_COMPLETE),
+        (E_QUIET, S_QUIET),
+        (E_NO_TRIGGER_STUCK, S_THROTTLED),
+        (E_PERIODIC_ARMED, S_PERIODIC_AGAIN),
+        (E_RESULTS_REMOVED, S_RESULT_REMOVED),
     ];
 
     /// Opt-in pairs: (always, sometimes, the flag that must be > 0 for the
     /// `sometimes` to be checked). With the flag at 0 the `sometimes` is not
     /// part of the model (nothing could witness it) and `check` says so.
-    pub const OPT_IN_PAIRS: [(&str, &str, &str); 3] = [
+    pub const OPT_IN_PAIRS: [(&str, &str, &str); 4] = [
         (COMPLETED_INCREASE, S_SAVEPOINT, "--savepoints"),
         (COMPLETE_ALL_ACKS, S_FAILOVER, "--task-failures"),
         (
@@ -125,6 +150,7 @@ pub mod props {
             S_RESTORED,
             "--coordinator-failovers, --job-failovers or --savepoint-restore",
         ),
+        (E_ALIGNED, S_ALIGNED, "--topology join"),
     ];
 }
 
@@ -152,7 +178,9 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
             props::COMPLETED_INCREASE
         }
         c::PENDING_BOUNDED | c::ONE_QUEUED | c::QUEUE_BOUNDED => props::PENDING_BOUNDED,
-        t::NO_LEAKED_RESULT | t::RESULT_HAS_MAIL => props::NO_LEAKED_RESULT,
+        t::NO_LEAKED_RESULT | t::RESULT_HAS_MAIL | t::RESULT_NOT_VANISHED => {
+            props::NO_LEAKED_RESULT
+        }
         c::NO_DISCARD_RETAINED
         | c::NO_LEAK
         | c::DISCARD_ONCE
@@ -164,6 +192,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         d::RESTORE_LATEST => props::RESTORE,
         d::IDS_NEVER_REPEAT => props::IDS,
         d::NOTIFY_AFTER_COMMIT => props::NOTIFY,
+        t::ABORTED_NOT_EXECUTED => props::ABORT_HONOURED,
         c::NOTHING_AFTER_SHUTDOWN | c::SHUTDOWN_QUIET | t::SILENT_AFTER_END => {
             props::NOTHING_AFTER_SHUTDOWN
         }
@@ -174,6 +203,8 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         | c::REFUSED_UNCHANGED
         | c::NO_UNREACHABLE
         | c::IN_DOUBT_AFTER_SHUTDOWN
+        | c::TRIGGER_ONLY_PENDING
+        | t::ANSWER_AFTER_EXECUTED
         | t::ABORTED_BOUND
         | t::ABORTED_UNEXECUTED
         | t::SINGLE_ACTIVE_RESULT
@@ -220,6 +251,23 @@ impl SysModel {
     #[must_use]
     pub fn quiet(s: &World) -> bool {
         s.quiet()
+    }
+
+    /// Whether a run ends in `s` without a violation: nothing is enabled.
+    /// (A state with a violation also has no action, but its run ended in
+    /// the violation, which its own property reports.)
+    #[must_use]
+    pub fn run_ended(&self, s: &World) -> bool {
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<Action>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        s.violation.is_none()
+            && BUF.with(|b| {
+                let mut b = b.borrow_mut();
+                b.clear();
+                self.sim.enabled(s, &mut b);
+                b.is_empty()
+            })
     }
 }
 
@@ -268,8 +316,35 @@ impl Model for SysModel {
             Property::<Self>::always(props::RESTORE, |_, s| !violated(s, props::RESTORE)),
             Property::<Self>::always(props::IDS, |_, s| !violated(s, props::IDS)),
             Property::<Self>::always(props::NOTIFY, |_, s| !violated(s, props::NOTIFY)),
+            Property::<Self>::always(props::ABORT_HONOURED, |_, s| {
+                !violated(s, props::ABORT_HONOURED)
+            }),
             Property::<Self>::always(props::OTHER, |_, s| !violated(s, props::OTHER)),
         ];
+        // What must hold where a run ends, as `always (run ended => P)`:
+        // exact at terminal states (no path dependence, shortest paths by
+        // BFS), with the run end computed from the world's enabled actions.
+        p.extend([
+            Property::<Self>::always(props::E_NO_TRIGGER_STUCK, |m, s| {
+                !m.run_ended(s)
+                    || (s.coord.in_flight().is_none() && s.coord.queued().next().is_none())
+            }),
+            Property::<Self>::always(props::E_PERIODIC_ARMED, |m, s| {
+                let dead = s.coord.is_periodic_scheduling() && s.used.triggers < m.cfg.checkpoints;
+                !(dead && m.run_ended(s))
+            }),
+            Property::<Self>::always(props::E_RESULTS_REMOVED, |m, s| {
+                !m.run_ended(s)
+                    || s.tasks
+                        .iter()
+                        .all(|t| t.st.write_results().is_empty() && t.monitor.leaked().is_empty())
+            }),
+        ]);
+        if self.cfg.topology == Topology::Join && self.cfg.tasks >= 3 {
+            p.push(Property::<Self>::always(props::E_ALIGNED, |m, s| {
+                !m.run_ended(s) || s.history.disrupted || s.aligned()
+            }));
+        }
         if self.safety_only {
             return p;
         }
@@ -316,7 +391,20 @@ impl Model for SysModel {
             Property::<Self>::sometimes(props::S_NOTIFIED, |_, s| {
                 s.tasks.iter().any(|t| t.st.last_completed().is_some())
             }),
+            Property::<Self>::sometimes(props::S_PERIODIC_AGAIN, |_, s| s.used.triggers >= 2),
+            Property::<Self>::sometimes(props::S_RESULT_REMOVED, |_, s| {
+                s.tasks.iter().all(|t| t.st.last_executed().is_some())
+            }),
         ]);
+        if self.cfg.topology == Topology::Join && self.cfg.tasks >= 3 {
+            p.push(Property::<Self>::sometimes(props::S_ALIGNED, |_, s| {
+                s.tasks.iter().any(|t| {
+                    t.inputs.len() > 1
+                        && t.inputs.iter().all(|c| c.seen.is_some())
+                        && t.inputs.windows(2).all(|w| w[0].seen == w[1].seen)
+                })
+            }));
+        }
         if self.cfg.savepoints > 0 {
             p.push(Property::<Self>::sometimes(props::S_SAVEPOINT, |_, s| {
                 s.coord.completed().any(|c| c.is_savepoint())
@@ -335,6 +423,8 @@ impl Model for SysModel {
                 s.history.restored
             }));
         }
+        // Judged at run ends only (TOOLING pitfall 5: the model is acyclic,
+        // so terminal states are exactly where runs end).
         p.extend([Property::<Self>::eventually(props::E_QUIET, |m, s| {
             s.violation.is_some()
                 || (s.quiet()

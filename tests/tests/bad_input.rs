@@ -543,7 +543,7 @@ fn malformed_or_truncated_trace_lines_are_typed_errors_naming_the_line() {
         match parse_trace(prefix) {
             Ok(_) => {}
             Err(TraceError::Empty) => assert!(prefix.trim().is_empty()),
-            Err(TraceError::Malformed { line, message }) => {
+            Err(TraceError::Malformed { line, message, .. }) => {
                 assert!((1..=3).contains(&line), "{line}");
                 assert!(!message.is_empty());
             }
@@ -556,6 +556,7 @@ fn malformed_or_truncated_trace_lines_are_typed_errors_naming_the_line() {
             "{\"kind\":\"task\"".into(),
             TraceError::Malformed {
                 line: 1,
+                column: 0,
                 message: String::new(),
             },
         ),
@@ -571,7 +572,7 @@ fn malformed_or_truncated_trace_lines_are_typed_errors_naming_the_line() {
             GOOD.replace("\"version\":1", "\"version\":9"),
             TraceError::UnsupportedVersion {
                 line: 1,
-                version: 9,
+                version: "9".into(),
             },
         ),
         (
@@ -579,7 +580,11 @@ fn malformed_or_truncated_trace_lines_are_typed_errors_naming_the_line() {
                 "\"task\":0,\"event\":{\"Check",
                 "\"task\":5,\"event\":{\"Check",
             ),
-            TraceError::UndeclaredMachine { line: 3 },
+            TraceError::UndeclaredTask {
+                line: 3,
+                task: TaskId(5),
+                declared: String::new(),
+            },
         ),
         (
             GOOD.replace(
@@ -595,12 +600,13 @@ fn malformed_or_truncated_trace_lines_are_typed_errors_naming_the_line() {
             "\u{feff}garbage\n".into(),
             TraceError::Malformed {
                 line: 1,
+                column: 0,
                 message: String::new(),
             },
         ),
         (
             format!("{GOOD}{{\"kind\":\"coordinator\",\"now\":0,\"event\":\"StartScheduler\"}}\n"),
-            TraceError::UndeclaredMachine { line: 4 },
+            TraceError::UndeclaredCoordinator { line: 4 },
         ),
     ];
     for (text, expected) in cases {
@@ -617,11 +623,11 @@ fn malformed_or_truncated_trace_lines_are_typed_errors_naming_the_line() {
             "{got}"
         );
     }
-    // Invalid UTF-8 and an over-long line.
-    assert!(matches!(
+    // Invalid UTF-8 (a typed error, never replaced) and an over-long line.
+    assert_eq!(
         read_trace(&[0xff, 0xfe, b'\n'][..]),
-        Err(TraceError::Malformed { line: 1, .. })
-    ));
+        Err(TraceError::InvalidUtf8 { line: 1, byte: 1 })
+    );
     let long = vec![b' '; LINE_MAX_BYTES + 2];
     assert_eq!(
         read_trace(&long[..]),

@@ -34,7 +34,10 @@ fn flink_17869_legacy_trace_replays_to_a_spurious_task_failure() {
     let (step, v) = report
         .violation
         .unwrap_or_else(|| panic!("no violation: {:?}", report.steps));
-    assert_eq!(step, 2, "the checkpoint mail after the abort");
+    assert_eq!(
+        step, 3,
+        "the checkpoint mail after the abort (steps count from 1)"
+    );
     assert_eq!(v.invariant, "no_spurious_failure", "{v}");
     assert!(report.steps[2]
         .effects

@@ -460,7 +460,10 @@ impl CoordinatorState {
             }
         }
         let wedge = self.config.master_hooks > 0
-            && self.config.semantics().is(LegacyBug::HookExpiryWedgesTrigger);
+            && self
+                .config
+                .semantics()
+                .is(LegacyBug::HookExpiryWedgesTrigger);
         let marker = wedge.then(|| Request {
             hooks_for: Some(id),
             ..req.clone()
@@ -586,12 +589,6 @@ impl CoordinatorState {
         result: Result<(), IoFailure>,
         fx: &mut Fx,
     ) -> Outcome {
-        let wedged = self.in_flight.as_ref().is_some_and(|r| r.hooks_for == Some(id));
-        if wedged {
-            // Legacy (FLINK-26394): the trigger stayed "in progress" until
-            // the hooks answered.
-            self.in_flight = None;
-        }
         if let Err(why) = self.awaits(id, PendingPhase::AwaitingHooks) {
             if why == Ignored::LateMessage
                 && result.is_ok()
@@ -603,12 +600,17 @@ impl CoordinatorState {
                 self.trigger_tasks(id, self.now, CheckpointOptions::FullCheckpoint, fx);
                 return Outcome::Applied(Applied::HooksDone { checkpoint: id });
             }
-            if wedged {
-                self.resume_queued(fx);
-            }
             return Outcome::Ignored(why);
         }
-        if wedged {
+        if self
+            .in_flight
+            .as_ref()
+            .is_some_and(|r| r.hooks_for == Some(id))
+        {
+            // Legacy (FLINK-26394): the trigger stayed "in progress" until
+            // the hooks of a checkpoint still pending answered; an expiry in
+            // between left it set for good.
+            self.in_flight = None;
             self.resume_queued(fx);
         }
         if result.is_err() {
@@ -1057,7 +1059,11 @@ impl CoordinatorState {
         }
         // Legacy (FLINK-13256): the request queued at the concurrency bound,
         // which had cancelled the periodic timer, was never resumed.
-        if !victims.is_empty() && !self.config.semantics().is(LegacyBug::AbortAllLeavesQueueStuck)
+        if !victims.is_empty()
+            && !self
+                .config
+                .semantics()
+                .is(LegacyBug::AbortAllLeavesQueueStuck)
         {
             self.resume_queued(fx);
         }

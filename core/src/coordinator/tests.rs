@@ -2835,6 +2835,46 @@ fn invariant_discard_at_most_once_per_delivery_can_fail() {
 }
 
 #[test]
+fn ledger_forgets_finished_handles_and_still_catches_a_second_discard() {
+    let mut h = H::new();
+    let mut most = 0usize;
+    for id in 1..=300u64 {
+        h.user_cp(id * 10, id);
+        h.complete(id * 10, id);
+        most = most.max(h.ledger.owed());
+    }
+    // Only the handles of the retained checkpoint are owed, however long
+    // the history (retained_max is 1 in these settings).
+    let tasks = h.s.config().tasks_to_wait().len();
+    assert!(most <= 2 * tasks, "{most} handles owed at most");
+    assert_eq!(h.ledger.owed(), tasks);
+    assert_eq!(h.ledger.discarded(), 299 * tasks as u64);
+    // Handle 100 (checkpoint 1, task 0) was discarded long ago and is
+    // forgotten; discarding it again is still one discard too many.
+    let step = fake_step(vec![e_discard(1, 100)], ignored(Ignored::LateMessage));
+    assert_eq!(
+        violated(h.ledger.observe(&Ev::StartScheduler, &step, &h.s)),
+        names::DISCARD_ONCE
+    );
+}
+
+#[test]
+fn ledger_absorbs_a_duplicate_ack_but_requires_its_handle_held() {
+    let mut h = base();
+    // The same ack again: ignored as a duplicate, handle 100 still held.
+    h.expect(2, ack(0, 1, 100), vec![], ignored(Ignored::DuplicateAck));
+    assert_eq!(h.ledger.owed(), 1, "one debt for two deliveries");
+    // A reducer that ignored a handle it does not hold, without discarding.
+    let s = H::new().s;
+    let mut ledger = HandleLedger::new();
+    let step = fake_step(vec![], ignored(Ignored::DuplicateAck));
+    assert_eq!(
+        violated(ledger.observe(&ack(0, 1, 100), &step, &s)),
+        names::NO_LEAK
+    );
+}
+
+#[test]
 fn new_attempt_without_failure_report_aborts_checkpoints_waiting_for_the_old_one() {
     let mut h = H::new();
     let r = h.user_cp(0, 1);

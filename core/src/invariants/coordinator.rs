@@ -58,10 +58,12 @@ pub mod names {
     pub const NO_DISCARD_WHILE_STORING: &str = "no-discard-while-storing";
     /// A checkpoint is in doubt only after shutdown.
     pub const IN_DOUBT_AFTER_SHUTDOWN: &str = "in-doubt-only-after-shutdown";
+    /// Tasks are triggered only for a checkpoint that is pending.
+    pub const TRIGGER_ONLY_PENDING: &str = "trigger-only-pending";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 19] = [
+    pub const ALL: [&str; 20] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -81,6 +83,7 @@ pub mod names {
         NO_UNREACHABLE,
         NO_DISCARD_WHILE_STORING,
         IN_DOUBT_AFTER_SHUTDOWN,
+        TRIGGER_ONLY_PENDING,
     ];
 }
 
@@ -311,6 +314,13 @@ pub fn check_step(
                 last_completed = Some(*checkpoint);
             }
         }
+        if let CoordinatorEffect::TriggerTask { checkpoint, .. } = e {
+            ensure(
+                after.pending_checkpoint(*checkpoint).is_some(),
+                names::TRIGGER_ONLY_PENDING,
+                || format!("tasks triggered for checkpoint {checkpoint}, which is not pending"),
+            )?;
+        }
         if let CoordinatorEffect::DiscardState { handle, .. } = e {
             ensure(
                 !retained_after.contains(handle),
@@ -322,12 +332,33 @@ pub fn check_step(
     Ok(())
 }
 
-/// Tracks every state handle delivered to the coordinator (acks and restored
-/// savepoints) and every discard, across steps.
+/// Tracks the state handles the coordinator owes: every handle delivered to
+/// it (by a taken ack or a restored savepoint) must be retained by its state
+/// or discarded, never lost, never discarded more often than it was
+/// delivered.
+///
+/// Memory and cost are bounded by the live state, not by the history: the
+/// ledger keeps only the handles still owed (delivered more often than
+/// discarded) and forgets a handle once it has been discarded as often as
+/// it was delivered. A later discard of a forgotten handle is therefore a
+/// discard of something not owed, and is caught. One step costs O(handles
+/// the step delivers or discards, times log of the owed handles) plus one
+/// merge walk of the owed handles against the state's owned ones (the same
+/// order as [`check_state`]'s walk over the pending checkpoints).
+///
+/// An ack the coordinator ignores without discarding its handle (a
+/// duplicate of an ack it already holds, or a late ack whose handle the
+/// completed checkpoint retains) hands over nothing new: the handle must be
+/// retained by the state after the step, and no second debt is recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct HandleLedger {
-    delivered: BTreeMap<StateHandle, u32>,
-    discarded: BTreeMap<StateHandle, u32>,
+    /// Handles still owed, with how many deliveries are not yet discarded
+    /// (never 0: a handle is removed when its count reaches 0).
+    owed: BTreeMap<StateHandle, u32>,
+    /// Deliveries taken so far (saturating).
+    delivered: u64,
+    /// Discards seen so far (saturating).
+    discarded: u64,
 }
 
 impl HandleLedger {
@@ -337,6 +368,7 @@ impl HandleLedger {
     }
 
     /// Records one step and checks the ledger against the state after it.
+    /// On `Err` the ledger may be partly updated.
     pub fn observe(
         &mut self,
         event: &CoordinatorEvent,
@@ -347,47 +379,89 @@ impl HandleLedger {
             step.outcome,
             Outcome::Rejected(_) | Outcome::Ignored(Ignored::Shutdown)
         );
+        let discards = || {
+            step.effects.iter().filter_map(|e| {
+                if let CoordinatorEffect::DiscardState { handle, .. } = e {
+                    Some(*handle)
+                } else {
+                    None
+                }
+            })
+        };
         if taken {
             if let CoordinatorEvent::Acknowledge { state: Some(h), .. } = event {
-                *self.delivered.entry(*h).or_default() += 1;
+                self.delivered = self.delivered.saturating_add(1);
+                let already_held =
+                    matches!(step.outcome, Outcome::Ignored(_)) && !discards().any(|d| d == *h);
+                if already_held {
+                    ensure(after.owned_handles().contains(h), names::NO_LEAK, || {
+                        format!("handle {h} ignored as already held, but not retained")
+                    })?;
+                } else {
+                    self.owe(*h);
+                }
             }
             if let CoordinatorEvent::Restore {
                 source: crate::coordinator::RestoreSource::Savepoint { handles, .. },
             } = event
             {
                 for h in handles {
-                    *self.delivered.entry(*h).or_default() += 1;
+                    self.delivered = self.delivered.saturating_add(1);
+                    self.owe(*h);
                 }
             }
             if let CoordinatorEvent::Recover { checkpoints, .. } = event {
                 for h in checkpoints.iter().flat_map(|c| &c.handles) {
-                    *self.delivered.entry(*h).or_default() += 1;
+                    self.delivered = self.delivered.saturating_add(1);
+                    self.owe(*h);
                 }
             }
         }
-        for e in &step.effects {
-            if let CoordinatorEffect::DiscardState { handle, .. } = e {
-                *self.discarded.entry(*handle).or_default() += 1;
+        for h in discards() {
+            self.discarded = self.discarded.saturating_add(1);
+            match self.owed.get_mut(&h) {
+                Some(n) if *n > 1 => *n -= 1,
+                Some(_) => {
+                    self.owed.remove(&h);
+                }
+                None => {
+                    return Err(Violation::new(
+                        names::DISCARD_ONCE,
+                        format!("handle {h} discarded more often than it was delivered"),
+                    ))
+                }
             }
         }
         self.check(after)
     }
 
-    /// Checks: discards never exceed deliveries, and every delivered handle
-    /// is retained by `state` or was discarded.
+    fn owe(&mut self, h: StateHandle) {
+        let n = self.owed.entry(h).or_default();
+        *n = n.saturating_add(1);
+    }
+
+    /// Checks that every handle still owed is retained by `state` (as often
+    /// as it is owed: a handle delivered by two acks is held in two slots).
     pub fn check(&self, state: &CoordinatorState) -> Result<(), Violation> {
-        let owned = state.owned_handles();
-        for (h, n) in &self.discarded {
-            let d = self.delivered.get(h).copied().unwrap_or(0);
-            ensure(*n <= d, names::DISCARD_ONCE, || {
-                format!("handle {h} discarded {n} times, delivered {d} times")
-            })?;
+        if self.owed.is_empty() {
+            return Ok(());
         }
-        for h in self.delivered.keys() {
+        let mut owned = state.owned_handles();
+        owned.sort_unstable();
+        let mut rest = owned.as_slice();
+        for (h, n) in &self.owed {
+            let skip = rest.partition_point(|x| x < h);
+            rest = rest.get(skip..).unwrap_or_default();
+            let held = rest.partition_point(|x| x == h);
+            rest = rest.get(held..).unwrap_or_default();
             ensure(
-                owned.contains(h) || self.discarded.contains_key(h),
+                u64::try_from(held).unwrap_or(u64::MAX) >= u64::from(*n),
                 names::NO_LEAK,
-                || format!("handle {h} neither retained nor discarded"),
+                || {
+                    format!(
+                        "handle {h} delivered {n} more times than discarded, retained {held} times"
+                    )
+                },
             )?;
         }
         Ok(())
@@ -398,21 +472,26 @@ impl HandleLedger {
     #[cfg(feature = "symmetry")]
     #[must_use]
     pub fn rename_handles(&self, rename: &dyn Fn(StateHandle) -> StateHandle) -> HandleLedger {
-        let map =
-            |m: &BTreeMap<StateHandle, u32>| m.iter().map(|(h, n)| (rename(*h), *n)).collect();
         HandleLedger {
-            delivered: map(&self.delivered),
-            discarded: map(&self.discarded),
+            owed: self.owed.iter().map(|(h, n)| (rename(*h), *n)).collect(),
+            delivered: self.delivered,
+            discarded: self.discarded,
         }
     }
 
-    /// Handles delivered so far.
-    pub fn delivered(&self) -> usize {
-        self.delivered.len()
+    /// Deliveries taken so far (acks with a handle and restored savepoint
+    /// handles, saturating; an ack whose handle was already held counts).
+    pub fn delivered(&self) -> u64 {
+        self.delivered
     }
-    /// Handles discarded so far.
-    pub fn discarded(&self) -> usize {
-        self.discarded.len()
+    /// Discards seen so far (saturating).
+    pub fn discarded(&self) -> u64 {
+        self.discarded
+    }
+    /// Handles still owed: delivered more often than discarded, so retained
+    /// by the coordinator's state. Bounded by the live state.
+    pub fn owed(&self) -> usize {
+        self.owed.len()
     }
 }
 

@@ -45,14 +45,23 @@ pub mod names {
     pub const ACK_ONCE: &str = "ack_once";
     /// Operators are notified of completions in increasing id order.
     pub const COMPLETE_MONOTONIC: &str = "complete_monotonic";
-    /// A state handle is acknowledged or discarded once.
+    /// A state handle is acknowledged or discarded once, by the step that
+    /// delivered it.
     pub const HANDLE_ONCE: &str = "handle_once";
+    /// No ack or decline for a checkpoint below the last executed one (unless
+    /// its async part is still running).
+    pub const ANSWER_AFTER_EXECUTED: &str = "answer_after_executed";
+    /// A checkpoint the task was told is aborted before it executed never
+    /// executes.
+    pub const ABORTED_NOT_EXECUTED: &str = "aborted_not_executed";
+    /// A write result never disappears without a removal the host sees.
+    pub const RESULT_NOT_VANISHED: &str = "result_not_vanished";
     /// An ignored or rejected event leaves the state unchanged.
     pub const IGNORED_IS_UNCHANGED: &str = "ignored_is_unchanged";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 19] = [
+    pub const ALL: [&str; 22] = [
         ABORTED_BOUND,
         ABORTED_UNEXECUTED,
         SINGLE_ACTIVE_RESULT,
@@ -71,6 +80,9 @@ pub mod names {
         ACK_ONCE,
         COMPLETE_MONOTONIC,
         HANDLE_ONCE,
+        ANSWER_AFTER_EXECUTED,
+        ABORTED_NOT_EXECUTED,
+        RESULT_NOT_VANISHED,
         IGNORED_IS_UNCHANGED,
     ];
 }
@@ -223,19 +235,37 @@ struct Track {
 
 /// A stateful checker fed every `(event, effects, outcome)` of one task, in
 /// order. Cross-step rules: `result_created_once`, `remove_on_task_thread`,
-/// `executed_increase`, `complete_monotonic`, `handle_once`, `ack_once`,
-/// `ack_xor_decline`, `silent_after_end` (nothing after close or a task
-/// failure), `ignored_is_silent`, plus [`check_effects`] on every step; call
+/// `executed_increase`, `complete_monotonic`, `handle_once` (a state handle
+/// is acked or discarded only in the step whose `AsyncPartCompleted`
+/// delivered it, and only once), `ack_once`, `ack_xor_decline`,
+/// `answer_after_executed` (once the task thread has executed checkpoint N,
+/// by starting its async part or declining it, nothing at or below N is
+/// acked or declined again except by an async part still running),
+/// `silent_after_end` (nothing after close or a task failure),
+/// `ignored_is_silent`, plus [`check_effects`] on every step; call
 /// [`TaskMonitor::leaked`] at quiescence.
+///
+/// Memory is bounded by the live state, not by the number of checkpoints
+/// seen: answers (acks, declines) are remembered only above the executed
+/// floor or while their async part runs, and each step costs O(its effects
+/// times log of what is remembered).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TaskMonitor {
     ended: bool,
     last_executed: Option<CheckpointId>,
     last_complete: Option<CheckpointId>,
     tracks: OrdMap<CheckpointId, Track>,
-    handles: OrdSet<StateHandle>,
+    /// The highest checkpoint the task thread executed (async part started,
+    /// or declined while executing its mail / trigger).
+    floor: Option<CheckpointId>,
+    /// Async parts started and not yet completed, failed or cancelled.
+    running: OrdSet<CheckpointId>,
     acked: OrdSet<CheckpointId>,
     declined: OrdSet<CheckpointId>,
+    /// Checkpoints the task was told are aborted before it executed them
+    /// (forgotten once executed past, or once a newer checkpoint started:
+    /// then they can never execute).
+    told_aborted: OrdSet<CheckpointId>,
 }
 
 impl Hash for TaskMonitor {
@@ -248,11 +278,13 @@ impl Hash for TaskMonitor {
             k.hash(h);
             v.hash(h);
         }
-        h.write_usize(self.handles.len());
-        for x in &self.handles {
-            x.hash(h);
-        }
-        for set in [&self.acked, &self.declined] {
+        self.floor.hash(h);
+        for set in [
+            &self.running,
+            &self.acked,
+            &self.declined,
+            &self.told_aborted,
+        ] {
             h.write_usize(set.len());
             for x in set {
                 x.hash(h);
@@ -268,14 +300,25 @@ impl TaskMonitor {
         TaskMonitor::default()
     }
 
-    /// The same monitor with every handle renamed (symmetry reduction, when
-    /// handles name the task that wrote them).
-    #[cfg(feature = "symmetry")]
-    #[must_use]
-    pub fn rename_handles(&self, rename: &dyn Fn(StateHandle) -> StateHandle) -> TaskMonitor {
-        TaskMonitor {
-            handles: self.handles.iter().map(|h| rename(*h)).collect(),
-            ..self.clone()
+    /// `result_not_vanished`: every write result created and not removed
+    /// (by an effect the host sees) is still held by the task state. A result
+    /// that disappears silently is one whose writer work nobody will ever
+    /// settle.
+    pub fn check_results(&self, state: &TaskState) -> Result<(), TaskViolation> {
+        if self.ended {
+            return Ok(());
+        }
+        let held: Vec<CheckpointId> = state.write_results().iter().map(|(id, _)| *id).collect();
+        match self
+            .tracks
+            .iter()
+            .find(|(id, t)| !t.removed && !held.contains(id))
+        {
+            Some((id, _)) => violation(
+                names::RESULT_NOT_VANISHED,
+                format!("write result {id} vanished without being failed or removed"),
+            ),
+            None => Ok(()),
         }
     }
 
@@ -286,11 +329,55 @@ impl TaskMonitor {
         self.tracks.keys().copied().collect()
     }
 
+    /// How many checkpoints the monitor remembers (write results in flight,
+    /// running async parts, answers above the executed floor): bounded by
+    /// the task's live state.
+    #[must_use]
+    pub fn remembered(&self) -> usize {
+        self.tracks.len() + self.running.len() + self.acked.len() + self.declined.len()
+    }
+
     fn track(&mut self, id: CheckpointId, f: impl FnOnce(&mut Track)) {
         if let Some(t) = self.tracks.get_mut(&id) {
             f(t);
             if t.settled && t.removed {
                 self.tracks.remove(&id);
+            }
+        }
+    }
+
+    /// An ack or decline of `id` must be for a checkpoint above the executed
+    /// floor, or for an async part still running.
+    fn answer_allowed(&self, id: CheckpointId) -> Result<(), TaskViolation> {
+        if at_or_below(id, self.floor) && !self.running.contains(&id) {
+            return violation(
+                names::ANSWER_AFTER_EXECUTED,
+                format!("{id} answered after the task executed {:?}", self.floor),
+            );
+        }
+        Ok(())
+    }
+
+    fn raise_floor(&mut self, id: CheckpointId) {
+        if !at_or_below(id, self.floor) {
+            self.floor = Some(id);
+        }
+    }
+
+    /// Forgets answers that can no longer be repeated legitimately: at or
+    /// below the floor, with no async part running.
+    fn prune(&mut self) {
+        let Some(floor) = self.floor else {
+            return;
+        };
+        for set in [&mut self.acked, &mut self.declined] {
+            let stale: Vec<CheckpointId> = set
+                .range(..=floor)
+                .filter(|id| !self.running.contains(*id))
+                .copied()
+                .collect();
+            for id in stale {
+                set.remove(&id);
             }
         }
     }
@@ -304,6 +391,33 @@ impl TaskMonitor {
     ) -> Result<(), TaskViolation> {
         if self.ended && !effects.is_empty() {
             return violation(names::SILENT_AFTER_END, format!("{event:?} -> {effects:?}"));
+        }
+        // Whatever the reducer made of it: a notify-aborted for a checkpoint
+        // not executed yet means it must never execute.
+        match event {
+            TaskEvent::NotifyAborted { checkpoint } => {
+                if !self.ended && !at_or_below(*checkpoint, self.last_executed) {
+                    self.told_aborted.insert(*checkpoint);
+                }
+            }
+            TaskEvent::BarrierReceived { checkpoint, .. }
+            | TaskEvent::TriggerCheckpoint { checkpoint } => {
+                let older: Vec<CheckpointId> =
+                    self.told_aborted.range(..*checkpoint).copied().collect();
+                for id in older {
+                    self.told_aborted.remove(&id);
+                }
+            }
+            TaskEvent::CheckpointMail { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::WriterCompleted { .. }
+            | TaskEvent::WriterFailed { .. }
+            | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartFailed { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
+            | TaskEvent::Close => {}
         }
         match outcome {
             Outcome::Applied | Outcome::Skipped(_) => {}
@@ -319,6 +433,38 @@ impl TaskMonitor {
         }
         check_effects(effects)?;
         let on_task = event.thread() == Thread::Task;
+        // The handle this step may use, once: the one its event delivered.
+        let mut handle = match event {
+            TaskEvent::AsyncPartCompleted { handle, .. } => Some(*handle),
+            TaskEvent::BarrierReceived { .. }
+            | TaskEvent::TriggerCheckpoint { .. }
+            | TaskEvent::CheckpointMail { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::WriterCompleted { .. }
+            | TaskEvent::WriterFailed { .. }
+            | TaskEvent::AsyncPartFailed { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
+            | TaskEvent::Close => None,
+        };
+        // The checkpoint this step executes, if its event runs one.
+        let executes = match event {
+            TaskEvent::CheckpointMail { checkpoint }
+            | TaskEvent::TriggerCheckpoint { checkpoint } => Some(*checkpoint),
+            TaskEvent::BarrierReceived { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::WriterCompleted { .. }
+            | TaskEvent::WriterFailed { .. }
+            | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartFailed { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
+            | TaskEvent::Close => None,
+        };
         for e in effects {
             match e {
                 TaskEffect::StartWriter { checkpoint } => {
@@ -356,17 +502,34 @@ impl TaskMonitor {
                             format!("{checkpoint} after {:?}", self.last_executed),
                         );
                     }
+                    if self.told_aborted.contains(checkpoint) {
+                        return violation(
+                            names::ABORTED_NOT_EXECUTED,
+                            format!("{checkpoint} executed after the task was told it is aborted"),
+                        );
+                    }
                     self.last_executed = Some(*checkpoint);
+                    let past: Vec<CheckpointId> =
+                        self.told_aborted.range(..=*checkpoint).copied().collect();
+                    for id in past {
+                        self.told_aborted.remove(&id);
+                    }
+                    self.raise_floor(*checkpoint);
+                    self.running.insert(*checkpoint);
                     self.track(*checkpoint, |t| {
                         t.removed = true;
                         t.in_async = true;
                     });
                 }
                 TaskEffect::CancelAsyncPart { checkpoint } => {
+                    self.running.remove(checkpoint);
                     self.track(*checkpoint, |t| t.settled |= t.in_async);
                 }
-                TaskEffect::AcknowledgeCheckpoint { checkpoint, handle } => {
-                    self.use_handle(*handle)?;
+                TaskEffect::AcknowledgeCheckpoint {
+                    checkpoint,
+                    handle: h,
+                } => {
+                    Self::use_handle(&mut handle, *h, event)?;
                     if self.declined.contains(checkpoint) {
                         return violation(
                             names::ACK_XOR_DECLINE,
@@ -376,6 +539,7 @@ impl TaskMonitor {
                     if self.acked.insert(*checkpoint).is_some() {
                         return violation(names::ACK_ONCE, format!("{checkpoint}"));
                     }
+                    self.answer_allowed(*checkpoint)?;
                 }
                 TaskEffect::DeclineCheckpoint { checkpoint, .. } => {
                     if self.acked.contains(checkpoint) {
@@ -390,8 +554,12 @@ impl TaskMonitor {
                             format!("{checkpoint} declined twice"),
                         );
                     }
+                    self.answer_allowed(*checkpoint)?;
+                    if executes == Some(*checkpoint) {
+                        self.raise_floor(*checkpoint);
+                    }
                 }
-                TaskEffect::DiscardState { handle } => self.use_handle(*handle)?,
+                TaskEffect::DiscardState { handle: h } => Self::use_handle(&mut handle, *h, event)?,
                 TaskEffect::NotifyOperatorsComplete { checkpoint } => {
                     if at_or_below(*checkpoint, self.last_complete) {
                         return violation(
@@ -414,6 +582,7 @@ impl TaskMonitor {
             }
             TaskEvent::AsyncPartCompleted { checkpoint, .. }
             | TaskEvent::AsyncPartFailed { checkpoint } => {
+                self.running.remove(checkpoint);
                 self.track(*checkpoint, |t| t.settled |= t.in_async);
             }
             TaskEvent::Close => self.ended = true,
@@ -426,17 +595,32 @@ impl TaskMonitor {
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput => {}
         }
+        if self.ended {
+            // Nothing may follow; what was remembered can never be used.
+            self.running.clear();
+            self.acked.clear();
+            self.declined.clear();
+        } else {
+            self.prune();
+        }
         Ok(())
     }
 
-    fn use_handle(&mut self, handle: StateHandle) -> Result<(), TaskViolation> {
-        if self.handles.insert(handle).is_some() {
-            return violation(
-                names::HANDLE_ONCE,
-                format!("{handle} acked or discarded twice"),
-            );
+    /// A step may ack or discard only the handle its own event delivered,
+    /// and only once.
+    fn use_handle(
+        allowed: &mut Option<StateHandle>,
+        handle: StateHandle,
+        event: &TaskEvent,
+    ) -> Result<(), TaskViolation> {
+        if *allowed == Some(handle) {
+            *allowed = None;
+            return Ok(());
         }
-        Ok(())
+        violation(
+            names::HANDLE_ONCE,
+            format!("{handle} acked or discarded by {event:?}, which did not deliver it (or it was used already)"),
+        )
     }
 }
 
@@ -459,7 +643,8 @@ pub fn check_all(
         );
     }
     check_state(after)?;
-    monitor.observe(event, effects, outcome)
+    monitor.observe(event, effects, outcome)?;
+    monitor.check_results(after)
 }
 
 #[cfg(test)]
@@ -633,16 +818,56 @@ mod tests {
         let discard = [TaskEffect::DiscardState {
             handle: StateHandle(1),
         }];
-        assert_eq!(m.observe(&ev, &ack, &ok), Ok(()));
+        let done = TaskEvent::AsyncPartCompleted {
+            checkpoint: cp(1),
+            handle: StateHandle(1),
+        };
+        assert_eq!(m.observe(&done, &ack, &ok), Ok(()));
+        // The handle again, by a step that did not deliver it.
         expect_violation(m.observe(&ev, &discard, &ok), names::HANDLE_ONCE);
+        // Twice in the step that delivered it.
+        expect_violation(
+            TaskMonitor::new().observe(&done, &[ack[0].clone(), discard[0].clone()], &ok),
+            names::HANDLE_ONCE,
+        );
 
         let mut m = TaskMonitor::new();
         let decline = [TaskEffect::DeclineCheckpoint {
             checkpoint: cp(1),
             reason: crate::task::DeclineReason::AbortedByCoordinator,
         }];
-        assert_eq!(m.observe(&ev, &decline, &ok), Ok(()));
-        expect_violation(m.observe(&ev, &ack, &ok), names::ACK_XOR_DECLINE);
+        let cancel1 = TaskEvent::CancelMarker { checkpoint: cp(1) };
+        assert_eq!(m.observe(&cancel1, &decline, &ok), Ok(()));
+        expect_violation(m.observe(&done, &ack, &ok), names::ACK_XOR_DECLINE);
+
+        // Once checkpoint 3 executed, an answer for 2 (no async part running)
+        // is late, even if 2 was never answered before.
+        let mut m = TaskMonitor::new();
+        let exec3 = TaskEvent::CheckpointMail { checkpoint: cp(3) };
+        let start3 = [TaskEffect::StartAsyncPart { checkpoint: cp(3) }];
+        assert_eq!(m.observe(&exec3, &start3, &ok), Ok(()));
+        let decline2 = [TaskEffect::DeclineCheckpoint {
+            checkpoint: cp(2),
+            reason: crate::task::DeclineReason::AbortedByCoordinator,
+        }];
+        expect_violation(
+            m.observe(
+                &TaskEvent::CancelMarker { checkpoint: cp(2) },
+                &decline2,
+                &ok,
+            ),
+            names::ANSWER_AFTER_EXECUTED,
+        );
+        // A decline while executing moves the floor too: a second decline of
+        // the same checkpoint, long forgotten, is still caught.
+        let mut m = TaskMonitor::new();
+        let exec1 = TaskEvent::CheckpointMail { checkpoint: cp(1) };
+        assert_eq!(m.observe(&exec1, &decline, &ok), Ok(()));
+        assert_eq!(m.remembered(), 0, "the answer below the floor is forgotten");
+        expect_violation(
+            m.observe(&exec1, &decline, &ok),
+            names::ANSWER_AFTER_EXECUTED,
+        );
 
         let mut m = TaskMonitor::new();
         assert_eq!(m.observe(&TaskEvent::Close, &[], &ok), Ok(()));
@@ -691,5 +916,37 @@ mod tests {
             ),
             names::NO_SPURIOUS_FAILURE,
         );
+    }
+
+    #[test]
+    fn monitor_memory_stays_bounded_over_a_long_story() {
+        let mut s = fresh();
+        let mut m = TaskMonitor::new();
+        let mut most = 0usize;
+        for n in 1..=2_000u64 {
+            let mut story = vec![
+                TaskEvent::BarrierReceived {
+                    checkpoint: cp(n),
+                    via: Thread::Netty,
+                },
+                TaskEvent::WriterCompleted { checkpoint: cp(n) },
+            ];
+            if n % 3 == 0 {
+                story.push(TaskEvent::NotifyAborted { checkpoint: cp(n) });
+            }
+            story.push(TaskEvent::CheckpointMail { checkpoint: cp(n) });
+            if n % 3 != 0 {
+                story.push(TaskEvent::AsyncPartCompleted {
+                    checkpoint: cp(n),
+                    handle: StateHandle(n),
+                });
+            }
+            for ev in story {
+                assert_eq!(run(&mut s, &mut m, ev), Ok(()));
+                most = most.max(m.remembered());
+            }
+        }
+        assert!(most <= 3, "the monitor remembered {most} checkpoints");
+        assert!(m.leaked().is_empty());
     }
 }

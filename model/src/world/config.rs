@@ -119,6 +119,9 @@ pub struct ModelConfig {
     /// The job starts from a savepoint (registered in the store, restored
     /// through `Restore { Savepoint }`).
     pub savepoint_restore: bool,
+    /// Source tasks that may finish their input per run (`EndOfInput`).
+    /// 0 (the default): none.
+    pub end_of_input: u8,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -184,6 +187,7 @@ impl Default for ModelConfig {
             coordinator_failovers: 0,
             job_failovers: 0,
             savepoint_restore: false,
+            end_of_input: 0,
         }
     }
 }

@@ -107,7 +107,7 @@ pub fn coord_event_kind(ev: &CEv) -> &'static str {
 
 /// Every coordinator event kind the world can deliver, and those it never
 /// does by design (coverage gaps are reported against the first list).
-pub const COORD_EVENT_KINDS: [&str; 17] = [
+pub const COORD_EVENT_KINDS: [&str; 19] = [
     "StartScheduler",
     "StopScheduler",
     "TaskFailed",
@@ -125,10 +125,12 @@ pub const COORD_EVENT_KINDS: [&str; 17] = [
     "Shutdown",
     "MasterHooksDone",
     "Trigger",
+    "Restore",
+    "Recover",
 ];
 
 /// Every task event kind the world can deliver.
-pub const TASK_EVENT_KINDS: [&str; 11] = [
+pub const TASK_EVENT_KINDS: [&str; 13] = [
     "BarrierReceived",
     "TriggerCheckpoint",
     "CheckpointMail",
@@ -140,6 +142,8 @@ pub const TASK_EVENT_KINDS: [&str; 11] = [
     "AsyncPartCompleted",
     "AsyncPartFailed",
     "OperatorFailed",
+    "EndOfInput",
+    "Close",
 ];
 
 fn applied_kind(a: &Applied) -> String {

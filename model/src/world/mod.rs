@@ -79,8 +79,8 @@ pub mod coverage;
 mod sim;
 mod state;
 
-pub use config::{semantics_name, ModelConfig, Network, Timing, Topology, JOB};
+pub use config::{legacy_name, semantics_name, ModelConfig, Network, Timing, Topology, JOB};
 pub use sim::{
     handle_for, is_decline, rename_handle, Action, Delivery, Sim, LEAKED, ROUTED, SAVEPOINT,
 };
-pub use state::{Durable, History, Io, Mail, Msg, TaskSide, Used, World};
+pub use state::{Channel, Durable, History, Io, Mail, Msg, TaskSide, Used, World};

@@ -18,13 +18,13 @@ use ckpt_core::route::{
     self, ChannelItem, CoordinatorRoute, IoAnswer, IoRequest, JobCommand, Report, TaskRoute,
     ToCoordinator,
 };
-use ckpt_core::task::{TaskConfig, TaskEvent as TEv, TaskState};
+use ckpt_core::task::{Lifecycle, TaskConfig, TaskEvent as TEv, TaskState};
 use ckpt_core::trace::TraceLine;
 use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId, Thread};
 
 use super::config::{ModelConfig, Network, JOB};
 use super::coverage::{self, coord_event_kind, coord_outcome_kind, Coverage};
-use super::state::{Durable, History, Io, Mail, Msg, TaskSide, Used, World};
+use super::state::{Channel, Durable, History, Io, Mail, Msg, TaskSide, Used, World};
 
 /// Something a scheduler can make happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -84,6 +84,8 @@ pub enum Action {
     /// The job fails over after a `FailJob`: every task is cancelled and
     /// restarted, and the coordinator restores the latest checkpoint.
     JobFailover,
+    /// A source task's input ends (`end_of_input` budget): `EndOfInput`.
+    EndOfInput(TaskId),
 }
 
 impl Action {
@@ -107,7 +109,8 @@ impl Action {
             | Action::RestartTask(_)
             | Action::StopScheduler
             | Action::StartScheduler
-            | Action::JobFailover => false,
+            | Action::JobFailover
+            | Action::EndOfInput(_) => false,
         }
     }
 }
@@ -241,7 +244,11 @@ impl Sim {
                 inputs: self
                     .upstream(TaskId(t))
                     .iter()
-                    .map(|u| (*u, Vec::new()))
+                    .map(|u| Channel {
+                        from: *u,
+                        queue: Vec::new(),
+                        seen: None,
+                    })
                     .collect(),
                 monitor: TaskMonitor::new(),
                 attempt: AttemptNo(0),
@@ -559,8 +566,8 @@ impl Sim {
                 if side.is_down() {
                     continue;
                 }
-                if let Some((_, q)) = side.inputs.iter_mut().find(|(u, _)| *u == from) {
-                    q.push(item);
+                if let Some(c) = side.inputs.iter_mut().find(|c| c.from == from) {
+                    c.queue.push(item);
                 }
             }
         }
@@ -612,10 +619,10 @@ impl Sim {
         }
         for (i, side) in s.tasks.iter().enumerate() {
             let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
-            for (up, q) in &side.inputs {
-                match q.first() {
-                    Some(ChannelItem::Barrier(_)) => out.push(Action::Netty(t, *up)),
-                    Some(ChannelItem::CancelMarker(_)) => out.push(Action::Input(t, *up)),
+            for c in &side.inputs {
+                match c.queue.first() {
+                    Some(ChannelItem::Barrier(_)) => out.push(Action::Netty(t, c.from)),
+                    Some(ChannelItem::CancelMarker(_)) => out.push(Action::Input(t, c.from)),
                     None => {}
                 }
             }
@@ -669,6 +676,17 @@ impl Sim {
         }
         if s.job_failover_due && !s.coord.is_shutdown() {
             out.push(Action::JobFailover);
+        }
+        if s.used.end_of_input < self.cfg.end_of_input {
+            for t in &self.settings.tasks_to_trigger {
+                let running = s
+                    .tasks
+                    .get(t.0 as usize)
+                    .is_some_and(|side| side.st.lifecycle() == Lifecycle::Running);
+                if running {
+                    out.push(Action::EndOfInput(*t));
+                }
+            }
         }
     }
 
@@ -754,6 +772,7 @@ impl Sim {
                 let i = n.net.iter().position(|x| *x == m)?;
                 n.net.remove(i);
                 n.used.faults = n.used.faults.saturating_add(1);
+                n.history.disrupted = true;
                 if let Msg::ToCoord {
                     msg: ToCoordinator::Ack { handle, .. },
                     ..
@@ -773,8 +792,9 @@ impl Sim {
             }
             Action::Netty(t, up) | Action::Input(t, up) => {
                 let side = n.tasks.get_mut(t.0 as usize)?;
-                let (_, q) = side.inputs.iter_mut().find(|(u, _)| *u == up)?;
-                let head = *q.first()?;
+                let aligns = side.inputs.len() > 1;
+                let c = side.inputs.iter_mut().find(|c| c.from == up)?;
+                let head = *c.queue.first()?;
                 let wanted = match a {
                     Action::Netty(..) => Thread::Netty,
                     _ => Thread::Task,
@@ -782,7 +802,13 @@ impl Sim {
                 if head.thread() != wanted {
                     return None;
                 }
-                q.remove(0);
+                c.queue.remove(0);
+                if aligns {
+                    let id = match head {
+                        ChannelItem::Barrier(id) | ChannelItem::CancelMarker(id) => id,
+                    };
+                    c.seen = c.seen.max(Some(id));
+                }
                 self.task_event(&mut n, t, head.event(), log.as_deref_mut());
             }
             Action::Mailbox(t) => {
@@ -837,14 +863,15 @@ impl Sim {
                     return None;
                 }
                 n.used.task_failures = n.used.task_failures.saturating_add(1);
+                n.history.disrupted = true;
                 self.task_event(&mut n, t, TEv::OperatorFailed, log.as_deref_mut());
                 let side = n.tasks.get_mut(t.0 as usize)?;
                 // The failed attempt runs nothing more: its mailbox and input
                 // buffers go with it (its writer and async work are read from
                 // its task state, which the reducer has torn down).
                 side.mailbox.clear();
-                for (_, q) in &mut side.inputs {
-                    q.clear();
+                for c in &mut side.inputs {
+                    c.queue.clear();
                 }
                 let attempt = side.attempt;
                 self.coord_event(
@@ -862,8 +889,9 @@ impl Sim {
                 side.st = fresh;
                 side.monitor = TaskMonitor::new();
                 side.mailbox.clear();
-                for (_, q) in &mut side.inputs {
-                    q.clear();
+                for c in &mut side.inputs {
+                    c.queue.clear();
+                    c.seen = None;
                 }
                 side.attempt = AttemptNo(side.attempt.0.saturating_add(1));
                 let attempt = side.attempt;
@@ -891,13 +919,19 @@ impl Sim {
                     return None;
                 }
                 n.used.coordinator_failovers = n.used.coordinator_failovers.saturating_add(1);
+                n.history.disrupted = true;
                 self.coordinator_failover(&mut n, storing.filter(|_| commit), log.as_deref_mut());
+            }
+            Action::EndOfInput(t) => {
+                n.used.end_of_input = n.used.end_of_input.saturating_add(1);
+                self.task_event(&mut n, t, TEv::EndOfInput, log.as_deref_mut());
             }
             Action::JobFailover => {
                 if !n.job_failover_due {
                     return None;
                 }
                 n.used.job_failovers = n.used.job_failovers.saturating_add(1);
+                n.history.disrupted = true;
                 n.job_failover_due = false;
                 self.job_failover(&mut n, log.as_deref_mut());
             }
@@ -1078,8 +1112,9 @@ impl Sim {
             side.st = fresh.clone();
             side.monitor = TaskMonitor::new();
             side.mailbox.clear();
-            for (_, q) in &mut side.inputs {
-                q.clear();
+            for c in &mut side.inputs {
+                c.queue.clear();
+                c.seen = None;
             }
             side.attempt = AttemptNo(side.attempt.0.saturating_add(1));
         }
@@ -1232,6 +1267,7 @@ impl Sim {
             Action::JobFailover => {
                 "the job fails over: every task restarts, the latest checkpoint is restored".into()
             }
+            Action::EndOfInput(t) => format!("task {t} reaches the end of its input"),
         }
     }
 }

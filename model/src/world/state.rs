@@ -170,6 +170,19 @@ impl Io {
     }
 }
 
+/// One input channel of a task.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Channel {
+    /// The upstream task.
+    pub from: TaskId,
+    /// Items sent and not yet taken, oldest first.
+    pub queue: Vec<ChannelItem>,
+    /// For a task with several inputs: the highest checkpoint a barrier or
+    /// cancel marker on this channel announced (what alignment waits for).
+    /// Always `None` for a task with one input (nothing to align).
+    pub seen: Option<CheckpointId>,
+}
+
 /// One task with what surrounds it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TaskSide {
@@ -177,9 +190,9 @@ pub struct TaskSide {
     pub st: TaskState,
     /// FIFO mailbox.
     pub mailbox: Vec<Mail>,
-    /// Input channels (per-link FIFO, lossless), keyed by upstream task,
+    /// Input channels (per-link FIFO, lossless), one per upstream task,
     /// sorted by it.
-    pub inputs: Vec<(TaskId, Vec<ChannelItem>)>,
+    pub inputs: Vec<Channel>,
     /// The core's cross-step task monitor (a fresh one per attempt).
     pub monitor: TaskMonitor,
     /// The task's current execution attempt (0, then one more per restart).
@@ -217,6 +230,8 @@ pub struct Used {
     pub coordinator_failovers: u8,
     /// Job failovers.
     pub job_failovers: u8,
+    /// Sources that finished their input.
+    pub end_of_input: u8,
 }
 
 /// History bits the `sometimes` witnesses read.
@@ -234,6 +249,20 @@ pub struct History {
     /// The state of a checkpoint in doubt at shutdown was kept because the
     /// store held it.
     pub in_doubt_kept: bool,
+    /// A message was lost, a task failed or a failover happened: barriers
+    /// may legitimately never arrive (alignment is not judged then).
+    pub disrupted: bool,
+}
+
+impl World {
+    /// Whether every task with several inputs has seen the same checkpoint
+    /// announced on all of them (nothing waits for alignment).
+    #[must_use]
+    pub fn aligned(&self) -> bool {
+        self.tasks.iter().all(|t| {
+            t.is_down() || t.inputs.len() < 2 || t.inputs.windows(2).all(|w| w[0].seen == w[1].seen)
+        })
+    }
 }
 
 /// What the host keeps on durable storage: it survives a coordinator's
@@ -294,7 +323,7 @@ impl World {
             && self.io.is_empty()
             && self.tasks.iter().all(|t| {
                 t.mailbox.is_empty()
-                    && t.inputs.iter().all(|(_, q)| q.is_empty())
+                    && t.inputs.iter().all(|c| c.queue.is_empty())
                     && !t.st.has_outstanding_work()
             })
     }

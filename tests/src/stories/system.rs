@@ -93,6 +93,7 @@ impl SystemSpec {
             coordinator_failovers: 2,
             job_failovers: 4,
             savepoint_restore: false,
+            end_of_input: 0,
         }
     }
 }
@@ -202,7 +203,8 @@ pub fn kind(a: &Action) -> Kind {
         Action::Shutdown
         | Action::Savepoint
         | Action::UserCheckpoint { .. }
-        | Action::StopScheduler => Kind::User,
+        | Action::StopScheduler
+        | Action::EndOfInput(_) => Kind::User,
         Action::Fire(_) => Kind::Timer,
     }
 }
@@ -291,7 +293,8 @@ impl SystemDriver {
             | Action::StopScheduler
             | Action::StartScheduler
             | Action::CoordinatorFailover { .. }
-            | Action::JobFailover => {}
+            | Action::JobFailover
+            | Action::EndOfInput(_) => {}
         }
         if a.is_fault() {
             self.stats.faults += 1;

@@ -1,0 +1,354 @@
+//! The bug zoo: every historical checkpoint race this project reproduces
+//! as a legacy knob in the reducers ([`LegacyBug`]), with the smallest
+//! world in which the model checker finds it and the property it breaks.
+//!
+//! `ckpt-model zoo` checks each entry (the fixed semantics must hold in the
+//! same world; the legacy semantics must be caught) and prints the table the
+//! README carries. The same entries decide which `check --semantics ...`
+//! combinations can reach their bug at all ([`needs`]).
+
+use ckpt_core::{LegacyBug, Semantics};
+
+use crate::system::props;
+use crate::world::{ModelConfig, Network, Topology};
+
+/// One race of the zoo.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The knob.
+    pub bug: LegacyBug,
+    /// One line: what went wrong.
+    pub story: &'static str,
+    /// The property the checker reports broken.
+    pub property: &'static str,
+    /// The smallest world in which the model finds it (legacy semantics).
+    pub config: ModelConfig,
+}
+
+fn base() -> ModelConfig {
+    ModelConfig {
+        checkpoints: 1,
+        faults: 0,
+        ..ModelConfig::default()
+    }
+}
+
+fn join(mut c: ModelConfig) -> ModelConfig {
+    c.tasks = 3;
+    c.topology = Topology::Join;
+    c
+}
+
+/// What world the bug needs: `Err` names what is missing from `cfg`
+/// (a checker must not answer "holds" for a question it could not ask).
+pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
+    let mut missing: Vec<&str> = Vec::new();
+    let joined = cfg.topology == Topology::Join && cfg.tasks >= 3;
+    match bug {
+        LegacyBug::AbortRemovesResult
+        | LegacyBug::AbortIgnoresNettyStart
+        | LegacyBug::AbortedStartLeaks => {
+            if cfg.tasks < 2 {
+                missing.push("--tasks 2 (a downstream task that gets the barrier on netty)");
+            }
+        }
+        LegacyBug::CancelForgetsAbort
+        | LegacyBug::StaleMailExecutes
+        | LegacyBug::SkipWithoutCancelMarker => {
+            if !joined {
+                missing.push("--topology join --tasks 3 (a task with two upstream sources)");
+            }
+        }
+        LegacyBug::ObsoleteBarrierFails => {
+            if !joined {
+                missing.push("--topology join --tasks 3");
+            }
+            if cfg.checkpoints < 2 {
+                missing.push("--checkpoints 2");
+            }
+        }
+        LegacyBug::AbortedResultBlocksStart | LegacyBug::NewerBarrierDropsResult => {
+            if cfg.tasks < 2 {
+                missing.push("--tasks 2");
+            }
+            if cfg.checkpoints < 2 {
+                missing.push("--checkpoints 2");
+            }
+        }
+        LegacyBug::NotifyCompleteOutOfOrder => {
+            if cfg.checkpoints < 2 {
+                missing.push("--checkpoints 2");
+            }
+            if cfg.network == Network::Ordered {
+                missing.push("--network reorder (ordered links deliver notifications in order)");
+            }
+        }
+        LegacyBug::TriggerAfterFinishFails => {
+            if cfg.end_of_input == 0 {
+                missing.push("--end-of-input 1");
+            }
+        }
+        LegacyBug::HookExpiryWedgesTrigger => {
+            if cfg.master_hooks == 0 {
+                missing.push("--master-hooks 1");
+            }
+            if cfg.shutdown {
+                missing.push("--no-shutdown (shutdown clears the wedged trigger)");
+            }
+        }
+        LegacyBug::LateHooksTriggerTasks => {
+            if cfg.master_hooks == 0 {
+                missing.push("--master-hooks 1");
+            }
+        }
+        LegacyBug::AbortAllLeavesQueueStuck => {
+            if cfg.task_failures == 0 {
+                missing.push("--task-failures 1");
+            }
+            if cfg.checkpoints < 2 {
+                missing.push("--checkpoints 2");
+            }
+            if cfg.shutdown {
+                missing.push("--no-shutdown (shutdown clears the stuck queue)");
+            }
+        }
+        LegacyBug::EffectsAfterShutdown => {
+            if !cfg.shutdown {
+                missing.push("shutdown (drop --no-shutdown)");
+            }
+        }
+        LegacyBug::DiscardWhileStoring => {
+            if !cfg.shutdown && cfg.scheduler_restarts == 0 {
+                missing.push("shutdown or --scheduler-restarts 1");
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(missing.join(", "))
+    }
+}
+
+/// Every entry, in [`LegacyBug::ALL`] order.
+#[must_use]
+pub fn entries() -> Vec<Entry> {
+    LegacyBug::ALL.iter().map(|b| entry(*b)).collect()
+}
+
+/// The entry of one bug.
+#[must_use]
+pub fn entry(bug: LegacyBug) -> Entry {
+    let (story, property, config) = match bug {
+        LegacyBug::AbortRemovesResult => (
+            "notify-aborted runs before the checkpoint mail and removes its write result; the mail fails the task",
+            props::NO_SPURIOUS_FAILURE,
+            base(),
+        ),
+        LegacyBug::CancelForgetsAbort => (
+            "a cancel marker removes the write result but forgets the abort; the mail fails the task",
+            props::NO_SPURIOUS_FAILURE,
+            join(base()),
+        ),
+        LegacyBug::StaleMailExecutes => (
+            "a checkpoint mail runs after a cancel marker already ended its checkpoint and declines it again",
+            props::OTHER,
+            join(base()),
+        ),
+        LegacyBug::ObsoleteBarrierFails => (
+            "a slow source's barrier arrives after a newer one and trips an assertion",
+            props::NO_SPURIOUS_FAILURE,
+            join(ModelConfig {
+                checkpoints: 2,
+                max_concurrent: 2,
+                shutdown: false,
+                ..base()
+            }),
+        ),
+        LegacyBug::AbortIgnoresNettyStart => (
+            "notify-aborted ignores a checkpoint started by netty; the task executes an aborted checkpoint",
+            props::ABORT_HONOURED,
+            base(),
+        ),
+        LegacyBug::SkipWithoutCancelMarker => (
+            "a declined checkpoint sends no cancel marker; the task downstream waits for alignment forever",
+            props::E_ALIGNED,
+            join(base()),
+        ),
+        LegacyBug::AbortedStartLeaks => (
+            "an abort before the barrier: start still creates the write result and nobody removes it",
+            props::NO_LEAKED_RESULT,
+            base(),
+        ),
+        LegacyBug::AbortedResultBlocksStart => (
+            "start 2 while aborted checkpoint 1's result waits for its mail throws",
+            props::NO_SPURIOUS_FAILURE,
+            ModelConfig {
+                checkpoints: 2,
+                ..base()
+            },
+        ),
+        LegacyBug::NewerBarrierDropsResult => (
+            "a newer barrier replaces an unfinished write result without failing it; it is never settled",
+            props::NO_LEAKED_RESULT,
+            ModelConfig {
+                checkpoints: 2,
+                ..base()
+            },
+        ),
+        LegacyBug::NotifyCompleteOutOfOrder => (
+            "notify-complete 1 arrives after notify-complete 2 and commits again",
+            props::COMPLETED_INCREASE,
+            ModelConfig {
+                tasks: 1,
+                checkpoints: 2,
+                max_concurrent: 2,
+                ..base()
+            },
+        ),
+        LegacyBug::TriggerAfterFinishFails => (
+            "a trigger reaches a source that finished its input and fails it",
+            props::NO_SPURIOUS_FAILURE,
+            ModelConfig {
+                end_of_input: 1,
+                ..base()
+            },
+        ),
+        LegacyBug::HookExpiryWedgesTrigger => (
+            "a checkpoint expires while its master hooks run; the trigger stays in progress forever",
+            props::E_NO_TRIGGER_STUCK,
+            ModelConfig {
+                master_hooks: 1,
+                shutdown: false,
+                ..base()
+            },
+        ),
+        LegacyBug::LateHooksTriggerTasks => (
+            "master hooks answer for an expired checkpoint; the tasks are triggered for it anyway",
+            props::OTHER,
+            ModelConfig {
+                master_hooks: 1,
+                ..base()
+            },
+        ),
+        LegacyBug::AbortAllLeavesQueueStuck => (
+            "a request queued at the concurrency bound is not resumed when a task failure aborts the pending one",
+            props::E_NO_TRIGGER_STUCK,
+            ModelConfig {
+                checkpoints: 2,
+                task_failures: 1,
+                shutdown: false,
+                network: Network::Ordered,
+                ..base()
+            },
+        ),
+        LegacyBug::EffectsAfterShutdown => (
+            "an id allocated after shutdown still triggers the tasks",
+            props::NOTHING_AFTER_SHUTDOWN,
+            base(),
+        ),
+        LegacyBug::DiscardWhileStoring => (
+            "shutdown while finalizing discards the state the store may hold",
+            props::DURABLE,
+            base(),
+        ),
+    };
+    Entry {
+        bug,
+        story,
+        property,
+        config: ModelConfig {
+            semantics: Semantics::Legacy(bug),
+            ..config
+        },
+    }
+}
+
+/// What checking one entry found.
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The entry.
+    pub entry: Entry,
+    /// The fixed semantics' verdict in the same world.
+    pub fixed: crate::check::Verdict,
+    /// The depth (actions) the fixed check covered.
+    pub fixed_depth: usize,
+    /// Seconds the fixed check took.
+    pub fixed_seconds: f64,
+    /// The legacy counterexample (shortest for safety properties), if found.
+    pub found: Option<crate::check::Counterexample>,
+    /// Seconds to the legacy counterexample (or to giving up).
+    pub seconds: f64,
+}
+
+impl Row {
+    /// Whether the entry passes: fixed holds, the legacy bug is found, and
+    /// as the property the entry names.
+    #[must_use]
+    pub fn ok(&self) -> bool {
+        self.fixed != crate::check::Verdict::Violated
+            && self
+                .found
+                .as_ref()
+                .is_some_and(|c| c.property == self.entry.property)
+    }
+}
+
+/// Whether `property` is an `eventually` (judged by stateright at terminal
+/// states, found by a depth-first run rather than the shortest-path search).
+#[must_use]
+pub fn is_liveness(property: &str) -> bool {
+    property.starts_with("eventually")
+}
+
+/// Checks one entry: the fixed semantics in the entry's world, then the
+/// legacy one (breadth-first shortest path for a safety property; the
+/// first run end that breaks a liveness property otherwise). Each search is
+/// cut at `limit`.
+#[must_use]
+pub fn check_entry(entry: &Entry, threads: usize, limit: std::time::Duration) -> Row {
+    use crate::check::{run_check, shortest_violation_within, CheckOptions};
+    let opts = CheckOptions {
+        threads,
+        time_limit: Some(limit),
+        ..CheckOptions::default()
+    };
+    let start = std::time::Instant::now();
+    let found = if is_liveness(entry.property) {
+        let r = run_check(
+            &entry.config,
+            &CheckOptions {
+                stop_at_failure: true,
+                ..opts.clone()
+            },
+        );
+        r.counterexample
+    } else {
+        shortest_violation_within(&entry.config, &opts)
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    // The fixed reducers in the same world, over every path at least as long
+    // as the counterexample (the whole space when it is small): the knob,
+    // and nothing else, is what breaks the property.
+    let fixed_cfg = ModelConfig {
+        semantics: Semantics::Fixed,
+        ..entry.config.clone()
+    };
+    let depth = found.as_ref().map_or(64, |c| c.actions.len() + 4);
+    let start = std::time::Instant::now();
+    let fixed = run_check(
+        &fixed_cfg,
+        &CheckOptions {
+            max_depth: Some(depth),
+            ..opts
+        },
+    );
+    Row {
+        entry: entry.clone(),
+        fixed: fixed.verdict(),
+        fixed_depth: depth,
+        fixed_seconds: start.elapsed().as_secs_f64(),
+        found,
+        seconds,
+    }
+}

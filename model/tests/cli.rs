@@ -1,0 +1,489 @@
+//! The `ckpt-model` command as a user meets it: exit statuses, refusals,
+//! bounds, interrupts, output files, replay, explore, and the output for
+//! people and for tools. Each test runs the built binary on a small
+//! configuration.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ckpt-model"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run ckpt-model: {e}"))
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A scratch directory for this test.
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
+    d
+}
+
+/// A small fixed configuration (2 tasks, 1 checkpoint, no faults: 651
+/// unique states).
+const SMALL: [&str; 5] = ["--checkpoints", "1", "--faults", "0", "--quiet"];
+
+// ----- wrong or missing answers ----------------------------------------------
+
+#[test]
+fn legacy_cancel_on_fanout_is_refused_naming_the_flags_that_reach_it() {
+    let o = run(&["check", "--semantics", "legacy-cancel"]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("--topology join --tasks 3"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stdout(&o).contains("holds"), "{}", stdout(&o));
+    // The same refusal for explore.
+    let o = run(&["explore", "--semantics", "legacy-cancel", "--port", "0"]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn legacy_with_one_task_and_join_with_two_tasks_are_refused() {
+    let o = run(&["check", "--semantics", "legacy", "--tasks", "1"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--tasks 2"), "{}", stderr(&o));
+    let o = run(&["check", "--topology", "join", "--tasks", "2"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--tasks 3"), "{}", stderr(&o));
+}
+
+#[test]
+fn zero_threads_is_refused_and_limits_show_in_help() {
+    let o = run(&["check", "--threads", "0"]);
+    assert_eq!(code(&o), 2);
+    let help = stdout(&run(&["check", "--help"]));
+    for limit in [
+        "Number of tasks (1..=8)",
+        "(1..=64)",
+        "(0..=8)",
+        "--time-limit",
+        "--max-depth",
+    ] {
+        assert!(help.contains(limit), "{limit} missing from\n{help}");
+    }
+    assert!(stdout(&run(&["--help"])).contains("130"));
+}
+
+#[test]
+fn semantics_all_switches_legacy_cancel_to_a_join_and_says_so() {
+    let o = run(&[
+        "check",
+        "--semantics",
+        "all",
+        "--checkpoints",
+        "1",
+        "--faults",
+        "0",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let out = stdout(&o);
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("legacy-cancel"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        row.contains("--tasks 3") && row.contains("--topology join"),
+        "{row}"
+    );
+    assert!(row.contains("violated"), "{row}");
+}
+
+// ----- long runs ----------------------------------------------------------------
+
+#[test]
+fn a_time_limit_is_inconclusive_not_holds() {
+    let o = run(&["check", "--time-limit", "0.3", "--quiet"]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("verdict: inconclusive"), "{out}");
+    assert!(out.contains("[inconclusive"), "{out}");
+    assert!(!out.contains("[holds"), "{out}");
+}
+
+#[test]
+fn max_depth_cuts_the_search_and_says_so_only_when_it_did() {
+    let mut args = vec!["check"];
+    args.extend(SMALL);
+    let cut: Vec<&str> = args.iter().copied().chain(["--max-depth", "3"]).collect();
+    let o = run(&cut);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("--max-depth were not explored"),
+        "{}",
+        stdout(&o)
+    );
+    let wide: Vec<&str> = args.iter().copied().chain(["--max-depth", "200"]).collect();
+    let o = run(&wide);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains("verdict: holds"));
+}
+
+#[test]
+fn a_violation_within_a_bound_is_definitive() {
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--max-depth",
+        "40",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+}
+
+#[test]
+fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
+    let o = run(&["check", "--time-limit", "1.2", "--progress-every", "0.2"]);
+    assert_eq!(code(&o), 3);
+    let err = stderr(&o);
+    assert!(!err.contains('\r'), "{err:?}");
+    assert!(
+        err.lines().filter(|l| l.contains("unique/s")).count() >= 2,
+        "{err:?}"
+    );
+}
+
+#[test]
+fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
+    let child = bin()
+        .args(["check", "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_millis(1_500));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(code(&o), 130, "{}\n{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("unique"), "{out}");
+    assert!(out.contains("verdict: inconclusive: interrupted"), "{out}");
+}
+
+#[test]
+fn an_unwritable_output_fails_before_the_search() {
+    let t0 = Instant::now();
+    for flag in ["--trace-out", "--diagram"] {
+        let o = run(&[
+            "check",
+            "--semantics",
+            "legacy",
+            flag,
+            "/nonexistent-dir/out.txt",
+        ]);
+        assert_eq!(code(&o), 2, "{}", stdout(&o));
+        assert!(stderr(&o).contains("cannot write"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "searched anyway: {}", stdout(&o));
+    }
+    assert!(t0.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn a_stale_output_file_is_removed_when_nothing_is_violated() {
+    let d = scratch("stale");
+    let trace = d.join("bug.jsonl");
+    let diagram = d.join("bug.mmd");
+    std::fs::write(&trace, "stale").unwrap_or_else(|e| panic!("{e}"));
+    let mut args = vec!["check"];
+    args.extend(SMALL);
+    let t = trace.to_string_lossy().into_owned();
+    let m = diagram.to_string_lossy().into_owned();
+    args.extend(["--trace-out", &t, "--diagram", &m]);
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(!trace.exists() && !diagram.exists());
+    let out = stdout(&o);
+    assert!(out.contains("removed the earlier"), "{out}");
+    assert!(out.contains("not written"), "{out}");
+}
+
+// ----- replay ---------------------------------------------------------------------
+
+/// The legacy counterexample as a trace and a diagram; returns check's
+/// stdout.
+fn legacy_counterexample(d: &std::path::Path) -> String {
+    let t = d.join("bug.jsonl").to_string_lossy().into_owned();
+    let m = d.join("bug.mmd").to_string_lossy().into_owned();
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--quiet",
+        "--trace-out",
+        &t,
+        "--diagram",
+        &m,
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    stdout(&o)
+}
+
+#[test]
+fn check_and_replay_number_the_steps_alike_and_replay_can_switch_semantics() {
+    let d = scratch("numbering");
+    let out = legacy_counterexample(&d);
+    let at = out
+        .split("violated at step ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("{out}"))
+        .to_string();
+    assert!(out.contains("wrote the counterexample trace to"), "{out}");
+    let trace = d.join("bug.jsonl").to_string_lossy().into_owned();
+    let o = run(&["replay", &trace]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let r = stdout(&o);
+    assert!(
+        r.contains(&format!(
+            "step {at} (task 1): invariant `no_spurious_failure`"
+        )),
+        "check said step {at}; replay:\n{r}"
+    );
+    // The same story against the fixed reducer: a decline, exit 0.
+    let o = run(&["replay", &trace, "--semantics", "fixed"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let r = stdout(&o);
+    assert!(r.contains("overridden"), "{r}");
+    assert!(r.contains("AbortedByCoordinator"), "{r}");
+    assert!(
+        r.contains(&format!("{at} steps, every invariant holds")),
+        "{r}"
+    );
+}
+
+const HEADER: &str = r#"{"kind":"header","version":1,"coordinator":null,"tasks":[[0,{"semantics":"Fixed","aborted_ids_max":16}]]}"#;
+
+#[test]
+fn replay_reports_host_misuse_and_fails_unless_allowed() {
+    let d = scratch("misuse");
+    let f = d.join("misuse.jsonl");
+    std::fs::write(
+        &f,
+        format!(
+            "{HEADER}\n{}\n",
+            r#"{"kind":"task","now":0,"task":0,"event":{"BarrierReceived":{"checkpoint":1,"via":"Writer"}}}"#
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let p = f.to_string_lossy().into_owned();
+    let o = run(&["replay", &p]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("1 step, every invariant holds, but 1 step was refused"),
+        "{out}"
+    );
+    assert!(
+        out.contains("WrongThread") || out.contains("Writer"),
+        "{out}"
+    );
+    let o = run(&["replay", &p, "--allow-rejected"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+}
+
+#[test]
+fn replay_of_invalid_utf8_is_an_input_error() {
+    let d = scratch("utf8");
+    let f = d.join("bad.jsonl");
+    let mut bytes = format!("{HEADER}\n").into_bytes();
+    bytes.extend_from_slice(b"{\"kind\":\"task\",\"now\":0,\"task\":0,\"event\":\"\xff\"}\n");
+    std::fs::write(&f, bytes).unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&["replay", &f.to_string_lossy()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("line 2, byte"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not valid UTF-8"), "{}", stderr(&o));
+}
+
+// ----- explore -------------------------------------------------------------------
+
+#[test]
+fn explore_refuses_a_taken_port_and_semantics_all() {
+    let taken = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap_or_else(|e| panic!("{e}"));
+    let port = taken
+        .local_addr()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .port()
+        .to_string();
+    let o = run(&["explore", "--port", &port]);
+    assert_eq!(code(&o), 2, "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("cannot serve"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("serving"), "{}", stdout(&o));
+    let o = run(&["explore", "--semantics", "all", "--port", "0"]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
+fn explore_on_port_0_prints_the_real_port() {
+    let mut child = bin()
+        .args([
+            "explore",
+            "--port",
+            "0",
+            "--checkpoints",
+            "1",
+            "--faults",
+            "0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut lines = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+    let mut banner = String::new();
+    for _ in 0..2 {
+        let _ = lines.read_line(&mut banner);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let url = banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{banner}"));
+    let port: u16 = url
+        .split('/')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    assert_ne!(port, 0, "{banner}");
+    assert!(banner.contains("--topology fanout"), "{banner}");
+    let mut rest = String::new();
+    let _ = lines.read_to_string(&mut rest);
+}
+
+// ----- output for people and for tools -------------------------------------------
+
+#[test]
+fn banners_use_the_flags_spellings() {
+    let mut args = vec!["check"];
+    args.extend(SMALL);
+    let out = stdout(&run(&args));
+    assert!(
+        out.starts_with("ckpt-model check --semantics fixed --tasks 2 --topology fanout"),
+        "{out}"
+    );
+    assert!(out.contains("--network reorder"), "{out}");
+    for internal in ["Fanout", "Reorder", "ModelConfig", "1 tasks"] {
+        assert!(!out.contains(internal), "{internal} in\n{out}");
+    }
+    assert!(!out.contains("StartScheduler"), "setup delivers it:\n{out}");
+}
+
+#[test]
+fn json_has_a_schema_structured_steps_and_what_was_not_checked() {
+    let o = run(&["check", "--semantics", "legacy", "--json"]);
+    assert_eq!(code(&o), 1);
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["verdict"], "violated");
+    assert_eq!(v["exit_status"], 1);
+    let wall = v["wall_seconds"].as_f64().unwrap_or(0.0);
+    let search = v["search_seconds"].as_f64().unwrap_or(f64::MAX);
+    assert!(wall >= search, "{wall} {search}");
+    assert!(v["not_checked"].as_array().is_some_and(|a| !a.is_empty()));
+    let cx = &v["counterexample"];
+    let steps = cx["steps"].as_array().unwrap_or_else(|| panic!("{cx}"));
+    assert_eq!(Some(steps.len() as u64), cx["step_count"].as_u64());
+    assert_eq!(steps[0]["event"], "StartScheduler");
+    let last = &steps[steps.len() - 1];
+    assert_eq!(last["machine"], "task");
+    assert!(
+        last["event"]["CheckpointMail"]["checkpoint"].is_u64(),
+        "{last}"
+    );
+    assert!(last["effects"][0]["FailTask"].is_object(), "{last}");
+    assert_eq!(last["violation"]["invariant"], "no_spurious_failure");
+}
+
+#[test]
+fn mermaid_declares_only_the_lanes_used_and_prints_ids_plainly() {
+    let d = scratch("mermaid");
+    let _ = legacy_counterexample(&d);
+    let m = std::fs::read_to_string(d.join("bug.mmd")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(m.starts_with("sequenceDiagram"));
+    let declared: Vec<&str> = m
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("participant "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    for lane in &declared {
+        let used = m.lines().any(|l| {
+            l.contains(&format!("{lane}->>"))
+                || l.contains(&format!(">>{lane}:"))
+                || l.contains(&format!("over {lane}:"))
+        });
+        assert!(used, "{lane} declared but unused\n{m}");
+    }
+    assert!(!declared.contains(&"W1"), "{m}");
+    for raw in ["Ok((", "CheckpointId(", "RequestId("] {
+        assert!(!m.contains(raw), "{raw} in\n{m}");
+    }
+}
+
+#[test]
+fn a_long_replay_streams_with_plain_progress_lines() {
+    // One task, 30,000 checkpoints, 5 events each: 150,000 steps. Every
+    // monitor keeps only live obligations, so this is linear.
+    let d = scratch("long");
+    let f = d.join("long.jsonl");
+    let mut text = format!("{HEADER}\n");
+    for c in 1..=30_000u64 {
+        for ev in [
+            format!(r#"{{"BarrierReceived":{{"checkpoint":{c},"via":"Netty"}}}}"#),
+            format!(r#"{{"WriterCompleted":{{"checkpoint":{c}}}}}"#),
+            format!(r#"{{"CheckpointMail":{{"checkpoint":{c}}}}}"#),
+            format!(r#"{{"AsyncPartCompleted":{{"checkpoint":{c},"handle":{c}}}}}"#),
+            format!(r#"{{"NotifyComplete":{{"checkpoint":{c}}}}}"#),
+        ] {
+            text.push_str(&format!(
+                "{{\"kind\":\"task\",\"now\":{c},\"task\":0,\"event\":{ev}}}\n"
+            ));
+        }
+    }
+    std::fs::write(&f, text).unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&[
+        "replay",
+        &f.to_string_lossy(),
+        "--quiet",
+        "--progress-every",
+        "0.05",
+    ]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("150000 steps, every invariant holds"),
+        "{}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    assert!(!err.contains('\r'), "{err:?}");
+    assert!(err.lines().any(|l| l.contains("steps/s")), "{err:?}");
+}
