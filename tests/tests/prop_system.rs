@@ -32,8 +32,10 @@ fn spec() -> impl Strategy<Value = SystemSpec> {
         any::<u8>(),
         any::<u8>(),
         any::<u8>(),
+        prop::bool::weighted(0.25),
+        prop::bool::weighted(0.05),
     )
-        .prop_map(|(a, b, c, d, e, f, g, h, i)| SystemSpec {
+        .prop_map(|(a, b, c, d, e, f, g, h, i, join, finish)| SystemSpec {
             downstream: a,
             hooks: b,
             interval: c,
@@ -43,6 +45,8 @@ fn spec() -> impl Strategy<Value = SystemSpec> {
             tolerable: g,
             retained: h,
             aborted_ids_max: i,
+            join,
+            finish,
         })
 }
 

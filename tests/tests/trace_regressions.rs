@@ -105,6 +105,8 @@ fn system_story_traces_replay_to_the_drivers_verdict() {
         tolerable: 1,
         retained: 0,
         aborted_ids_max: 1,
+        join: false,
+        finish: false,
     };
     let mut actions = Vec::new();
     for i in 0..40u8 {

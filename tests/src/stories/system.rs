@@ -53,13 +53,23 @@ pub struct SystemSpec {
     pub retained: u8,
     /// Aborted-id memory of the tasks (folded to 1..=3).
     pub aborted_ids_max: u8,
+    /// Two sources joined into one downstream task (3 tasks) instead of one
+    /// source fanned out.
+    pub join: bool,
+    /// A source may reach the end of its input (then no checkpoint can
+    /// complete any more, and healing is not required).
+    pub finish: bool,
 }
 
 impl SystemSpec {
     /// Number of tasks (source included).
     #[must_use]
     pub fn tasks(&self) -> u32 {
-        u32::from(self.downstream % 3) + 1
+        if self.join {
+            3
+        } else {
+            u32::from(self.downstream % 3) + 1
+        }
     }
 
     /// The world this spec describes: a duplicating, dropping, reordering
@@ -75,7 +85,11 @@ impl SystemSpec {
             io_faults: true,
             task_faults: true,
             shutdown: false,
-            topology: Topology::Fanout,
+            topology: if self.join {
+                Topology::Join
+            } else {
+                Topology::Fanout
+            },
             semantics,
             savepoints: 4,
             task_failures: 8,
@@ -93,7 +107,7 @@ impl SystemSpec {
             coordinator_failovers: 2,
             job_failovers: 4,
             savepoint_restore: false,
-            end_of_input: 0,
+            end_of_input: u8::from(self.finish),
         }
     }
 }
@@ -453,7 +467,10 @@ pub fn run(
         SystemDriver::act,
         SystemDriver::trace,
     )?;
-    if let Some(bound) = heal_bound {
+    // A finished source declines every later checkpoint: nothing can
+    // complete after that, so healing has nothing to show.
+    let finished = d.world.used.end_of_input > 0;
+    if let (Some(bound), false) = (heal_bound, finished) {
         if let Err(violation) = d.heal(bound) {
             return Err(Failure::at(story.actions.len(), violation, d.trace()));
         }
