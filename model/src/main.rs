@@ -1044,6 +1044,38 @@ fn trace_name(bug: LegacyBug) -> String {
     format!("zoo_{ticket}_{}", legacy_name(bug).replace('-', "_"))
 }
 
+/// The flags in which `c` differs from the default configuration (its
+/// semantics aside): the world a zoo entry needs.
+fn world_flags(c: &ModelConfig) -> String {
+    let default = ModelConfig {
+        semantics: c.semantics,
+        ..ModelConfig::default()
+    };
+    let pairs = |f: String| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for tok in f.split_whitespace() {
+            match out.last_mut() {
+                Some(last) if !tok.starts_with("--") => {
+                    last.push(' ');
+                    last.push_str(tok);
+                }
+                Some(_) | None => out.push(tok.to_string()),
+            }
+        }
+        out
+    };
+    let base = pairs(flags(&default));
+    let diff: Vec<String> = pairs(flags(c))
+        .into_iter()
+        .filter(|p| !base.contains(p))
+        .collect();
+    if diff.is_empty() {
+        "(default)".into()
+    } else {
+        diff.join(" ")
+    }
+}
+
 fn zoo(args: &ZooArgs) -> u8 {
     use ckpt_model::zoo::{check_entry, entries};
     if let Some(dir) = &args.traces {
@@ -1081,7 +1113,7 @@ fn zoo(args: &ZooArgs) -> u8 {
             name,
             entry.story,
             entry.property,
-            flags(&entry.config),
+            world_flags(&entry.config),
             match row.fixed {
                 Verdict::Holds => "holds".to_string(),
                 Verdict::Violated => "VIOLATED".to_string(),
