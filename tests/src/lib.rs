@@ -14,3 +14,4 @@ pub mod harness;
 pub use harness::{handle, CoordinatorHarness, Record};
 pub mod fuzzing;
 pub mod stories;
+pub mod strategies;

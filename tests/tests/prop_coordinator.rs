@@ -10,16 +10,9 @@ use ckpt_core::DeclineReason;
 use ckpt_tests::stories::coordinator::{run, Alloc, CoordAction, CoordStory, Sender};
 use ckpt_tests::stories::SettingsChoice;
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/prop_coordinator.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
+    ckpt_tests::strategies::config(cases, "proptest-regressions/prop_coordinator.txt")
 }
 
 fn settings() -> impl Strategy<Value = SettingsChoice> {

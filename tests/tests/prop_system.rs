@@ -7,64 +7,16 @@
 
 use ckpt_core::task::Semantics;
 use ckpt_tests::fuzzing::HEAL_BOUND;
-use ckpt_tests::stories::system::{run, SysAction, SystemSpec, SystemStory};
+use ckpt_tests::stories::system::{run, SystemStory};
+use ckpt_tests::strategies::{self, SystemMix};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/prop_system.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
-
-fn spec() -> impl Strategy<Value = SystemSpec> {
-    (
-        any::<u8>(),
-        any::<bool>(),
-        any::<u8>(),
-        any::<u8>(),
-        any::<u8>(),
-        any::<u8>(),
-        any::<u8>(),
-        any::<u8>(),
-        any::<u8>(),
-        prop::bool::weighted(0.25),
-        prop::bool::weighted(0.05),
-    )
-        .prop_map(|(a, b, c, d, e, f, g, h, i, join, finish)| SystemSpec {
-            downstream: a,
-            hooks: b,
-            interval: c,
-            timeout: d,
-            min_pause: e,
-            max_concurrent: f,
-            tolerable: g,
-            retained: h,
-            aborted_ids_max: i,
-            join,
-            finish,
-        })
-}
-
-fn action() -> impl Strategy<Value = SysAction> {
-    prop_oneof![
-        40 => any::<u8>().prop_map(SysAction::Act),
-        4 => any::<u8>().prop_map(SysAction::Fault),
-        1 => any::<u8>().prop_map(SysAction::Crash),
-        2 => any::<u8>().prop_map(SysAction::User),
-        2 => Just(SysAction::Flush),
-        3 => (0u16..400).prop_map(SysAction::Tick),
-        2 => Just(SysAction::FireNextTimer),
-    ]
+    strategies::config(cases, "proptest-regressions/prop_system.txt")
 }
 
 fn story(len: usize) -> impl Strategy<Value = SystemStory> {
-    (spec(), prop::collection::vec(action(), 0..len))
-        .prop_map(|(spec, actions)| SystemStory { spec, actions })
+    strategies::system_story(len, SystemMix::PROPERTIES)
 }
 
 proptest! {

@@ -8,16 +8,10 @@ use ckpt_core::task::{LegacyBug, Semantics};
 use ckpt_core::CheckpointId;
 use ckpt_tests::stories::task::{run, TaskAction, TaskStory};
 use proptest::prelude::*;
-use proptest::test_runner::{FileFailurePersistence, TestRng, TestRunner};
+use proptest::test_runner::{TestRng, TestRunner};
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/prop_task.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
+    ckpt_tests::strategies::config(cases, "proptest-regressions/prop_task.txt")
 }
 
 fn action() -> impl Strategy<Value = TaskAction> {

@@ -6,7 +6,8 @@
 //! the reason the random layer misses them, in the README's zoo table.
 
 use ckpt_core::{LegacyBug, Semantics};
-use ckpt_tests::stories::system::{run, SysAction, SystemSpec, SystemStory};
+use ckpt_tests::stories::system::{run, SystemStory};
+use ckpt_tests::strategies::{system_story, SystemMix};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{RngAlgorithm, TestRng, TestRunner};
@@ -14,44 +15,16 @@ use proptest::test_runner::{RngAlgorithm, TestRng, TestRunner};
 /// Stories per knob (the CI budget of the system property tests).
 const BUDGET: usize = 3_000;
 
-fn spec() -> impl Strategy<Value = SystemSpec> {
-    (
-        (any::<u8>(), any::<bool>(), any::<u8>(), any::<u8>()),
-        (any::<u8>(), any::<u8>(), any::<u8>(), any::<u8>()),
-        (any::<u8>(), any::<bool>(), prop::bool::weighted(0.2)),
-    )
-        .prop_map(
-            |((a, b, c, d), (e, f, g, h), (i, join, finish))| SystemSpec {
-                downstream: a,
-                hooks: b,
-                interval: c,
-                timeout: d,
-                min_pause: e,
-                max_concurrent: f,
-                tolerable: g,
-                retained: h,
-                aborted_ids_max: i,
-                join,
-                finish,
-            },
-        )
-}
-
-fn action() -> impl Strategy<Value = SysAction> {
-    prop_oneof![
-        40 => any::<u8>().prop_map(SysAction::Act),
-        4 => any::<u8>().prop_map(SysAction::Fault),
-        1 => any::<u8>().prop_map(SysAction::Crash),
-        3 => any::<u8>().prop_map(SysAction::User),
-        2 => Just(SysAction::Flush),
-        3 => (0u16..400).prop_map(SysAction::Tick),
-        2 => Just(SysAction::FireNextTimer),
-    ]
-}
+/// The zoo's mix: joins and finishing sources more often than the property
+/// tests, so the knobs that need them are within reach.
+const MIX: SystemMix = SystemMix {
+    join: 0.5,
+    finish: 0.2,
+    user: 3,
+};
 
 fn story() -> impl Strategy<Value = SystemStory> {
-    (spec(), prop::collection::vec(action(), 0..80))
-        .prop_map(|(spec, actions)| SystemStory { spec, actions })
+    system_story(80, MIX)
 }
 
 /// The first story (1-based) that breaks an invariant under `bug`, and the

@@ -270,21 +270,29 @@ pub struct TaskMonitor {
 
 impl Hash for TaskMonitor {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.ended.hash(h);
-        self.last_executed.hash(h);
-        self.last_complete.hash(h);
-        h.write_usize(self.tracks.len());
-        for (k, v) in &self.tracks {
+        // Destructured so that a new field cannot silently drop out of the
+        // hash; imbl collections get a length prefix (TOOLING pitfall 1).
+        let TaskMonitor {
+            ended,
+            last_executed,
+            last_complete,
+            tracks,
+            floor,
+            running,
+            acked,
+            declined,
+            told_aborted,
+        } = self;
+        ended.hash(h);
+        last_executed.hash(h);
+        last_complete.hash(h);
+        h.write_usize(tracks.len());
+        for (k, v) in tracks {
             k.hash(h);
             v.hash(h);
         }
-        self.floor.hash(h);
-        for set in [
-            &self.running,
-            &self.acked,
-            &self.declined,
-            &self.told_aborted,
-        ] {
+        floor.hash(h);
+        for set in [running, acked, declined, told_aborted] {
             h.write_usize(set.len());
             for x in set {
                 x.hash(h);

@@ -886,14 +886,7 @@ impl Sim {
                 if !side.is_down() {
                     return None;
                 }
-                side.st = fresh;
-                side.monitor = TaskMonitor::new();
-                side.mailbox.clear();
-                for c in &mut side.inputs {
-                    c.queue.clear();
-                    c.seen = None;
-                }
-                side.attempt = AttemptNo(side.attempt.0.saturating_add(1));
+                side.restart(fresh);
                 let attempt = side.attempt;
                 self.coord_event(
                     &mut n,
@@ -1109,14 +1102,7 @@ impl Sim {
         }
         let fresh = self.fresh_task();
         for side in &mut n.tasks {
-            side.st = fresh.clone();
-            side.monitor = TaskMonitor::new();
-            side.mailbox.clear();
-            for c in &mut side.inputs {
-                c.queue.clear();
-                c.seen = None;
-            }
-            side.attempt = AttemptNo(side.attempt.0.saturating_add(1));
+            side.restart(fresh.clone());
         }
         old.into_iter()
             .map(|(a, down)| if down { AttemptNo(u32::MAX) } else { a })

@@ -208,6 +208,19 @@ impl TaskSide {
     pub fn is_down(&self) -> bool {
         self.st.lifecycle() == Lifecycle::Failed
     }
+
+    /// The next attempt starts from `fresh`: a new monitor, an empty mailbox,
+    /// empty input channels (what the old attempt had buffered is gone).
+    pub fn restart(&mut self, fresh: TaskState) {
+        self.st = fresh;
+        self.monitor = TaskMonitor::new();
+        self.mailbox.clear();
+        for c in &mut self.inputs {
+            c.queue.clear();
+            c.seen = None;
+        }
+        self.attempt = AttemptNo(self.attempt.0.saturating_add(1));
+    }
 }
 
 /// What each budget of the run has used (every action that could repeat
