@@ -854,7 +854,7 @@ pub fn structured_steps(cfg: &ModelConfig, actions: &[Action]) -> Vec<serde_json
 
 /// The counterexample as a core trace (replayable by
 /// `ckpt_core::trace::replay`). A restarted task attempt gets its own task
-/// machine (id `task + attempt * tasks`, see [`SysModel::trace_task`]),
+/// machine (id `task + attempt * tasks`, see [`crate::world::Sim::trace_task`]),
 /// since a trace knows no restarts.
 #[must_use]
 pub fn to_trace(cfg: &ModelConfig, actions: &[Action]) -> Trace {
