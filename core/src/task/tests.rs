@@ -795,3 +795,226 @@ fn bounded_exploration_fixed_holds_every_invariant_legacy_is_caught() {
         assert!(r.is_err(), "{bug:?} not caught");
     }
 }
+
+// ============================================================================
+// End of input, and the bug zoo's task-side knobs
+// ============================================================================
+
+fn trigger(n: u64) -> TaskEvent {
+    TaskEvent::TriggerCheckpoint { checkpoint: cp(n) }
+}
+
+/// Runs `events` on a legacy task without judging them, then `last`
+/// through the shared checked step; returns its effects and the verdict.
+fn legacy_step(
+    bug: LegacyBug,
+    events: &[TaskEvent],
+    last: TaskEvent,
+) -> (Vec<TaskEffect>, Result<(), crate::invariants::Violation>) {
+    let mut s = task(Semantics::Legacy(bug));
+    let mut m = TaskMonitor::new();
+    for ev in events {
+        let (t, verdict) = checked::task_step(&mut m, &s, Millis(0), ev, Rigor::Full);
+        verdict.unwrap_or_else(|v| panic!("{v} before the race, at {ev:?}"));
+        s = t.state;
+    }
+    let (t, verdict) = checked::task_step(&mut m, &s, Millis(0), &last, Rigor::Full);
+    (t.step.effects, verdict)
+}
+
+fn caught(r: Result<(), crate::invariants::Violation>, name: &str) {
+    assert_eq!(r.map_err(|v| v.invariant), Err(name));
+}
+
+#[test]
+fn end_of_input_finishes_the_task_once() {
+    let mut h = Harness::new(Semantics::Fixed);
+    assert_eq!(h.step(TaskEvent::EndOfInput), applied(vec![]));
+    assert_eq!(h.s.lifecycle(), Lifecycle::Finished);
+    assert_eq!(
+        h.step(TaskEvent::EndOfInput),
+        ignored(IgnoreReason::AlreadyFinished)
+    );
+}
+
+#[test]
+fn a_trigger_after_the_end_of_input_is_declined_with_a_cancel_marker() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(TaskEvent::EndOfInput);
+    assert_eq!(
+        h.step(trigger(1)),
+        skipped(
+            vec![
+                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                decline(1, DeclineReason::TaskClosing),
+            ],
+            SkipReason::Declined(DeclineReason::TaskClosing)
+        )
+    );
+    // A barrier too, and the reason does not count as a failure.
+    assert_eq!(
+        h.step(barrier(2)),
+        skipped(
+            vec![
+                E::BroadcastCancelMarker { checkpoint: cp(2) },
+                decline(2, DeclineReason::TaskClosing),
+            ],
+            SkipReason::Declined(DeclineReason::TaskClosing)
+        )
+    );
+    assert!(!DeclineReason::TaskClosing.counts_as_failure());
+    // The same trigger again is stale.
+    assert_eq!(h.step(trigger(1)), ignored(IgnoreReason::StaleCheckpoint));
+}
+
+#[test]
+fn a_checkpoint_started_before_the_end_of_input_still_runs() {
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    h.step(TaskEvent::EndOfInput);
+    assert_eq!(
+        h.step(mail(1)),
+        applied(vec![
+            E::BroadcastBarrier { checkpoint: cp(1) },
+            E::StartAsyncPart { checkpoint: cp(1) },
+        ])
+    );
+}
+
+#[test]
+fn legacy_trigger_after_finish_fails_the_task() {
+    let (fx, verdict) = legacy_step(
+        LegacyBug::TriggerAfterFinishFails,
+        &[TaskEvent::EndOfInput],
+        trigger(1),
+    );
+    assert_eq!(
+        fx.first(),
+        Some(&E::FailTask {
+            reason: FailureReason::TriggerAfterFinish
+        })
+    );
+    caught(verdict, crate::invariants::task::names::NO_SPURIOUS_FAILURE);
+}
+
+#[test]
+fn legacy_obsolete_barrier_fails_the_task() {
+    let (fx, verdict) = legacy_step(LegacyBug::ObsoleteBarrierFails, &[barrier(2)], barrier(1));
+    assert!(fx.contains(&E::FailTask {
+        reason: FailureReason::ObsoleteBarrier
+    }));
+    caught(verdict, crate::invariants::task::names::NO_SPURIOUS_FAILURE);
+    // Fixed: the obsolete barrier is only stale.
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(2));
+    assert_eq!(h.step(barrier(1)), ignored(IgnoreReason::StaleCheckpoint));
+}
+
+#[test]
+fn legacy_stale_mail_executes_after_a_cancel_marker() {
+    let (fx, verdict) = legacy_step(
+        LegacyBug::StaleMailExecutes,
+        &[barrier(1), cancel(1)],
+        mail(1),
+    );
+    assert!(fx.contains(&decline(1, DeclineReason::WriteResultMissing)));
+    caught(verdict, crate::invariants::task::names::ACK_XOR_DECLINE);
+    // Fixed: the mail only cleans up.
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    h.step(cancel(1));
+    assert_eq!(h.step(mail(1)), skipped(vec![], SkipReason::Stale));
+}
+
+#[test]
+fn legacy_abort_of_a_netty_start_is_ignored_and_the_checkpoint_executes() {
+    let mut s = task(Semantics::Legacy(LegacyBug::AbortIgnoresNettyStart));
+    let t = reduce(&s, Millis(0), barrier(1));
+    s = t.state;
+    let t = reduce(&s, Millis(0), aborted(1));
+    assert_eq!(
+        t.step.outcome,
+        Outcome::Ignored(IgnoreReason::NotStartedOnTaskThread)
+    );
+    let (fx, verdict) = legacy_step(
+        LegacyBug::AbortIgnoresNettyStart,
+        &[barrier(1), aborted(1)],
+        mail(1),
+    );
+    assert!(fx.contains(&E::StartAsyncPart { checkpoint: cp(1) }));
+    caught(
+        verdict,
+        crate::invariants::task::names::ABORTED_NOT_EXECUTED,
+    );
+}
+
+#[test]
+fn legacy_skip_without_cancel_marker_tells_nobody_downstream() {
+    let mut s = task(Semantics::Legacy(LegacyBug::SkipWithoutCancelMarker));
+    s = reduce(&s, Millis(0), aborted(1)).state;
+    let t = reduce(&s, Millis(0), trigger(1));
+    assert_eq!(
+        t.step.effects,
+        vec![decline(1, DeclineReason::AbortedByCoordinator)]
+    );
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(aborted(1));
+    assert_eq!(
+        h.step(trigger(1)).0,
+        vec![
+            E::BroadcastCancelMarker { checkpoint: cp(1) },
+            decline(1, DeclineReason::AbortedByCoordinator),
+        ]
+    );
+}
+
+#[test]
+fn legacy_aborted_start_creates_a_result_that_leaks() {
+    let (fx, verdict) = legacy_step(
+        LegacyBug::AbortedStartLeaks,
+        &[aborted(1), barrier(1)],
+        mail(1),
+    );
+    // The skip does not remove the result the start created.
+    assert!(!fx.contains(&abort_writer(1, true)));
+    caught(verdict, crate::invariants::task::names::RESULT_NOT_VANISHED);
+}
+
+#[test]
+fn legacy_start_over_an_aborted_result_throws() {
+    let (fx, verdict) = legacy_step(
+        LegacyBug::AbortedResultBlocksStart,
+        &[barrier(1), aborted(1)],
+        barrier(2),
+    );
+    assert_eq!(
+        fx.first(),
+        Some(&E::FailTask {
+            reason: FailureReason::UnfinishedResultAtStart
+        })
+    );
+    caught(verdict, crate::invariants::task::names::NO_SPURIOUS_FAILURE);
+}
+
+#[test]
+fn legacy_newer_barrier_drops_the_older_result_silently() {
+    let (fx, verdict) = legacy_step(
+        LegacyBug::NewerBarrierDropsResult,
+        &[barrier(1)],
+        barrier(2),
+    );
+    assert!(!fx.contains(&abort_writer(1, false)));
+    caught(verdict, crate::invariants::task::names::RESULT_NOT_VANISHED);
+}
+
+#[test]
+fn legacy_notify_complete_out_of_order_commits_again() {
+    let complete = |n| TaskEvent::NotifyComplete { checkpoint: cp(n) };
+    let (fx, verdict) = legacy_step(
+        LegacyBug::NotifyCompleteOutOfOrder,
+        &[complete(2)],
+        complete(1),
+    );
+    assert_eq!(fx, vec![E::NotifyOperatorsComplete { checkpoint: cp(1) }]);
+    caught(verdict, crate::invariants::task::names::COMPLETE_MONOTONIC);
+}
