@@ -77,6 +77,7 @@ pub mod coordinator;
 pub mod host;
 pub mod invariants;
 pub mod route;
+pub mod snapshot;
 pub mod sync;
 pub mod task;
 pub mod trace;
