@@ -26,8 +26,9 @@ use ckpt_model::check::{
     structured_steps, to_mermaid, validate, write_trace_file, CheckOptions, CheckReport,
     Completion, Progress, Verdict,
 };
+use ckpt_model::explorer::explorer_fragment;
 use ckpt_model::system::{semantics_name, ModelConfig, Network, SysModel, Topology};
-use ckpt_model::world::legacy_name;
+use ckpt_model::world::{legacy_name, Sim};
 use clap::{Args, Parser, Subcommand};
 use stateright::Model;
 
@@ -741,6 +742,13 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
                 println!("  {v}");
             }
             print!("{}", format_steps(&cfg, &cx.actions));
+            if let Some(frag) = explorer_fragment(&Sim::new(cfg.clone()), &cx.actions) {
+                println!(
+                    "open it in the Explorer: run `ckpt-model explore {}`, then open \
+                     http://127.0.0.1:3000/{frag}",
+                    flags(&cfg)
+                );
+            }
         }
         for d in &done {
             println!("{d}");
@@ -878,6 +886,10 @@ fn json_report(r: &CheckReport, started: Instant) -> serde_json::Value {
             "step_count": step_count(&r.config, &c.actions),
             "violation": c.violation.as_ref().map(|v| serde_json::json!({"invariant": v.invariant, "detail": v.detail})),
             "steps": structured_steps(&r.config, &c.actions),
+            "explorer": explorer_fragment(&Sim::new(r.config.clone()), &c.actions).map(|f| serde_json::json!({
+                "command": format!("ckpt-model explore {}", flags(&r.config)),
+                "fragment": f,
+            })),
         })),
         "coverage": r.coverage.as_ref().map(|cov| cov.iter().map(|((m, k, o), n)| serde_json::json!({
             "machine": m, "event": k, "outcome": o, "count": n
