@@ -586,7 +586,10 @@ fn the_printed_explorer_address_opens_the_counterexample_in_the_explorer() {
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     let step = steps
         .as_array()
-        .and_then(|a| a.iter().find(|s| s["actionIndex"].to_string() == **last))
+        .and_then(|a| {
+            a.iter()
+                .find(|s| s["actionIndex"].as_u64() == last.parse().ok())
+        })
         .unwrap_or_else(|| panic!("no step {last} in {steps}"));
     let view = step["outcome"].as_str().unwrap_or_default();
     assert!(
