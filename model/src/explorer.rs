@@ -520,7 +520,7 @@ pub fn to_svg(cfg: &ModelConfig, actions: &[Action]) -> String {
     let rows: usize = arrows.iter().map(|a| 1 + a.violations.len()).sum();
     // Labels go in one column right of every lifeline.
     let text_x = 30 + used.len() * col;
-    let width = text_x + 760;
+    let width = text_x + 680;
     let height = top + 20 + rows.max(1) * row;
     let mut o = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
@@ -539,9 +539,9 @@ pub fn to_svg(cfg: &ModelConfig, actions: &[Action]) -> String {
     for a in &arrows {
         let (x1, x2) = (x_of(&a.from), x_of(&a.to));
         let label = if a.steps == "-" {
-            xml(&clip(&a.text, 110))
+            xml(&clip(&a.text, 96))
         } else {
-            xml(&clip(&format!("{}. {}", a.steps, a.text), 110))
+            xml(&clip(&format!("{}. {}", a.steps, a.text), 96))
         };
         if x1 == x2 {
             let _ = writeln!(
@@ -579,7 +579,7 @@ pub fn to_svg(cfg: &ModelConfig, actions: &[Action]) -> String {
                  <text x=\"{text_x}\" y=\"{y}\" fill=\"#f66\" font-weight=\"bold\">VIOLATION {}</text>",
                 x_of(lane),
                 y - 4,
-                xml(&clip(&plain_ids(v), 120))
+                xml(&clip(&plain_ids(v), 96))
             );
             y += row;
         }
