@@ -156,8 +156,10 @@
 //!   counted towards the tolerable failures); a lost notify-complete means
 //!   the task commits at the next one (`NotifyOperatorsComplete` of a
 //!   later id covers the earlier ones, as a two-phase-commit sink commits
-//!   every pending transaction up to it); a lost notify-aborted leaves the task to abort that checkpoint
-//!   when a newer one subsumes it or its cancel marker arrives. If the send
+//!   every pending transaction up to it); a lost notify-aborted means the
+//!   task may still finish that checkpoint (a newer one or a cancel marker
+//!   also ends it), and its late ack is answered with a `DiscardState` of
+//!   the state it carries. If the send
 //!   failed because the attempt is gone, report
 //!   `TaskFailed { task, attempt }`: that is what aborts the checkpoints
 //!   still waiting for it.
