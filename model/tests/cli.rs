@@ -501,6 +501,16 @@ fn a_long_replay_streams_with_plain_progress_lines() {
     assert!(err.lines().any(|l| l.contains("steps/s")), "{err:?}");
 }
 
+/// A served Explorer, stopped however the test ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// GET `path` from the Explorer at `port` (HTTP/1.0: the server closes).
 fn http_get(port: u16, path: &str) -> String {
     use std::io::Write;
@@ -559,15 +569,17 @@ fn the_printed_explorer_address_opens_the_counterexample_in_the_explorer() {
 
     // Serve the same model and ask for the step the address ends with, as
     // the Explorer's page does: the steps after the path's prefix.
-    let mut child = bin()
-        .arg("explore")
-        .args(&flags)
-        .args(["--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut lines = BufReader::new(child.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+    let mut child = KillOnDrop(
+        bin()
+            .arg("explore")
+            .args(&flags)
+            .args(["--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap_or_else(|| panic!("no stdout")));
     let mut banner = String::new();
     for _ in 0..2 {
         let _ = lines.read_line(&mut banner);
@@ -580,8 +592,7 @@ fn the_printed_explorer_address_opens_the_counterexample_in_the_explorer() {
         .unwrap_or(0);
     let (last, prefix) = indices.split_last().unwrap_or_else(|| panic!("empty"));
     let body = http_get(port, &format!("/.states/{}", prefix.join("/")));
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     let steps: serde_json::Value =
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     let step = steps
