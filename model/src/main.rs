@@ -383,16 +383,29 @@ fn explore(m: &ModelArgs, port: u16) -> u8 {
         Ok(a) => a,
         Err(e) => return usage_error(&format!("cannot serve on 127.0.0.1:{port}: {e}")),
     };
-    println!(
-        "ckpt-model explore {}\nserving on http://{addr}/ (Ctrl-C to stop)",
-        flags(&cfg)
-    );
-    let _ = std::io::stdout().flush();
-    let _ = SysModel::new(cfg)
-        .checker()
-        .threads(usize::from(m.threads))
-        .serve(addr);
-    EXIT_OK
+    println!("ckpt-model explore {}", flags(&cfg));
+    let threads = usize::from(m.threads);
+    let server = std::thread::spawn(move || {
+        let _ = SysModel::new(cfg).checker().threads(threads).serve(addr);
+    });
+    // Announce the address only once the Explorer answers on it (the
+    // server binds in its own thread; between our probe above and its bind
+    // another process could take the port, and then it panics).
+    let started = Instant::now();
+    while !server.is_finished() && started.elapsed() < Duration::from_secs(30) {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            println!("serving on http://{addr}/ (Ctrl-C to stop)");
+            let _ = std::io::stdout().flush();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    match server.join() {
+        Ok(()) => EXIT_OK,
+        Err(_) => usage_error(&format!(
+            "cannot serve on {addr}: the Explorer failed to start"
+        )),
+    }
 }
 
 // ----- replay -----------------------------------------------------------------

@@ -514,7 +514,7 @@ impl Drop for KillOnDrop {
 /// GET `path` from the Explorer at `port` (HTTP/1.0: the server closes).
 fn http_get(port: u16, path: &str) -> String {
     use std::io::Write;
-    // The banner is printed just before stateright binds: retry a while.
+    // `explore` announces the address once it answers; retry a little anyway.
     let started = Instant::now();
     let mut s = loop {
         match std::net::TcpStream::connect(("127.0.0.1", port)) {
