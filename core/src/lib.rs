@@ -43,6 +43,164 @@
 //!
 //! The per-machine tables of effects are in [`coordinator`] and [`task`].
 //!
+//! ## The whole loop, wired
+//!
+//! A coordinator and two tasks (task 0 is the source the coordinator
+//! triggers, its barrier flows to task 1), wired through [`route`]: every
+//! I/O request is answered at once, writers and async parts complete at
+//! once, and when nothing else is left the host sleeps until
+//! [`next_deadline`](coordinator::CoordinatorState::next_deadline). A real
+//! host has one mailbox per task and threads for netty, the writer and the
+//! async parts ([`host`], `host::runtime`); here one FIFO stands for all of
+//! them. The task's [`AcknowledgeCheckpoint`](task::TaskEffect::AcknowledgeCheckpoint)
+//! carries only the checkpoint and the handle: [`route::ToCoordinator::event`]
+//! adds the job, task and attempt the host knows the task by.
+//!
+//! ```
+//! use std::collections::VecDeque;
+//!
+//! use ckpt_core::coordinator::{CoordinatorEvent, CoordinatorSettings, CoordinatorState};
+//! use ckpt_core::route::{self, AsyncCommand, CoordinatorRoute, IoAnswer, TaskRoute, WriterCommand};
+//! use ckpt_core::task::{TaskConfig, TaskEvent, TaskState};
+//! use ckpt_core::{AttemptNo, CheckpointId, JobId, Millis, StateHandle, TaskId};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let job = JobId(1);
+//! let mut coord = CoordinatorState::from_settings(CoordinatorSettings::with_tasks(job, 2))?;
+//! let mut tasks = vec![TaskState::new(TaskConfig::default())?; 2];
+//! let attempt = AttemptNo(0); // every task runs its first attempt
+//! let mut to_coord = VecDeque::from([CoordinatorEvent::StartScheduler]);
+//! let mut to_tasks: VecDeque<(TaskId, TaskEvent)> = VecDeque::new();
+//! let (mut now, mut next_id, mut next_handle) = (Millis(0), 1, 100);
+//!
+//! // Run until both tasks were told that checkpoint 2 completed (commit).
+//! while tasks.iter().any(|t| t.last_completed() < Some(CheckpointId(2))) {
+//!     if let Some(event) = to_coord.pop_front() {
+//!         for effect in coord.apply(now, event).effects {
+//!             match route::coordinator(&effect) {
+//!                 CoordinatorRoute::Io(request) => {
+//!                     let id = CheckpointId(next_id);
+//!                     if request.checkpoint().is_none() {
+//!                         next_id += 1; // an id allocation: the counter moves on
+//!                     }
+//!                     to_coord.push_back(request.answer(IoAnswer::Ok { id }));
+//!                 }
+//!                 // The RPC goes to the attempt it names, else nowhere.
+//!                 CoordinatorRoute::Rpc { task, attempt: a, event } if a == attempt => {
+//!                     to_tasks.push_back((task, event));
+//!                 }
+//!                 // Timers are read back with next_deadline(); discards,
+//!                 // job commands and reports need nothing in this story.
+//!                 CoordinatorRoute::Rpc { .. }
+//!                 | CoordinatorRoute::Timer { .. }
+//!                 | CoordinatorRoute::Discard { .. }
+//!                 | CoordinatorRoute::Job(_)
+//!                 | CoordinatorRoute::Report(_) => {}
+//!             }
+//!         }
+//!     } else if let Some((task, event)) = to_tasks.pop_front() {
+//!         let Some(state) = tasks.get_mut(task.0 as usize) else { continue };
+//!         for effect in state.apply(now, event).effects {
+//!             match route::task(&effect) {
+//!                 TaskRoute::Mail(mail) => to_tasks.push_back((task, mail)),
+//!                 TaskRoute::Downstream(item) if task == TaskId(0) => {
+//!                     to_tasks.push_back((TaskId(1), item.event()));
+//!                 }
+//!                 TaskRoute::Writer(WriterCommand::Start(checkpoint)) => {
+//!                     to_tasks.push_back((task, TaskEvent::WriterCompleted { checkpoint }));
+//!                 }
+//!                 TaskRoute::AsyncPart(AsyncCommand::Start(checkpoint)) => {
+//!                     next_handle += 1;
+//!                     let handle = StateHandle(next_handle);
+//!                     to_tasks.push_back((task, TaskEvent::AsyncPartCompleted { checkpoint, handle }));
+//!                 }
+//!                 TaskRoute::Coordinator(message) => {
+//!                     to_coord.push_back(message.event(job, task, attempt));
+//!                 }
+//!                 TaskRoute::Downstream(_)
+//!                 | TaskRoute::Writer(WriterCommand::Abort { .. })
+//!                 | TaskRoute::AsyncPart(AsyncCommand::Cancel(_))
+//!                 | TaskRoute::Discard(_)
+//!                 | TaskRoute::Operators(_)
+//!                 | TaskRoute::Fail(_) => {}
+//!             }
+//!         }
+//!     } else {
+//!         // Nothing to do: sleep until the next timer (the periodic trigger).
+//!         let (timer, at) = coord.next_deadline().ok_or("no timer armed")?;
+//!         now = at;
+//!         to_coord.push_back(CoordinatorEvent::TimerFired { timer });
+//!     }
+//! }
+//! assert_eq!(coord.completed().map(|c| c.id()).collect::<Vec<_>>(), [CheckpointId(2)]);
+//! assert!(tasks.iter().all(|t| t.write_results().is_empty())); // nothing left behind
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## When an effect with no answer fails
+//!
+//! Most effects are answered by an event; a few are not, and their failure
+//! is never reported back to a reducer, because the reducer no longer needs
+//! anything from them:
+//!
+//! * **`DiscardState`** (either machine): the reducer has already let go
+//!   of the handle, and nothing refers to it. A failed delete only leaks
+//!   storage: log it and retry later, or leave it to a cleaner that deletes
+//!   files no retained checkpoint references. Never delete a handle a
+//!   stored checkpoint holds; a store that refuses such a discard (the
+//!   async host's durability guard) has found a bug, not a transient error.
+//! * **RPC sends** (`TriggerTask`, `NotifyComplete`, `NotifyAborted`, a
+//!   task's ack or decline): drop the message, as a lossy network would.
+//!   A lost trigger or ack ends as the checkpoint's timeout (`Expired`,
+//!   counted towards the tolerable failures); a lost notify-complete means
+//!   the task commits at the next one (`NotifyOperatorsComplete` of a
+//!   later id covers the earlier ones, as a two-phase-commit sink commits
+//!   every pending transaction up to it); a lost notify-aborted means the
+//!   task may still finish that checkpoint (a newer one or a cancel marker
+//!   also ends it), and its late ack is answered with a `DiscardState` of
+//!   the state it carries. If the send
+//!   failed because the attempt is gone, report
+//!   `TaskFailed { task, attempt }`: that is what aborts the checkpoints
+//!   still waiting for it.
+//! * **Reports** (`CheckpointCompleted`, `CheckpointAborted`,
+//!   `RequestFailed`) and `ShutdownServices`: informational; log a failure.
+//! * **`ResetIdCounter`** is the exception: a counter that could not be
+//!   reset may hand out an id again, so stop this coordinator and recover a
+//!   new one from the store (below) rather than go on.
+//!
+//! ## After `FailJob`, step by step
+//!
+//! `FailJob` (too many consecutive counted checkpoint failures) is emitted
+//! once; the coordinator keeps running and waits for the host. What the
+//! async host does, and what every host should do unless it stops the job
+//! for good (then `Shutdown { status: Failed }`):
+//!
+//! 1. Stop every running task attempt. Messages still in flight from them
+//!    are stale from now on (the coordinator ignores an old attempt's acks).
+//! 2. Send `TaskFailed { task, attempt }` for each stopped attempt and
+//!    carry out the effects: the checkpoints waiting for those attempts are
+//!    aborted, their acknowledged state discarded, their futures failed.
+//! 3. Send `Restore { source: Latest { error_if_none: false } }`: it emits
+//!    `RestoreState { checkpoint, handles }` for the latest completed
+//!    checkpoint (nothing if none completed: start from scratch).
+//! 4. Start a fresh [`task::TaskState::new`] per task under the next
+//!    attempt number, its operators restored from those handles.
+//! 5. Send `TaskRunning { task, attempt }` for each; triggering resumes on
+//!    the next periodic timer. The failure count resets with the next
+//!    completed checkpoint.
+//!
+//! ## Recovery after a crash, and persisting the states
+//!
+//! The durable truth is the completed-checkpoint store and the id counter,
+//! not a reducer's state. A new coordinator ([`coordinator::CoordinatorState::new`])
+//! takes its first event `Recover { checkpoints, last_id }` from them, then
+//! `Restore { source: Latest { .. } }` (or `Savepoint { .. }` to start from
+//! a savepoint) and `TaskRunning` for fresh task attempts, as in the steps
+//! above. The reducers' states also serialize with serde as validated,
+//! versioned snapshots, for a hand-over or a debugger, not as a
+//! replacement for the store: see [`snapshot`].
+//!
 //! ## Methods by kind (quinn-proto style)
 //!
 //! * Construction: [`coordinator::CoordinatorConfig::new`] (validation),
@@ -77,6 +235,7 @@ pub mod coordinator;
 pub mod host;
 pub mod invariants;
 pub mod route;
+pub mod snapshot;
 pub mod sync;
 pub mod task;
 pub mod trace;

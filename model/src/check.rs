@@ -903,20 +903,6 @@ fn mermaid_text(s: &str) -> String {
     }
 }
 
-fn short(d: &Delivery) -> String {
-    let ev = event_text(&d.line);
-    let fx: Vec<String> = d
-        .effects
-        .iter()
-        .map(|e| e.split([' ', '{']).next().unwrap_or("").to_string())
-        .collect();
-    if fx.is_empty() {
-        format!("{ev} => {}", d.outcome)
-    } else {
-        format!("{ev} => {}", fx.join(", "))
-    }
-}
-
 /// The counterexample as a Mermaid sequence diagram: the coordinator, the
 /// host's I/O, and each task's netty / task / writer / async threads as
 /// lanes; only the lanes that take part are declared. Each arrow is one
@@ -924,7 +910,7 @@ fn short(d: &Delivery) -> String {
 /// `format_steps` and `replay`) it caused.
 #[must_use]
 pub fn to_mermaid(cfg: &ModelConfig, actions: &[Action], title: &str) -> String {
-    let (init, steps) = render(cfg, actions);
+    let arrows = crate::explorer::arrows(cfg, actions);
     let mut body = String::new();
     let mut used: Vec<String> = Vec::new();
     let mut use_lane = |l: &str| {
@@ -932,118 +918,27 @@ pub fn to_mermaid(cfg: &ModelConfig, actions: &[Action], title: &str) -> String 
             used.push(l.to_string());
         }
     };
-    let mut next_step = init.len() + 1;
-    for st in &steps {
-        let count = st.deliveries.len();
-        let label = match count {
-            0 => "-".to_string(),
-            1 => format!("{next_step}"),
-            _ => format!("{}-{}", next_step, next_step + count - 1),
-        };
-        next_step += count;
-        let detail = st
-            .deliveries
-            .iter()
-            .map(short)
-            .collect::<Vec<_>>()
-            .join(" / ");
-        let (from, to, text): (String, String, String) = match st.action {
-            Action::Fire(t) => (
-                "C".into(),
-                "C".into(),
-                format!("timer {t:?} fires: {detail}"),
-            ),
-            Action::Answer(io, ok) => (
-                "IO".into(),
-                "C".into(),
-                format!("{io:?} {}: {detail}", if ok { "ok" } else { "FAILS" }),
-            ),
-            Action::Deliver(m) => {
-                if m.to_coordinator() {
-                    (
-                        format!("T{}", m.task()),
-                        "C".into(),
-                        format!("{m:?}: {detail}"),
-                    )
-                } else {
-                    (
-                        "C".into(),
-                        format!("T{}", m.task()),
-                        format!("{m:?} enqueued in mailbox"),
-                    )
-                }
-            }
-            Action::Duplicate(m) => ("C".into(), "C".into(), format!("network duplicates {m:?}")),
-            Action::Drop(m) => ("C".into(), "C".into(), format!("network drops {m:?}")),
-            Action::Netty(t, up) => (
-                format!("T{up}"),
-                format!("N{t}"),
-                format!("barrier: {detail}"),
-            ),
-            Action::Input(t, up) => (
-                format!("T{up}"),
-                format!("T{t}"),
-                format!("cancel marker: {detail}"),
-            ),
-            Action::Mailbox(t) => (format!("T{t}"), format!("T{t}"), format!("mail: {detail}")),
-            Action::Writer(t, _, _) => (format!("W{t}"), format!("T{t}"), detail.clone()),
-            Action::Async(t, _, _) => (format!("A{t}"), format!("T{t}"), detail.clone()),
-            Action::Shutdown => ("C".into(), "C".into(), format!("shutdown: {detail}")),
-            Action::Savepoint => ("C".into(), "C".into(), format!("savepoint: {detail}")),
-            Action::StopScheduler
-            | Action::StartScheduler
-            | Action::UserCheckpoint { .. }
-            | Action::CoordinatorFailover { .. }
-            | Action::JobFailover => ("C".into(), "C".into(), format!("{}: {detail}", st.text)),
-            Action::EndOfInput(t) => (
-                format!("T{t}"),
-                format!("T{t}"),
-                format!("{}: {detail}", st.text),
-            ),
-            Action::FailTask(t) => (format!("T{t}"), "C".into(), format!("task fails: {detail}")),
-            Action::RestartTask(t) => (
-                format!("T{t}"),
-                "C".into(),
-                format!("task restarts: {detail}"),
-            ),
-        };
-        use_lane(&from);
-        use_lane(&to);
+    for a in &arrows {
+        use_lane(&a.from);
+        use_lane(&a.to);
         body.push_str(&format!(
-            "    {from}->>{to}: {label}. {}\n",
-            mermaid_text(&text)
+            "    {}->>{}: {}. {}\n",
+            a.from,
+            a.to,
+            a.steps,
+            mermaid_text(&a.text)
         ));
-        for d in &st.deliveries {
-            if let Some(v) = &d.violation {
-                let lane = match &d.line {
-                    TraceLine::Task { task, .. } => format!("T{}", task.0 % cfg.tasks.max(1)),
-                    TraceLine::Coordinator { .. } | TraceLine::Header { .. } => "C".into(),
-                };
-                use_lane(&lane);
-                body.push_str(&format!(
-                    "    Note over {lane}: VIOLATION {}\n",
-                    mermaid_text(&v.to_string())
-                ));
-            }
+        for (lane, v) in &a.violations {
+            use_lane(lane);
+            body.push_str(&format!(
+                "    Note over {lane}: VIOLATION {}\n",
+                mermaid_text(v)
+            ));
         }
     }
     let mut o = String::from("sequenceDiagram\n");
     o.push_str(&format!("    title {}\n", mermaid_text(title)));
-    let mut lanes: Vec<(String, String)> = vec![
-        ("C".into(), "Coordinator".into()),
-        ("IO".into(), "Host I/O".into()),
-    ];
-    for t in 0..cfg.tasks.max(1) {
-        for (lane, name) in [
-            ("N", "netty"),
-            ("T", "task"),
-            ("W", "writer"),
-            ("A", "async"),
-        ] {
-            lanes.push((format!("{lane}{t}"), format!("T{t} {name}")));
-        }
-    }
-    for (id, name) in lanes {
+    for (id, name) in crate::explorer::lanes(cfg) {
         if used.contains(&id) {
             o.push_str(&format!("    participant {id} as {name}\n"));
         }

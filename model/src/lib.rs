@@ -18,7 +18,8 @@
 //! once, in the [`world`] module docs; [`world::Sim::enabled`] lists the
 //! actions a state enables, [`world::Sim::step`] runs one. The model adds the
 //! properties ([`system`]), symmetry ([`symmetry`]), the exact cross-check
-//! ([`exact`]), the search and reports ([`check`]) and the bug zoo ([`zoo`]).
+//! ([`exact`]), the search and reports ([`check`]), what the Explorer shows
+//! ([`explorer`]) and the bug zoo ([`zoo`]).
 //!
 //! Every collection in the state has a length-prefixed `Hash` (TOOLING
 //! pitfall 1); `tests/model.rs` and `tests/durability.rs` cross-check
@@ -98,6 +99,7 @@
 
 pub mod check;
 pub mod exact;
+pub mod explorer;
 pub mod symmetry;
 pub mod system;
 pub mod world;

@@ -26,8 +26,9 @@ use ckpt_model::check::{
     structured_steps, to_mermaid, validate, write_trace_file, CheckOptions, CheckReport,
     Completion, Progress, Verdict,
 };
+use ckpt_model::explorer::explorer_fragment;
 use ckpt_model::system::{semantics_name, ModelConfig, Network, SysModel, Topology};
-use ckpt_model::world::legacy_name;
+use ckpt_model::world::{legacy_name, Sim};
 use clap::{Args, Parser, Subcommand};
 use stateright::Model;
 
@@ -382,16 +383,29 @@ fn explore(m: &ModelArgs, port: u16) -> u8 {
         Ok(a) => a,
         Err(e) => return usage_error(&format!("cannot serve on 127.0.0.1:{port}: {e}")),
     };
-    println!(
-        "ckpt-model explore {}\nserving on http://{addr}/ (Ctrl-C to stop)",
-        flags(&cfg)
-    );
-    let _ = std::io::stdout().flush();
-    let _ = SysModel::new(cfg)
-        .checker()
-        .threads(usize::from(m.threads))
-        .serve(addr);
-    EXIT_OK
+    println!("ckpt-model explore {}", flags(&cfg));
+    let threads = usize::from(m.threads);
+    let server = std::thread::spawn(move || {
+        let _ = SysModel::new(cfg).checker().threads(threads).serve(addr);
+    });
+    // Announce the address only once the Explorer answers on it (the
+    // server binds in its own thread; between our probe above and its bind
+    // another process could take the port, and then it panics).
+    let started = Instant::now();
+    while !server.is_finished() && started.elapsed() < Duration::from_secs(30) {
+        if std::net::TcpStream::connect(addr).is_ok() {
+            println!("serving on http://{addr}/ (Ctrl-C to stop)");
+            let _ = std::io::stdout().flush();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    match server.join() {
+        Ok(()) => EXIT_OK,
+        Err(_) => usage_error(&format!(
+            "cannot serve on {addr}: the Explorer failed to start"
+        )),
+    }
 }
 
 // ----- replay -----------------------------------------------------------------
@@ -741,6 +755,13 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
                 println!("  {v}");
             }
             print!("{}", format_steps(&cfg, &cx.actions));
+            if let Some(frag) = explorer_fragment(&Sim::new(cfg.clone()), &cx.actions) {
+                println!(
+                    "open it in the Explorer: run `ckpt-model explore {}`, then open \
+                     http://127.0.0.1:3000/{frag}",
+                    flags(&cfg)
+                );
+            }
         }
         for d in &done {
             println!("{d}");
@@ -878,6 +899,10 @@ fn json_report(r: &CheckReport, started: Instant) -> serde_json::Value {
             "step_count": step_count(&r.config, &c.actions),
             "violation": c.violation.as_ref().map(|v| serde_json::json!({"invariant": v.invariant, "detail": v.detail})),
             "steps": structured_steps(&r.config, &c.actions),
+            "explorer": explorer_fragment(&Sim::new(r.config.clone()), &c.actions).map(|f| serde_json::json!({
+                "command": format!("ckpt-model explore {}", flags(&r.config)),
+                "fragment": f,
+            })),
         })),
         "coverage": r.coverage.as_ref().map(|cov| cov.iter().map(|((m, k, o), n)| serde_json::json!({
             "machine": m, "event": k, "outcome": o, "count": n

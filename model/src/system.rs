@@ -37,7 +37,9 @@ impl Deref for SysModel {
     }
 }
 
-/// Property names (stable; tests and the JSON summary use them).
+/// Property names (stable; tests and the JSON summary use them). A name
+/// does not repeat its expectation: output and the Explorer print it after
+/// `always`, `sometimes` or `eventually`.
 pub mod props {
     /// No `FailTask` for a non-genuine reason.
     pub const NO_SPURIOUS_FAILURE: &str = "no spurious task failure";
@@ -68,39 +70,37 @@ pub mod props {
     pub const OTHER: &str = "every other core invariant";
     /// Sometimes: the state of a checkpoint in doubt at shutdown is kept
     /// because the store committed it.
-    pub const S_IN_DOUBT_KEPT: &str =
-        "sometimes a checkpoint in doubt at shutdown is kept by the store";
+    pub const S_IN_DOUBT_KEPT: &str = "a checkpoint in doubt at shutdown is kept by the store";
     /// Sometimes: a task is notified that a checkpoint completed.
-    pub const S_NOTIFIED: &str = "sometimes a task is notified that a checkpoint completed";
+    pub const S_NOTIFIED: &str = "a task is notified that a checkpoint completed";
     /// Sometimes: a checkpoint id is allocated twice by... (never): a new id
     /// is used after a checkpoint was aborted (ids keep growing).
-    pub const S_ID_AFTER_ABORT: &str =
-        "sometimes a new checkpoint is triggered after one was aborted";
+    pub const S_ID_AFTER_ABORT: &str = "a new checkpoint is triggered after one was aborted";
     /// Sometimes (failovers or a savepoint start): a checkpoint is restored.
-    pub const S_RESTORED: &str = "sometimes a checkpoint's state is restored";
+    pub const S_RESTORED: &str = "a checkpoint's state is restored";
     /// Sometimes: a checkpoint completes.
-    pub const S_COMPLETES: &str = "sometimes a checkpoint completes";
+    pub const S_COMPLETES: &str = "a checkpoint completes";
     /// Sometimes: an abort, then a later completion.
-    pub const S_ABORT_THEN_COMPLETE: &str = "sometimes one is aborted and a later one completes";
+    pub const S_ABORT_THEN_COMPLETE: &str = "one is aborted and a later one completes";
     /// Sometimes: an abort overtakes a checkpoint on a task (declined).
-    pub const S_ABORT_RACE: &str = "sometimes a task declines a checkpoint the coordinator aborted";
+    pub const S_ABORT_RACE: &str = "a task declines a checkpoint the coordinator aborted";
     /// Sometimes: two checkpoints complete.
-    pub const S_TWO_COMPLETE: &str = "sometimes two checkpoints complete";
+    pub const S_TWO_COMPLETE: &str = "two checkpoints complete";
     /// Sometimes: the concurrency bound throttles a request.
-    pub const S_THROTTLED: &str = "sometimes a request waits for the concurrency bound";
+    pub const S_THROTTLED: &str = "a request waits for the concurrency bound";
     /// Sometimes: quiet after a checkpoint ran on every task.
-    pub const S_QUIET: &str = "sometimes the system is quiet after checkpointing";
+    pub const S_QUIET: &str = "the system is quiet after checkpointing";
     /// Sometimes: a handle is discarded.
-    pub const S_DISCARD: &str = "sometimes a state handle is discarded";
+    pub const S_DISCARD: &str = "a state handle is discarded";
     /// Sometimes: a message reaches a shut-down coordinator.
-    pub const S_AFTER_SHUTDOWN: &str = "sometimes a message arrives after shutdown";
+    pub const S_AFTER_SHUTDOWN: &str = "a message arrives after shutdown";
     /// Sometimes (only with `--savepoints` > 0): a savepoint completes.
-    pub const S_SAVEPOINT: &str = "sometimes a savepoint completes";
+    pub const S_SAVEPOINT: &str = "a savepoint completes";
     /// Sometimes (only with `--task-failures` > 0): a checkpoint that waited
     /// for a restarted task attempt completes.
-    pub const S_FAILOVER: &str = "sometimes a checkpoint completes after a task failover";
+    pub const S_FAILOVER: &str = "a checkpoint completes after a task failover";
     /// Eventually: every run ends quiet (no deadlock, nothing stuck).
-    pub const E_QUIET: &str = "eventually every run ends quiet";
+    pub const E_QUIET: &str = "every run ends quiet";
     /// At every run end (a state with no action left): no task waits for
     /// alignment on a checkpoint announced on only some of its inputs.
     pub const E_ALIGNED: &str = "at run end no task waits for alignment";
@@ -112,12 +112,11 @@ pub mod props {
     /// At every run end: every write result ever started was removed.
     pub const E_RESULTS_REMOVED: &str = "at run end every started write result is removed";
     /// Sometimes (join): a task with several inputs saw a checkpoint on all.
-    pub const S_ALIGNED: &str =
-        "sometimes a task with several inputs sees a checkpoint on all of them";
+    pub const S_ALIGNED: &str = "a task with several inputs sees a checkpoint on all of them";
     /// Sometimes: the periodic timer fires twice.
-    pub const S_PERIODIC_AGAIN: &str = "sometimes the periodic trigger fires again";
+    pub const S_PERIODIC_AGAIN: &str = "the periodic trigger fires again";
     /// Sometimes: a started write result is removed by the task thread.
-    pub const S_RESULT_REMOVED: &str = "sometimes a checkpoint runs on every task";
+    pub const S_RESULT_REMOVED: &str = "a checkpoint runs on every task";
 
     /// Each `always` property and the `sometimes` that keeps it honest.
     pub const PAIRS: [(&str, &str); 16] = [
@@ -288,7 +287,19 @@ impl Model for SysModel {
     }
 
     fn format_action(&self, a: &Action) -> String {
-        self.sim.describe(a)
+        crate::check::plain_ids(&self.sim.describe(a))
+    }
+
+    /// The Explorer's view of a step: what happened, then the state it
+    /// leads to, in a few lines ([`crate::explorer::step_view`]).
+    fn format_step(&self, last: &World, action: Action) -> Option<String> {
+        crate::explorer::step_view(&self.sim, last, action)
+    }
+
+    /// The Explorer's sequence diagram of the path so far
+    /// ([`crate::explorer::to_svg`]).
+    fn as_svg(&self, path: stateright::Path<World, Action>) -> Option<String> {
+        Some(crate::explorer::to_svg(&self.cfg, &path.into_actions()))
     }
 
     fn properties(&self) -> Vec<Property<Self>> {

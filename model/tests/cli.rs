@@ -422,6 +422,19 @@ fn json_has_a_schema_structured_steps_and_what_was_not_checked() {
     );
     assert!(last["effects"][0]["FailTask"].is_object(), "{last}");
     assert_eq!(last["violation"]["invariant"], "no_spurious_failure");
+    let explorer = &cx["explorer"];
+    assert!(
+        explorer["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("ckpt-model explore --semantics legacy ")),
+        "{explorer}"
+    );
+    let fragment = explorer["fragment"].as_str().unwrap_or_default();
+    assert_eq!(
+        Some(fragment.split('/').count() as u64 - 2),
+        cx["action_count"].as_u64().map(|n| n + 1),
+        "{fragment}"
+    );
 }
 
 #[test]
@@ -486,4 +499,123 @@ fn a_long_replay_streams_with_plain_progress_lines() {
     let err = stderr(&o);
     assert!(!err.contains('\r'), "{err:?}");
     assert!(err.lines().any(|l| l.contains("steps/s")), "{err:?}");
+}
+
+/// A served Explorer, stopped however the test ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// GET `path` from the Explorer at `port` (HTTP/1.0: the server closes).
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::Write;
+    // `explore` announces the address once it answers; retry a little anyway.
+    let started = Instant::now();
+    let mut s = loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => break s,
+            Err(e) if started.elapsed() > Duration::from_secs(20) => panic!("{e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string()
+}
+
+#[test]
+fn the_printed_explorer_address_opens_the_counterexample_in_the_explorer() {
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--checkpoints",
+        "1",
+        "--faults",
+        "0",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 1);
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("open it in the Explorer: run `ckpt-model explore "))
+        .unwrap_or_else(|| panic!("no Explorer line in\n{out}"));
+    let flags: Vec<&str> = line
+        .split('`')
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(2)
+        .collect();
+    let fragment = line
+        .split("http://127.0.0.1:3000/")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line}"));
+    let indices: Vec<&str> = fragment
+        .strip_prefix("#/steps/")
+        .unwrap_or_else(|| panic!("{fragment}"))
+        .split('/')
+        .collect();
+    // The init index, then one per action (9 in the seed's story).
+    assert_eq!(indices.len(), 10, "{fragment}");
+
+    // Serve the same model and ask for the step the address ends with, as
+    // the Explorer's page does: the steps after the path's prefix.
+    let mut child = KillOnDrop(
+        bin()
+            .arg("explore")
+            .args(&flags)
+            .args(["--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+    let mut banner = String::new();
+    for _ in 0..2 {
+        let _ = lines.read_line(&mut banner);
+    }
+    let port: u16 = banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let (last, prefix) = indices.split_last().unwrap_or_else(|| panic!("empty"));
+    let body = http_get(port, &format!("/.states/{}", prefix.join("/")));
+    drop(child);
+    let steps: serde_json::Value =
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let step = steps
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|s| s["actionIndex"].as_u64() == last.parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no step {last} in {steps}"));
+    let view = step["outcome"].as_str().unwrap_or_default();
+    assert!(
+        view.starts_with("STEP: task 1 task thread: runs its next mail"),
+        "{view}"
+    );
+    assert!(
+        view.contains("VIOLATION: invariant `no_spurious_failure`"),
+        "{view}"
+    );
+    assert!(view.contains("task 1 (attempt 0): FAILED"), "{view}");
+    assert!(view.lines().count() < 25, "{view}");
+    let svg = step["svg"].as_str().unwrap_or_default();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("VIOLATION"),
+        "{svg}"
+    );
 }

@@ -5,6 +5,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use imbl::{OrdMap, Vector};
+use serde::{Deserialize, Serialize};
 
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
 use super::slots::AckTable;
@@ -12,7 +13,7 @@ use super::{RequestId, Timer, TriggerKind};
 use crate::types::{AttemptNo, CheckpointId, Millis, StateHandle};
 
 /// Where a task attempt is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TaskStatus {
     /// The current attempt.
     pub attempt: AttemptNo,
@@ -22,7 +23,7 @@ pub struct TaskStatus {
 }
 
 /// One ack slot of a pending checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AckSlot {
     /// Not acknowledged yet.
     Waiting,
@@ -31,7 +32,7 @@ pub enum AckSlot {
 }
 
 /// Where a pending checkpoint is on its way to completion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PendingPhase {
     /// Waiting for the master hooks (trigger messages not sent yet).
     AwaitingHooks,

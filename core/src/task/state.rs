@@ -3,12 +3,13 @@
 use core::hash::{Hash, Hasher};
 
 use imbl::{OrdMap, OrdSet};
+use serde::{Deserialize, Serialize};
 
 use super::api::{ResultStatus, TaskConfig, TaskError};
 use crate::types::CheckpointId;
 
 /// Where the task is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Lifecycle {
     /// Running: checkpoints are processed.
     Running,

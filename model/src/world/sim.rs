@@ -1213,14 +1213,15 @@ impl Sim {
     #[must_use]
     pub fn describe(&self, a: &Action) -> String {
         match a {
-            Action::Fire(t) => format!("coordinator timer {t:?} fires"),
+            Action::Fire(Timer::Periodic) => "coordinator timer Periodic fires".into(),
+            Action::Fire(Timer::Timeout(c)) => format!("coordinator timer Timeout({c}) fires"),
             Action::Answer(io, ok) => format!(
-                "host answers {io:?} {}",
+                "host answers `{io}` {}",
                 if *ok { "ok" } else { "with a failure (fault)" }
             ),
-            Action::Deliver(m) => format!("network delivers {m:?}"),
-            Action::Duplicate(m) => format!("network duplicates {m:?} (fault)"),
-            Action::Drop(m) => format!("network drops {m:?} (fault)"),
+            Action::Deliver(m) => format!("network delivers {m}"),
+            Action::Duplicate(m) => format!("network duplicates {m} (fault)"),
+            Action::Drop(m) => format!("network drops {m} (fault)"),
             Action::Netty(t, up) => format!("task {t} netty thread: barrier from task {up}"),
             Action::Input(t, up) => format!("task {t} task thread: cancel marker from task {up}"),
             Action::Mailbox(t) => format!("task {t} task thread: runs its next mail"),

@@ -341,3 +341,53 @@ impl World {
             })
     }
 }
+
+/// Short text for people (the Explorer's state view, action names, the
+/// counterexample's actions): `checkpoint-mail 2`, `notify-aborted 1`.
+impl std::fmt::Display for Mail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mail::Trigger(c) => write!(f, "trigger {c}"),
+            Mail::Aborted(c) => write!(f, "notify-aborted {c}"),
+            Mail::Complete(c) => write!(f, "notify-complete {c}"),
+            Mail::Checkpoint(c) => write!(f, "checkpoint-mail {c}"),
+        }
+    }
+}
+
+/// `coordinator -> task 0 (attempt 0): trigger 1`,
+/// `task 1 (attempt 0) -> coordinator: ack 1`.
+impl std::fmt::Display for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Msg::ToTask {
+                task,
+                attempt,
+                mail,
+            } => write!(f, "coordinator -> task {task} (attempt {attempt}): {mail}"),
+            Msg::ToCoord { task, attempt, msg } => {
+                write!(f, "task {task} (attempt {attempt}) -> coordinator: ")?;
+                match msg {
+                    ToCoordinator::Ack { checkpoint, handle } => {
+                        write!(f, "ack {checkpoint} (handle {handle})")
+                    }
+                    ToCoordinator::Decline { checkpoint, reason } => {
+                        write!(f, "decline {checkpoint} ({reason:?})")
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `allocate an id for request 0`, `store 1`.
+impl std::fmt::Display for Io {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Io::Allocate(r) => write!(f, "allocate an id for request {}", r.0),
+            Io::Hooks(c) => write!(f, "master hooks of {c}"),
+            Io::Finalize(c) => write!(f, "finalize {c}"),
+            Io::Store(c) => write!(f, "store {c}"),
+        }
+    }
+}
