@@ -449,7 +449,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     let f = if opts.bfs {
         finish(builder.spawn_bfs(), start, opts)
     } else {
-        if opts.symmetry {
+        if opts.symmetry && crate::symmetry::reduces(cfg) {
             builder = builder.symmetry();
         }
         finish(builder.spawn_dfs(), start, opts)

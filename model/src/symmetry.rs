@@ -36,6 +36,21 @@ fn class(s: &SysState) -> Vec<TaskId> {
     }
 }
 
+/// Whether symmetry reduction can merge any two states of `cfg`: some class
+/// of interchangeable tasks has two members or more. When it cannot, the
+/// representative is the state itself, and asking the checker for it only
+/// costs a clone and a second hash per generated state.
+#[must_use]
+pub fn reduces(cfg: &crate::world::ModelConfig) -> bool {
+    let trigger = cfg.settings().tasks_to_trigger;
+    let n = cfg.tasks.max(1) as usize;
+    if trigger.len() == 1 {
+        n.saturating_sub(1) >= 2
+    } else {
+        trigger.len() >= 2
+    }
+}
+
 fn rename_msg(m: &Msg, perm: &[TaskId]) -> Msg {
     let image = perm.get(m.task().0 as usize).copied().unwrap_or(m.task());
     match m.with_task(image) {
@@ -170,5 +185,29 @@ pub fn canonical(s: &SysState) -> SysState {
 impl Representative for SysState {
     fn representative(&self) -> Self {
         canonical(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::{ModelConfig, Sim, Topology};
+
+    #[test]
+    fn reduces_exactly_when_a_class_has_two_tasks() {
+        for topology in [Topology::Fanout, Topology::Join] {
+            for tasks in 1..=5 {
+                if topology == Topology::Join && tasks < 3 {
+                    continue;
+                }
+                let cfg = ModelConfig {
+                    tasks,
+                    topology,
+                    ..ModelConfig::default()
+                };
+                let init = Sim::new(cfg.clone()).init();
+                assert_eq!(reduces(&cfg), class(&init).len() >= 2, "{cfg:?}");
+            }
+        }
     }
 }
