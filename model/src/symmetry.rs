@@ -19,7 +19,8 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use ckpt_core::{StateHandle, TaskId};
 use stateright::Representative;
 
-use crate::system::{Msg, SysState, TaskSide};
+use crate::system::{Msg, SysState};
+use crate::world::SharedSide;
 use crate::world::{rename_handle, Durable};
 use ckpt_core::route::ToCoordinator;
 
@@ -77,7 +78,7 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
     let rename = |h: StateHandle| rename_handle(h, perm);
     let coord = s.coord.permute_tasks(perm, &rename)?;
     let image = |t: TaskId| perm.get(t.0 as usize).copied().unwrap_or(t);
-    let mut tasks: Vec<Option<TaskSide>> = vec![None; s.tasks.len()];
+    let mut tasks: Vec<Option<SharedSide>> = vec![None; s.tasks.len()];
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
         let mut side = side.clone();

@@ -24,7 +24,7 @@ use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId,
 
 use super::config::{ModelConfig, Network, JOB};
 use super::coverage::{self, coord_event_kind, coord_outcome_kind, Coverage};
-use super::state::{Channel, Durable, History, Io, Mail, Msg, TaskSide, Used, World};
+use super::state::{Channel, Durable, History, Io, Mail, Msg, SharedSide, TaskSide, Used, World};
 
 /// Something a scheduler can make happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -238,20 +238,22 @@ impl Sim {
         };
         let n = self.cfg.tasks.max(1);
         let tasks = (0..n)
-            .map(|t| TaskSide {
-                st: self.fresh_task(),
-                mailbox: Vec::new(),
-                inputs: self
-                    .upstream(TaskId(t))
-                    .iter()
-                    .map(|u| Channel {
-                        from: *u,
-                        queue: Vec::new(),
-                        seen: None,
-                    })
-                    .collect(),
-                monitor: TaskMonitor::new(),
-                attempt: AttemptNo(0),
+            .map(|t| {
+                SharedSide::new(TaskSide {
+                    st: self.fresh_task(),
+                    mailbox: Vec::new(),
+                    inputs: self
+                        .upstream(TaskId(t))
+                        .iter()
+                        .map(|u| Channel {
+                            from: *u,
+                            queue: Vec::new(),
+                            seen: None,
+                        })
+                        .collect(),
+                    monitor: TaskMonitor::new(),
+                    attempt: AttemptNo(0),
+                })
             })
             .collect();
         let mut s = World {
@@ -489,7 +491,7 @@ impl Sim {
     /// The checked step of task `t`, then the routing of its effects.
     fn task_event(&self, s: &mut World, t: TaskId, ev: TEv, log: Option<&mut Vec<Delivery>>) {
         let now = s.now;
-        let Some(side) = s.tasks.get_mut(t.0 as usize) else {
+        let Some(side) = s.tasks.get_mut(t.0 as usize).map(|c| &mut **c) else {
             return;
         };
         let attempt = side.attempt;
@@ -692,7 +694,18 @@ impl Sim {
 
     /// Runs one action on a copy of `s`, appending what was delivered to
     /// `log`; `None` when the action is not enabled.
-    pub fn step(&self, s: &World, a: Action, mut log: Option<&mut Vec<Delivery>>) -> Option<World> {
+    pub fn step(&self, s: &World, a: Action, log: Option<&mut Vec<Delivery>>) -> Option<World> {
+        let mut n = self.step_unsealed(s, a, log)?;
+        n.seal();
+        Some(n)
+    }
+
+    fn step_unsealed(
+        &self,
+        s: &World,
+        a: Action,
+        mut log: Option<&mut Vec<Delivery>>,
+    ) -> Option<World> {
         let mut n = s.clone();
         match a {
             Action::Fire(timer) => {
