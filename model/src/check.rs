@@ -47,6 +47,12 @@ pub struct CheckOptions {
     /// and discoveries so far, and the checker threads are left to the
     /// process's exit.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Stop once about this many unique states were found (checked every
+    /// 50 ms, so a run may overshoot by what it finds in that time).
+    pub max_states: Option<usize>,
+    /// Stop once the process's resident memory exceeds this many MiB (read
+    /// from `/proc/self/status` every 50 ms; Linux only, ignored elsewhere).
+    pub memory_limit_mb: Option<u64>,
 }
 
 impl Default for CheckOptions {
@@ -62,6 +68,8 @@ impl Default for CheckOptions {
             time_limit: None,
             max_depth: None,
             interrupt: None,
+            max_states: None,
+            memory_limit_mb: None,
         }
     }
 }
@@ -78,6 +86,10 @@ pub enum Completion {
     MaxDepth,
     /// Interrupted (Ctrl-C).
     Interrupted,
+    /// `--max-states` was reached: the report is partial.
+    StateLimit,
+    /// `--memory-limit-mb` was exceeded: the report is partial.
+    MemoryLimit,
 }
 
 /// The overall answer of one check.
@@ -142,6 +154,9 @@ pub struct CheckReport {
     pub counterexample: Option<Counterexample>,
     /// Transition coverage, if collected.
     pub coverage: Option<Coverage>,
+    /// The process's peak resident memory (`VmHWM`) in MiB when the check
+    /// ended (Linux; `None` elsewhere).
+    pub peak_memory_mb: Option<f64>,
 }
 
 impl CheckReport {
@@ -353,6 +368,47 @@ struct Finished {
     depth: usize,
     discoveries: std::collections::HashMap<&'static str, Path<SysState, Action>>,
     interrupted: bool,
+    /// A resource limit that stopped the search.
+    limit: Option<Completion>,
+}
+
+/// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`) in MiB; `None`
+/// where there is no such file (not Linux) or no such field.
+#[must_use]
+pub fn proc_status_mb(field: &str) -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| {
+        l.strip_prefix(field)
+            .is_some_and(|rest| rest.starts_with(':'))
+    })?;
+    let kb: f64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())?;
+    Some(kb / 1024.0)
+}
+
+/// The process's resident memory now, in MiB.
+#[must_use]
+pub fn rss_mb() -> Option<f64> {
+    proc_status_mb("VmRSS")
+}
+
+/// The process's peak resident memory so far, in MiB.
+#[must_use]
+pub fn peak_rss_mb() -> Option<f64> {
+    proc_status_mb("VmHWM")
+}
+
+/// Which resource limit of `opts` the running search has reached.
+fn limit_reached(opts: &CheckOptions, unique: usize) -> Option<Completion> {
+    if opts.max_states.is_some_and(|n| unique >= n) {
+        return Some(Completion::StateLimit);
+    }
+    let limit = opts.memory_limit_mb?;
+    #[allow(clippy::cast_precision_loss)]
+    let over = rss_mb().is_some_and(|mb| mb > limit as f64);
+    over.then_some(Completion::MemoryLimit)
 }
 
 fn interrupted(opts: &CheckOptions) -> bool {
@@ -364,7 +420,12 @@ fn interrupted(opts: &CheckOptions) -> bool {
 /// Waits for a spawned checker (with the progress line when asked) and
 /// takes its counts. On an interrupt it returns the counts so far without
 /// joining. BFS and DFS checkers are different types, hence the generic.
-fn finish<C: Checker<SysModel>>(checker: C, start: Instant, opts: &CheckOptions) -> Finished {
+fn finish<C: Checker<SysModel>>(
+    checker: C,
+    start: Instant,
+    opts: &CheckOptions,
+    stop: Option<Arc<AtomicBool>>,
+) -> Finished {
     let mut progress = opts.progress.then(|| Progress::new(opts.progress_every));
     let mut last = (Instant::now(), 0usize);
     while !checker.is_done() {
@@ -379,7 +440,31 @@ fn finish<C: Checker<SysModel>>(checker: C, start: Instant, opts: &CheckOptions)
                 depth: checker.max_depth(),
                 discoveries: checker.discoveries(),
                 interrupted: true,
+                limit: None,
             };
+        }
+        if let Some(limit) = limit_reached(opts, checker.unique_state_count()) {
+            if let Some(p) = progress.as_mut() {
+                p.finish();
+            }
+            // The discoveries so far are taken before the model is told to
+            // stop: once it is, every successor is out of bounds and every
+            // state looks terminal (which would fake `eventually` failures).
+            let f = Finished {
+                states: checker.state_count(),
+                unique: checker.unique_state_count(),
+                depth: checker.max_depth(),
+                discoveries: checker.discoveries(),
+                interrupted: false,
+                limit: Some(limit),
+            };
+            if let Some(stop) = &stop {
+                stop.store(true, Ordering::SeqCst);
+                // The workers now drain their queues without expanding
+                // anything: join them rather than leave them running.
+                let _ = checker.join();
+            }
+            return f;
         }
         if let Some(p) = progress.as_mut() {
             if p.due() {
@@ -409,6 +494,7 @@ fn finish<C: Checker<SysModel>>(checker: C, start: Instant, opts: &CheckOptions)
         depth: c.max_depth(),
         discoveries: c.discoveries(),
         interrupted: false,
+        limit: None,
     }
 }
 
@@ -433,6 +519,9 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     if opts.coverage {
         model = model.with_coverage();
     }
+    let stop = (opts.max_states.is_some() || opts.memory_limit_mb.is_some())
+        .then(|| Arc::new(AtomicBool::new(false)));
+    model.stop.clone_from(&stop);
     let coverage = model.coverage.clone();
     let properties = model.properties();
     let start = Instant::now();
@@ -447,16 +536,18 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         builder = builder.target_max_depth(depth_bound(d));
     }
     let f = if opts.bfs {
-        finish(builder.spawn_bfs(), start, opts)
+        finish(builder.spawn_bfs(), start, opts, stop.clone())
     } else {
         if opts.symmetry && crate::symmetry::reduces(cfg) {
             builder = builder.symmetry();
         }
-        finish(builder.spawn_dfs(), start, opts)
+        finish(builder.spawn_dfs(), start, opts, stop.clone())
     };
     let seconds = start.elapsed().as_secs_f64();
     let completion = if f.interrupted {
         Completion::Interrupted
+    } else if let Some(limit) = f.limit {
+        limit
     } else if opts.max_depth.is_some_and(|d| f.depth >= depth_bound(d)) {
         // stateright records the depth of a state before skipping it as
         // past the bound: a state was left unexpanded.
@@ -516,7 +607,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
             actions,
             violation: last.clone(),
         };
-        if last.is_some() && !f.interrupted {
+        if last.is_some() && !f.interrupted && f.limit.is_none() {
             // A safety violation: find the shortest path with BFS (within
             // what is left of the time limit).
             let left = opts.time_limit.map(|t| {
@@ -544,6 +635,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         properties: results,
         counterexample,
         coverage,
+        peak_memory_mb: peak_rss_mb(),
     }
 }
 
@@ -554,6 +646,9 @@ fn bfs_safety(
 ) -> Option<Counterexample> {
     let mut model = SysModel::new(cfg.clone());
     model.safety_only = true;
+    let stop = (opts.max_states.is_some() || opts.memory_limit_mb.is_some())
+        .then(|| Arc::new(AtomicBool::new(false)));
+    model.stop.clone_from(&stop);
     let names: Vec<&'static str> = model.properties().iter().map(|p| p.name).collect();
     let mut b = model
         .checker()
@@ -569,7 +664,7 @@ fn bfs_safety(
         progress: false,
         ..opts.clone()
     };
-    let f = finish(b.spawn_bfs(), Instant::now(), &quiet);
+    let f = finish(b.spawn_bfs(), Instant::now(), &quiet, stop);
     let mut best: Option<Counterexample> = None;
     for name in names {
         if let Some(path) = f.discoveries.get(name) {

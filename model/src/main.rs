@@ -10,6 +10,7 @@
 //! | 1 | a property is violated | an invariant is violated, or the trace has host misuse (`Rejected`) without `--allow-rejected` | |
 //! | 2 | usage or input error (bad flags or combinations, unwritable output) | unreadable or malformed trace | usage error, port taken |
 //! | 3 | inconclusive: a bound (`--time-limit`, `--max-depth`) cut the search, or a legacy semantics' known bug was not reached | | |
+//! | 4 | a resource limit (`--max-states`, `--memory-limit-mb`) stopped the search: the counts and properties so far are printed (a violation found before the stop is still 1) | | |
 //! | 130 | interrupted (Ctrl-C): counts and the verdict so far are printed | interrupted | |
 
 use std::io::Write;
@@ -39,6 +40,9 @@ const EXIT_VIOLATED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 /// A bound cut the search short (or a legacy bug was not reached).
 const EXIT_INCONCLUSIVE: u8 = 3;
+/// A resource limit (`--max-states`, `--memory-limit-mb`) stopped the
+/// search: the report is partial.
+const EXIT_LIMIT: u8 = 4;
 /// Interrupted by Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -51,7 +55,8 @@ const JSON_SCHEMA_VERSION: u32 = 1;
     version,
     about = "Model-check ckpt's coordinator and tasks over the real reducers",
     after_help = "Exit status: 0 holds / clean, 1 violated (replay: also host misuse), 2 usage or \
-                  input error, 3 inconclusive (a bound cut the search), 130 interrupted."
+                  input error, 3 inconclusive (a bound cut the search), 4 a resource limit \
+                  (--max-states, --memory-limit-mb) stopped it, 130 interrupted."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -235,6 +240,15 @@ struct CheckArgs {
     /// longer ones exist and nothing was violated.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_depth: Option<u32>,
+    /// Stop once about N unique states were found (checked every 50 ms):
+    /// a partial report, exit 4 unless a violation was found.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_states: Option<u64>,
+    /// Stop once the process's resident memory (VmRSS, Linux) exceeds MB
+    /// MiB (checked every 50 ms): a partial report, exit 4 unless a
+    /// violation was found.
+    #[arg(long, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
+    memory_limit_mb: Option<u64>,
     /// Write the counterexample as a JSON-lines core trace (checked for
     /// writability before the search; removed if nothing is violated).
     #[arg(long, value_name = "FILE")]
@@ -647,6 +661,10 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
         time_limit: args.time_limit,
         max_depth: args.max_depth.map(|d| d as usize),
         interrupt: Some(Arc::clone(&interrupt)),
+        max_states: args
+            .max_states
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        memory_limit_mb: args.memory_limit_mb,
     };
     if m.semantics == SemanticsArg::All {
         if args.trace_out.is_some() || args.diagram.is_some() {
@@ -712,6 +730,7 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
     let code = match (report.completion, verdict) {
         (Completion::Interrupted, _) => EXIT_INTERRUPTED,
         (_, Verdict::Violated) => EXIT_VIOLATED,
+        (Completion::StateLimit | Completion::MemoryLimit, _) => EXIT_LIMIT,
         (_, Verdict::Inconclusive) => EXIT_INCONCLUSIVE,
         (_, Verdict::Holds) if write_failed => EXIT_USAGE,
         (_, Verdict::Holds) => EXIT_OK,
@@ -769,6 +788,13 @@ fn verdict_note(r: &CheckReport) -> String {
         Completion::TimeLimit => "the time limit ran out before the search finished",
         Completion::MaxDepth => "paths longer than --max-depth were not explored",
         Completion::Interrupted => "interrupted before the search finished",
+        Completion::StateLimit => {
+            "stopped at the state limit (--max-states) before the search finished: partial report"
+        }
+        Completion::MemoryLimit => {
+            "stopped at the memory limit (--memory-limit-mb) before the search finished: partial \
+             report"
+        }
     };
     match r.verdict() {
         Verdict::Violated => format!("{what}; the violation found is definitive"),
@@ -806,6 +832,9 @@ fn print_report(r: &CheckReport) {
         "  {} states, {} unique, depth {}; search {:.2} s, total {:.2} s",
         r.states, r.unique, r.depth, r.seconds, r.total_seconds
     );
+    if let Some(mb) = r.peak_memory_mb {
+        println!("  peak memory {mb:.1} MiB (VmHWM)");
+    }
     for p in &r.properties {
         println!("  [{:<20}] {:<10} {}", p.status, p.kind, p.name);
     }
@@ -868,6 +897,7 @@ fn json_report(r: &CheckReport, started: Instant) -> serde_json::Value {
         "search_seconds": r.seconds,
         "check_seconds": r.total_seconds,
         "wall_seconds": started.elapsed().as_secs_f64(),
+        "peak_memory_mb": r.peak_memory_mb,
         "properties": r.properties,
         "not_checked": not_checked(r).iter().map(|(name, flag)| serde_json::json!({
             "name": name, "kind": "sometimes", "reason": format!("{flag} is 0"),
@@ -915,6 +945,7 @@ fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
         };
         let row_code = match (r.completion, verdict) {
             (Completion::Interrupted, _) => EXIT_INTERRUPTED,
+            (Completion::StateLimit | Completion::MemoryLimit, v) if v != expected => EXIT_LIMIT,
             (_, v) if v == expected => EXIT_OK,
             (_, Verdict::Inconclusive) => EXIT_INCONCLUSIVE,
             // Fixed violated, or a legacy bug not caught where it is
@@ -992,6 +1023,7 @@ fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
                     EXIT_OK => "",
                     EXIT_INCONCLUSIVE => "  <-- INCONCLUSIVE",
                     EXIT_INTERRUPTED => "  <-- INTERRUPTED",
+                    EXIT_LIMIT => "  <-- RESOURCE LIMIT",
                     _ => "  <-- UNEXPECTED",
                 }
             );
@@ -1000,6 +1032,7 @@ fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
             EXIT_OK => "verdict: as expected (fixed holds, every legacy variant is caught)",
             EXIT_INCONCLUSIVE => "verdict: inconclusive (a bound cut a search short)",
             EXIT_INTERRUPTED => "verdict: interrupted (inconclusive)",
+            EXIT_LIMIT => "verdict: a resource limit stopped a search (inconclusive)",
             _ => "verdict: UNEXPECTED",
         };
         println!("{summary}");
@@ -1011,8 +1044,9 @@ fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
 /// inconclusive > ok.
 fn worse(a: u8, b: u8) -> u8 {
     let rank = |c: u8| match c {
-        EXIT_INTERRUPTED => 4,
-        EXIT_VIOLATED => 3,
+        EXIT_INTERRUPTED => 5,
+        EXIT_VIOLATED => 4,
+        EXIT_LIMIT => 3,
         EXIT_INCONCLUSIVE => 2,
         EXIT_USAGE => 1,
         _ => 0,

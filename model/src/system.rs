@@ -4,6 +4,8 @@
 //! with a `sometimes` witness) and the liveness check at run ends.
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use ckpt_core::invariants;
 use ckpt_core::DeclineReason;
@@ -28,6 +30,9 @@ pub struct SysModel {
     pub sim: Sim,
     /// Only the `always` properties (for shortest counterexamples).
     pub safety_only: bool,
+    /// Set to stop a search (a resource limit): every successor is then
+    /// out of bounds, so the checker's workers drain and end.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Deref for SysModel {
@@ -237,6 +242,7 @@ impl SysModel {
         SysModel {
             sim: Sim::new(cfg),
             safety_only: false,
+            stop: None,
         }
     }
 
@@ -293,6 +299,12 @@ impl Model for SysModel {
 
     fn next_state(&self, s: &World, a: Action) -> Option<World> {
         self.sim.step(s, a, None)
+    }
+
+    fn within_boundary(&self, _: &World) -> bool {
+        self.stop
+            .as_ref()
+            .is_none_or(|stop| !stop.load(Ordering::Relaxed))
     }
 
     fn format_action(&self, a: &Action) -> String {

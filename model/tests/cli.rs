@@ -40,7 +40,7 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// A small fixed configuration (2 tasks, 1 checkpoint, no faults: 651
+/// A small fixed configuration (2 tasks, 1 checkpoint, no faults: 652
 /// unique states).
 const SMALL: [&str; 5] = ["--checkpoints", "1", "--faults", "0", "--quiet"];
 
@@ -123,6 +123,62 @@ fn a_time_limit_is_inconclusive_not_holds() {
     assert!(out.contains("verdict: inconclusive"), "{out}");
     assert!(out.contains("[inconclusive"), "{out}");
     assert!(!out.contains("[holds"), "{out}");
+}
+
+#[test]
+fn a_state_limit_stops_with_a_partial_report_and_exit_4() {
+    let o = run(&["check", "--max-states", "2000", "--quiet"]);
+    assert_eq!(code(&o), 4, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("stopped at the state limit"), "{out}");
+    assert!(out.contains("partial report"), "{out}");
+    assert!(out.contains("[inconclusive"), "{out}");
+    assert!(out.contains("[witnessed"), "{out}");
+    assert!(!out.contains("[holds"), "{out}");
+    assert!(!out.contains("[violated"), "{out}");
+    assert!(out.contains("peak memory"), "{out}");
+    // The JSON report says the same.
+    let o = run(&["check", "--max-states", "2000", "--json"]);
+    assert_eq!(code(&o), 4, "{}", stdout(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    assert_eq!(v["completion"], "state-limit");
+    assert_eq!(v["exit_status"], 4);
+    assert!(v["unique_states"].as_u64().is_some_and(|n| n >= 2000));
+    assert!(v["peak_memory_mb"].as_f64().is_some_and(|m| m > 0.0));
+}
+
+#[test]
+fn a_memory_limit_stops_with_a_partial_report_and_exit_4() {
+    // Any process is above 1 MiB resident: the first check stops it.
+    let o = run(&["check", "--memory-limit-mb", "1", "--quiet"]);
+    assert_eq!(code(&o), 4, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("stopped at the memory limit"), "{out}");
+    assert!(!out.contains("[holds"), "{out}");
+}
+
+#[test]
+fn a_violation_found_before_a_limit_is_still_definitive() {
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--max-states",
+        "100000000",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stdout(&o).contains("verdict: violated"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_complete_run_reports_its_peak_memory() {
+    let mut args = vec!["check"];
+    args.extend(SMALL);
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains("peak memory"), "{}", stdout(&o));
 }
 
 #[test]

@@ -368,3 +368,27 @@ fn representative_is_canonical_with_restarted_attempts() {
     }
     assert!(restarted > 100, "{restarted}");
 }
+
+#[test]
+fn a_state_limit_stops_the_search_without_faking_a_failure() {
+    // The default configuration has 773,666 unique states; stop far short.
+    let cfg = ModelConfig::default();
+    let r = run_check(
+        &cfg,
+        &CheckOptions {
+            max_states: Some(5_000),
+            ..CheckOptions::default()
+        },
+    );
+    assert_eq!(r.completion, ckpt_model::check::Completion::StateLimit);
+    assert!(r.unique >= 5_000 && r.unique < 773_666, "{}", r.unique);
+    // The stop makes every successor out of bounds: states that look
+    // terminal then must not be reported as `eventually` failures.
+    assert!(
+        r.properties.iter().all(|p| p.status != "violated"),
+        "{:?}",
+        r.properties
+    );
+    assert_eq!(r.verdict(), ckpt_model::check::Verdict::Inconclusive);
+    assert!(r.counterexample.is_none());
+}
