@@ -83,6 +83,39 @@ enum Cmd {
     /// must be caught as the property it breaks); prints the table (exit 0
     /// only if every row passes).
     Zoo(ZooArgs),
+    /// Seeded random walks with check's properties, for configurations too
+    /// big to search exhaustively (exit 0 nothing found, which proves
+    /// nothing; 1 violated; 130 interrupted).
+    Simulate(SimulateArgs),
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The first walk's seed; walk i uses SEED + i, so a walk is replayed
+    /// alone by `--seed <its seed> --walks 1`.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Number of walks.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    walks: u64,
+    /// Actions per walk at most (a walk cut there judges no `eventually`).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    depth: u32,
+    /// Stop walking after SECS seconds (the report covers the walks done).
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    time_limit: Option<Duration>,
+    /// Keep walking after a violation (count them; the first is printed).
+    #[arg(long)]
+    keep_going: bool,
+    /// Write the first violation's walk as a JSON-lines core trace
+    /// (replayable by `ckpt-model replay`).
+    #[arg(long, value_name = "FILE")]
+    trace_out: Option<PathBuf>,
+    /// Print a machine-readable JSON summary on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -344,6 +377,7 @@ fn main() -> ExitCode {
         Cmd::Explore { model, port } => explore(&model, port),
         Cmd::Replay(args) => replay(&args),
         Cmd::Zoo(args) => zoo(&args),
+        Cmd::Simulate(args) => simulate(&args),
     };
     ExitCode::from(code)
 }
@@ -765,6 +799,159 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
             println!("{d}");
         }
         println!("verdict: {}", verdict_text(verdict, &note));
+    }
+    code
+}
+
+fn simulate(args: &SimulateArgs) -> u8 {
+    use ckpt_model::simulate::{simulate as run_walks, SimulateOptions};
+    let m = &args.model;
+    if m.semantics == SemanticsArg::All {
+        return usage_error("simulate needs one semantics, not --semantics all");
+    }
+    let cfg = config(m, semantics_of(m.semantics));
+    if let Err(e) = validate(&cfg) {
+        return usage_error(&e);
+    }
+    let out = match args.trace_out.as_deref().map(OutFile::prepare).transpose() {
+        Ok(o) => o,
+        Err(e) => return usage_error(&e),
+    };
+    let interrupt = interrupt_flag();
+    let opts = SimulateOptions {
+        seed: args.seed,
+        walks: args.walks,
+        depth: args.depth as usize,
+        time_limit: args.time_limit,
+        keep_going: args.keep_going,
+        interrupt: Some(Arc::clone(&interrupt)),
+    };
+    let r = run_walks(&cfg, &opts, usize::from(m.threads));
+    let first = r.violations.first();
+    let replay_flags = |seed: u64| {
+        format!(
+            "ckpt-model simulate {} --seed {seed} --walks 1 --depth {}",
+            flags(&cfg),
+            args.depth
+        )
+    };
+    let mut wrote = None;
+    if let Some(o) = &out {
+        let res = match first {
+            Some(v) => {
+                let w = |p: &Path| write_trace_file(p, &cfg, &v.counterexample.actions);
+                o.finish(Some(&w), "counterexample trace")
+            }
+            None => o.finish(None, "trace"),
+        };
+        match res {
+            Ok(msg) => wrote = Some(msg),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let code = if interrupt.load(Ordering::SeqCst) {
+        EXIT_INTERRUPTED
+    } else if first.is_some() {
+        EXIT_VIOLATED
+    } else {
+        EXIT_OK
+    };
+    if args.json {
+        let v = serde_json::json!({
+            "schema_version": JSON_SCHEMA_VERSION,
+            "command": "simulate",
+            "config": cfg,
+            "flags": flags(&cfg),
+            "seed": args.seed,
+            "depth": args.depth,
+            "walks": r.walks,
+            "walks_per_second": r.walks_per_second(),
+            "steps": r.steps,
+            "ended": r.ended,
+            "cut": r.cut,
+            "longest": r.longest,
+            "seconds": r.seconds,
+            "stopped": r.stopped,
+            "witnessed": r.witnessed,
+            "not_witnessed": r.not_witnessed,
+            "violations": r.violations.iter().map(|v| serde_json::json!({
+                "property": v.counterexample.property,
+                "walk": v.walk,
+                "seed": v.seed,
+                "replay": replay_flags(v.seed),
+                "action_count": v.counterexample.actions.len(),
+                "step_count": step_count(&cfg, &v.counterexample.actions),
+                "violation": v.counterexample.violation.as_ref().map(|x| serde_json::json!({"invariant": x.invariant, "detail": x.detail})),
+            })).collect::<Vec<_>>(),
+            "outputs": wrote.iter().collect::<Vec<_>>(),
+            "exit_status": code,
+        });
+        println!("{v}");
+        return code;
+    }
+    println!(
+        "ckpt-model simulate {} --seed {} --walks {} --depth {}",
+        flags(&cfg),
+        args.seed,
+        args.walks,
+        args.depth
+    );
+    println!(
+        "  {} ({} ended, {} cut at the depth bound), {} actions, longest {}; {:.2} s, {:.0} walks/s{}",
+        plural(usize::try_from(r.walks).unwrap_or(usize::MAX), "walk", "walks"),
+        r.ended,
+        r.cut,
+        r.steps,
+        r.longest,
+        r.seconds,
+        r.walks_per_second(),
+        if r.stopped { " (stopped early)" } else { "" }
+    );
+    println!(
+        "  sometimes witnessed: {} of {}",
+        r.witnessed.len(),
+        r.witnessed.len() + r.not_witnessed.len()
+    );
+    for name in &r.not_witnessed {
+        println!("  [not witnessed       ] sometimes  {name}");
+    }
+    if let Some(v) = first {
+        let cx = &v.counterexample;
+        let n = step_count(&cfg, &cx.actions);
+        println!(
+            "\nproperty `{}` violated by walk {} (seed {}) at step {n}: {}, {}",
+            cx.property,
+            v.walk,
+            v.seed,
+            plural(cx.actions.len(), "action", "actions"),
+            plural(n, "step", "steps")
+        );
+        println!("  replay this walk alone: {}", replay_flags(v.seed));
+        if let Some(x) = &cx.violation {
+            println!("  {x}");
+        }
+        print!("{}", format_steps(&cfg, &cx.actions));
+        if r.violations.len() > 1 {
+            println!("({} walks violated a property)", r.violations.len());
+        }
+    }
+    if let Some(w) = &wrote {
+        println!("{w}");
+    }
+    match code {
+        EXIT_VIOLATED => println!("verdict: violated"),
+        EXIT_INTERRUPTED => println!("verdict: interrupted; no violation found so far"),
+        _ => println!(
+            "verdict: no violation found in {} (random walks: not a proof)",
+            plural(
+                usize::try_from(r.walks).unwrap_or(usize::MAX),
+                "walk",
+                "walks"
+            )
+        ),
     }
     code
 }

@@ -392,3 +392,30 @@ fn a_state_limit_stops_the_search_without_faking_a_failure() {
     assert_eq!(r.verdict(), ckpt_model::check::Verdict::Inconclusive);
     assert!(r.counterexample.is_none());
 }
+
+#[test]
+fn simulation_finds_the_same_first_walk_whatever_the_thread_count() {
+    use ckpt_model::simulate::{simulate, SimulateOptions};
+    let cfg = ModelConfig {
+        semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
+        ..ModelConfig::default()
+    };
+    let opts = SimulateOptions {
+        seed: 1,
+        walks: 20_000,
+        ..SimulateOptions::default()
+    };
+    let one = simulate(&cfg, &opts, 1);
+    let two = simulate(&cfg, &opts, 2);
+    let first = |r: &ckpt_model::simulate::SimulateReport| {
+        r.violations
+            .first()
+            .map(|v| (v.walk, v.seed, v.counterexample.actions.clone()))
+    };
+    assert!(first(&one).is_some(), "the seed bug is found");
+    assert_eq!(first(&one), first(&two));
+    // On the fixed semantics the same walks find nothing.
+    let fixed = simulate(&ModelConfig::default(), &opts, 2);
+    assert!(fixed.violations.is_empty());
+    assert_eq!(fixed.walks, 20_000);
+}
