@@ -53,6 +53,10 @@ pub struct CheckOptions {
     /// Stop once the process's resident memory exceeds this many MiB (read
     /// from `/proc/self/status` every 50 ms; Linux only, ignored elsewhere).
     pub memory_limit_mb: Option<u64>,
+    /// Search from these states (each with the actions that reach it from
+    /// the initial state) instead of the initial state (`--shard`); the
+    /// counterexample then starts at the initial state all the same.
+    pub roots: Option<crate::system::Roots>,
 }
 
 impl Default for CheckOptions {
@@ -70,6 +74,7 @@ impl Default for CheckOptions {
             interrupt: None,
             max_states: None,
             memory_limit_mb: None,
+            roots: None,
         }
     }
 }
@@ -522,6 +527,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     let stop = (opts.max_states.is_some() || opts.memory_limit_mb.is_some())
         .then(|| Arc::new(AtomicBool::new(false)));
     model.stop.clone_from(&stop);
+    model.roots.clone_from(&opts.roots);
     let coverage = model.coverage.clone();
     let properties = model.properties();
     let start = Instant::now();
@@ -535,7 +541,17 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     if let Some(d) = opts.max_depth {
         builder = builder.target_max_depth(depth_bound(d));
     }
-    let f = if opts.bfs {
+    let f = if opts.roots.as_ref().is_some_and(|r| r.is_empty()) {
+        // A shard that owns no frontier state has nothing to search.
+        Finished {
+            states: 0,
+            unique: 0,
+            depth: 0,
+            discoveries: std::collections::HashMap::new(),
+            interrupted: false,
+            limit: None,
+        }
+    } else if opts.bfs {
         finish(builder.spawn_bfs(), start, opts, stop.clone())
     } else {
         if opts.symmetry && crate::symmetry::reduces(cfg) {
@@ -601,7 +617,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     }
     let counterexample = failed.map(|(name, path)| {
         let last = path.last_state().violation.clone();
-        let actions: Vec<Action> = path.into_actions();
+        let actions: Vec<Action> = from_initial(opts, path);
         let dfs = Counterexample {
             property: name,
             actions,
@@ -639,6 +655,22 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     }
 }
 
+/// A path's actions from the initial state: a search from `opts.roots`
+/// starts at a frontier state, whose own prefix goes first.
+fn from_initial(opts: &CheckOptions, path: Path<SysState, Action>) -> Vec<Action> {
+    let prefix: Vec<Action> = opts
+        .roots
+        .as_ref()
+        .and_then(|roots| {
+            let first = path.clone().into_states().into_iter().next()?;
+            crate::shard::prefix_of(roots, &first).map(<[Action]>::to_vec)
+        })
+        .unwrap_or_default();
+    let mut actions = prefix;
+    actions.extend(path.into_actions());
+    actions
+}
+
 fn bfs_safety(
     cfg: &ModelConfig,
     opts: &CheckOptions,
@@ -646,6 +678,7 @@ fn bfs_safety(
 ) -> Option<Counterexample> {
     let mut model = SysModel::new(cfg.clone());
     model.safety_only = true;
+    model.roots.clone_from(&opts.roots);
     let stop = (opts.max_states.is_some() || opts.memory_limit_mb.is_some())
         .then(|| Arc::new(AtomicBool::new(false)));
     model.stop.clone_from(&stop);
@@ -669,7 +702,7 @@ fn bfs_safety(
     for name in names {
         if let Some(path) = f.discoveries.get(name) {
             let violation = path.last_state().violation.clone();
-            let actions = path.clone().into_actions();
+            let actions = from_initial(opts, path.clone());
             if best
                 .as_ref()
                 .is_none_or(|b| actions.len() < b.actions.len())
@@ -706,14 +739,21 @@ pub fn shortest_violation(cfg: &ModelConfig, threads: usize) -> Option<Counterex
 #[must_use]
 pub fn shortest_violation_within(cfg: &ModelConfig, opts: &CheckOptions) -> Option<Counterexample> {
     let mut best = bfs_safety(cfg, opts, None)?;
+    // A search from frontier states (`roots`, all at the same depth): the
+    // depth bound counts from them.
+    let base = opts
+        .roots
+        .as_ref()
+        .and_then(|r| r.first())
+        .map_or(0, |(_, p)| p.len());
     loop {
         // Depth counts states (the initial one is depth 1): checking every
         // state of depth <= k looks at every path of at most k - 1 actions.
         let k = best.actions.len();
-        if k == 0 || interrupted(opts) {
+        if k <= base || interrupted(opts) {
             return Some(best);
         }
-        match bfs_safety(cfg, opts, Some(k + 1)) {
+        match bfs_safety(cfg, opts, Some(k - base + 1)) {
             Some(shorter) if shorter.actions.len() < k => best = shorter,
             Some(_) | None => return Some(best),
         }

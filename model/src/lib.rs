@@ -98,6 +98,7 @@
 
 pub mod check;
 pub mod exact;
+pub mod shard;
 pub mod simulate;
 pub mod symmetry;
 pub mod system;

@@ -87,6 +87,18 @@ enum Cmd {
     /// big to search exhaustively (exit 0 nothing found, which proves
     /// nothing; 1 violated; 130 interrupted).
     Simulate(SimulateArgs),
+    /// Combine the `--json` reports of `check --shard K/N` runs into one
+    /// verdict and the shortest counterexample (exit 0 holds, 1 violated,
+    /// 2 unreadable or mismatched reports, 3 inconclusive: a shard missing
+    /// or cut short).
+    Merge {
+        /// The shards' JSON reports (one file per shard).
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// Print a machine-readable JSON summary on stdout.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -282,6 +294,16 @@ struct CheckArgs {
     /// violation was found.
     #[arg(long, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
     memory_limit_mb: Option<u64>,
+    /// Search only shard K of N (for example 0/4): every shard explores the
+    /// states above the split depth, then only the subtrees below the
+    /// frontier states whose fingerprint is K modulo N. Combine the
+    /// shards' `--json` reports with `ckpt-model merge`.
+    #[arg(long, value_name = "K/N", value_parser = ckpt_model::shard::parse_shard)]
+    shard: Option<(u64, u64)>,
+    /// The depth (in actions) of the frontier `--shard` splits.
+    #[arg(long, value_name = "D", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=64), requires = "shard")]
+    split_depth: u16,
     /// Write the counterexample as a JSON-lines core trace (checked for
     /// writability before the search; removed if nothing is violated).
     #[arg(long, value_name = "FILE")]
@@ -378,6 +400,7 @@ fn main() -> ExitCode {
         Cmd::Replay(args) => replay(&args),
         Cmd::Zoo(args) => zoo(&args),
         Cmd::Simulate(args) => simulate(&args),
+        Cmd::Merge { reports, json } => merge(&reports, json),
     };
     ExitCode::from(code)
 }
@@ -699,6 +722,7 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
             .max_states
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         memory_limit_mb: args.memory_limit_mb,
+        roots: None,
     };
     if m.semantics == SemanticsArg::All {
         if args.trace_out.is_some() || args.diagram.is_some() {
@@ -706,6 +730,9 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
                 "--trace-out and --diagram need one semantics (fixed, legacy or legacy-cancel), \
                  not --semantics all",
             );
+        }
+        if args.shard.is_some() {
+            return usage_error("--shard needs one semantics, not --semantics all");
         }
         return check_all(args, &opts(false), started);
     }
@@ -723,7 +750,20 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
             }
         }
     }
-    let report = run_check(&cfg, &opts(!expected_holds(sem)));
+    let mut shard_info = None;
+    let report = match args.shard {
+        Some((index, count)) => {
+            let spec = ckpt_model::shard::ShardSpec {
+                index,
+                count,
+                split_depth: usize::from(args.split_depth),
+            };
+            let (r, info) = ckpt_model::shard::run_shard(&cfg, &opts(!expected_holds(sem)), spec);
+            shard_info = Some(info);
+            r
+        }
+        None => run_check(&cfg, &opts(!expected_holds(sem))),
+    };
     let mut verdict = report.verdict();
     let mut note = verdict_note(&report);
     if verdict == Verdict::Holds && !expected_holds(sem) {
@@ -775,9 +815,24 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
         v["verdict_note"] = serde_json::Value::String(note);
         v["outputs"] = serde_json::json!(done);
         v["exit_status"] = serde_json::json!(code);
+        if let Some(i) = &shard_info {
+            v["shard"] = shard_json(i, &report);
+        }
         println!("{v}");
     } else {
         print_report(&report);
+        if let Some(i) = &shard_info {
+            println!(
+                "  shard {}/{} at split depth {}: owns {} of {} frontier states ({} unique states \
+                 above the frontier, searched by every shard)",
+                i.spec.index,
+                i.spec.count,
+                i.spec.split_depth,
+                i.owned,
+                i.frontier,
+                i.prefix_unique
+            );
+        }
         if let Some(cx) = &report.counterexample {
             let n = step_count(&cfg, &cx.actions);
             println!(
@@ -953,6 +1008,205 @@ fn simulate(args: &SimulateArgs) -> u8 {
             )
         ),
     }
+    code
+}
+
+/// The `shard` object of a shard's JSON report: the split, and what
+/// `merge` needs to print the counterexample.
+fn shard_json(i: &ckpt_model::shard::ShardInfo, r: &CheckReport) -> serde_json::Value {
+    serde_json::json!({
+        "index": i.spec.index,
+        "count": i.spec.count,
+        "split_depth": i.spec.split_depth,
+        "frontier": i.frontier,
+        "owned": i.owned,
+        "prefix_unique": i.prefix_unique,
+        "counterexample_text": r.counterexample.as_ref().map(|c| format_steps(&r.config, &c.actions)),
+    })
+}
+
+fn merge(paths: &[PathBuf], json: bool) -> u8 {
+    let mut reports = Vec::new();
+    for p in paths {
+        let text = match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e) => return usage_error(&format!("cannot read {}: {e}", p.display())),
+        };
+        let v: serde_json::Value = match serde_json::from_str(text.trim()) {
+            Ok(v) => v,
+            Err(e) => {
+                return usage_error(&format!("{} is not a JSON report: {e}", p.display()));
+            }
+        };
+        if v["command"] != "check" || !v["shard"].is_object() {
+            return usage_error(&format!(
+                "{} is not the --json report of a `check --shard K/N` run",
+                p.display()
+            ));
+        }
+        reports.push((p, v));
+    }
+    let Some((_, first)) = reports.first() else {
+        return usage_error("no reports");
+    };
+    let key = |v: &serde_json::Value| {
+        (
+            v["flags"].clone(),
+            v["shard"]["count"].clone(),
+            v["shard"]["split_depth"].clone(),
+        )
+    };
+    let want = key(first);
+    if let Some((p, _)) = reports.iter().find(|(_, v)| key(v) != want) {
+        return usage_error(&format!(
+            "{} is a shard of another run (flags, shard count or split depth differ from {})",
+            p.display(),
+            paths
+                .first()
+                .map_or(String::new(), |f| f.display().to_string())
+        ));
+    }
+    let count = first["shard"]["count"].as_u64().unwrap_or(0);
+    let mut seen = std::collections::BTreeSet::new();
+    for (p, v) in &reports {
+        let k = v["shard"]["index"].as_u64().unwrap_or(u64::MAX);
+        if !seen.insert(k) {
+            return usage_error(&format!("{}: shard {k} given twice", p.display()));
+        }
+    }
+    let missing: Vec<u64> = (0..count).filter(|k| !seen.contains(k)).collect();
+    let cut = reports.iter().any(|(_, v)| v["completion"] != "complete");
+    let partial = !missing.is_empty() || cut;
+    // Properties, in the first report's order.
+    let mut props: Vec<(String, String, String)> = Vec::new();
+    for p in first["properties"].as_array().into_iter().flatten() {
+        let name = p["name"].as_str().unwrap_or("").to_string();
+        let kind = p["kind"].as_str().unwrap_or("").to_string();
+        let statuses: Vec<&str> = reports
+            .iter()
+            .filter_map(|(_, v)| {
+                v["properties"]
+                    .as_array()?
+                    .iter()
+                    .find(|q| q["name"] == p["name"])?["status"]
+                    .as_str()
+            })
+            .collect();
+        let all = |s: &str| statuses.len() == reports.len() && statuses.iter().all(|x| *x == s);
+        let status = if kind == "sometimes" {
+            if statuses.contains(&"witnessed") {
+                "witnessed"
+            } else if all("not witnessed") && !partial {
+                "not witnessed"
+            } else {
+                "not witnessed so far"
+            }
+        } else if statuses.contains(&"violated") {
+            "violated"
+        } else if all("holds") && !partial {
+            "holds"
+        } else {
+            "inconclusive"
+        };
+        props.push((name, kind, status.to_string()));
+    }
+    let violated = props.iter().any(|(_, _, s)| s == "violated");
+    let verdict = if violated {
+        Verdict::Violated
+    } else if partial {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Holds
+    };
+    // The shortest counterexample over the shards (the lowest shard on a tie).
+    let best = reports
+        .iter()
+        .filter(|(_, v)| v["counterexample"].is_object())
+        .min_by_key(|(_, v)| {
+            (
+                v["counterexample"]["action_count"]
+                    .as_u64()
+                    .unwrap_or(u64::MAX),
+                v["shard"]["index"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .map(|(_, v)| v);
+    let sum = |field: &str| {
+        reports
+            .iter()
+            .map(|(_, v)| v[field].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let code = match verdict {
+        Verdict::Violated => EXIT_VIOLATED,
+        Verdict::Inconclusive => EXIT_INCONCLUSIVE,
+        Verdict::Holds => EXIT_OK,
+    };
+    let mut note = String::new();
+    if !missing.is_empty() {
+        note = format!("shards {missing:?} of {count} are missing");
+    } else if cut {
+        note = "a shard's search was cut short".into();
+    }
+    if json {
+        let v = serde_json::json!({
+            "schema_version": JSON_SCHEMA_VERSION,
+            "command": "merge",
+            "flags": first["flags"],
+            "shards": count,
+            "split_depth": first["shard"]["split_depth"],
+            "reports": reports.len(),
+            "missing": missing,
+            "verdict": verdict,
+            "verdict_note": note,
+            "states": sum("states"),
+            "unique_states": sum("unique_states"),
+            "properties": props.iter().map(|(n, k, s)| serde_json::json!({"name": n, "kind": k, "status": s})).collect::<Vec<_>>(),
+            "counterexample": best.map(|b| b["counterexample"].clone()),
+            "counterexample_shard": best.map(|b| b["shard"]["index"].clone()),
+            "exit_status": code,
+        });
+        println!("{v}");
+        return code;
+    }
+    println!(
+        "ckpt-model merge: {} of {count} shards (split depth {}) of ckpt-model check {}",
+        reports.len(),
+        first["shard"]["split_depth"],
+        first["flags"].as_str().unwrap_or("")
+    );
+    println!(
+        "  {} states, {} unique summed over the shards (states below frontier states of \
+         different shards are counted in each: at least a single run's count)",
+        sum("states"),
+        sum("unique_states")
+    );
+    for (name, kind, status) in &props {
+        println!("  [{status:<20}] {kind:<10} {name}");
+    }
+    if let Some(b) = best {
+        let c = &b["counterexample"];
+        println!(
+            "\nproperty `{}` violated (shard {}); shortest counterexample over the shards: {} \
+             actions, {} steps",
+            c["property"].as_str().unwrap_or(""),
+            b["shard"]["index"],
+            c["action_count"],
+            c["step_count"]
+        );
+        if let Some(v) = c["violation"].as_object() {
+            println!(
+                "  invariant `{}` violated: {}",
+                v.get("invariant").and_then(|x| x.as_str()).unwrap_or(""),
+                v.get("detail").and_then(|x| x.as_str()).unwrap_or("")
+            );
+        }
+        print!(
+            "{}",
+            b["shard"]["counterexample_text"].as_str().unwrap_or("")
+        );
+    }
+    println!("verdict: {}", verdict_text(verdict, &note));
     code
 }
 

@@ -33,7 +33,14 @@ pub struct SysModel {
     /// Set to stop a search (a resource limit): every successor is then
     /// out of bounds, so the checker's workers drain and end.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Search from these states (each with the actions that reach it from
+    /// the initial state) instead of the initial state: a shard's
+    /// frontier ([`crate::shard`]).
+    pub roots: Option<Roots>,
 }
+
+/// Start states of a search, each with the actions that reach it.
+pub type Roots = Arc<Vec<(World, Vec<Action>)>>;
 
 impl Deref for SysModel {
     type Target = Sim;
@@ -243,6 +250,7 @@ impl SysModel {
             sim: Sim::new(cfg),
             safety_only: false,
             stop: None,
+            roots: None,
         }
     }
 
@@ -290,7 +298,10 @@ impl Model for SysModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<World> {
-        vec![self.sim.init()]
+        match &self.roots {
+            Some(roots) => roots.iter().map(|(s, _)| s.clone()).collect(),
+            None => vec![self.sim.init()],
+        }
     }
 
     fn actions(&self, s: &World, out: &mut Vec<Action>) {

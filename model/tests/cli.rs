@@ -615,3 +615,76 @@ fn simulate_finds_nothing_on_the_fixed_semantics() {
     assert!(v["walks_per_second"].as_f64().is_some_and(|w| w > 0.0));
     assert_eq!(v["violations"].as_array().map(Vec::len), Some(0));
 }
+
+// ----- shard and merge ------------------------------------------------------------
+
+#[test]
+fn shards_merge_into_the_single_run_verdict() {
+    let dir = scratch("shards");
+    let mut files = Vec::new();
+    for k in 0..3 {
+        let mut args = vec!["check"];
+        args.extend(SMALL);
+        let shard = format!("{k}/3");
+        args.extend(["--shard", &shard, "--json"]);
+        let o = run(&args);
+        assert_eq!(code(&o), 0, "{}", stdout(&o));
+        let f = dir.join(format!("shard-{k}.json"));
+        std::fs::write(&f, o.stdout).unwrap_or_else(|e| panic!("{e}"));
+        files.push(f.to_string_lossy().into_owned());
+    }
+    let all: Vec<&str> = std::iter::once("merge")
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let o = run(&all);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains("verdict: holds"), "{}", stdout(&o));
+    // A shard missing: no verdict.
+    let o = run(&all[..3]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(stdout(&o).contains("missing"), "{}", stdout(&o));
+    // A shard of another run is refused.
+    let o = run(&[
+        "check",
+        "--checkpoints",
+        "1",
+        "--faults",
+        "1",
+        "--shard",
+        "0/3",
+        "--json",
+    ]);
+    let other = dir.join("other.json");
+    std::fs::write(&other, o.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let other_s = other.to_string_lossy().into_owned();
+    let o = run(&["merge", &other_s, all[2], all[3]]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+}
+
+#[test]
+fn merged_legacy_shards_report_the_violation() {
+    let dir = scratch("legacy-shards");
+    let mut files = Vec::new();
+    for k in 0..2 {
+        let shard = format!("{k}/2");
+        let o = run(&[
+            "check",
+            "--semantics",
+            "legacy",
+            "--shard",
+            &shard,
+            "--json",
+        ]);
+        let f = dir.join(format!("shard-{k}.json"));
+        std::fs::write(&f, o.stdout).unwrap_or_else(|e| panic!("{e}"));
+        files.push(f.to_string_lossy().into_owned());
+    }
+    let o = run(&["merge", &files[0], &files[1]]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("shortest counterexample over the shards: 9 actions"),
+        "{out}"
+    );
+    assert!(out.contains("verdict: violated"), "{out}");
+}
