@@ -23,7 +23,7 @@ use ckpt_core::trace::TraceLine;
 use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId, Thread};
 
 use super::config::{ModelConfig, Network, JOB};
-use super::coverage::{self, coord_event_kind, coord_outcome_kind, Coverage};
+use super::coverage::{self, coord_event_kind, Coverage};
 use super::state::{Channel, Durable, History, Io, Mail, Msg, SharedSide, TaskSide, Used, World};
 
 /// Something a scheduler can make happen.
@@ -356,7 +356,7 @@ impl Sim {
         out
     }
 
-    fn record(&self, machine: &'static str, kind: &'static str, outcome: String) {
+    fn record(&self, machine: &'static str, kind: &'static str, outcome: impl FnOnce(&mut String)) {
         if let Some(c) = &self.coverage {
             coverage::record(c, machine, kind, outcome);
         }
@@ -368,11 +368,9 @@ impl Sim {
         let (t, verdict) = checked::coordinator_step(&mut s.ledger, &s.coord, now, &ev, self.rigor);
         let mut found = verdict.err();
         if self.coverage.is_some() {
-            self.record(
-                "coordinator",
-                coord_event_kind(&ev),
-                coord_outcome_kind(&t.step.outcome),
-            );
+            self.record("coordinator", coord_event_kind(&ev), |w| {
+                coverage::write_coord_outcome_kind(w, &t.step.outcome);
+            });
         }
         let before = std::mem::replace(&mut s.coord, t.state);
         if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &t.step.outcome {
@@ -498,7 +496,10 @@ impl Sim {
         let (tr, verdict) = checked::task_step(&mut side.monitor, &side.st, now, &ev, self.rigor);
         let mut found = verdict.err();
         if self.coverage.is_some() {
-            self.record("task", ev.kind(), format!("{:?}", tr.step.outcome));
+            self.record("task", ev.kind(), |w| {
+                use std::fmt::Write as _;
+                let _ = write!(w, "{:?}", tr.step.outcome);
+            });
         }
         side.st = tr.state;
         for e in &tr.step.effects {
