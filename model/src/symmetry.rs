@@ -14,8 +14,6 @@
 //! coordinator's checkpoints, the ledgers, the store, the files). The class
 //! has at most a few tasks, so the orbit is small (2 for 3 tasks, 6 for 4).
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
 use ckpt_core::{StateHandle, TaskId};
 use stateright::Representative;
 
@@ -82,10 +80,15 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
         let mut side = side.clone();
-        for c in &mut side.inputs {
-            c.from = image(c.from);
+        // Only a side whose inputs are renamed is copied (and rehashed):
+        // the others stay shared with `s`, their hash cached.
+        if side.inputs.iter().any(|c| image(c.from) != c.from) {
+            for c in &mut side.inputs {
+                c.from = image(c.from);
+            }
+            side.inputs.sort_by_key(|c| c.from);
+            side.seal();
         }
-        side.inputs.sort_by_key(|c| c.from);
         *tasks.get_mut(new.0 as usize)? = Some(side);
     }
     let tasks = tasks.into_iter().collect::<Option<Vec<_>>>()?;
@@ -123,10 +126,16 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
     })
 }
 
+/// The hash the representative minimises: aHash with fixed seeds (any
+/// fixed hash gives a canonical representative; this one is fast).
 fn fingerprint(s: &SysState) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
+    ahash::RandomState::with_seeds(
+        0x6a09_e667_f3bc_c908,
+        0xbb67_ae85_84ca_a73b,
+        0x3c6e_f372_fe94_f82b,
+        0xa54f_f53a_5f1d_36f1,
+    )
+    .hash_one(s)
 }
 
 /// Every permutation of `class` (as a full task permutation of `n` tasks).
