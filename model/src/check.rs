@@ -405,8 +405,13 @@ pub fn peak_rss_mb() -> Option<f64> {
     proc_status_mb("VmHWM")
 }
 
-/// Which resource limit of `opts` the running search has reached.
-fn limit_reached(opts: &CheckOptions, unique: usize) -> Option<Completion> {
+/// Which limit of `opts` the running search has reached. The time limit is
+/// also given to stateright, which does not always honour it (a DFS with
+/// symmetry was seen running 13 times past it), so it is enforced here too.
+fn limit_reached(opts: &CheckOptions, unique: usize, start: Instant) -> Option<Completion> {
+    if opts.time_limit.is_some_and(|t| start.elapsed() >= t) {
+        return Some(Completion::TimeLimit);
+    }
     if opts.max_states.is_some_and(|n| unique >= n) {
         return Some(Completion::StateLimit);
     }
@@ -448,7 +453,7 @@ fn finish<C: Checker<SysModel>>(
                 limit: None,
             };
         }
-        if let Some(limit) = limit_reached(opts, checker.unique_state_count()) {
+        if let Some(limit) = limit_reached(opts, checker.unique_state_count(), start) {
             if let Some(p) = progress.as_mut() {
                 p.finish();
             }
@@ -524,8 +529,9 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     if opts.coverage {
         model = model.with_coverage();
     }
-    let stop = (opts.max_states.is_some() || opts.memory_limit_mb.is_some())
-        .then(|| Arc::new(AtomicBool::new(false)));
+    let stop =
+        (opts.max_states.is_some() || opts.memory_limit_mb.is_some() || opts.time_limit.is_some())
+            .then(|| Arc::new(AtomicBool::new(false)));
     model.stop.clone_from(&stop);
     model.roots.clone_from(&opts.roots);
     let coverage = model.coverage.clone();
@@ -623,7 +629,11 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
             actions,
             violation: last.clone(),
         };
-        if last.is_some() && !f.interrupted && f.limit.is_none() {
+        let resources = matches!(
+            f.limit,
+            Some(Completion::StateLimit | Completion::MemoryLimit)
+        );
+        if last.is_some() && !f.interrupted && !resources {
             // A safety violation: find the shortest path with BFS (within
             // what is left of the time limit).
             let left = opts.time_limit.map(|t| {
@@ -679,8 +689,9 @@ fn bfs_safety(
     let mut model = SysModel::new(cfg.clone());
     model.safety_only = true;
     model.roots.clone_from(&opts.roots);
-    let stop = (opts.max_states.is_some() || opts.memory_limit_mb.is_some())
-        .then(|| Arc::new(AtomicBool::new(false)));
+    let stop =
+        (opts.max_states.is_some() || opts.memory_limit_mb.is_some() || opts.time_limit.is_some())
+            .then(|| Arc::new(AtomicBool::new(false)));
     model.stop.clone_from(&stop);
     let names: Vec<&'static str> = model.properties().iter().map(|p| p.name).collect();
     let mut b = model

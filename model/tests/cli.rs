@@ -126,6 +126,38 @@ fn a_time_limit_is_inconclusive_not_holds() {
 }
 
 #[test]
+fn a_time_limit_stops_a_symmetric_search_on_time() {
+    // stateright alone let this search (3.6 M unique states, symmetry on)
+    // run to its end, minutes past the limit.
+    let started = Instant::now();
+    let o = run(&[
+        "check",
+        "--tasks",
+        "3",
+        "--checkpoints",
+        "2",
+        "--faults",
+        "0",
+        "--network",
+        "ordered",
+        "--time-limit",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        stdout(&o).contains("the time limit ran out"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn a_state_limit_stops_with_a_partial_report_and_exit_4() {
     let o = run(&["check", "--max-states", "2000", "--quiet"]);
     assert_eq!(code(&o), 4, "{}", stdout(&o));
