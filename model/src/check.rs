@@ -47,6 +47,16 @@ pub struct CheckOptions {
     /// and discoveries so far, and the checker threads are left to the
     /// process's exit.
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// Stop once about this many unique states were found (checked every
+    /// 50 ms, so a run may overshoot by what it finds in that time).
+    pub max_states: Option<usize>,
+    /// Stop once the process's resident memory exceeds this many MiB (read
+    /// from `/proc/self/status` every 50 ms; Linux only, ignored elsewhere).
+    pub memory_limit_mb: Option<u64>,
+    /// Search from these states (each with the actions that reach it from
+    /// the initial state) instead of the initial state (`--shard`); the
+    /// counterexample then starts at the initial state all the same.
+    pub roots: Option<crate::system::Roots>,
 }
 
 impl Default for CheckOptions {
@@ -62,6 +72,9 @@ impl Default for CheckOptions {
             time_limit: None,
             max_depth: None,
             interrupt: None,
+            max_states: None,
+            memory_limit_mb: None,
+            roots: None,
         }
     }
 }
@@ -78,6 +91,10 @@ pub enum Completion {
     MaxDepth,
     /// Interrupted (Ctrl-C).
     Interrupted,
+    /// `--max-states` was reached: the report is partial.
+    StateLimit,
+    /// `--memory-limit-mb` was exceeded: the report is partial.
+    MemoryLimit,
 }
 
 /// The overall answer of one check.
@@ -142,6 +159,9 @@ pub struct CheckReport {
     pub counterexample: Option<Counterexample>,
     /// Transition coverage, if collected.
     pub coverage: Option<Coverage>,
+    /// The process's peak resident memory (`VmHWM`) in MiB when the check
+    /// ended (Linux; `None` elsewhere).
+    pub peak_memory_mb: Option<f64>,
 }
 
 impl CheckReport {
@@ -353,6 +373,52 @@ struct Finished {
     depth: usize,
     discoveries: std::collections::HashMap<&'static str, Path<SysState, Action>>,
     interrupted: bool,
+    /// A resource limit that stopped the search.
+    limit: Option<Completion>,
+}
+
+/// A `kB` field of `/proc/self/status` (`VmRSS`, `VmHWM`) in MiB; `None`
+/// where there is no such file (not Linux) or no such field.
+#[must_use]
+pub fn proc_status_mb(field: &str) -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = text.lines().find(|l| {
+        l.strip_prefix(field)
+            .is_some_and(|rest| rest.starts_with(':'))
+    })?;
+    let kb: f64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())?;
+    Some(kb / 1024.0)
+}
+
+/// The process's resident memory now, in MiB.
+#[must_use]
+pub fn rss_mb() -> Option<f64> {
+    proc_status_mb("VmRSS")
+}
+
+/// The process's peak resident memory so far, in MiB.
+#[must_use]
+pub fn peak_rss_mb() -> Option<f64> {
+    proc_status_mb("VmHWM")
+}
+
+/// Which limit of `opts` the running search has reached. The time limit is
+/// also given to stateright, which does not always honour it (a DFS with
+/// symmetry was seen running 13 times past it), so it is enforced here too.
+fn limit_reached(opts: &CheckOptions, unique: usize, start: Instant) -> Option<Completion> {
+    if opts.time_limit.is_some_and(|t| start.elapsed() >= t) {
+        return Some(Completion::TimeLimit);
+    }
+    if opts.max_states.is_some_and(|n| unique >= n) {
+        return Some(Completion::StateLimit);
+    }
+    let limit = opts.memory_limit_mb?;
+    #[allow(clippy::cast_precision_loss)]
+    let over = rss_mb().is_some_and(|mb| mb > limit as f64);
+    over.then_some(Completion::MemoryLimit)
 }
 
 fn interrupted(opts: &CheckOptions) -> bool {
@@ -364,7 +430,12 @@ fn interrupted(opts: &CheckOptions) -> bool {
 /// Waits for a spawned checker (with the progress line when asked) and
 /// takes its counts. On an interrupt it returns the counts so far without
 /// joining. BFS and DFS checkers are different types, hence the generic.
-fn finish<C: Checker<SysModel>>(checker: C, start: Instant, opts: &CheckOptions) -> Finished {
+fn finish<C: Checker<SysModel>>(
+    checker: C,
+    start: Instant,
+    opts: &CheckOptions,
+    stop: Option<Arc<AtomicBool>>,
+) -> Finished {
     let mut progress = opts.progress.then(|| Progress::new(opts.progress_every));
     let mut last = (Instant::now(), 0usize);
     while !checker.is_done() {
@@ -379,7 +450,31 @@ fn finish<C: Checker<SysModel>>(checker: C, start: Instant, opts: &CheckOptions)
                 depth: checker.max_depth(),
                 discoveries: checker.discoveries(),
                 interrupted: true,
+                limit: None,
             };
+        }
+        if let Some(limit) = limit_reached(opts, checker.unique_state_count(), start) {
+            if let Some(p) = progress.as_mut() {
+                p.finish();
+            }
+            // The discoveries so far are taken before the model is told to
+            // stop: once it is, every successor is out of bounds and every
+            // state looks terminal (which would fake `eventually` failures).
+            let f = Finished {
+                states: checker.state_count(),
+                unique: checker.unique_state_count(),
+                depth: checker.max_depth(),
+                discoveries: checker.discoveries(),
+                interrupted: false,
+                limit: Some(limit),
+            };
+            if let Some(stop) = &stop {
+                stop.store(true, Ordering::SeqCst);
+                // The workers now drain their queues without expanding
+                // anything: join them rather than leave them running.
+                let _ = checker.join();
+            }
+            return f;
         }
         if let Some(p) = progress.as_mut() {
             if p.due() {
@@ -409,6 +504,7 @@ fn finish<C: Checker<SysModel>>(checker: C, start: Instant, opts: &CheckOptions)
         depth: c.max_depth(),
         discoveries: c.discoveries(),
         interrupted: false,
+        limit: None,
     }
 }
 
@@ -433,6 +529,11 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     if opts.coverage {
         model = model.with_coverage();
     }
+    let stop =
+        (opts.max_states.is_some() || opts.memory_limit_mb.is_some() || opts.time_limit.is_some())
+            .then(|| Arc::new(AtomicBool::new(false)));
+    model.stop.clone_from(&stop);
+    model.roots.clone_from(&opts.roots);
     let coverage = model.coverage.clone();
     let properties = model.properties();
     let start = Instant::now();
@@ -446,17 +547,29 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     if let Some(d) = opts.max_depth {
         builder = builder.target_max_depth(depth_bound(d));
     }
-    let f = if opts.bfs {
-        finish(builder.spawn_bfs(), start, opts)
+    let f = if opts.roots.as_ref().is_some_and(|r| r.is_empty()) {
+        // A shard that owns no frontier state has nothing to search.
+        Finished {
+            states: 0,
+            unique: 0,
+            depth: 0,
+            discoveries: std::collections::HashMap::new(),
+            interrupted: false,
+            limit: None,
+        }
+    } else if opts.bfs {
+        finish(builder.spawn_bfs(), start, opts, stop.clone())
     } else {
-        if opts.symmetry {
+        if opts.symmetry && crate::symmetry::reduces(cfg) {
             builder = builder.symmetry();
         }
-        finish(builder.spawn_dfs(), start, opts)
+        finish(builder.spawn_dfs(), start, opts, stop.clone())
     };
     let seconds = start.elapsed().as_secs_f64();
     let completion = if f.interrupted {
         Completion::Interrupted
+    } else if let Some(limit) = f.limit {
+        limit
     } else if opts.max_depth.is_some_and(|d| f.depth >= depth_bound(d)) {
         // stateright records the depth of a state before skipping it as
         // past the bound: a state was left unexpanded.
@@ -510,13 +623,17 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     }
     let counterexample = failed.map(|(name, path)| {
         let last = path.last_state().violation.clone();
-        let actions: Vec<Action> = path.into_actions();
+        let actions: Vec<Action> = from_initial(opts, path);
         let dfs = Counterexample {
             property: name,
             actions,
             violation: last.clone(),
         };
-        if last.is_some() && !f.interrupted {
+        let resources = matches!(
+            f.limit,
+            Some(Completion::StateLimit | Completion::MemoryLimit)
+        );
+        if last.is_some() && !f.interrupted && !resources {
             // A safety violation: find the shortest path with BFS (within
             // what is left of the time limit).
             let left = opts.time_limit.map(|t| {
@@ -544,7 +661,24 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         properties: results,
         counterexample,
         coverage,
+        peak_memory_mb: peak_rss_mb(),
     }
+}
+
+/// A path's actions from the initial state: a search from `opts.roots`
+/// starts at a frontier state, whose own prefix goes first.
+fn from_initial(opts: &CheckOptions, path: Path<SysState, Action>) -> Vec<Action> {
+    let prefix: Vec<Action> = opts
+        .roots
+        .as_ref()
+        .and_then(|roots| {
+            let first = path.clone().into_states().into_iter().next()?;
+            crate::shard::prefix_of(roots, &first).map(<[Action]>::to_vec)
+        })
+        .unwrap_or_default();
+    let mut actions = prefix;
+    actions.extend(path.into_actions());
+    actions
 }
 
 fn bfs_safety(
@@ -554,6 +688,11 @@ fn bfs_safety(
 ) -> Option<Counterexample> {
     let mut model = SysModel::new(cfg.clone());
     model.safety_only = true;
+    model.roots.clone_from(&opts.roots);
+    let stop =
+        (opts.max_states.is_some() || opts.memory_limit_mb.is_some() || opts.time_limit.is_some())
+            .then(|| Arc::new(AtomicBool::new(false)));
+    model.stop.clone_from(&stop);
     let names: Vec<&'static str> = model.properties().iter().map(|p| p.name).collect();
     let mut b = model
         .checker()
@@ -569,12 +708,12 @@ fn bfs_safety(
         progress: false,
         ..opts.clone()
     };
-    let f = finish(b.spawn_bfs(), Instant::now(), &quiet);
+    let f = finish(b.spawn_bfs(), Instant::now(), &quiet, stop);
     let mut best: Option<Counterexample> = None;
     for name in names {
         if let Some(path) = f.discoveries.get(name) {
             let violation = path.last_state().violation.clone();
-            let actions = path.clone().into_actions();
+            let actions = from_initial(opts, path.clone());
             if best
                 .as_ref()
                 .is_none_or(|b| actions.len() < b.actions.len())
@@ -611,14 +750,21 @@ pub fn shortest_violation(cfg: &ModelConfig, threads: usize) -> Option<Counterex
 #[must_use]
 pub fn shortest_violation_within(cfg: &ModelConfig, opts: &CheckOptions) -> Option<Counterexample> {
     let mut best = bfs_safety(cfg, opts, None)?;
+    // A search from frontier states (`roots`, all at the same depth): the
+    // depth bound counts from them.
+    let base = opts
+        .roots
+        .as_ref()
+        .and_then(|r| r.first())
+        .map_or(0, |(_, p)| p.len());
     loop {
         // Depth counts states (the initial one is depth 1): checking every
         // state of depth <= k looks at every path of at most k - 1 actions.
         let k = best.actions.len();
-        if k == 0 || interrupted(opts) {
+        if k <= base || interrupted(opts) {
             return Some(best);
         }
-        match bfs_safety(cfg, opts, Some(k + 1)) {
+        match bfs_safety(cfg, opts, Some(k - base + 1)) {
             Some(shorter) if shorter.actions.len() < k => best = shorter,
             Some(_) | None => return Some(best),
         }

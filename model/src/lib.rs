@@ -24,6 +24,10 @@
 //! Every collection in the state has a length-prefixed `Hash` (TOOLING
 //! pitfall 1); `tests/model.rs` and `tests/durability.rs` cross-check
 //! `unique_state_count()` against an exact search over the states themselves.
+//! Task sides are shared copy-on-write between states
+//! ([`world::SharedSide`]): a step deep-copies only the sides it changes, and
+//! each side's hash is computed once, when a step changed it (the world's
+//! `Hash` writes that 64-bit digest).
 //!
 //! ## Bounds (each a flag)
 //!
@@ -83,6 +87,17 @@
 //! (`--trace-out`, replayable by `ckpt_core::trace::replay` and `ckpt-model
 //! replay`) and as a Mermaid sequence diagram (`--diagram`).
 //!
+//! ## Limits, random walks, shards
+//!
+//! `check --max-states` / `--memory-limit-mb` stop a search with a partial
+//! report ([`check::Completion::StateLimit`], `MemoryLimit`; the model's
+//! `within_boundary` turns every successor away so the workers drain), and
+//! every report carries the peak resident memory. [`simulate`] runs seeded
+//! random walks judged by the same properties, for configurations too big to
+//! search. [`shard`] splits a search by the fingerprint of the states at a
+//! split depth (`check --shard K/N`), and `ckpt-model merge` combines the
+//! shards' reports.
+//!
 //! ## Not modelled
 //!
 //! Region failover (a failed source does not restart its downstream tasks);
@@ -100,6 +115,8 @@
 pub mod check;
 pub mod exact;
 pub mod explorer;
+pub mod shard;
+pub mod simulate;
 pub mod symmetry;
 pub mod system;
 pub mod world;

@@ -10,6 +10,7 @@
 //! | 1 | a property is violated | an invariant is violated, or the trace has host misuse (`Rejected`) without `--allow-rejected` | |
 //! | 2 | usage or input error (bad flags or combinations, unwritable output) | unreadable or malformed trace | usage error, port taken |
 //! | 3 | inconclusive: a bound (`--time-limit`, `--max-depth`) cut the search, or a legacy semantics' known bug was not reached | | |
+//! | 4 | a resource limit (`--max-states`, `--memory-limit-mb`) stopped the search: the counts and properties so far are printed (a violation found before the stop is still 1) | | |
 //! | 130 | interrupted (Ctrl-C): counts and the verdict so far are printed | interrupted | |
 
 use std::io::Write;
@@ -40,6 +41,9 @@ const EXIT_VIOLATED: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 /// A bound cut the search short (or a legacy bug was not reached).
 const EXIT_INCONCLUSIVE: u8 = 3;
+/// A resource limit (`--max-states`, `--memory-limit-mb`) stopped the
+/// search: the report is partial.
+const EXIT_LIMIT: u8 = 4;
 /// Interrupted by Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -52,7 +56,8 @@ const JSON_SCHEMA_VERSION: u32 = 1;
     version,
     about = "Model-check ckpt's coordinator and tasks over the real reducers",
     after_help = "Exit status: 0 holds / clean, 1 violated (replay: also host misuse), 2 usage or \
-                  input error, 3 inconclusive (a bound cut the search), 130 interrupted."
+                  input error, 3 inconclusive (a bound cut the search), 4 a resource limit \
+                  (--max-states, --memory-limit-mb) stopped it, 130 interrupted."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -79,6 +84,51 @@ enum Cmd {
     /// must be caught as the property it breaks); prints the table (exit 0
     /// only if every row passes).
     Zoo(ZooArgs),
+    /// Seeded random walks with check's properties, for configurations too
+    /// big to search exhaustively (exit 0 nothing found, which proves
+    /// nothing; 1 violated; 130 interrupted).
+    Simulate(SimulateArgs),
+    /// Combine the `--json` reports of `check --shard K/N` runs into one
+    /// verdict and the shortest counterexample (exit 0 holds, 1 violated,
+    /// 2 unreadable or mismatched reports, 3 inconclusive: a shard missing
+    /// or cut short).
+    Merge {
+        /// The shards' JSON reports (one file per shard).
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+        /// Print a machine-readable JSON summary on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The first walk's seed; walk i uses SEED + i, so a walk is replayed
+    /// alone by `--seed <its seed> --walks 1`.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Number of walks.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    walks: u64,
+    /// Actions per walk at most (a walk cut there judges no `eventually`).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    depth: u32,
+    /// Stop walking after SECS seconds (the report covers the walks done).
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    time_limit: Option<Duration>,
+    /// Keep walking after a violation (count them; the first is printed).
+    #[arg(long)]
+    keep_going: bool,
+    /// Write the first violation's walk as a JSON-lines core trace
+    /// (replayable by `ckpt-model replay`).
+    #[arg(long, value_name = "FILE")]
+    trace_out: Option<PathBuf>,
+    /// Print a machine-readable JSON summary on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -236,6 +286,25 @@ struct CheckArgs {
     /// longer ones exist and nothing was violated.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_depth: Option<u32>,
+    /// Stop once about N unique states were found (checked every 50 ms):
+    /// a partial report, exit 4 unless a violation was found.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_states: Option<u64>,
+    /// Stop once the process's resident memory (VmRSS, Linux) exceeds MB
+    /// MiB (checked every 50 ms): a partial report, exit 4 unless a
+    /// violation was found.
+    #[arg(long, value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
+    memory_limit_mb: Option<u64>,
+    /// Search only shard K of N (for example 0/4): every shard explores the
+    /// states above the split depth, then only the subtrees below the
+    /// frontier states whose fingerprint is K modulo N. Combine the
+    /// shards' `--json` reports with `ckpt-model merge`.
+    #[arg(long, value_name = "K/N", value_parser = ckpt_model::shard::parse_shard)]
+    shard: Option<(u64, u64)>,
+    /// The depth (in actions) of the frontier `--shard` splits.
+    #[arg(long, value_name = "D", default_value_t = 4,
+          value_parser = clap::value_parser!(u16).range(1..=64), requires = "shard")]
+    split_depth: u16,
     /// Write the counterexample as a JSON-lines core trace (checked for
     /// writability before the search; removed if nothing is violated).
     #[arg(long, value_name = "FILE")]
@@ -331,6 +400,8 @@ fn main() -> ExitCode {
         Cmd::Explore { model, port } => explore(&model, port),
         Cmd::Replay(args) => replay(&args),
         Cmd::Zoo(args) => zoo(&args),
+        Cmd::Simulate(args) => simulate(&args),
+        Cmd::Merge { reports, json } => merge(&reports, json),
     };
     ExitCode::from(code)
 }
@@ -661,6 +732,11 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
         time_limit: args.time_limit,
         max_depth: args.max_depth.map(|d| d as usize),
         interrupt: Some(Arc::clone(&interrupt)),
+        max_states: args
+            .max_states
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        memory_limit_mb: args.memory_limit_mb,
+        roots: None,
     };
     if m.semantics == SemanticsArg::All {
         if args.trace_out.is_some() || args.diagram.is_some() {
@@ -668,6 +744,9 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
                 "--trace-out and --diagram need one semantics (fixed, legacy or legacy-cancel), \
                  not --semantics all",
             );
+        }
+        if args.shard.is_some() {
+            return usage_error("--shard needs one semantics, not --semantics all");
         }
         return check_all(args, &opts(false), started);
     }
@@ -685,7 +764,20 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
             }
         }
     }
-    let report = run_check(&cfg, &opts(!expected_holds(sem)));
+    let mut shard_info = None;
+    let report = match args.shard {
+        Some((index, count)) => {
+            let spec = ckpt_model::shard::ShardSpec {
+                index,
+                count,
+                split_depth: usize::from(args.split_depth),
+            };
+            let (r, info) = ckpt_model::shard::run_shard(&cfg, &opts(!expected_holds(sem)), spec);
+            shard_info = Some(info);
+            r
+        }
+        None => run_check(&cfg, &opts(!expected_holds(sem))),
+    };
     let mut verdict = report.verdict();
     let mut note = verdict_note(&report);
     if verdict == Verdict::Holds && !expected_holds(sem) {
@@ -726,6 +818,7 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
     let code = match (report.completion, verdict) {
         (Completion::Interrupted, _) => EXIT_INTERRUPTED,
         (_, Verdict::Violated) => EXIT_VIOLATED,
+        (Completion::StateLimit | Completion::MemoryLimit, _) => EXIT_LIMIT,
         (_, Verdict::Inconclusive) => EXIT_INCONCLUSIVE,
         (_, Verdict::Holds) if write_failed => EXIT_USAGE,
         (_, Verdict::Holds) => EXIT_OK,
@@ -736,9 +829,24 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
         v["verdict_note"] = serde_json::Value::String(note);
         v["outputs"] = serde_json::json!(done);
         v["exit_status"] = serde_json::json!(code);
+        if let Some(i) = &shard_info {
+            v["shard"] = shard_json(i, &report);
+        }
         println!("{v}");
     } else {
         print_report(&report);
+        if let Some(i) = &shard_info {
+            println!(
+                "  shard {}/{} at split depth {}: owns {} of {} frontier states ({} unique states \
+                 above the frontier, searched by every shard)",
+                i.spec.index,
+                i.spec.count,
+                i.spec.split_depth,
+                i.owned,
+                i.frontier,
+                i.prefix_unique
+            );
+        }
         if let Some(cx) = &report.counterexample {
             let n = step_count(&cfg, &cx.actions);
             println!(
@@ -771,6 +879,358 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
     code
 }
 
+fn simulate(args: &SimulateArgs) -> u8 {
+    use ckpt_model::simulate::{simulate as run_walks, SimulateOptions};
+    let m = &args.model;
+    if m.semantics == SemanticsArg::All {
+        return usage_error("simulate needs one semantics, not --semantics all");
+    }
+    let cfg = config(m, semantics_of(m.semantics));
+    if let Err(e) = validate(&cfg) {
+        return usage_error(&e);
+    }
+    let out = match args.trace_out.as_deref().map(OutFile::prepare).transpose() {
+        Ok(o) => o,
+        Err(e) => return usage_error(&e),
+    };
+    let interrupt = interrupt_flag();
+    let opts = SimulateOptions {
+        seed: args.seed,
+        walks: args.walks,
+        depth: args.depth as usize,
+        time_limit: args.time_limit,
+        keep_going: args.keep_going,
+        interrupt: Some(Arc::clone(&interrupt)),
+    };
+    let r = run_walks(&cfg, &opts, usize::from(m.threads));
+    let first = r.violations.first();
+    let replay_flags = |seed: u64| {
+        format!(
+            "ckpt-model simulate {} --seed {seed} --walks 1 --depth {}",
+            flags(&cfg),
+            args.depth
+        )
+    };
+    let mut wrote = None;
+    if let Some(o) = &out {
+        let res = match first {
+            Some(v) => {
+                let w = |p: &Path| write_trace_file(p, &cfg, &v.counterexample.actions);
+                o.finish(Some(&w), "counterexample trace")
+            }
+            None => o.finish(None, "trace"),
+        };
+        match res {
+            Ok(msg) => wrote = Some(msg),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let code = if interrupt.load(Ordering::SeqCst) {
+        EXIT_INTERRUPTED
+    } else if first.is_some() {
+        EXIT_VIOLATED
+    } else {
+        EXIT_OK
+    };
+    if args.json {
+        let v = serde_json::json!({
+            "schema_version": JSON_SCHEMA_VERSION,
+            "command": "simulate",
+            "config": cfg,
+            "flags": flags(&cfg),
+            "seed": args.seed,
+            "depth": args.depth,
+            "walks": r.walks,
+            "walks_per_second": r.walks_per_second(),
+            "steps": r.steps,
+            "ended": r.ended,
+            "cut": r.cut,
+            "longest": r.longest,
+            "seconds": r.seconds,
+            "stopped": r.stopped,
+            "witnessed": r.witnessed,
+            "not_witnessed": r.not_witnessed,
+            "violations": r.violations.iter().map(|v| serde_json::json!({
+                "property": v.counterexample.property,
+                "walk": v.walk,
+                "seed": v.seed,
+                "replay": replay_flags(v.seed),
+                "action_count": v.counterexample.actions.len(),
+                "step_count": step_count(&cfg, &v.counterexample.actions),
+                "violation": v.counterexample.violation.as_ref().map(|x| serde_json::json!({"invariant": x.invariant, "detail": x.detail})),
+            })).collect::<Vec<_>>(),
+            "outputs": wrote.iter().collect::<Vec<_>>(),
+            "exit_status": code,
+        });
+        println!("{v}");
+        return code;
+    }
+    println!(
+        "ckpt-model simulate {} --seed {} --walks {} --depth {}",
+        flags(&cfg),
+        args.seed,
+        args.walks,
+        args.depth
+    );
+    println!(
+        "  {} ({} ended, {} cut at the depth bound), {} actions, longest {}; {:.2} s, {:.0} walks/s{}",
+        plural(usize::try_from(r.walks).unwrap_or(usize::MAX), "walk", "walks"),
+        r.ended,
+        r.cut,
+        r.steps,
+        r.longest,
+        r.seconds,
+        r.walks_per_second(),
+        if r.stopped { " (stopped early)" } else { "" }
+    );
+    println!(
+        "  sometimes witnessed: {} of {}",
+        r.witnessed.len(),
+        r.witnessed.len() + r.not_witnessed.len()
+    );
+    for name in &r.not_witnessed {
+        println!("  [not witnessed       ] sometimes  {name}");
+    }
+    if let Some(v) = first {
+        let cx = &v.counterexample;
+        let n = step_count(&cfg, &cx.actions);
+        println!(
+            "\nproperty `{}` violated by walk {} (seed {}) at step {n}: {}, {}",
+            cx.property,
+            v.walk,
+            v.seed,
+            plural(cx.actions.len(), "action", "actions"),
+            plural(n, "step", "steps")
+        );
+        println!("  replay this walk alone: {}", replay_flags(v.seed));
+        if let Some(x) = &cx.violation {
+            println!("  {x}");
+        }
+        print!("{}", format_steps(&cfg, &cx.actions));
+        if r.violations.len() > 1 {
+            println!("({} walks violated a property)", r.violations.len());
+        }
+    }
+    if let Some(w) = &wrote {
+        println!("{w}");
+    }
+    match code {
+        EXIT_VIOLATED => println!("verdict: violated"),
+        EXIT_INTERRUPTED => println!("verdict: interrupted; no violation found so far"),
+        _ => println!(
+            "verdict: no violation found in {} (random walks: not a proof)",
+            plural(
+                usize::try_from(r.walks).unwrap_or(usize::MAX),
+                "walk",
+                "walks"
+            )
+        ),
+    }
+    code
+}
+
+/// The `shard` object of a shard's JSON report: the split, and what
+/// `merge` needs to print the counterexample.
+fn shard_json(i: &ckpt_model::shard::ShardInfo, r: &CheckReport) -> serde_json::Value {
+    serde_json::json!({
+        "index": i.spec.index,
+        "count": i.spec.count,
+        "split_depth": i.spec.split_depth,
+        "frontier": i.frontier,
+        "owned": i.owned,
+        "prefix_unique": i.prefix_unique,
+        "counterexample_text": r.counterexample.as_ref().map(|c| format_steps(&r.config, &c.actions)),
+    })
+}
+
+fn merge(paths: &[PathBuf], json: bool) -> u8 {
+    let mut reports = Vec::new();
+    for p in paths {
+        let text = match std::fs::read_to_string(p) {
+            Ok(t) => t,
+            Err(e) => return usage_error(&format!("cannot read {}: {e}", p.display())),
+        };
+        let v: serde_json::Value = match serde_json::from_str(text.trim()) {
+            Ok(v) => v,
+            Err(e) => {
+                return usage_error(&format!("{} is not a JSON report: {e}", p.display()));
+            }
+        };
+        if v["command"] != "check" || !v["shard"].is_object() {
+            return usage_error(&format!(
+                "{} is not the --json report of a `check --shard K/N` run",
+                p.display()
+            ));
+        }
+        reports.push((p, v));
+    }
+    let Some((_, first)) = reports.first() else {
+        return usage_error("no reports");
+    };
+    let key = |v: &serde_json::Value| {
+        (
+            v["flags"].clone(),
+            v["shard"]["count"].clone(),
+            v["shard"]["split_depth"].clone(),
+        )
+    };
+    let want = key(first);
+    if let Some((p, _)) = reports.iter().find(|(_, v)| key(v) != want) {
+        return usage_error(&format!(
+            "{} is a shard of another run (flags, shard count or split depth differ from {})",
+            p.display(),
+            paths
+                .first()
+                .map_or(String::new(), |f| f.display().to_string())
+        ));
+    }
+    let count = first["shard"]["count"].as_u64().unwrap_or(0);
+    let mut seen = std::collections::BTreeSet::new();
+    for (p, v) in &reports {
+        let k = v["shard"]["index"].as_u64().unwrap_or(u64::MAX);
+        if !seen.insert(k) {
+            return usage_error(&format!("{}: shard {k} given twice", p.display()));
+        }
+    }
+    let missing: Vec<u64> = (0..count).filter(|k| !seen.contains(k)).collect();
+    let cut = reports.iter().any(|(_, v)| v["completion"] != "complete");
+    let partial = !missing.is_empty() || cut;
+    // Properties, in the first report's order.
+    let mut props: Vec<(String, String, String)> = Vec::new();
+    for p in first["properties"].as_array().into_iter().flatten() {
+        let name = p["name"].as_str().unwrap_or("").to_string();
+        let kind = p["kind"].as_str().unwrap_or("").to_string();
+        let statuses: Vec<&str> = reports
+            .iter()
+            .filter_map(|(_, v)| {
+                v["properties"]
+                    .as_array()?
+                    .iter()
+                    .find(|q| q["name"] == p["name"])?["status"]
+                    .as_str()
+            })
+            .collect();
+        let all = |s: &str| statuses.len() == reports.len() && statuses.iter().all(|x| *x == s);
+        let status = if kind == "sometimes" {
+            if statuses.contains(&"witnessed") {
+                "witnessed"
+            } else if all("not witnessed") && !partial {
+                "not witnessed"
+            } else {
+                "not witnessed so far"
+            }
+        } else if statuses.contains(&"violated") {
+            "violated"
+        } else if all("holds") && !partial {
+            "holds"
+        } else {
+            "inconclusive"
+        };
+        props.push((name, kind, status.to_string()));
+    }
+    let violated = props.iter().any(|(_, _, s)| s == "violated");
+    let verdict = if violated {
+        Verdict::Violated
+    } else if partial {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Holds
+    };
+    // The shortest counterexample over the shards (the lowest shard on a tie).
+    let best = reports
+        .iter()
+        .filter(|(_, v)| v["counterexample"].is_object())
+        .min_by_key(|(_, v)| {
+            (
+                v["counterexample"]["action_count"]
+                    .as_u64()
+                    .unwrap_or(u64::MAX),
+                v["shard"]["index"].as_u64().unwrap_or(u64::MAX),
+            )
+        })
+        .map(|(_, v)| v);
+    let sum = |field: &str| {
+        reports
+            .iter()
+            .map(|(_, v)| v[field].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let code = match verdict {
+        Verdict::Violated => EXIT_VIOLATED,
+        Verdict::Inconclusive => EXIT_INCONCLUSIVE,
+        Verdict::Holds => EXIT_OK,
+    };
+    let mut note = String::new();
+    if !missing.is_empty() {
+        note = format!("shards {missing:?} of {count} are missing");
+    } else if cut {
+        note = "a shard's search was cut short".into();
+    }
+    if json {
+        let v = serde_json::json!({
+            "schema_version": JSON_SCHEMA_VERSION,
+            "command": "merge",
+            "flags": first["flags"],
+            "shards": count,
+            "split_depth": first["shard"]["split_depth"],
+            "reports": reports.len(),
+            "missing": missing,
+            "verdict": verdict,
+            "verdict_note": note,
+            "states": sum("states"),
+            "unique_states": sum("unique_states"),
+            "properties": props.iter().map(|(n, k, s)| serde_json::json!({"name": n, "kind": k, "status": s})).collect::<Vec<_>>(),
+            "counterexample": best.map(|b| b["counterexample"].clone()),
+            "counterexample_shard": best.map(|b| b["shard"]["index"].clone()),
+            "exit_status": code,
+        });
+        println!("{v}");
+        return code;
+    }
+    println!(
+        "ckpt-model merge: {} of {count} shards (split depth {}) of ckpt-model check {}",
+        reports.len(),
+        first["shard"]["split_depth"],
+        first["flags"].as_str().unwrap_or("")
+    );
+    println!(
+        "  {} states, {} unique summed over the shards (states below frontier states of \
+         different shards are counted in each: at least a single run's count)",
+        sum("states"),
+        sum("unique_states")
+    );
+    for (name, kind, status) in &props {
+        println!("  [{status:<20}] {kind:<10} {name}");
+    }
+    if let Some(b) = best {
+        let c = &b["counterexample"];
+        println!(
+            "\nproperty `{}` violated (shard {}); shortest counterexample over the shards: {} \
+             actions, {} steps",
+            c["property"].as_str().unwrap_or(""),
+            b["shard"]["index"],
+            c["action_count"],
+            c["step_count"]
+        );
+        if let Some(v) = c["violation"].as_object() {
+            println!(
+                "  invariant `{}` violated: {}",
+                v.get("invariant").and_then(|x| x.as_str()).unwrap_or(""),
+                v.get("detail").and_then(|x| x.as_str()).unwrap_or("")
+            );
+        }
+        print!(
+            "{}",
+            b["shard"]["counterexample_text"].as_str().unwrap_or("")
+        );
+    }
+    println!("verdict: {}", verdict_text(verdict, &note));
+    code
+}
+
 fn verdict_text(v: Verdict, note: &str) -> String {
     let word = match v {
         Verdict::Holds => "holds",
@@ -790,6 +1250,13 @@ fn verdict_note(r: &CheckReport) -> String {
         Completion::TimeLimit => "the time limit ran out before the search finished",
         Completion::MaxDepth => "paths longer than --max-depth were not explored",
         Completion::Interrupted => "interrupted before the search finished",
+        Completion::StateLimit => {
+            "stopped at the state limit (--max-states) before the search finished: partial report"
+        }
+        Completion::MemoryLimit => {
+            "stopped at the memory limit (--memory-limit-mb) before the search finished: partial \
+             report"
+        }
     };
     match r.verdict() {
         Verdict::Violated => format!("{what}; the violation found is definitive"),
@@ -827,6 +1294,9 @@ fn print_report(r: &CheckReport) {
         "  {} states, {} unique, depth {}; search {:.2} s, total {:.2} s",
         r.states, r.unique, r.depth, r.seconds, r.total_seconds
     );
+    if let Some(mb) = r.peak_memory_mb {
+        println!("  peak memory {mb:.1} MiB (VmHWM)");
+    }
     for p in &r.properties {
         println!("  [{:<20}] {:<10} {}", p.status, p.kind, p.name);
     }
@@ -889,6 +1359,7 @@ fn json_report(r: &CheckReport, started: Instant) -> serde_json::Value {
         "search_seconds": r.seconds,
         "check_seconds": r.total_seconds,
         "wall_seconds": started.elapsed().as_secs_f64(),
+        "peak_memory_mb": r.peak_memory_mb,
         "properties": r.properties,
         "not_checked": not_checked(r).iter().map(|(name, flag)| serde_json::json!({
             "name": name, "kind": "sometimes", "reason": format!("{flag} is 0"),
@@ -940,6 +1411,7 @@ fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
         };
         let row_code = match (r.completion, verdict) {
             (Completion::Interrupted, _) => EXIT_INTERRUPTED,
+            (Completion::StateLimit | Completion::MemoryLimit, v) if v != expected => EXIT_LIMIT,
             (_, v) if v == expected => EXIT_OK,
             (_, Verdict::Inconclusive) => EXIT_INCONCLUSIVE,
             // Fixed violated, or a legacy bug not caught where it is
@@ -1017,6 +1489,7 @@ fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
                     EXIT_OK => "",
                     EXIT_INCONCLUSIVE => "  <-- INCONCLUSIVE",
                     EXIT_INTERRUPTED => "  <-- INTERRUPTED",
+                    EXIT_LIMIT => "  <-- RESOURCE LIMIT",
                     _ => "  <-- UNEXPECTED",
                 }
             );
@@ -1025,6 +1498,7 @@ fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
             EXIT_OK => "verdict: as expected (fixed holds, every legacy variant is caught)",
             EXIT_INCONCLUSIVE => "verdict: inconclusive (a bound cut a search short)",
             EXIT_INTERRUPTED => "verdict: interrupted (inconclusive)",
+            EXIT_LIMIT => "verdict: a resource limit stopped a search (inconclusive)",
             _ => "verdict: UNEXPECTED",
         };
         println!("{summary}");
@@ -1036,8 +1510,9 @@ fn check_all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> u8 {
 /// inconclusive > ok.
 fn worse(a: u8, b: u8) -> u8 {
     let rank = |c: u8| match c {
-        EXIT_INTERRUPTED => 4,
-        EXIT_VIOLATED => 3,
+        EXIT_INTERRUPTED => 5,
+        EXIT_VIOLATED => 4,
+        EXIT_LIMIT => 3,
         EXIT_INCONCLUSIVE => 2,
         EXIT_USAGE => 1,
         _ => 0,

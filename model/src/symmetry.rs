@@ -14,12 +14,11 @@
 //! coordinator's checkpoints, the ledgers, the store, the files). The class
 //! has at most a few tasks, so the orbit is small (2 for 3 tasks, 6 for 4).
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
 use ckpt_core::{StateHandle, TaskId};
 use stateright::Representative;
 
-use crate::system::{Msg, SysState, TaskSide};
+use crate::system::{Msg, SysState};
+use crate::world::SharedSide;
 use crate::world::{rename_handle, Durable};
 use ckpt_core::route::ToCoordinator;
 
@@ -33,6 +32,21 @@ fn class(s: &SysState) -> Vec<TaskId> {
             .collect()
     } else {
         trigger.to_vec()
+    }
+}
+
+/// Whether symmetry reduction can merge any two states of `cfg`: some class
+/// of interchangeable tasks has two members or more. When it cannot, the
+/// representative is the state itself, and asking the checker for it only
+/// costs a clone and a second hash per generated state.
+#[must_use]
+pub fn reduces(cfg: &crate::world::ModelConfig) -> bool {
+    let trigger = cfg.settings().tasks_to_trigger;
+    let n = cfg.tasks.max(1) as usize;
+    if trigger.len() == 1 {
+        n.saturating_sub(1) >= 2
+    } else {
+        trigger.len() >= 2
     }
 }
 
@@ -62,14 +76,19 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
     let rename = |h: StateHandle| rename_handle(h, perm);
     let coord = s.coord.permute_tasks(perm, &rename)?;
     let image = |t: TaskId| perm.get(t.0 as usize).copied().unwrap_or(t);
-    let mut tasks: Vec<Option<TaskSide>> = vec![None; s.tasks.len()];
+    let mut tasks: Vec<Option<SharedSide>> = vec![None; s.tasks.len()];
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
         let mut side = side.clone();
-        for c in &mut side.inputs {
-            c.from = image(c.from);
+        // Only a side whose inputs are renamed is copied (and rehashed):
+        // the others stay shared with `s`, their hash cached.
+        if side.inputs.iter().any(|c| image(c.from) != c.from) {
+            for c in &mut side.inputs {
+                c.from = image(c.from);
+            }
+            side.inputs.sort_by_key(|c| c.from);
+            side.seal();
         }
-        side.inputs.sort_by_key(|c| c.from);
         *tasks.get_mut(new.0 as usize)? = Some(side);
     }
     let tasks = tasks.into_iter().collect::<Option<Vec<_>>>()?;
@@ -107,10 +126,16 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
     })
 }
 
+/// The hash the representative minimises: aHash with fixed seeds (any
+/// fixed hash gives a canonical representative; this one is fast).
 fn fingerprint(s: &SysState) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
+    ahash::RandomState::with_seeds(
+        0x6a09_e667_f3bc_c908,
+        0xbb67_ae85_84ca_a73b,
+        0x3c6e_f372_fe94_f82b,
+        0xa54f_f53a_5f1d_36f1,
+    )
+    .hash_one(s)
 }
 
 /// Every permutation of `class` (as a full task permutation of `n` tasks).
@@ -170,5 +195,29 @@ pub fn canonical(s: &SysState) -> SysState {
 impl Representative for SysState {
     fn representative(&self) -> Self {
         canonical(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::{ModelConfig, Sim, Topology};
+
+    #[test]
+    fn reduces_exactly_when_a_class_has_two_tasks() {
+        for topology in [Topology::Fanout, Topology::Join] {
+            for tasks in 1..=5 {
+                if topology == Topology::Join && tasks < 3 {
+                    continue;
+                }
+                let cfg = ModelConfig {
+                    tasks,
+                    topology,
+                    ..ModelConfig::default()
+                };
+                let init = Sim::new(cfg.clone()).init();
+                assert_eq!(reduces(&cfg), class(&init).len() >= 2, "{cfg:?}");
+            }
+        }
     }
 }

@@ -4,6 +4,8 @@
 //! with a `sometimes` witness) and the liveness check at run ends.
 
 use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use ckpt_core::invariants;
 use ckpt_core::DeclineReason;
@@ -28,7 +30,17 @@ pub struct SysModel {
     pub sim: Sim,
     /// Only the `always` properties (for shortest counterexamples).
     pub safety_only: bool,
+    /// Set to stop a search (a resource limit): every successor is then
+    /// out of bounds, so the checker's workers drain and end.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Search from these states (each with the actions that reach it from
+    /// the initial state) instead of the initial state: a shard's
+    /// frontier ([`crate::shard`]).
+    pub roots: Option<Roots>,
 }
+
+/// Start states of a search, each with the actions that reach it.
+pub type Roots = Arc<Vec<(World, Vec<Action>)>>;
 
 impl Deref for SysModel {
     type Target = Sim;
@@ -236,6 +248,8 @@ impl SysModel {
         SysModel {
             sim: Sim::new(cfg),
             safety_only: false,
+            stop: None,
+            roots: None,
         }
     }
 
@@ -260,13 +274,21 @@ impl SysModel {
         thread_local! {
             static BUF: std::cell::RefCell<Vec<Action>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        s.violation.is_none()
-            && BUF.with(|b| {
-                let mut b = b.borrow_mut();
-                b.clear();
-                self.sim.enabled(s, &mut b);
-                b.is_empty()
-            })
+        if s.violation.is_some() {
+            return false;
+        }
+        // Fast path: a pending I/O request is always answerable and the
+        // first in-flight message is always deliverable (`Sim::enabled`),
+        // so the run has not ended; no need to list the actions.
+        if !s.io.is_empty() || !s.net.is_empty() {
+            return false;
+        }
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            b.clear();
+            self.sim.enabled(s, &mut b);
+            b.is_empty()
+        })
     }
 }
 
@@ -275,7 +297,10 @@ impl Model for SysModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<World> {
-        vec![self.sim.init()]
+        match &self.roots {
+            Some(roots) => roots.iter().map(|(s, _)| s.clone()).collect(),
+            None => vec![self.sim.init()],
+        }
     }
 
     fn actions(&self, s: &World, out: &mut Vec<Action>) {
@@ -284,6 +309,12 @@ impl Model for SysModel {
 
     fn next_state(&self, s: &World, a: Action) -> Option<World> {
         self.sim.step(s, a, None)
+    }
+
+    fn within_boundary(&self, _: &World) -> bool {
+        self.stop
+            .as_ref()
+            .is_none_or(|stop| !stop.load(Ordering::Relaxed))
     }
 
     fn format_action(&self, a: &Action) -> String {

@@ -40,7 +40,7 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// A small fixed configuration (2 tasks, 1 checkpoint, no faults: 651
+/// A small fixed configuration (2 tasks, 1 checkpoint, no faults: 652
 /// unique states).
 const SMALL: [&str; 5] = ["--checkpoints", "1", "--faults", "0", "--quiet"];
 
@@ -123,6 +123,94 @@ fn a_time_limit_is_inconclusive_not_holds() {
     assert!(out.contains("verdict: inconclusive"), "{out}");
     assert!(out.contains("[inconclusive"), "{out}");
     assert!(!out.contains("[holds"), "{out}");
+}
+
+#[test]
+fn a_time_limit_stops_a_symmetric_search_on_time() {
+    // stateright alone let this search (3.6 M unique states, symmetry on)
+    // run to its end, minutes past the limit.
+    let started = Instant::now();
+    let o = run(&[
+        "check",
+        "--tasks",
+        "3",
+        "--checkpoints",
+        "2",
+        "--faults",
+        "0",
+        "--network",
+        "ordered",
+        "--time-limit",
+        "1",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        stdout(&o).contains("the time limit ran out"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn a_state_limit_stops_with_a_partial_report_and_exit_4() {
+    let o = run(&["check", "--max-states", "2000", "--quiet"]);
+    assert_eq!(code(&o), 4, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("stopped at the state limit"), "{out}");
+    assert!(out.contains("partial report"), "{out}");
+    assert!(out.contains("[inconclusive"), "{out}");
+    assert!(out.contains("[witnessed"), "{out}");
+    assert!(!out.contains("[holds"), "{out}");
+    assert!(!out.contains("[violated"), "{out}");
+    assert!(out.contains("peak memory"), "{out}");
+    // The JSON report says the same.
+    let o = run(&["check", "--max-states", "2000", "--json"]);
+    assert_eq!(code(&o), 4, "{}", stdout(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    assert_eq!(v["completion"], "state-limit");
+    assert_eq!(v["exit_status"], 4);
+    assert!(v["unique_states"].as_u64().is_some_and(|n| n >= 2000));
+    assert!(v["peak_memory_mb"].as_f64().is_some_and(|m| m > 0.0));
+}
+
+#[test]
+fn a_memory_limit_stops_with_a_partial_report_and_exit_4() {
+    // Any process is above 1 MiB resident: the first check stops it.
+    let o = run(&["check", "--memory-limit-mb", "1", "--quiet"]);
+    assert_eq!(code(&o), 4, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("stopped at the memory limit"), "{out}");
+    assert!(!out.contains("[holds"), "{out}");
+}
+
+#[test]
+fn a_violation_found_before_a_limit_is_still_definitive() {
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--max-states",
+        "100000000",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stdout(&o).contains("verdict: violated"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_complete_run_reports_its_peak_memory() {
+    let mut args = vec!["check"];
+    args.extend(SMALL);
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains("peak memory"), "{}", stdout(&o));
 }
 
 #[test]
@@ -618,4 +706,149 @@ fn the_printed_explorer_address_opens_the_counterexample_in_the_explorer() {
         svg.starts_with("<svg") && svg.contains("VIOLATION"),
         "{svg}"
     );
+}
+
+// ----- simulate -----------------------------------------------------------------
+
+#[test]
+fn simulate_finds_the_seed_bug_with_a_fixed_seed_and_the_walk_replays_alone() {
+    let dir = scratch("simulate");
+    let trace = dir.join("walk.jsonl");
+    let trace_s = trace.to_string_lossy().into_owned();
+    let o = run(&[
+        "simulate",
+        "--semantics",
+        "legacy",
+        "--seed",
+        "1",
+        "--walks",
+        "20000",
+        "--trace-out",
+        &trace_s,
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(out.contains("walks/s"), "{out}");
+    assert!(out.contains("verdict: violated"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("replay this walk alone: "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let cmd = line
+        .split("replay this walk alone: ckpt-model ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{line}"));
+    let args: Vec<&str> = cmd.split_whitespace().collect();
+    let again = run(&args);
+    assert_eq!(code(&again), 1, "{}", stdout(&again));
+    let property = |s: &str| {
+        s.lines()
+            .find(|l| l.starts_with("property `"))
+            .map(|l| l.split('`').nth(1).unwrap_or("").to_string())
+    };
+    assert_eq!(
+        property(&out),
+        property(&stdout(&again)),
+        "{}",
+        stdout(&again)
+    );
+    assert!(
+        stdout(&again).contains("violated by walk 0"),
+        "{}",
+        stdout(&again)
+    );
+    // The trace replays through the core and shows the violation.
+    let r = run(&["replay", &trace_s, "--quiet"]);
+    assert_eq!(code(&r), 1, "{}", stdout(&r));
+}
+
+#[test]
+fn simulate_finds_nothing_on_the_fixed_semantics() {
+    let o = run(&["simulate", "--seed", "1", "--walks", "3000"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("verdict: no violation found in 3000 walks"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["simulate", "--seed", "1", "--walks", "500", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    assert_eq!(v["walks"], 500);
+    assert!(v["walks_per_second"].as_f64().is_some_and(|w| w > 0.0));
+    assert_eq!(v["violations"].as_array().map(Vec::len), Some(0));
+}
+
+// ----- shard and merge ------------------------------------------------------------
+
+#[test]
+fn shards_merge_into_the_single_run_verdict() {
+    let dir = scratch("shards");
+    let mut files = Vec::new();
+    for k in 0..3 {
+        let mut args = vec!["check"];
+        args.extend(SMALL);
+        let shard = format!("{k}/3");
+        args.extend(["--shard", &shard, "--json"]);
+        let o = run(&args);
+        assert_eq!(code(&o), 0, "{}", stdout(&o));
+        let f = dir.join(format!("shard-{k}.json"));
+        std::fs::write(&f, o.stdout).unwrap_or_else(|e| panic!("{e}"));
+        files.push(f.to_string_lossy().into_owned());
+    }
+    let all: Vec<&str> = std::iter::once("merge")
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let o = run(&all);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains("verdict: holds"), "{}", stdout(&o));
+    // A shard missing: no verdict.
+    let o = run(&all[..3]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    assert!(stdout(&o).contains("missing"), "{}", stdout(&o));
+    // A shard of another run is refused.
+    let o = run(&[
+        "check",
+        "--checkpoints",
+        "1",
+        "--faults",
+        "1",
+        "--shard",
+        "0/3",
+        "--json",
+    ]);
+    let other = dir.join("other.json");
+    std::fs::write(&other, o.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let other_s = other.to_string_lossy().into_owned();
+    let o = run(&["merge", &other_s, all[2], all[3]]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+}
+
+#[test]
+fn merged_legacy_shards_report_the_violation() {
+    let dir = scratch("legacy-shards");
+    let mut files = Vec::new();
+    for k in 0..2 {
+        let shard = format!("{k}/2");
+        let o = run(&[
+            "check",
+            "--semantics",
+            "legacy",
+            "--shard",
+            &shard,
+            "--json",
+        ]);
+        let f = dir.join(format!("shard-{k}.json"));
+        std::fs::write(&f, o.stdout).unwrap_or_else(|e| panic!("{e}"));
+        files.push(f.to_string_lossy().into_owned());
+    }
+    let o = run(&["merge", &files[0], &files[1]]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("shortest counterexample over the shards: 9 actions"),
+        "{out}"
+    );
+    assert!(out.contains("verdict: violated"), "{out}");
 }

@@ -368,3 +368,159 @@ fn representative_is_canonical_with_restarted_attempts() {
     }
     assert!(restarted > 100, "{restarted}");
 }
+
+#[test]
+fn a_state_limit_stops_the_search_without_faking_a_failure() {
+    // The default configuration has 773,666 unique states; stop far short.
+    let cfg = ModelConfig::default();
+    let r = run_check(
+        &cfg,
+        &CheckOptions {
+            max_states: Some(5_000),
+            ..CheckOptions::default()
+        },
+    );
+    assert_eq!(r.completion, ckpt_model::check::Completion::StateLimit);
+    assert!(r.unique >= 5_000 && r.unique < 773_666, "{}", r.unique);
+    // The stop makes every successor out of bounds: states that look
+    // terminal then must not be reported as `eventually` failures.
+    assert!(
+        r.properties.iter().all(|p| p.status != "violated"),
+        "{:?}",
+        r.properties
+    );
+    assert_eq!(r.verdict(), ckpt_model::check::Verdict::Inconclusive);
+    assert!(r.counterexample.is_none());
+}
+
+#[test]
+fn simulation_finds_the_same_first_walk_whatever_the_thread_count() {
+    use ckpt_model::simulate::{simulate, SimulateOptions};
+    let cfg = ModelConfig {
+        semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
+        ..ModelConfig::default()
+    };
+    let opts = SimulateOptions {
+        seed: 1,
+        walks: 20_000,
+        ..SimulateOptions::default()
+    };
+    let one = simulate(&cfg, &opts, 1);
+    let two = simulate(&cfg, &opts, 2);
+    let first = |r: &ckpt_model::simulate::SimulateReport| {
+        r.violations
+            .first()
+            .map(|v| (v.walk, v.seed, v.counterexample.actions.clone()))
+    };
+    assert!(first(&one).is_some(), "the seed bug is found");
+    assert_eq!(first(&one), first(&two));
+    // On the fixed semantics the same walks find nothing.
+    let fixed = simulate(&ModelConfig::default(), &opts, 2);
+    assert!(fixed.violations.is_empty());
+    assert_eq!(fixed.walks, 20_000);
+}
+
+/// Runs every shard of `n` and returns (per property: any shard's
+/// violation / witness, in the single run's order), the summed unique
+/// count and the shortest counterexample length.
+fn sharded(
+    cfg: &ModelConfig,
+    n: u64,
+    split_depth: usize,
+    opts: &CheckOptions,
+) -> (Vec<(&'static str, &'static str)>, usize, Option<usize>) {
+    use ckpt_model::shard::{run_shard, ShardSpec};
+    let reports: Vec<_> = (0..n)
+        .map(|index| {
+            run_shard(
+                cfg,
+                opts,
+                ShardSpec {
+                    index,
+                    count: n,
+                    split_depth,
+                },
+            )
+            .0
+        })
+        .collect();
+    let first = &reports[0];
+    let statuses = first
+        .properties
+        .iter()
+        .map(|p| {
+            let all: Vec<&str> = reports
+                .iter()
+                .filter_map(|r| r.properties.iter().find(|q| q.name == p.name))
+                .map(|q| q.status)
+                .collect();
+            let s = if all.contains(&"violated") {
+                "violated"
+            } else if all.contains(&"witnessed") {
+                "witnessed"
+            } else {
+                all[0]
+            };
+            (p.name, s)
+        })
+        .collect();
+    let unique = reports.iter().map(|r| r.unique).sum();
+    let shortest = reports
+        .iter()
+        .filter_map(|r| r.counterexample.as_ref().map(|c| c.actions.len()))
+        .min();
+    (statuses, unique, shortest)
+}
+
+#[test]
+fn shards_give_the_single_run_verdict_on_pinned_configurations() {
+    let opts = CheckOptions::default();
+    for cfg in [small(), three()] {
+        let single = run_check(&cfg, &opts);
+        assert!(single.holds(), "{cfg:?}");
+        let want: Vec<(&str, &str)> = single
+            .properties
+            .iter()
+            .map(|p| (p.name, p.status))
+            .collect();
+        for (n, depth) in [(1, 3), (2, 4), (3, 4), (4, 6)] {
+            let (got, unique, shortest) = sharded(&cfg, n, depth, &opts);
+            assert_eq!(got, want, "{n} shards at depth {depth}: {cfg:?}");
+            assert!(shortest.is_none());
+            // Deduplication across shards is lost: never fewer states.
+            assert!(unique >= single.unique, "{unique} < {}", single.unique);
+        }
+    }
+}
+
+#[test]
+fn shards_find_a_legacy_violation_with_the_single_run_shortest_counterexample() {
+    let cfg = ModelConfig {
+        semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
+        ..ModelConfig::default()
+    };
+    let opts = CheckOptions {
+        stop_at_failure: true,
+        ..CheckOptions::default()
+    };
+    let single = run_check(&cfg, &opts);
+    let cx = single
+        .counterexample
+        .as_ref()
+        .map(|c| (c.property, c.actions.len()));
+    assert!(cx.is_some());
+    for n in [2, 3] {
+        let (got, _, shortest) = sharded(&cfg, n, 4, &opts);
+        let violated: Vec<&str> = got
+            .iter()
+            .filter(|(_, s)| *s == "violated")
+            .map(|(p, _)| *p)
+            .collect();
+        assert_eq!(
+            violated,
+            vec![cx.map(|c| c.0).unwrap_or_default()],
+            "{n} shards"
+        );
+        assert_eq!(shortest, cx.map(|c| c.1), "{n} shards");
+    }
+}

@@ -354,10 +354,18 @@ pub struct CoordinatorState {
     pub(crate) in_doubt: Option<Completed>,
 }
 
-fn hash_seq<H: Hasher, T: Hash>(h: &mut H, len: usize, items: impl Iterator<Item = T>) {
+fn hash_seq<H: Hasher, T: Hash, I: Iterator<Item = T>>(
+    h: &mut H,
+    len: usize,
+    items: impl FnOnce() -> I,
+) {
     len.hash(h);
-    for i in items {
-        i.hash(h);
+    // An empty imbl collection is not iterated (its iterator seeks the
+    // first leaf even then): the bytes written are the same.
+    if len > 0 {
+        for i in items() {
+            i.hash(h);
+        }
     }
 }
 
@@ -393,15 +401,15 @@ impl Hash for CoordinatorState {
         now.hash(h);
         shutdown.hash(h);
         periodic.hash(h);
-        hash_seq(h, timers.len(), timers.iter());
-        hash_seq(h, tasks.len(), tasks.iter());
+        hash_seq(h, timers.len(), || timers.iter());
+        hash_seq(h, tasks.len(), || tasks.iter());
         next_request.hash(h);
         in_flight.hash(h);
-        hash_seq(h, queue.len(), queue.iter());
-        hash_seq(h, pending.len(), pending.iter());
+        hash_seq(h, queue.len(), || queue.iter());
+        hash_seq(h, pending.len(), || pending.iter());
         completing.hash(h);
-        hash_seq(h, completed.len(), completed.iter());
-        hash_seq(h, recent.len(), recent.iter());
+        hash_seq(h, completed.len(), || completed.iter());
+        hash_seq(h, recent.len(), || recent.iter());
         last_id.hash(h);
         last_completion.hash(h);
         latest_completed.hash(h);

@@ -286,16 +286,22 @@ impl Hash for TaskMonitor {
         ended.hash(h);
         last_executed.hash(h);
         last_complete.hash(h);
+        // Empty imbl collections are not iterated (an iterator seeks its
+        // first leaf even on an empty tree): the bytes written are the same.
         h.write_usize(tracks.len());
-        for (k, v) in tracks {
-            k.hash(h);
-            v.hash(h);
+        if !tracks.is_empty() {
+            for (k, v) in tracks {
+                k.hash(h);
+                v.hash(h);
+            }
         }
         floor.hash(h);
         for set in [running, acked, declined, told_aborted] {
             h.write_usize(set.len());
-            for x in set {
-                x.hash(h);
+            if !set.is_empty() {
+                for x in set {
+                    x.hash(h);
+                }
             }
         }
     }

@@ -69,15 +69,21 @@ impl Hash for TaskState {
         last_started.hash(h);
         last_executed.hash(h);
         last_completed.hash(h);
+        // Empty imbl collections are not iterated (an iterator seeks its
+        // first leaf even on an empty tree): the bytes written are the same.
         h.write_usize(results.len());
-        for (id, st) in results {
-            id.hash(h);
-            st.hash(h);
+        if !results.is_empty() {
+            for (id, st) in results {
+                id.hash(h);
+                st.hash(h);
+            }
         }
         for set in [pending_mails, async_parts, aborted] {
             h.write_usize(set.len());
-            for id in set {
-                id.hash(h);
+            if !set.is_empty() {
+                for id in set {
+                    id.hash(h);
+                }
             }
         }
         aborted_floor.hash(h);

@@ -12,10 +12,13 @@ pub type Coverage = BTreeMap<(&'static str, &'static str, String), u64>;
 
 /// Per-thread coverage counts, merged into the shared map every 65,536
 /// records and when the thread exits (no lock per transition).
+/// The counts are a short list (a few dozen kinds of transition) scanned
+/// with the outcome written into a reused buffer: no allocation per record.
 #[derive(Default)]
 struct LocalCoverage {
     target: Option<Arc<Mutex<Coverage>>>,
-    counts: Coverage,
+    counts: Vec<(&'static str, &'static str, String, u64)>,
+    buf: String,
     pending: usize,
 }
 
@@ -23,8 +26,8 @@ impl LocalCoverage {
     fn flush(&mut self) {
         if let Some(t) = &self.target {
             if let Ok(mut map) = t.lock() {
-                for (k, v) in std::mem::take(&mut self.counts) {
-                    *map.entry(k).or_default() += v;
+                for (m, k, o, v) in std::mem::take(&mut self.counts) {
+                    *map.entry((m, k, o)).or_default() += v;
                 }
             }
         }
@@ -50,15 +53,17 @@ pub fn flush_coverage() {
     LOCAL_COVERAGE.with(|c| c.borrow_mut().flush());
 }
 
-/// Records one transition into `target` (through this thread's buffer).
+/// Records one transition into `target` (through this thread's buffer);
+/// `outcome` writes the outcome's text.
 pub(crate) fn record(
     target: &Arc<Mutex<Coverage>>,
     machine: &'static str,
     kind: &'static str,
-    outcome: String,
+    outcome: impl FnOnce(&mut String),
 ) {
     LOCAL_COVERAGE.with(|cell| {
-        let mut local = cell.borrow_mut();
+        let mut guard = cell.borrow_mut();
+        let local = &mut *guard;
         if !local
             .target
             .as_ref()
@@ -67,7 +72,17 @@ pub(crate) fn record(
             local.flush();
             local.target = Some(Arc::clone(target));
         }
-        *local.counts.entry((machine, kind, outcome)).or_default() += 1;
+        local.buf.clear();
+        outcome(&mut local.buf);
+        let buf = &local.buf;
+        match local
+            .counts
+            .iter_mut()
+            .find(|(m, k, o, _)| *m == machine && *k == kind && o == buf)
+        {
+            Some(entry) => entry.3 += 1,
+            None => local.counts.push((machine, kind, buf.clone(), 1)),
+        }
         local.pending += 1;
         if local.pending >= 1 << 16 {
             local.flush();
@@ -146,45 +161,61 @@ pub const TASK_EVENT_KINDS: [&str; 13] = [
     "Close",
 ];
 
-fn applied_kind(a: &Applied) -> String {
-    match a {
-        Applied::SchedulerStarted => "SchedulerStarted".into(),
-        Applied::SchedulerStopped { .. } => "SchedulerStopped".into(),
-        Applied::AllocatingId { .. } => "AllocatingId".into(),
-        Applied::Queued { reason, .. } => format!("Queued({reason:?})"),
-        Applied::TriggerRejected { reason, .. } => format!("TriggerRejected({reason:?})"),
-        Applied::PeriodicFired(inner) => format!("PeriodicFired/{}", applied_kind(inner)),
-        Applied::CheckpointTriggered { .. } => "CheckpointTriggered".into(),
-        Applied::RequestEnded { reason, .. } => format!("RequestEnded({reason:?})"),
-        Applied::HooksDone { .. } => "HooksDone".into(),
-        Applied::Acknowledged { remaining, .. } => {
-            if *remaining == 0 {
-                "Acknowledged(last)".into()
-            } else {
-                "Acknowledged(more)".into()
-            }
+fn write_applied(w: &mut String, a: &Applied) {
+    use std::fmt::Write as _;
+    let _ = match a {
+        Applied::SchedulerStarted => w.write_str("SchedulerStarted"),
+        Applied::SchedulerStopped { .. } => w.write_str("SchedulerStopped"),
+        Applied::AllocatingId { .. } => w.write_str("AllocatingId"),
+        Applied::Queued { reason, .. } => write!(w, "Queued({reason:?})"),
+        Applied::TriggerRejected { reason, .. } => write!(w, "TriggerRejected({reason:?})"),
+        Applied::PeriodicFired(inner) => {
+            w.push_str("PeriodicFired/");
+            write_applied(w, inner);
+            Ok(())
         }
-        Applied::Finalized { .. } => "Finalized".into(),
-        Applied::Completed { .. } => "Completed".into(),
-        Applied::Aborted { reason, .. } => format!("Aborted({reason:?})"),
-        Applied::TaskUpdated { .. } => "TaskUpdated".into(),
-        Applied::Restored { .. } => "Restored".into(),
-        Applied::ShutDown => "ShutDown".into(),
-        Applied::Recovered { .. } => "Recovered".into(),
-        Applied::ClockExhausted => "ClockExhausted".into(),
-    }
+        Applied::CheckpointTriggered { .. } => w.write_str("CheckpointTriggered"),
+        Applied::RequestEnded { reason, .. } => write!(w, "RequestEnded({reason:?})"),
+        Applied::HooksDone { .. } => w.write_str("HooksDone"),
+        Applied::Acknowledged { remaining, .. } => w.write_str(if *remaining == 0 {
+            "Acknowledged(last)"
+        } else {
+            "Acknowledged(more)"
+        }),
+        Applied::Finalized { .. } => w.write_str("Finalized"),
+        Applied::Completed { .. } => w.write_str("Completed"),
+        Applied::Aborted { reason, .. } => write!(w, "Aborted({reason:?})"),
+        Applied::TaskUpdated { .. } => w.write_str("TaskUpdated"),
+        Applied::Restored { .. } => w.write_str("Restored"),
+        Applied::ShutDown => w.write_str("ShutDown"),
+        Applied::Recovered { .. } => w.write_str("Recovered"),
+        Applied::ClockExhausted => w.write_str("ClockExhausted"),
+    };
 }
 
 /// The coordinator outcome's kind, without ids (coverage).
 #[must_use]
 pub fn coord_outcome_kind(o: &coordinator::Outcome) -> String {
+    let mut s = String::new();
+    write_coord_outcome_kind(&mut s, o);
+    s
+}
+
+/// [`coord_outcome_kind`], written into `w`.
+pub fn write_coord_outcome_kind(w: &mut String, o: &coordinator::Outcome) {
+    use std::fmt::Write as _;
     match o {
-        coordinator::Outcome::Applied(a) => format!("Applied::{}", applied_kind(a)),
-        coordinator::Outcome::Ignored(i) => format!("Ignored::{i:?}"),
+        coordinator::Outcome::Applied(a) => {
+            w.push_str("Applied::");
+            write_applied(w, a);
+        }
+        coordinator::Outcome::Ignored(i) => {
+            let _ = write!(w, "Ignored::{i:?}");
+        }
         coordinator::Outcome::Rejected(e) => {
             let d = format!("{e:?}");
-            let name = d.split(['(', ' ', '{']).next().unwrap_or("").to_string();
-            format!("Rejected::{name}")
+            let name = d.split(['(', ' ', '{']).next().unwrap_or("");
+            let _ = write!(w, "Rejected::{name}");
         }
     }
 }

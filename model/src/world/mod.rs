@@ -83,4 +83,4 @@ pub use config::{legacy_name, semantics_name, ModelConfig, Network, Timing, Topo
 pub use sim::{
     handle_for, is_decline, rename_handle, Action, Delivery, Sim, LEAKED, ROUTED, SAVEPOINT,
 };
-pub use state::{Channel, Durable, History, Io, Mail, Msg, TaskSide, Used, World};
+pub use state::{Channel, Durable, History, Io, Mail, Msg, SharedSide, TaskSide, Used, World};

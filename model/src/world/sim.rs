@@ -23,8 +23,8 @@ use ckpt_core::trace::TraceLine;
 use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId, Thread};
 
 use super::config::{ModelConfig, Network, JOB};
-use super::coverage::{self, coord_event_kind, coord_outcome_kind, Coverage};
-use super::state::{Channel, Durable, History, Io, Mail, Msg, TaskSide, Used, World};
+use super::coverage::{self, coord_event_kind, Coverage};
+use super::state::{Channel, Durable, History, Io, Mail, Msg, SharedSide, TaskSide, Used, World};
 
 /// Something a scheduler can make happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -238,20 +238,22 @@ impl Sim {
         };
         let n = self.cfg.tasks.max(1);
         let tasks = (0..n)
-            .map(|t| TaskSide {
-                st: self.fresh_task(),
-                mailbox: Vec::new(),
-                inputs: self
-                    .upstream(TaskId(t))
-                    .iter()
-                    .map(|u| Channel {
-                        from: *u,
-                        queue: Vec::new(),
-                        seen: None,
-                    })
-                    .collect(),
-                monitor: TaskMonitor::new(),
-                attempt: AttemptNo(0),
+            .map(|t| {
+                SharedSide::new(TaskSide {
+                    st: self.fresh_task(),
+                    mailbox: Vec::new(),
+                    inputs: self
+                        .upstream(TaskId(t))
+                        .iter()
+                        .map(|u| Channel {
+                            from: *u,
+                            queue: Vec::new(),
+                            seen: None,
+                        })
+                        .collect(),
+                    monitor: TaskMonitor::new(),
+                    attempt: AttemptNo(0),
+                })
             })
             .collect();
         let mut s = World {
@@ -354,7 +356,7 @@ impl Sim {
         out
     }
 
-    fn record(&self, machine: &'static str, kind: &'static str, outcome: String) {
+    fn record(&self, machine: &'static str, kind: &'static str, outcome: impl FnOnce(&mut String)) {
         if let Some(c) = &self.coverage {
             coverage::record(c, machine, kind, outcome);
         }
@@ -366,11 +368,9 @@ impl Sim {
         let (t, verdict) = checked::coordinator_step(&mut s.ledger, &s.coord, now, &ev, self.rigor);
         let mut found = verdict.err();
         if self.coverage.is_some() {
-            self.record(
-                "coordinator",
-                coord_event_kind(&ev),
-                coord_outcome_kind(&t.step.outcome),
-            );
+            self.record("coordinator", coord_event_kind(&ev), |w| {
+                coverage::write_coord_outcome_kind(w, &t.step.outcome);
+            });
         }
         let before = std::mem::replace(&mut s.coord, t.state);
         if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &t.step.outcome {
@@ -489,14 +489,17 @@ impl Sim {
     /// The checked step of task `t`, then the routing of its effects.
     fn task_event(&self, s: &mut World, t: TaskId, ev: TEv, log: Option<&mut Vec<Delivery>>) {
         let now = s.now;
-        let Some(side) = s.tasks.get_mut(t.0 as usize) else {
+        let Some(side) = s.tasks.get_mut(t.0 as usize).map(|c| &mut **c) else {
             return;
         };
         let attempt = side.attempt;
         let (tr, verdict) = checked::task_step(&mut side.monitor, &side.st, now, &ev, self.rigor);
         let mut found = verdict.err();
         if self.coverage.is_some() {
-            self.record("task", ev.kind(), format!("{:?}", tr.step.outcome));
+            self.record("task", ev.kind(), |w| {
+                use std::fmt::Write as _;
+                let _ = write!(w, "{:?}", tr.step.outcome);
+            });
         }
         side.st = tr.state;
         for e in &tr.step.effects {
@@ -692,7 +695,18 @@ impl Sim {
 
     /// Runs one action on a copy of `s`, appending what was delivered to
     /// `log`; `None` when the action is not enabled.
-    pub fn step(&self, s: &World, a: Action, mut log: Option<&mut Vec<Delivery>>) -> Option<World> {
+    pub fn step(&self, s: &World, a: Action, log: Option<&mut Vec<Delivery>>) -> Option<World> {
+        let mut n = self.step_unsealed(s, a, log)?;
+        n.seal();
+        Some(n)
+    }
+
+    fn step_unsealed(
+        &self,
+        s: &World,
+        a: Action,
+        mut log: Option<&mut Vec<Delivery>>,
+    ) -> Option<World> {
         let mut n = s.clone();
         match a {
             Action::Fire(timer) => {

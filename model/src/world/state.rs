@@ -1,5 +1,9 @@
 //! The world's state: the real machines plus what lies between them.
 
+use std::hash::{Hash, Hasher};
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
 use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::invariants::durability::DurableLedger;
@@ -223,6 +227,98 @@ impl TaskSide {
     }
 }
 
+/// A task side inside a [`World`]: shared between the states that did not
+/// change it (copy on write: a step deep-copies only the sides it touches),
+/// with its hash cached. Reads go through `Deref`; any mutable access
+/// (`DerefMut`) copies the side if it is shared and forgets the cached hash,
+/// which [`SharedSide::seal`] (run at the end of every step) computes again.
+/// `Hash` writes the side's own 64-bit hash: equal sides write equal bytes,
+/// and collections inside still have their length prefixes.
+#[derive(Clone)]
+pub struct SharedSide {
+    side: Arc<TaskSide>,
+    /// The side's hash; 0 while not computed.
+    digest: u64,
+}
+
+impl SharedSide {
+    /// A side of its own, sealed.
+    #[must_use]
+    pub fn new(side: TaskSide) -> SharedSide {
+        let mut s = SharedSide {
+            side: Arc::new(side),
+            digest: 0,
+        };
+        s.seal();
+        s
+    }
+
+    /// Computes the cached hash if a mutable access forgot it.
+    pub fn seal(&mut self) {
+        if self.digest == 0 {
+            self.digest = side_digest(&self.side);
+        }
+    }
+}
+
+/// The side's 64-bit hash: aHash with fixed seeds (deterministic across
+/// runs and threads, and several times faster than SipHash here).
+fn side_digest(side: &TaskSide) -> u64 {
+    ahash::RandomState::with_seeds(
+        0x243f_6a88_85a3_08d3,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+        0x082e_fa98_ec4e_6c89,
+    )
+    .hash_one(side)
+    .max(1)
+}
+
+impl Deref for SharedSide {
+    type Target = TaskSide;
+    fn deref(&self) -> &TaskSide {
+        &self.side
+    }
+}
+
+impl DerefMut for SharedSide {
+    fn deref_mut(&mut self) -> &mut TaskSide {
+        self.digest = 0;
+        Arc::make_mut(&mut self.side)
+    }
+}
+
+impl From<TaskSide> for SharedSide {
+    fn from(side: TaskSide) -> SharedSide {
+        SharedSide::new(side)
+    }
+}
+
+impl PartialEq for SharedSide {
+    fn eq(&self, other: &SharedSide) -> bool {
+        Arc::ptr_eq(&self.side, &other.side) || *self.side == *other.side
+    }
+}
+
+impl Eq for SharedSide {}
+
+impl Hash for SharedSide {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let d = if self.digest == 0 {
+            side_digest(&self.side)
+        } else {
+            self.digest
+        };
+        h.write_u64(d);
+    }
+}
+
+impl std::fmt::Debug for SharedSide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.side.fmt(f)
+    }
+}
+
 /// What each budget of the run has used (every action that could repeat
 /// forever consumes one, so every run is finite).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -302,8 +398,9 @@ pub struct World {
     pub now: Millis,
     /// The real coordinator.
     pub coord: CoordinatorState,
-    /// Tasks by id.
-    pub tasks: Vec<TaskSide>,
+    /// Tasks by id (each shared copy-on-write between states, its hash
+    /// cached: [`SharedSide`]).
+    pub tasks: Vec<SharedSide>,
     /// In-flight RPC messages: a sorted multiset, or (ordered network) per-link
     /// FIFO segments in link order.
     pub net: Vec<Msg>,
@@ -329,6 +426,13 @@ pub struct World {
 }
 
 impl World {
+    /// Computes the cached hash of every task side a step changed.
+    pub fn seal(&mut self) {
+        for t in &mut self.tasks {
+            t.seal();
+        }
+    }
+
     /// No messages, answers, mails, inputs or work anywhere.
     #[must_use]
     pub fn quiet(&self) -> bool {
