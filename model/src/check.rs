@@ -83,8 +83,12 @@ impl Default for CheckOptions {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Completion {
-    /// Every reachable state was checked (or the run stopped at a violation).
+    /// Every reachable state was checked.
     Complete,
+    /// The run was asked to stop at its first violation (a legacy
+    /// semantics, whose question is "is the bug found") and did: the other
+    /// properties were not decided, so none of them is reported as holding.
+    StoppedAtViolation,
     /// `--time-limit` ran out first.
     TimeLimit,
     /// States beyond `--max-depth` were not expanded.
@@ -576,6 +580,15 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         Completion::MaxDepth
     } else if opts.time_limit.is_some_and(|t| start.elapsed() >= t) {
         Completion::TimeLimit
+    } else if opts.stop_at_failure
+        && properties.iter().any(|p| {
+            p.expectation != stateright::Expectation::Sometimes
+                && f.discoveries.contains_key(p.name)
+        })
+    {
+        // The checker may have stopped with states unexplored: what it did
+        // not find is not known to hold.
+        Completion::StoppedAtViolation
     } else {
         Completion::Complete
     };

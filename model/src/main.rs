@@ -1247,6 +1247,10 @@ fn verdict_text(v: Verdict, note: &str) -> String {
 fn verdict_note(r: &CheckReport) -> String {
     let what = match r.completion {
         Completion::Complete => return String::new(),
+        Completion::StoppedAtViolation => {
+            "the search stopped at the first violation (a legacy semantics asks only whether its \
+             bug is found): the other properties were not decided"
+        }
         Completion::TimeLimit => "the time limit ran out before the search finished",
         Completion::MaxDepth => "paths longer than --max-depth were not explored",
         Completion::Interrupted => "interrupted before the search finished",

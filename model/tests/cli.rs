@@ -486,6 +486,30 @@ fn banners_use_the_flags_spellings() {
 }
 
 #[test]
+fn a_legacy_run_stopped_at_its_violation_claims_nothing_else_holds() {
+    // A legacy semantics stops at its first violation: the properties it
+    // did not get to decide must not read "holds".
+    let o = run(&["check", "--semantics", "legacy", "--json"]);
+    assert_eq!(code(&o), 1);
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+    assert_eq!(v["completion"], "stopped-at-violation");
+    assert_eq!(v["verdict"], "violated");
+    let props = v["properties"].as_array().unwrap_or_else(|| panic!("{v}"));
+    for p in props {
+        assert_ne!(p["status"], "holds", "{p}");
+        assert_ne!(p["status"], "not witnessed", "{p}");
+    }
+    assert!(props.iter().any(|p| p["status"] == "violated"), "{v}");
+    let o = run(&["check", "--semantics", "legacy"]);
+    assert!(
+        stdout(&o).contains("the other properties were not decided"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
 fn json_has_a_schema_structured_steps_and_what_was_not_checked() {
     let o = run(&["check", "--semantics", "legacy", "--json"]);
     assert_eq!(code(&o), 1);

@@ -1017,10 +1017,22 @@ fn recheck_queue_state() -> H {
 }
 
 #[test]
+#[cfg(debug_assertions)] // the branch is loud only where debug assertions are on; release stays total
 #[should_panic(expected = "unreachable coordinator branch: RecheckQueue")]
 fn recheck_queue_branch_is_loud_in_debug_builds() {
     let mut h = recheck_queue_state();
     let _ = h.s.apply(ms(0), alloc(0, 10));
+}
+
+#[test]
+#[cfg(not(debug_assertions))]
+fn recheck_queue_branch_is_a_typed_outcome_in_release_builds() {
+    let mut h = recheck_queue_state();
+    let step = h.s.apply(ms(0), alloc(0, 10));
+    assert_eq!(
+        step.outcome,
+        ignored(Ignored::Unreachable(Unreachable::RecheckQueue))
+    );
 }
 
 #[test]
