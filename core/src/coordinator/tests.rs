@@ -3461,3 +3461,31 @@ fn several_retained_checkpoints_are_kept_and_the_oldest_discarded_beyond_the_bou
     let kept: Vec<CheckpointId> = h.s.completed().map(Completed::id).collect();
     assert_eq!(kept, vec![cp(2), cp(3), cp(4)]);
 }
+
+#[test]
+fn a_decline_from_a_task_not_waited_for_counts_only_from_its_current_attempt() {
+    // Task 2 is a source that is triggered but not waited for: its attempt
+    // is the coordinator's current one, not an ack slot's.
+    let mut h = H::with(CoordinatorSettings {
+        tasks_to_trigger: vec![t(2)],
+        tasks_to_wait: vec![t(0), t(1)],
+        tasks_to_commit: vec![t(0), t(1)],
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    let reason = DeclineReason::SnapshotFailed;
+    h.expect(
+        1,
+        decline_at(2, 1, 1, reason),
+        vec![],
+        ignored(Ignored::StaleAttempt),
+    );
+    let step = h.step(2, decline_at(2, 0, 1, reason));
+    assert_eq!(
+        step.outcome,
+        applied(Applied::Aborted {
+            checkpoint: cp(1),
+            reason: AbortReason::Declined(reason),
+        })
+    );
+}
