@@ -21,6 +21,8 @@
 //! happen): a checkpoint must then complete within a bounded number of
 //! steps.
 
+use std::sync::{Arc, Mutex};
+
 use arbitrary::Arbitrary;
 use ckpt_core::coordinator::{CoordinatorState, Timer};
 use ckpt_core::invariants::checked::Rigor;
@@ -28,6 +30,7 @@ use ckpt_core::invariants::Violation;
 use ckpt_core::task::{Semantics, TaskState};
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{CheckpointId, Millis};
+use ckpt_model::world::coverage::Coverage;
 use ckpt_model::world::{Action, Delivery, ModelConfig, Network, Sim, Timing, Topology, World};
 
 use super::Failure;
@@ -488,6 +491,21 @@ pub fn run_unrendered(
         story,
         heal_bound,
     )
+}
+
+/// As [`run_unrendered`], recording every transition of every machine
+/// into `coverage` (the transition coverage table, `ckpt-coverage`).
+pub fn run_recording(
+    story: &SystemStory,
+    semantics: Semantics,
+    heal_bound: Option<usize>,
+    coverage: &Arc<Mutex<Coverage>>,
+) -> Result<SystemDriver, Box<Failure>> {
+    let mut sim = Sim::new(story.spec.world(semantics))
+        .with_rigor(Rigor::Full)
+        .without_rendering();
+    sim.coverage = Some(Arc::clone(coverage));
+    drive_story(SystemDriver::with_sim(sim), story, heal_bound)
 }
 
 fn drive_story(
