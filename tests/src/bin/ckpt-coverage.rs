@@ -164,12 +164,12 @@ fn main() {
         }
     }
     println!(
-        "{:<12} {:<28} {:<44} {:>12} {:>12} {:>12}",
+        "{:<12} {:<28} {:<64} {:>10} {:>10} {:>10}",
         "machine", "event", "outcome", LAYERS[0], LAYERS[1], LAYERS[2]
     );
     for ((machine, event, outcome), counts) in &rows {
         println!(
-            "{machine:<12} {event:<28} {outcome:<44} {:>12} {:>12} {:>12}",
+            "{machine:<12} {event:<28} {outcome:<64} {:>10} {:>10} {:>10}",
             counts[0], counts[1], counts[2]
         );
     }
