@@ -16,8 +16,13 @@
 # (committed when they back a figure in the README; the full mutants.out with
 # logs stays next to them and is git-ignored). Runs one job at a time.
 #
-# Example (one thirtieth of core, about 40 minutes on a loaded 2-core box):
+# Example (one thirtieth of core, about 30 minutes on a loaded 2-core box):
 #   scripts/mutants.sh 0 30 core --timeout 240
+#
+# To judge one shard's survivors with other tests, do not add --iterate to
+# the same --shard: cargo-mutants shards the list left after dropping the
+# caught mutants, so it picks a different set. Select them by file and name
+# instead (--file F --re 'NAME$', see mutants/host-rerun/README.md).
 set -euo pipefail
 
 k="${1:-0}"
