@@ -633,6 +633,53 @@ mod tests {
         );
     }
 
+    /// A header declaring tasks `0..n`.
+    fn header_with_tasks(n: usize) -> String {
+        let tasks: Vec<String> = (0..n)
+            .map(|t| format!(r#"[{t},{{"semantics":"Fixed","aborted_ids_max":16}}]"#))
+            .collect();
+        format!(
+            r#"{{"kind":"header","version":1,"coordinator":null,"tasks":[{}]}}"#,
+            tasks.join(",")
+        )
+    }
+
+    #[test]
+    fn a_header_may_declare_exactly_tasks_max_tasks_and_not_one_more() {
+        let at = read_trace(text(&[&header_with_tasks(TASKS_MAX)]).as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(at.tasks.len(), TASKS_MAX);
+        let over = read_trace(text(&[&header_with_tasks(TASKS_MAX + 1)]).as_bytes());
+        assert!(
+            matches!(over, Err(TraceError::BadTasks { line: 1, .. })),
+            "{over:?}"
+        );
+    }
+
+    #[test]
+    fn a_line_of_exactly_line_max_bytes_with_its_newline_is_read_and_one_more_byte_is_too_long() {
+        // The header padded with blanks to `total` bytes, newline included.
+        let padded = |total: usize| {
+            let mut l = HEADER.to_string();
+            l.push_str(&" ".repeat(total - HEADER.len() - 1));
+            l.push('\n');
+            l
+        };
+        let mut at = padded(LINE_MAX_BYTES);
+        assert_eq!(at.len(), LINE_MAX_BYTES);
+        // The long line is read whole: the event after it is the next line.
+        at.push_str(BARRIER);
+        at.push('\n');
+        let trace = read_trace(at.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(trace.tasks.len(), 1);
+        assert_eq!(trace.steps.len(), 1);
+        let over = padded(LINE_MAX_BYTES + 1);
+        assert_eq!(
+            read_trace(over.as_bytes()),
+            Err(TraceError::LineTooLong { line: 1 })
+        );
+    }
+
     #[test]
     fn the_version_is_checked_before_any_other_header_field() {
         let v2 = r#"{"kind":"header","version":2,"machines":{"something":"new"}}"#;

@@ -59,12 +59,6 @@ impl Millis {
     pub fn saturating_add(self, ms: u64) -> Millis {
         Millis(self.0.saturating_add(ms))
     }
-
-    /// Milliseconds from `earlier` to `self`, zero when `earlier` is later.
-    #[must_use]
-    pub fn saturating_since(self, earlier: Millis) -> u64 {
-        self.0.saturating_sub(earlier.0)
-    }
 }
 
 impl CheckpointId {

@@ -325,7 +325,7 @@ impl Hash for FailureCounter {
 }
 
 /// The whole coordinator. Cheap to clone (persistent collections).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct CoordinatorState {
     pub(crate) config: Arc<CoordinatorConfig>,
     pub(crate) now: Millis,
@@ -368,6 +368,70 @@ fn hash_seq<H: Hasher, T: Hash, I: Iterator<Item = T>>(
         }
     }
 }
+
+/// Equal when every field is equal. Fields that share their storage (a
+/// state and its clone, or two successors of one state that left the field
+/// alone) compare in O(1) without walking the collection, so the checked
+/// step's determinism, pure-equals-in-place and refused-unchanged checks cost
+/// O(what changed) rather than O(state).
+impl PartialEq for CoordinatorState {
+    fn eq(&self, other: &Self) -> bool {
+        fn vec_eq<T: Clone + PartialEq>(a: &Vector<T>, b: &Vector<T>) -> bool {
+            if a.len() != b.len() {
+                return false;
+            }
+            if a.is_inline() && b.is_inline() {
+                // Small vectors live inline (no pointer to share): compare
+                // the one slice rather than through imbl's tree iterator.
+                return a.leaves().eq(b.leaves());
+            }
+            a.ptr_eq(b) || a == b
+        }
+        // Destructured so that a new field cannot silently drop out.
+        let CoordinatorState {
+            config,
+            now,
+            shutdown,
+            periodic,
+            timers,
+            tasks,
+            next_request,
+            in_flight,
+            queue,
+            pending,
+            completing,
+            completed,
+            recent,
+            last_id,
+            last_completion,
+            latest_completed,
+            consecutive_trigger_failures,
+            failures,
+            in_doubt,
+        } = self;
+        *now == other.now
+            && *shutdown == other.shutdown
+            && *periodic == other.periodic
+            && *next_request == other.next_request
+            && *in_flight == other.in_flight
+            && *completing == other.completing
+            && *last_id == other.last_id
+            && *last_completion == other.last_completion
+            && *latest_completed == other.latest_completed
+            && *consecutive_trigger_failures == other.consecutive_trigger_failures
+            && *failures == other.failures
+            && *in_doubt == other.in_doubt
+            && (Arc::ptr_eq(config, &other.config) || config == &other.config)
+            && (timers.ptr_eq(&other.timers) || *timers == other.timers)
+            && vec_eq(tasks, &other.tasks)
+            && vec_eq(queue, &other.queue)
+            && *pending == other.pending
+            && vec_eq(completed, &other.completed)
+            && vec_eq(recent, &other.recent)
+    }
+}
+
+impl Eq for CoordinatorState {}
 
 impl Hash for CoordinatorState {
     /// Hashes every field but the (constant) configuration, writing each

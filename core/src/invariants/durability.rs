@@ -282,6 +282,17 @@ mod tests {
     }
 
     #[test]
+    fn live_lists_the_state_files_written_and_not_deleted_in_ascending_order() {
+        let mut d = DurableLedger::new(1);
+        d.written(h(3)).expect("write");
+        d.written(h(1)).expect("write");
+        d.written(h(2)).expect("write");
+        d.delete(h(2), Deleter::Task).expect("unreferenced");
+        assert_eq!(d.live().collect::<Vec<_>>(), vec![h(1), h(3)]);
+        assert!(d.exists(h(1)) && !d.exists(h(2)));
+    }
+
+    #[test]
     fn committed_state_is_never_deleted_and_must_exist_at_commit() {
         let mut d = DurableLedger::new(1);
         d.written(h(1)).expect("write");

@@ -465,6 +465,28 @@ fn async_part_of_a_checkpoint_older_than_a_completed_one_is_discarded() {
 }
 
 #[test]
+fn async_part_of_the_checkpoint_just_completed_is_acknowledged_not_discarded() {
+    // Only a strictly newer completion subsumes a part. For the same id the
+    // handle goes to the coordinator, which owns the decision (a late ack
+    // for a checkpoint it no longer holds is discarded there).
+    let mut h = Harness::new(Semantics::Fixed);
+    h.step(barrier(1));
+    h.step(mail(1));
+    h.step(TaskEvent::NotifyComplete { checkpoint: cp(1) });
+    assert_eq!(
+        h.step(TaskEvent::AsyncPartCompleted {
+            checkpoint: cp(1),
+            handle: StateHandle(9)
+        }),
+        applied(vec![E::AcknowledgeCheckpoint {
+            checkpoint: cp(1),
+            handle: StateHandle(9)
+        }])
+    );
+    h.quiescent_without_leak();
+}
+
+#[test]
 fn notify_aborted_cancels_a_running_async_part() {
     let mut h = Harness::new(Semantics::Fixed);
     h.step(barrier(1));

@@ -153,6 +153,10 @@ pub struct Sim {
     pub rigor: Rigor,
     /// Transition coverage, when collected.
     pub coverage: Option<Arc<Mutex<Coverage>>>,
+    /// Whether a logged [`Delivery`] renders its effects and outcome (true
+    /// by default; false leaves them empty, for callers that keep only the
+    /// trace lines and would otherwise pay for `Debug` formatting per step).
+    pub render: bool,
 }
 
 impl Sim {
@@ -186,6 +190,7 @@ impl Sim {
             upstream,
             rigor: Rigor::Invariants,
             coverage: None,
+            render: true,
         }
     }
 
@@ -194,6 +199,15 @@ impl Sim {
     #[must_use]
     pub fn with_rigor(mut self, rigor: Rigor) -> Sim {
         self.rigor = rigor;
+        self
+    }
+
+    /// Log deliveries without rendering their effects and outcome (each
+    /// [`Delivery`] keeps its trace line and violation; `effects` is empty
+    /// and `outcome` is `""`).
+    #[must_use]
+    pub fn without_rendering(mut self) -> Sim {
+        self.render = false;
         self
     }
 
@@ -356,6 +370,22 @@ impl Sim {
         out
     }
 
+    fn render_all<T: std::fmt::Debug>(&self, items: &[T]) -> Vec<String> {
+        if self.render {
+            items.iter().map(|e| format!("{e:?}")).collect()
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn render_one<T: std::fmt::Debug>(&self, item: &T) -> String {
+        if self.render {
+            format!("{item:?}")
+        } else {
+            String::new()
+        }
+    }
+
     fn record(&self, machine: &'static str, kind: &'static str, outcome: impl FnOnce(&mut String)) {
         if let Some(c) = &self.coverage {
             coverage::record(c, machine, kind, outcome);
@@ -475,8 +505,8 @@ impl Sim {
             log.push(Delivery {
                 now,
                 line: TraceLine::Coordinator { now, event: ev },
-                effects: t.step.effects.iter().map(|e| format!("{e:?}")).collect(),
-                outcome: format!("{:?}", t.step.outcome),
+                effects: self.render_all(&t.step.effects),
+                outcome: self.render_one(&t.step.outcome),
                 violation: found.clone(),
             });
         }
@@ -551,8 +581,8 @@ impl Sim {
                     task: self.trace_task(t, attempt),
                     event: ev,
                 },
-                effects: tr.step.effects.iter().map(|e| format!("{e:?}")).collect(),
-                outcome: format!("{:?}", tr.step.outcome),
+                effects: self.render_all(&tr.step.effects),
+                outcome: self.render_one(&tr.step.outcome),
                 violation: found.clone(),
             });
         }

@@ -21,6 +21,8 @@
 //! happen): a checkpoint must then complete within a bounded number of
 //! steps.
 
+use std::sync::{Arc, Mutex};
+
 use arbitrary::Arbitrary;
 use ckpt_core::coordinator::{CoordinatorState, Timer};
 use ckpt_core::invariants::checked::Rigor;
@@ -28,6 +30,7 @@ use ckpt_core::invariants::Violation;
 use ckpt_core::task::{Semantics, TaskState};
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{CheckpointId, Millis};
+use ckpt_model::world::coverage::Coverage;
 use ckpt_model::world::{Action, Delivery, ModelConfig, Network, Sim, Timing, Topology, World};
 
 use super::Failure;
@@ -224,10 +227,26 @@ pub fn kind(a: &Action) -> Kind {
 }
 
 impl SystemDriver {
-    /// A fresh world with the scheduler started.
+    /// A fresh world with the scheduler started; its log renders every
+    /// delivery's effects and outcome.
     #[must_use]
     pub fn new(spec: &SystemSpec, semantics: Semantics) -> Self {
-        let sim = Sim::new(spec.world(semantics)).with_rigor(Rigor::Full);
+        Self::with_sim(Sim::new(spec.world(semantics)).with_rigor(Rigor::Full))
+    }
+
+    /// As [`SystemDriver::new`], but the log keeps only the trace lines and
+    /// violations (no `Debug` rendering per delivery: for the fuzz target,
+    /// where it was a fifth of the time).
+    #[must_use]
+    pub fn unrendered(spec: &SystemSpec, semantics: Semantics) -> Self {
+        Self::with_sim(
+            Sim::new(spec.world(semantics))
+                .with_rigor(Rigor::Full)
+                .without_rendering(),
+        )
+    }
+
+    fn with_sim(sim: Sim) -> Self {
         let (world, log) = sim.init_with_log();
         SystemDriver {
             sim,
@@ -457,7 +476,43 @@ pub fn run(
     semantics: Semantics,
     heal_bound: Option<usize>,
 ) -> Result<SystemDriver, Box<Failure>> {
-    let mut d = SystemDriver::new(&story.spec, semantics);
+    drive_story(SystemDriver::new(&story.spec, semantics), story, heal_bound)
+}
+
+/// As [`run`], with a driver that does not render its log
+/// ([`SystemDriver::unrendered`]): the same checks, for the fuzz target.
+pub fn run_unrendered(
+    story: &SystemStory,
+    semantics: Semantics,
+    heal_bound: Option<usize>,
+) -> Result<SystemDriver, Box<Failure>> {
+    drive_story(
+        SystemDriver::unrendered(&story.spec, semantics),
+        story,
+        heal_bound,
+    )
+}
+
+/// As [`run_unrendered`], recording every transition of every machine
+/// into `coverage` (the transition coverage table, `ckpt-coverage`).
+pub fn run_recording(
+    story: &SystemStory,
+    semantics: Semantics,
+    heal_bound: Option<usize>,
+    coverage: &Arc<Mutex<Coverage>>,
+) -> Result<SystemDriver, Box<Failure>> {
+    let mut sim = Sim::new(story.spec.world(semantics))
+        .with_rigor(Rigor::Full)
+        .without_rendering();
+    sim.coverage = Some(Arc::clone(coverage));
+    drive_story(SystemDriver::with_sim(sim), story, heal_bound)
+}
+
+fn drive_story(
+    mut d: SystemDriver,
+    story: &SystemStory,
+    heal_bound: Option<usize>,
+) -> Result<SystemDriver, Box<Failure>> {
     if let Some(v) = d.world.violation.clone() {
         return Err(Failure::at(0, v, d.trace()));
     }

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Long fuzzing run (hours; not part of CI): each story target in turn with
+# libFuzzer's fork mode over the cores, then the work corpus merged
+# (minimized) so the next run starts from the coverage reached.
+#
+# Usage: scripts/fuzz-long.sh [HOURS_PER_TARGET] [FORKS] [TARGET...]
+#   HOURS_PER_TARGET  default 4
+#   FORKS             libFuzzer -fork=N worker processes (default 2: the
+#                     machine's cores; use 1 on a shared machine)
+#   TARGET            default: system_events coordinator_events task_events trace_decode
+#
+# Stories of 256 actions need about 1.3-1.8 KiB of input (5-7 bytes per
+# action), so the story targets run with -max_len=4096 and -len_control=0
+# (libFuzzer would otherwise grow inputs slowly from small ones).
+# No sanitizer: ckpt forbids unsafe code, and ASan costs about 5x.
+#
+# Output: fuzz/corpus-work/TARGET (merged corpus, git-ignored),
+# fuzz/logs/TARGET-DATE.log (libFuzzer's status lines: executions and the
+# coverage curve, `cov:` against `#executions`), crashes in
+# fuzz/artifacts/TARGET/. Exits non-zero if any target crashed.
+set -euo pipefail
+
+hours="${1:-4}"
+forks="${2:-2}"
+shift $(( $# < 2 ? $# : 2 ))
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(system_events coordinator_events task_events trace_decode)
+fi
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../fuzz" && pwd)"
+cd "$here"
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    cargo install cargo-fuzz --locked
+fi
+toolchain=()
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    toolchain=(+nightly)
+fi
+
+secs=$(awk -v h="$hours" 'BEGIN { printf "%d", h * 3600 }')
+stamp="$(date -u +%Y%m%dT%H%MZ)"
+mkdir -p logs
+status=0
+for t in "${targets[@]}"; do
+    work="corpus-work/$t"
+    mkdir -p "$work" "corpus/$t" "artifacts/$t"
+    case "$t" in
+        trace_decode) len=(-max_len=65536) ;;
+        *) len=(-max_len=4096 -len_control=0) ;;
+    esac
+    log="logs/$t-$stamp.log"
+    echo "== $t: ${hours} h, -fork=$forks, log $log =="
+    crashed=0
+    cargo "${toolchain[@]}" fuzz run --sanitizer none --release "$t" "$work" "corpus/$t" -- \
+        -fork="$forks" -max_total_time="$secs" "${len[@]}" \
+        -print_final_stats=1 >"$log" 2>&1 || crashed=1
+    tail -n 3 "$log"
+    if [ "$crashed" = 1 ] || grep -qE 'panicked|deadly signal|crash-' "$log"; then
+        echo "!! $t crashed (see $log and artifacts/$t/)" >&2
+        status=1
+    fi
+    # Merge: keep only the inputs that add coverage.
+    merged="corpus-work/$t.merged"
+    rm -rf "$merged" && mkdir -p "$merged"
+    cargo "${toolchain[@]}" fuzz run --sanitizer none --release "$t" "$merged" "$work" -- \
+        -merge=1 "${len[@]}" >>"$log" 2>&1 || true
+    if [ -n "$(ls -A "$merged")" ]; then
+        rm -rf "$work" && mv "$merged" "$work"
+    fi
+    last=$(grep -oE '^#[0-9]+' "$log" | tail -1 || true)
+    echo "== $t: executions reached ${last#\#}; corpus $(ls "$work" | wc -l) inputs =="
+done
+exit "$status"
