@@ -3,7 +3,7 @@
 # libFuzzer's fork mode over the cores, then the work corpus merged
 # (minimized) so the next run starts from the coverage reached.
 #
-# Usage: scripts/fuzz-long.sh [HOURS_PER_TARGET] [FORKS] [TARGET...]
+# Usage: fuzz/long.sh [HOURS_PER_TARGET] [FORKS] [TARGET...]
 #   HOURS_PER_TARGET  default 4
 #   FORKS             libFuzzer -fork=N worker processes (default 2: the
 #                     machine's cores; use 1 on a shared machine)
@@ -28,7 +28,7 @@ if [ ${#targets[@]} -eq 0 ]; then
     targets=(system_events coordinator_events task_events trace_decode)
 fi
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../fuzz" && pwd)"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked

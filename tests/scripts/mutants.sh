@@ -3,7 +3,7 @@
 # of core takes many hours on 2 cores). Configuration: .cargo/mutants.toml
 # (test code is excluded from mutation).
 #
-# Usage: scripts/mutants.sh [K N] [workspace|core] [extra cargo-mutants args...]
+# Usage: tests/scripts/mutants.sh [K N] [workspace|core] [extra cargo-mutants args...]
 #   K N        round-robin shard K of N, 0-based (default: 0 1, every mutant);
 #              shard i of N takes mutants i, i+N, i+2N, ... of the list, so
 #              any one shard samples every file
@@ -12,17 +12,17 @@
 #   core       judge with ckpt-core's own unit tests only (fast; a mutant it
 #              misses may still be caught by the workspace's tests)
 #
-# Results: mutants/<mode>-shard-K-of-N/{caught,missed,unviable,timeout}.txt
+# Results: tests/mutants/<mode>-shard-K-of-N/{caught,missed,unviable,timeout}.txt
 # (committed when they back a figure in the README; the full mutants.out with
 # logs stays next to them and is git-ignored). Runs one job at a time.
 #
 # Example (one thirtieth of core, about 30 minutes on a loaded 2-core box):
-#   scripts/mutants.sh 0 30 core --timeout 240
+#   tests/scripts/mutants.sh 0 30 core --timeout 240
 #
 # To judge one shard's survivors with other tests, do not add --iterate to
 # the same --shard: cargo-mutants shards the list left after dropping the
 # caught mutants, so it picks a different set. Select them by file and name
-# instead (--file F --re 'NAME$', see mutants/host-rerun/README.md).
+# instead (--file F --re 'NAME$', see tests/mutants/host-rerun/README.md).
 set -euo pipefail
 
 k="${1:-0}"
@@ -30,7 +30,7 @@ n="${2:-1}"
 mode="${3:-workspace}"
 shift $(( $# < 3 ? $# : 3 ))
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 
 if ! cargo mutants --version >/dev/null 2>&1; then
@@ -46,7 +46,7 @@ case "$mode" in
     *) echo "mode must be workspace or core, not $mode" >&2; exit 2 ;;
 esac
 
-out="mutants/$mode-shard-$k-of-$n"
+out="tests/mutants/$mode-shard-$k-of-$n"
 mkdir -p "$out"
 status=0
 cargo mutants -p ckpt-core --all-features "${tests[@]}" \
