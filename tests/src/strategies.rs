@@ -6,11 +6,20 @@ use proptest::test_runner::FileFailurePersistence;
 
 use crate::stories::system::{SysAction, SystemSpec, SystemStory};
 
-/// `cases` cases, failures persisted to `proptest-regressions/<file>.txt`.
+/// `cases` cases (times `CKPT_PROPTEST_SCALE`, a soak multiplier, 1 when
+/// unset; at most 1,000), failures persisted to
+/// `proptest-regressions/<file>.txt`. The seed is random unless
+/// `PROPTEST_RNG_SEED` fixes it (CI does, so that its verdict is
+/// reproducible; see the README).
 #[must_use]
 pub fn config(cases: u32, file: &'static str) -> ProptestConfig {
+    const SCALE_MAX: u32 = 1_000;
+    let scale = std::env::var("CKPT_PROPTEST_SCALE")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .map_or(1, |s| s.clamp(1, SCALE_MAX));
     ProptestConfig {
-        cases,
+        cases: cases.saturating_mul(scale),
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
         ..ProptestConfig::default()
     }

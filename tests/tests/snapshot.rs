@@ -23,7 +23,6 @@ use ckpt_model::world::{ModelConfig, Sim, World};
 use ckpt_tests::stories::coordinator::{self as coord_stories, CoordStory};
 use ckpt_tests::stories::task::{self as task_stories, TaskStory};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use serde_json::Value;
 
 fn hash_of<T: Hash>(t: &T) -> u64 {
@@ -60,13 +59,7 @@ fn task_round_trip(s: &TaskState) -> Result<TaskState, String> {
 }
 
 fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/snapshot.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
+    ckpt_tests::strategies::config(cases, "proptest-regressions/snapshot.txt")
 }
 
 /// A story decoded from random bytes (the fuzz targets' decoding).
@@ -550,6 +543,33 @@ fn damaged_coordinator_snapshots_are_typed_errors() {
         refused(s),
         SnapshotError::Corrupt(Corruption::Completing(id))
     );
+
+    // Regression (CI, a random proptest seed): the retained checkpoint
+    // renamed to the id of the one still being stored. Every structural
+    // check passed, and storing it later completed the same id twice.
+    let mut s = good.clone();
+    let storing = s
+        .pending
+        .iter()
+        .find(|p| p.phase == PendingPhase::Storing)
+        .map(|p| p.id)
+        .unwrap_or_else(|| panic!("the rich snapshot stores a checkpoint"));
+    let Some(c) = s.completed.first_mut() else {
+        panic!("the rich snapshot retains a checkpoint")
+    };
+    c.id = storing;
+    let SnapshotError::Invariant(v) = refused(s) else {
+        panic!("not refused by an invariant")
+    };
+    assert_eq!(v.invariant, invariants::coordinator::names::COMPLETED);
+
+    // The latest completed id above the id counter, or below a retained id.
+    let mut s = good.clone();
+    s.latest_completed = s.last_id.and_then(CheckpointId::next);
+    assert!(matches!(refused(s), SnapshotError::Invariant(_)));
+    let mut s = good.clone();
+    s.latest_completed = Some(CheckpointId(0));
+    assert!(matches!(refused(s), SnapshotError::Invariant(_)));
 
     // An unknown field is a decode error.
     let mut v = serde_json::to_value(&good).unwrap_or_default();

@@ -282,7 +282,9 @@ pub enum CoordinatorEvent {
     /// its first event; the recovered checkpoints are retained (their state
     /// is owned from now on) and ids continue above `last_id`.
     Recover {
-        /// The store's checkpoints, oldest first.
+        /// The store's checkpoints in the order it committed them, oldest
+        /// first (a savepoint may follow a newer checkpoint: savepoints are
+        /// never subsumed, so one can complete after it).
         checkpoints: Vec<RecoveredCheckpoint>,
         /// The last id the (durable) id counter handed out.
         last_id: Option<CheckpointId>,
@@ -732,7 +734,8 @@ pub enum CoordinatorError {
 pub enum RecoverProblem {
     /// The coordinator already did something (recover only a fresh one).
     NotFresh,
-    /// The checkpoints are not in strictly increasing id order.
+    /// An id appears twice, or the ids of the checkpoints that are not
+    /// savepoints do not increase (no store commits them out of order).
     OutOfOrder,
     /// More checkpoints than `retained_max`.
     TooMany,

@@ -1167,14 +1167,11 @@ impl CoordinatorState {
             Some(RecoverProblem::NotFresh)
         } else if checkpoints.len() > self.config.retained_max {
             Some(RecoverProblem::TooMany)
-        } else if checkpoints
-            .windows(2)
-            .any(|w| w[0].checkpoint >= w[1].checkpoint)
-        {
+        } else if !recoverable_order(&checkpoints) {
             Some(RecoverProblem::OutOfOrder)
         } else if checkpoints
-            .last()
-            .is_some_and(|c| last_id.is_none_or(|l| c.checkpoint > l))
+            .iter()
+            .any(|c| last_id.is_none_or(|l| c.checkpoint > l))
         {
             Some(RecoverProblem::IdAboveCounter)
         } else {
@@ -1186,7 +1183,11 @@ impl CoordinatorState {
         self.last_id = last_id;
         for c in checkpoints {
             self.remember(c.checkpoint);
-            self.latest_completed = Some(c.checkpoint);
+            // The newest completion, as the running coordinator keeps it: a
+            // savepoint committed after a newer checkpoint does not lower it.
+            if self.latest_completed.is_none_or(|l| l < c.checkpoint) {
+                self.latest_completed = Some(c.checkpoint);
+            }
             self.completed.push_back(Completed {
                 id: c.checkpoint,
                 request: None,
@@ -1256,4 +1257,21 @@ fn unreachable_branch(which: Unreachable) -> Outcome {
 enum Recheck {
     Queue,
     Reject(TriggerRejection),
+}
+
+/// Whether `checkpoints` can be what a store holds, in the order it
+/// committed them: no id twice, and the ids of the checkpoints that are not
+/// savepoints increasing (a savepoint is never subsumed, so it may complete,
+/// and be committed, after a newer checkpoint).
+fn recoverable_order(checkpoints: &[RecoveredCheckpoint]) -> bool {
+    let mut ids: Vec<CheckpointId> = checkpoints.iter().map(|c| c.checkpoint).collect();
+    ids.sort_unstable();
+    let distinct = ids.windows(2).all(|w| w[0] < w[1]);
+    let mut last: Option<CheckpointId> = None;
+    let increasing = checkpoints.iter().filter(|c| !c.savepoint).all(|c| {
+        let ok = last.is_none_or(|l| l < c.checkpoint);
+        last = Some(c.checkpoint);
+        ok
+    });
+    distinct && increasing
 }

@@ -3257,6 +3257,52 @@ fn recover_takes_over_the_stores_checkpoints_and_continues_the_ids() {
     );
 }
 
+/// Regression (found by a 20x proptest soak of the system stories): a
+/// savepoint is never subsumed, so it can complete, and be committed, after
+/// a newer checkpoint. The store then holds `[checkpoint 2, savepoint 1]` in
+/// commit order; recovery refused that order as `OutOfOrder`, the new
+/// coordinator owned nothing, and the stored state leaked.
+#[test]
+fn recover_accepts_a_savepoint_committed_after_a_newer_checkpoint() {
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 2,
+        ..settings()
+    });
+    let savepoint = RecoveredCheckpoint {
+        savepoint: true,
+        ..recovered(1, &[100])
+    };
+    h.expect(
+        0,
+        Ev::Recover {
+            checkpoints: vec![recovered(2, &[200]), savepoint],
+            last_id: Some(cp(2)),
+        },
+        vec![],
+        applied(Applied::Recovered {
+            latest: Some(cp(2)),
+        }),
+    );
+    // The newest completion is still checkpoint 2; what is restored is the
+    // store's last commit, as a running coordinator restores it.
+    assert_eq!(h.s.latest_completed(), Some(cp(2)));
+    h.expect(
+        0,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: true,
+            },
+        },
+        vec![E::RestoreState {
+            checkpoint: cp(1),
+            handles: vec![hd(100)],
+        }],
+        applied(Applied::Restored {
+            checkpoint: Some(cp(1)),
+        }),
+    );
+}
+
 #[test]
 fn recover_is_refused_unless_fresh_ordered_bounded_and_below_the_counter() {
     let problem = |h: &mut H, checkpoints: Vec<RecoveredCheckpoint>, last: Option<u64>| {
@@ -3276,6 +3322,19 @@ fn recover_is_refused_unless_fresh_ordered_bounded_and_below_the_counter() {
     });
     assert_eq!(
         problem(&mut h, vec![recovered(2, &[]), recovered(1, &[])], Some(2)),
+        reject(RecoverProblem::OutOfOrder)
+    );
+    // A savepoint may follow a newer checkpoint, but no id appears twice.
+    let sp = |id| RecoveredCheckpoint {
+        savepoint: true,
+        ..recovered(id, &[])
+    };
+    assert_eq!(
+        problem(&mut h, vec![recovered(2, &[]), sp(2)], Some(2)),
+        reject(RecoverProblem::OutOfOrder)
+    );
+    assert_eq!(
+        problem(&mut h, vec![sp(3), sp(3)], Some(3)),
         reject(RecoverProblem::OutOfOrder)
     );
     assert_eq!(

@@ -31,7 +31,9 @@ pub mod names {
     pub const TIMERS: &str = "timeout-timers-structural";
     /// At most one checkpoint finalizes / stores at a time.
     pub const ONE_COMPLETING: &str = "one-completing";
-    /// Retained completed checkpoints respect the bound; ids increase.
+    /// Retained completed checkpoints respect the bound; ids increase; none
+    /// is newer than the latest completion, which is not above the last id,
+    /// and every subsumable pending checkpoint is newer than it.
     pub const COMPLETED: &str = "completed-retained-ordered";
     /// The recent-id ring holds at most 16 ids.
     pub const RECENT: &str = "recent-ids-bounded";
@@ -176,6 +178,47 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
         names::COMPLETED,
         || format!("retained checkpoint ids out of order: {ids:?}"),
     )?;
+    // The newest completion is remembered even after its checkpoint is
+    // evicted, so it bounds every retained id; ids come from the counter, so
+    // none exceeds the last one allocated.
+    if let Some(newest) = s.completed().map(|c| c.id()).max() {
+        ensure(
+            s.latest_completed().is_some_and(|l| newest <= l),
+            names::COMPLETED,
+            || {
+                format!(
+                    "retained checkpoint {newest} newer than the latest completed {:?}",
+                    s.latest_completed()
+                )
+            },
+        )?;
+    }
+    if let Some(latest) = s.latest_completed() {
+        ensure(
+            s.last_id().is_some_and(|l| latest <= l),
+            names::COMPLETED,
+            || {
+                format!(
+                    "latest completed {latest} above the last id {:?}",
+                    s.last_id()
+                )
+            },
+        )?;
+        // A completion subsumes every older checkpoint that may be subsumed,
+        // so each one still pending is newer than the latest completion.
+        if let Some(p) = s
+            .pending()
+            .find(|p| p.can_be_subsumed() && p.id() <= latest)
+        {
+            return Err(Violation::new(
+                names::COMPLETED,
+                format!(
+                    "checkpoint {} still pending though {latest} completed after it",
+                    p.id()
+                ),
+            ));
+        }
+    }
     let recent = s.recent_ids().count();
     ensure(
         recent <= crate::coordinator::RECENT_IDS_MAX,

@@ -247,6 +247,23 @@ impl DurableLedger {
         })
     }
 
+    /// A recovery or a job failover restored nothing (`refused`: the
+    /// coordinator refused what the store holds): right only when the store
+    /// holds nothing and nothing was refused.
+    pub fn nothing_restored(&self, refused: Option<&str>) -> Result<(), Violation> {
+        let held: Vec<CheckpointId> = self.store.iter().map(|s| s.id).collect();
+        ensure(
+            held.is_empty() && refused.is_none(),
+            names::RESTORE_LATEST,
+            || {
+                format!(
+                    "nothing restored{}, but the store holds {held:?}",
+                    refused.map_or(String::new(), |r| format!(" (recovery refused: {r})"))
+                )
+            },
+        )
+    }
+
     /// When nothing is in flight anywhere: every state file that exists is
     /// referenced by the store or owned by the coordinator (`owned`).
     pub fn check_quiet(&self, owned: &[StateHandle]) -> Result<(), Violation> {
@@ -338,6 +355,16 @@ mod tests {
         caught(d.restored(CheckpointId(1), &[h(1)]), names::RESTORE_LATEST);
         d.restored(CheckpointId(2), &[h(2)]).expect("latest");
         caught(d.restored(CheckpointId(2), &[h(9)]), names::RESTORE_LATEST);
+    }
+
+    #[test]
+    fn restoring_nothing_is_right_only_with_an_empty_store_and_no_refusal() {
+        let mut d = DurableLedger::new(1);
+        d.nothing_restored(None).expect("empty store");
+        caught(d.nothing_restored(Some("refused")), names::RESTORE_LATEST);
+        d.written(h(1)).expect("write");
+        d.commit(stored(1, &[1])).expect("commit");
+        caught(d.nothing_restored(None), names::RESTORE_LATEST);
     }
 
     #[test]

@@ -1204,7 +1204,7 @@ impl Sim {
             })
             .collect();
         let last_id = n.durable.counter;
-        self.coord_event(
+        let recovered = self.coord_event(
             n,
             CEv::Recover {
                 checkpoints,
@@ -1212,6 +1212,13 @@ impl Sim {
             },
             log.as_deref_mut(),
         );
+        // The new coordinator must take over everything the store holds; a
+        // refused recovery would restore nothing and leak the stored state.
+        if let Outcome::Rejected(e) = &recovered {
+            if let Err(v) = n.durable.ledger.nothing_restored(Some(&e.to_string())) {
+                n.violation.get_or_insert(v);
+            }
+        }
         for i in 0..n.tasks.len() {
             let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
             let attempt = n.tasks.get(i).map_or(AttemptNo(0), |s| s.attempt);
@@ -1244,7 +1251,14 @@ impl Sim {
         let source = RestoreSource::Latest {
             error_if_none: false,
         };
-        self.coord_event(n, CEv::Restore { source }, log);
+        let outcome = self.coord_event(n, CEv::Restore { source }, log);
+        // What was restored is checked where `RestoreState` is routed; here
+        // the case where nothing was, though the store holds a checkpoint.
+        if let Outcome::Ignored(Ignored::NothingToRestore) = outcome {
+            if let Err(v) = n.durable.ledger.nothing_restored(None) {
+                n.violation.get_or_insert(v);
+            }
+        }
     }
 
     /// Advances the world's clock to `now` (never backwards); the machines
