@@ -454,7 +454,25 @@ proptest! {
         for cut in 0..b.len() {
             prop_assert!(Metadata::decode(&b[..cut]).is_err());
         }
+        // Bytes after the checksum (outside what it covers) are refused too.
+        let mut longer = b.clone();
+        longer.extend_from_slice(&[0u8; 3]);
+        prop_assert_eq!(Metadata::decode(&longer), Err(MetadataError::TrailingBytes(3)));
     }
+}
+
+/// The sink's debug form names what an operator needs when a commit goes
+/// wrong: the task, the records not yet pre-committed and the pending ones.
+#[test]
+fn the_two_phase_sink_debug_form_shows_its_task_and_pending_commits() {
+    use ckpt_core::host::pipeline::TwoPhaseSink;
+    use std::sync::atomic::AtomicU64;
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::default());
+    let sink = TwoPhaseSink::new(TaskId(7), fs, Arc::new(AtomicU64::new(0)));
+    let shown = format!("{sink:?}");
+    assert!(shown.starts_with("TwoPhaseSink {"), "{shown}");
+    assert!(shown.contains("task: TaskId(7)"), "{shown}");
+    assert!(shown.contains("pending: {}"), "{shown}");
 }
 
 /// A damaged state file of the checkpoint to restore stops the job's start
