@@ -1260,18 +1260,19 @@ enum Recheck {
 }
 
 /// Whether `checkpoints` can be what a store holds, in the order it
-/// committed them: no id twice, and the ids of the checkpoints that are not
-/// savepoints increasing (a savepoint is never subsumed, so it may complete,
-/// and be committed, after a newer checkpoint).
+/// committed them: no id twice, and every checkpoint that is not a savepoint
+/// newer than everything committed before it (a completion subsumes the
+/// older checkpoints still pending, but never a savepoint, so only a
+/// savepoint may be committed after a newer checkpoint).
 fn recoverable_order(checkpoints: &[RecoveredCheckpoint]) -> bool {
     let mut ids: Vec<CheckpointId> = checkpoints.iter().map(|c| c.checkpoint).collect();
     ids.sort_unstable();
     let distinct = ids.windows(2).all(|w| w[0] < w[1]);
-    let mut last: Option<CheckpointId> = None;
-    let increasing = checkpoints.iter().filter(|c| !c.savepoint).all(|c| {
-        let ok = last.is_none_or(|l| l < c.checkpoint);
-        last = Some(c.checkpoint);
+    let mut newest: Option<CheckpointId> = None;
+    let subsumption_order = checkpoints.iter().all(|c| {
+        let ok = c.savepoint || newest.is_none_or(|n| n < c.checkpoint);
+        newest = newest.max(Some(c.checkpoint));
         ok
     });
-    distinct && increasing
+    distinct && subsumption_order
 }

@@ -3337,6 +3337,12 @@ fn recover_is_refused_unless_fresh_ordered_bounded_and_below_the_counter() {
         problem(&mut h, vec![sp(3), sp(3)], Some(3)),
         reject(RecoverProblem::OutOfOrder)
     );
+    // A checkpoint committed after a newer savepoint: the savepoint's
+    // completion would have subsumed it.
+    assert_eq!(
+        problem(&mut h, vec![sp(3), recovered(2, &[])], Some(3)),
+        reject(RecoverProblem::OutOfOrder)
+    );
     assert_eq!(
         problem(
             &mut h,
