@@ -687,3 +687,22 @@ impl<'de> Deserialize<'de> for TaskState {
         TaskState::from_snapshot(snap).map_err(serde::de::Error::custom)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_keys_are_refused_as_unordered_not_only_descending_ones() {
+        let key = |x: &u64| *x;
+        assert_eq!(increasing(&[1u64, 2, 5], key, "ids"), Ok(()));
+        assert_eq!(
+            increasing(&[1u64, 1], key, "ids"),
+            Err(SnapshotError::Corrupt(Corruption::Unordered("ids")))
+        );
+        assert_eq!(
+            increasing(&[2u64, 1], key, "ids"),
+            Err(SnapshotError::Corrupt(Corruption::Unordered("ids")))
+        );
+    }
+}

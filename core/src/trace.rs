@@ -624,6 +624,16 @@ mod tests {
     }
 
     #[test]
+    fn a_written_trace_reads_back_equal_and_byte_for_byte() {
+        let trace =
+            read_trace(text(&[HEADER, BARRIER]).as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        write_trace(&mut out, &trace).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(String::from_utf8_lossy(&out), text(&[HEADER, BARRIER]));
+        assert_eq!(read_trace(&out[..]), Ok(trace));
+    }
+
+    #[test]
     fn invalid_utf8_is_a_typed_error_not_replaced() {
         let mut bytes = text(&[HEADER]).into_bytes();
         bytes.extend_from_slice(b"{\"kind\":\"task\",\xff}\n");

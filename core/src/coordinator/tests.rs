@@ -3413,7 +3413,9 @@ fn config_getters_return_the_configured_values_not_the_defaults() {
         s.checkpoint_dir = Some("/cp".into());
         s.tasks_to_trigger = vec![t(2)];
         s.tasks_to_wait = vec![t(2), t(0)];
-        s.tasks_to_commit = vec![t(0)];
+        // Not `[TaskId(0)]`: that is what a getter returning a default
+        // one-element list gives (a survivor of the mutation sample).
+        s.tasks_to_commit = vec![t(1), t(2)];
     });
     assert_eq!(c.job(), JobId(42));
     assert_eq!(c.interval_ms(), 7_000);
@@ -3426,7 +3428,7 @@ fn config_getters_return_the_configured_values_not_the_defaults() {
     assert!(c.externalized());
     assert_eq!(c.tasks_to_trigger(), &[t(2)]);
     assert_eq!(c.tasks_to_wait(), &[t(2), t(0)]);
-    assert_eq!(c.tasks_to_commit(), &[t(0)]);
+    assert_eq!(c.tasks_to_commit(), &[t(1), t(2)]);
     assert_eq!(c.task_slots(), 3);
     assert_eq!(c.wait_slot(t(2)), Some(0));
     assert_eq!(c.wait_slot(t(0)), Some(1));
