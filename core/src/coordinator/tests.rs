@@ -3457,6 +3457,39 @@ fn queued_requests_of_equal_priority_run_in_arrival_order() {
     assert_eq!(h.s.in_flight().map(Request::id), Some(rq(3)));
 }
 
+/// FLINK-13256, fixed: a request queued at the concurrency bound resumes
+/// when a task failure aborts the pending checkpoint that held the bound
+/// (a survivor of mutation shard 1/30: nothing in core pinned it).
+#[test]
+fn a_task_failure_that_aborts_the_pending_checkpoint_resumes_the_queued_request() {
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.step(1, trigger(user()));
+    assert_eq!(
+        h.queued_ids().len(),
+        1,
+        "the second request waits at the bound"
+    );
+    assert!(h.s.in_flight().is_none());
+    let step = h.step(2, failed(0, 0));
+    assert!(h.s.pending_checkpoint(cp(1)).is_none());
+    assert!(
+        h.queued_ids().is_empty(),
+        "still queued: {:?}",
+        h.queued_ids()
+    );
+    // Resumed and decided at once: task 0 is down, so the trigger fails
+    // (the failure is reported, never left waiting).
+    assert!(h.s.in_flight().is_none());
+    assert!(
+        step.effects
+            .iter()
+            .any(|e| matches!(e, E::RequestFailed { request, .. } if *request == rq(1))),
+        "{:?}",
+        step.effects
+    );
+}
+
 /// Task 1 only acknowledges: it is neither triggered nor notified.
 fn wait_only_task_1() -> CoordinatorSettings {
     CoordinatorSettings {
