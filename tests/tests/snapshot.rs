@@ -613,6 +613,20 @@ fn damaged_coordinator_snapshots_are_typed_errors() {
     };
     assert_eq!(v.invariant, invariants::coordinator::names::COMPLETED);
 
+    // Shut down with a checkpoint still being stored, every timer, request
+    // and other checkpoint gone: only `shutdown-quiet` can object (a
+    // survivor of mutation shard 1/30 weakened it to "or no timer").
+    let mut s = good.clone();
+    s.shutdown = true;
+    s.timers.clear();
+    s.in_flight = None;
+    s.queue.clear();
+    s.pending.retain(|p| p.phase == PendingPhase::Storing);
+    let SnapshotError::Invariant(v) = refused(s) else {
+        panic!("not refused by an invariant")
+    };
+    assert_eq!(v.invariant, invariants::coordinator::names::SHUTDOWN_QUIET);
+
     // The latest completed id above the id counter, or below a retained id.
     let mut s = good.clone();
     s.latest_completed = s.last_id.and_then(CheckpointId::next);
