@@ -3209,6 +3209,25 @@ fn recovered(id: u64, handles: &[u64]) -> RecoveredCheckpoint {
     }
 }
 
+/// `Restore { Latest }` (an error if none) emits the state of checkpoint `id`.
+fn expect_restores_latest(h: &mut H, id: u64, handles: &[u64]) {
+    h.expect(
+        0,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: true,
+            },
+        },
+        vec![E::RestoreState {
+            checkpoint: cp(id),
+            handles: handles.iter().copied().map(hd).collect(),
+        }],
+        applied(Applied::Restored {
+            checkpoint: Some(cp(id)),
+        }),
+    );
+}
+
 #[test]
 fn recover_takes_over_the_stores_checkpoints_and_continues_the_ids() {
     let mut h = H::with(CoordinatorSettings {
@@ -3228,21 +3247,7 @@ fn recover_takes_over_the_stores_checkpoints_and_continues_the_ids() {
     );
     assert_eq!(h.s.latest_completed(), Some(cp(5)));
     assert_eq!(h.s.last_id(), Some(cp(6)));
-    h.expect(
-        0,
-        Ev::Restore {
-            source: RestoreSource::Latest {
-                error_if_none: true,
-            },
-        },
-        vec![E::RestoreState {
-            checkpoint: cp(5),
-            handles: vec![hd(500), hd(501)],
-        }],
-        applied(Applied::Restored {
-            checkpoint: Some(cp(5)),
-        }),
-    );
+    expect_restores_latest(&mut h, 5, &[500, 501]);
     // A duplicated ack of committed state from before the failover frees
     // nothing; an id the counter already handed out is refused.
     h.expect(1, ack(0, 5, 500), vec![], ignored(Ignored::LateMessage));
@@ -3286,21 +3291,7 @@ fn recover_accepts_a_savepoint_committed_after_a_newer_checkpoint() {
     // The newest completion is still checkpoint 2; what is restored is the
     // store's last commit, as a running coordinator restores it.
     assert_eq!(h.s.latest_completed(), Some(cp(2)));
-    h.expect(
-        0,
-        Ev::Restore {
-            source: RestoreSource::Latest {
-                error_if_none: true,
-            },
-        },
-        vec![E::RestoreState {
-            checkpoint: cp(1),
-            handles: vec![hd(100)],
-        }],
-        applied(Applied::Restored {
-            checkpoint: Some(cp(1)),
-        }),
-    );
+    expect_restores_latest(&mut h, 1, &[100]);
 }
 
 #[test]
