@@ -1268,11 +1268,8 @@ fn recoverable_order(checkpoints: &[RecoveredCheckpoint]) -> bool {
     let mut ids: Vec<CheckpointId> = checkpoints.iter().map(|c| c.checkpoint).collect();
     ids.sort_unstable();
     let distinct = ids.windows(2).all(|w| w[0] < w[1]);
-    let mut newest: Option<CheckpointId> = None;
-    let subsumption_order = checkpoints.iter().all(|c| {
-        let ok = c.savepoint || newest.is_none_or(|n| n < c.checkpoint);
-        newest = newest.max(Some(c.checkpoint));
-        ok
-    });
-    distinct && subsumption_order
+    distinct
+        && super::state::in_subsumption_order(
+            checkpoints.iter().map(|c| (c.checkpoint, c.savepoint)),
+        )
 }

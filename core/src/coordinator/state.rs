@@ -354,6 +354,23 @@ pub struct CoordinatorState {
     pub(crate) in_doubt: Option<Completed>,
 }
 
+/// Whether completed checkpoints `(id, savepoint)`, in the order they
+/// completed, follow subsumption: a completion subsumes every older pending
+/// checkpoint but never a savepoint, so each checkpoint that is not a
+/// savepoint is newer than everything completed before it. Shared by the
+/// reducer (what `Recover` accepts from a store) and the state invariant
+/// (the coordinator's own retained list).
+pub(crate) fn in_subsumption_order(
+    completed: impl IntoIterator<Item = (CheckpointId, bool)>,
+) -> bool {
+    let mut newest: Option<CheckpointId> = None;
+    completed.into_iter().all(|(id, savepoint)| {
+        let ok = savepoint || newest.is_none_or(|n| n < id);
+        newest = newest.max(Some(id));
+        ok
+    })
+}
+
 fn hash_seq<H: Hasher, T: Hash, I: Iterator<Item = T>>(
     h: &mut H,
     len: usize,

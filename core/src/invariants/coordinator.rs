@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::{ensure, Violation};
+use crate::coordinator::in_subsumption_order;
 use crate::coordinator::{
     AckSlot, CoordinatorEffect, CoordinatorEvent, CoordinatorState, Ignored, Outcome, PendingPhase,
     Step, Timer,
@@ -168,21 +169,14 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
     ensure(retained <= cfg.retained_max(), names::COMPLETED, || {
         format!("{retained} retained > bound {}", cfg.retained_max())
     })?;
-    // A completion subsumes every older pending checkpoint but never a
-    // savepoint: each retained checkpoint that is not a savepoint is newer
-    // than everything retained before it.
-    let mut newest: Option<CheckpointId> = None;
-    for c in s.completed() {
-        ensure(
-            c.is_savepoint() || newest.is_none_or(|n| n < c.id()),
-            names::COMPLETED,
-            || {
-                let ids: Vec<CheckpointId> = s.completed().map(|c| c.id()).collect();
-                format!("retained checkpoint ids out of order: {ids:?}")
-            },
-        )?;
-        newest = newest.max(Some(c.id()));
-    }
+    ensure(
+        in_subsumption_order(s.completed().map(|c| (c.id(), c.is_savepoint()))),
+        names::COMPLETED,
+        || {
+            let ids: Vec<CheckpointId> = s.completed().map(|c| c.id()).collect();
+            format!("retained checkpoint ids out of order: {ids:?}")
+        },
+    )?;
     // The newest completion is remembered even after its checkpoint is
     // evicted, so it bounds every retained id; ids come from the counter, so
     // none exceeds the last one allocated.

@@ -251,11 +251,11 @@ impl DurableLedger {
     /// coordinator refused what the store holds): right only when the store
     /// holds nothing and nothing was refused.
     pub fn nothing_restored(&self, refused: Option<&str>) -> Result<(), Violation> {
-        let held: Vec<CheckpointId> = self.store.iter().map(|s| s.id).collect();
         ensure(
-            held.is_empty() && refused.is_none(),
+            self.store.is_empty() && refused.is_none(),
             names::RESTORE_LATEST,
             || {
+                let held: Vec<CheckpointId> = self.store.iter().map(|s| s.id).collect();
                 format!(
                     "nothing restored{}, but the store holds {held:?}",
                     refused.map_or(String::new(), |r| format!(" (recovery refused: {r})"))
