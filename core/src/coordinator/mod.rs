@@ -734,8 +734,9 @@ pub enum CoordinatorError {
 pub enum RecoverProblem {
     /// The coordinator already did something (recover only a fresh one).
     NotFresh,
-    /// An id appears twice, or the ids of the checkpoints that are not
-    /// savepoints do not increase (no store commits them out of order).
+    /// An id appears twice, or a checkpoint that is not a savepoint is not
+    /// newer than everything before it (a completion subsumes older pending
+    /// checkpoints, never savepoints, so no store commits in that order).
     OutOfOrder,
     /// More checkpoints than `retained_max`.
     TooMany,
