@@ -14,8 +14,8 @@ use serde::Serialize;
 use stateright::{Checker, HasDiscoveries, Model, Path};
 
 use crate::system::{
-    props, semantics_name, Action, Coverage, Delivery, ModelConfig, Network, SysModel, SysState,
-    Topology,
+    props, semantics_name, Action, Coverage, Delivery, ModelConfig, Network, Reduction, SysModel,
+    SysState, Topology,
 };
 
 /// How to run the checker.
@@ -57,6 +57,8 @@ pub struct CheckOptions {
     /// the initial state) instead of the initial state (`--shard`); the
     /// counterexample then starts at the initial state all the same.
     pub roots: Option<crate::system::Roots>,
+    /// Partial-order reduction ([`crate::world::Sim::ample`]).
+    pub reduction: Reduction,
 }
 
 impl Default for CheckOptions {
@@ -75,6 +77,7 @@ impl Default for CheckOptions {
             max_states: None,
             memory_limit_mb: None,
             roots: None,
+            reduction: Reduction::Off,
         }
     }
 }
@@ -538,6 +541,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
             .then(|| Arc::new(AtomicBool::new(false)));
     model.stop.clone_from(&stop);
     model.roots.clone_from(&opts.roots);
+    model.reduction = opts.reduction;
     let coverage = model.coverage.clone();
     let properties = model.properties();
     let start = Instant::now();
@@ -702,6 +706,7 @@ fn bfs_safety(
     let mut model = SysModel::new(cfg.clone());
     model.safety_only = true;
     model.roots.clone_from(&opts.roots);
+    model.reduction = opts.reduction;
     let stop =
         (opts.max_states.is_some() || opts.memory_limit_mb.is_some() || opts.time_limit.is_some())
             .then(|| Arc::new(AtomicBool::new(false)));

@@ -8,13 +8,27 @@ use std::collections::{HashSet, VecDeque};
 use stateright::Model;
 
 use crate::symmetry::canonical;
-use crate::system::{ModelConfig, SysModel, SysState};
+use crate::system::{ModelConfig, Reduction, SysModel, SysState};
 
 /// Number of distinct reachable states, or of distinct canonical
 /// representatives with `symmetry`. Stops counting past `limit`.
 #[must_use]
 pub fn exact_unique_states(cfg: &ModelConfig, symmetry: bool, limit: usize) -> usize {
-    let model = SysModel::new(cfg.clone());
+    exact_unique_states_reduced(cfg, symmetry, Reduction::Off, limit)
+}
+
+/// [`exact_unique_states`] over the graph `reduction` leaves (breadth
+/// first: without symmetry the reduced graph does not depend on the order
+/// of the search, so the count equals stateright's).
+#[must_use]
+pub fn exact_unique_states_reduced(
+    cfg: &ModelConfig,
+    symmetry: bool,
+    reduction: Reduction,
+    limit: usize,
+) -> usize {
+    let mut model = SysModel::new(cfg.clone());
+    model.reduction = reduction;
     let key = |s: &SysState| if symmetry { canonical(s) } else { s.clone() };
     let mut seen: HashSet<SysState> = HashSet::new();
     let mut queue: VecDeque<SysState> = VecDeque::new();

@@ -29,7 +29,7 @@ use ckpt_model::check::{
 };
 use ckpt_model::explorer::explorer_fragment;
 use ckpt_model::system::{semantics_name, ModelConfig, Network, SysModel, Topology};
-use ckpt_model::world::{legacy_name, Sim};
+use ckpt_model::world::{legacy_name, Reduction, Sim};
 use clap::{Args, Parser, Subcommand};
 use stateright::Model;
 
@@ -141,6 +141,10 @@ struct ZooArgs {
     /// on a difference: regenerate with --traces DIR).
     #[arg(long, value_name = "DIR")]
     check_traces: Option<PathBuf>,
+    /// Partial-order reduction in every search (validation: every knob is
+    /// still found, at the same length).
+    #[arg(long)]
+    reduction: bool,
     /// Seconds each search may take before it is cut (then the row fails).
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     limit: u64,
@@ -278,6 +282,11 @@ struct CheckArgs {
     /// Turn symmetry reduction off.
     #[arg(long)]
     no_symmetry: bool,
+    /// Partial-order reduction: where one task's local steps commute with
+    /// everything else that may happen before them, expand only those
+    /// (same verdicts, fewer states; see the README).
+    #[arg(long)]
+    reduction: bool,
     /// Stop searching after SECS seconds: the verdict is then
     /// "inconclusive" (exit 3) unless a violation was found.
     #[arg(long, value_name = "SECS", value_parser = positive_secs)]
@@ -737,6 +746,11 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         memory_limit_mb: args.memory_limit_mb,
         roots: None,
+        reduction: if args.reduction {
+            Reduction::Ample
+        } else {
+            Reduction::Off
+        },
     };
     if m.semantics == SemanticsArg::All {
         if args.trace_out.is_some() || args.diagram.is_some() {
@@ -1581,7 +1595,12 @@ fn world_flags(c: &ModelConfig) -> String {
 }
 
 fn zoo(args: &ZooArgs) -> u8 {
-    use ckpt_model::zoo::{check_entry, entries};
+    use ckpt_model::zoo::{check_entry_reduced, entries};
+    let reduction = if args.reduction {
+        Reduction::Ample
+    } else {
+        Reduction::Off
+    };
     if let Some(dir) = &args.traces {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return usage_error(&format!("cannot create {}: {e}", dir.display()));
@@ -1600,7 +1619,7 @@ fn zoo(args: &ZooArgs) -> u8 {
                 continue;
             }
         }
-        let row = check_entry(&entry, usize::from(args.threads), limit);
+        let row = check_entry_reduced(&entry, usize::from(args.threads), limit, reduction);
         let found = match &row.found {
             Some(cx) if cx.property == entry.property => {
                 format!("{}", cx.actions.len())

@@ -16,8 +16,8 @@ pub use crate::world::coverage::{
     TASK_EVENT_KINDS,
 };
 pub use crate::world::{
-    handle_for, semantics_name, Action, Delivery, Io, Mail, ModelConfig, Msg, Network, Sim,
-    TaskSide, Timing, Topology, World, JOB, LEAKED, ROUTED,
+    handle_for, semantics_name, Action, Delivery, Io, Mail, ModelConfig, Msg, Network, Reduction,
+    Sim, TaskSide, Timing, Topology, World, JOB, LEAKED, ROUTED,
 };
 
 /// The model's state: the world's.
@@ -37,6 +37,9 @@ pub struct SysModel {
     /// the initial state) instead of the initial state: a shard's
     /// frontier ([`crate::shard`]).
     pub roots: Option<Roots>,
+    /// Partial-order reduction: expand an ample set of one task's local
+    /// steps where one exists ([`Sim::ample`]).
+    pub reduction: Reduction,
 }
 
 /// Start states of a search, each with the actions that reach it.
@@ -250,6 +253,7 @@ impl SysModel {
             safety_only: false,
             stop: None,
             roots: None,
+            reduction: Reduction::Off,
         }
     }
 
@@ -305,6 +309,7 @@ impl Model for SysModel {
 
     fn actions(&self, s: &World, out: &mut Vec<Action>) {
         self.sim.enabled(s, out);
+        self.sim.ample(s, out, self.reduction);
     }
 
     fn next_state(&self, s: &World, a: Action) -> Option<World> {

@@ -307,10 +307,23 @@ pub fn is_liveness(property: &str) -> bool {
 /// cut at `limit`.
 #[must_use]
 pub fn check_entry(entry: &Entry, threads: usize, limit: std::time::Duration) -> Row {
+    check_entry_reduced(entry, threads, limit, crate::world::Reduction::Off)
+}
+
+/// [`check_entry`] with partial-order reduction `reduction` in every search
+/// (the validation that the reduction still finds every knob).
+#[must_use]
+pub fn check_entry_reduced(
+    entry: &Entry,
+    threads: usize,
+    limit: std::time::Duration,
+    reduction: crate::world::Reduction,
+) -> Row {
     use crate::check::{run_check, shortest_violation_within, CheckOptions};
     let opts = CheckOptions {
         threads,
         time_limit: Some(limit),
+        reduction,
         ..CheckOptions::default()
     };
     let start = std::time::Instant::now();

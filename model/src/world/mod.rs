@@ -76,10 +76,12 @@
 
 mod config;
 pub mod coverage;
+mod por;
 mod sim;
 mod state;
 
 pub use config::{legacy_name, semantics_name, ModelConfig, Network, Timing, Topology, JOB};
+pub use por::Reduction;
 pub use sim::{
     handle_for, is_decline, rename_handle, Action, Delivery, Sim, LEAKED, ROUTED, SAVEPOINT,
 };
