@@ -169,6 +169,9 @@ pub struct CheckReport {
     /// The process's peak resident memory (`VmHWM`) in MiB when the check
     /// ended (Linux; `None` elsewhere).
     pub peak_memory_mb: Option<f64>,
+    /// Whether partial-order reduction was on (the counts are then of the
+    /// reduced graph).
+    pub reduction: bool,
 }
 
 impl CheckReport {
@@ -679,6 +682,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         counterexample,
         coverage,
         peak_memory_mb: peak_rss_mb(),
+        reduction: opts.reduction != Reduction::Off,
     }
 }
 

@@ -282,11 +282,12 @@ struct CheckArgs {
     /// Turn symmetry reduction off.
     #[arg(long)]
     no_symmetry: bool,
-    /// Partial-order reduction: where one task's local steps commute with
-    /// everything else that may happen before them, expand only those
-    /// (same verdicts, fewer states; see the README).
+    /// Turn partial-order reduction off (on by default: where one task's
+    /// local steps commute with everything else that may happen before
+    /// them, only those are expanded; same verdicts, fewer states; README
+    /// "Partial-order reduction").
     #[arg(long)]
-    reduction: bool,
+    no_reduction: bool,
     /// Stop searching after SECS seconds: the verdict is then
     /// "inconclusive" (exit 3) unless a violation was found.
     #[arg(long, value_name = "SECS", value_parser = positive_secs)]
@@ -746,10 +747,10 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         memory_limit_mb: args.memory_limit_mb,
         roots: None,
-        reduction: if args.reduction {
-            Reduction::Ample
-        } else {
+        reduction: if args.no_reduction {
             Reduction::Off
+        } else {
+            Reduction::Ample
         },
     };
     if m.semantics == SemanticsArg::All {
@@ -1309,8 +1310,17 @@ fn gap_reason(kind: &str) -> &'static str {
 fn print_report(r: &CheckReport) {
     println!("ckpt-model check {}", flags(&r.config));
     println!(
-        "  {} states, {} unique, depth {}; search {:.2} s, total {:.2} s",
-        r.states, r.unique, r.depth, r.seconds, r.total_seconds
+        "  {} states, {} unique{}, depth {}; search {:.2} s, total {:.2} s",
+        r.states,
+        r.unique,
+        if r.reduction {
+            " (partial-order reduction)"
+        } else {
+            ""
+        },
+        r.depth,
+        r.seconds,
+        r.total_seconds
     );
     if let Some(mb) = r.peak_memory_mb {
         println!("  peak memory {mb:.1} MiB (VmHWM)");
@@ -1378,6 +1388,7 @@ fn json_report(r: &CheckReport, started: Instant) -> serde_json::Value {
         "check_seconds": r.total_seconds,
         "wall_seconds": started.elapsed().as_secs_f64(),
         "peak_memory_mb": r.peak_memory_mb,
+        "reduction": r.reduction,
         "properties": r.properties,
         "not_checked": not_checked(r).iter().map(|(name, flag)| serde_json::json!({
             "name": name, "kind": "sometimes", "reason": format!("{flag} is 0"),

@@ -158,6 +158,29 @@ fn a_time_limit_stops_a_symmetric_search_on_time() {
 }
 
 #[test]
+fn partial_order_reduction_is_on_by_default_and_says_so() {
+    let mut args = vec!["check"];
+    args.extend(SMALL);
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("639 unique (partial-order reduction)"),
+        "{}",
+        stdout(&o)
+    );
+    args.push("--no-reduction");
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains(", 652 unique, "), "{}", stdout(&o));
+    args.push("--json");
+    args.retain(|a| *a != "--quiet");
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&run(&args))).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v["reduction"], false);
+    assert_eq!(v["unique_states"], 652);
+}
+
+#[test]
 fn a_state_limit_stops_with_a_partial_report_and_exit_4() {
     let o = run(&["check", "--max-states", "2000", "--quiet"]);
     assert_eq!(code(&o), 4, "{}", stdout(&o));
