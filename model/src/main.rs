@@ -13,6 +13,9 @@
 //! | 4 | a resource limit (`--max-states`, `--memory-limit-mb`) stopped the search: the counts and properties so far are printed (a violation found before the stop is still 1) | | |
 //! | 130 | interrupted (Ctrl-C): counts and the verdict so far are printed | interrupted | |
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
