@@ -1338,16 +1338,26 @@ fn print_report(r: &CheckReport) {
         );
     }
     if let Some(cov) = &r.coverage {
-        let pairs = |m: &str| cov.keys().filter(|(x, _, _)| *x == m).count();
+        let pairs = |m: &str| {
+            cov.keys()
+                .filter(|(x, ..)| *x == m)
+                .map(|(_, _, e, o)| (e, o))
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+        };
+        let rows = |m: &str| cov.keys().filter(|(x, ..)| *x == m).count();
         println!(
-            "  coverage: {} coordinator (event, outcome) pairs, {} task pairs",
+            "  coverage: {} coordinator (event, outcome) pairs, {} task pairs; \
+             {} / {} (phase, event, outcome) rows",
             pairs("coordinator"),
-            pairs("task")
+            pairs("task"),
+            rows("coordinator"),
+            rows("task")
         );
         let gaps = |machine: &str, kinds: &[&'static str]| -> Vec<String> {
             kinds
                 .iter()
-                .filter(|k| !cov.keys().any(|(m, x, _)| *m == machine && x == *k))
+                .filter(|k| !cov.keys().any(|(m, _, x, _)| *m == machine && x == *k))
                 .map(|k| format!("{k}{}", gap_reason(k)))
                 .collect()
         };
@@ -1407,8 +1417,8 @@ fn json_report(r: &CheckReport, started: Instant) -> serde_json::Value {
                 "fragment": f,
             })),
         })),
-        "coverage": r.coverage.as_ref().map(|cov| cov.iter().map(|((m, k, o), n)| serde_json::json!({
-            "machine": m, "event": k, "outcome": o, "count": n
+        "coverage": r.coverage.as_ref().map(|cov| cov.iter().map(|((m, p, k, o), n)| serde_json::json!({
+            "machine": m, "phase": p, "event": k, "outcome": o, "count": n
         })).collect::<Vec<_>>()),
     })
 }

@@ -49,7 +49,7 @@ fn witnessed(r: &CheckReport, name: &str) -> bool {
 fn covered(r: &CheckReport, machine: &str, event: &str, outcome: &str) -> bool {
     r.coverage.as_ref().is_some_and(|c| {
         c.keys()
-            .any(|(m, e, o)| *m == machine && *e == event && o == outcome)
+            .any(|(m, _, e, o)| *m == machine && *e == event && o == outcome)
     })
 }
 

@@ -116,7 +116,7 @@ fn fixed_holds_and_every_sometimes_is_witnessed() {
     let cov = r.coverage.unwrap_or_default();
     assert!(cov
         .keys()
-        .any(|(m, k, _)| *m == "task" && *k == "NotifyAborted"));
+        .any(|(m, _, k, _)| *m == "task" && *k == "NotifyAborted"));
 }
 
 #[test]
@@ -228,7 +228,7 @@ fn holds_with_witness_and_legacy_caught(
 fn covered(r: &ckpt_model::CheckReport, machine: &str, event: &str, outcome: &str) -> bool {
     r.coverage.as_ref().is_some_and(|c| {
         c.keys()
-            .any(|(m, e, o)| *m == machine && *e == event && o == outcome)
+            .any(|(m, _, e, o)| *m == machine && *e == event && o == outcome)
     })
 }
 

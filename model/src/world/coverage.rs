@@ -1,14 +1,65 @@
-//! Transition coverage: how often each (machine, event kind, outcome kind)
-//! was exercised. Every scheduler over the world (the model, the property
-//! stories, the fuzz targets) records into the same shape.
+//! Transition coverage: how often each (machine, state phase, event kind,
+//! outcome kind) was exercised. Every scheduler over the world (the model,
+//! the property stories, the fuzz targets) records into the same shape. The
+//! phase is the machine's state before the event, in a few words
+//! ([`coord_phase`], [`task_phase`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use ckpt_core::coordinator::{self, Applied, CoordinatorEvent as CEv, Timer};
+use ckpt_core::coordinator::{self, Applied, CoordinatorEvent as CEv, CoordinatorState, Timer};
+use ckpt_core::task::{Lifecycle, TaskState};
 
-/// Transition coverage: (machine, event kind, outcome kind) -> count.
-pub type Coverage = BTreeMap<(&'static str, &'static str, String), u64>;
+/// Transition coverage: (machine, phase, event kind, outcome kind) -> count.
+pub type Coverage = BTreeMap<(&'static str, &'static str, &'static str, String), u64>;
+
+/// Every coordinator phase [`coord_phase`] names, in the order a
+/// checkpoint goes through them.
+pub const COORD_PHASES: [&str; 5] = ["idle", "triggering", "pending", "completing", "shut down"];
+
+/// The coordinator's phase before an event: shut down; completing (a
+/// finalize or store is out); pending (a checkpoint waits for acks);
+/// triggering (a trigger request is in progress, none pending); idle.
+#[must_use]
+pub fn coord_phase(c: &CoordinatorState) -> &'static str {
+    if c.is_shutdown() {
+        "shut down"
+    } else if c.completing().is_some() {
+        "completing"
+    } else if c.pending_count() > 0 {
+        "pending"
+    } else if c.in_flight().is_some() {
+        "triggering"
+    } else {
+        "idle"
+    }
+}
+
+/// Every task phase [`task_phase`] names.
+pub const TASK_PHASES: [&str; 6] = [
+    "running, quiet",
+    "running, working",
+    "finished, quiet",
+    "finished, working",
+    "failed",
+    "closed",
+];
+
+/// The task's phase before an event: its lifecycle, and for a running or
+/// finished task whether a checkpoint is under way on it (a write result,
+/// a scheduled checkpoint mail or an async part).
+#[must_use]
+pub fn task_phase(t: &TaskState) -> &'static str {
+    let working = t.has_outstanding_work();
+    match (t.lifecycle(), working) {
+        (Lifecycle::Running, false) => "running, quiet",
+        (Lifecycle::Running, true) => "running, working",
+        (Lifecycle::Finished, false) => "finished, quiet",
+        (Lifecycle::Finished, true) => "finished, working",
+        (Lifecycle::Failed, _) => "failed",
+        (Lifecycle::Closed, _) => "closed",
+    }
+}
 
 /// Per-thread coverage counts, merged into the shared map every 65,536
 /// records and when the thread exits (no lock per transition).
@@ -17,7 +68,7 @@ pub type Coverage = BTreeMap<(&'static str, &'static str, String), u64>;
 #[derive(Default)]
 struct LocalCoverage {
     target: Option<Arc<Mutex<Coverage>>>,
-    counts: Vec<(&'static str, &'static str, String, u64)>,
+    counts: Vec<(&'static str, &'static str, &'static str, String, u64)>,
     buf: String,
     pending: usize,
 }
@@ -26,8 +77,8 @@ impl LocalCoverage {
     fn flush(&mut self) {
         if let Some(t) = &self.target {
             if let Ok(mut map) = t.lock() {
-                for (m, k, o, v) in std::mem::take(&mut self.counts) {
-                    *map.entry((m, k, o)).or_default() += v;
+                for (m, p, k, o, v) in std::mem::take(&mut self.counts) {
+                    *map.entry((m, p, k, o)).or_default() += v;
                 }
             }
         }
@@ -58,6 +109,7 @@ pub fn flush_coverage() {
 pub(crate) fn record(
     target: &Arc<Mutex<Coverage>>,
     machine: &'static str,
+    phase: &'static str,
     kind: &'static str,
     outcome: impl FnOnce(&mut String),
 ) {
@@ -78,10 +130,10 @@ pub(crate) fn record(
         match local
             .counts
             .iter_mut()
-            .find(|(m, k, o, _)| *m == machine && *k == kind && o == buf)
+            .find(|(m, p, k, o, _)| *m == machine && *p == phase && *k == kind && o == buf)
         {
-            Some(entry) => entry.3 += 1,
-            None => local.counts.push((machine, kind, buf.clone(), 1)),
+            Some(entry) => entry.4 += 1,
+            None => local.counts.push((machine, phase, kind, buf.clone(), 1)),
         }
         local.pending += 1;
         if local.pending >= 1 << 16 {

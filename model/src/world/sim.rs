@@ -386,9 +386,15 @@ impl Sim {
         }
     }
 
-    fn record(&self, machine: &'static str, kind: &'static str, outcome: impl FnOnce(&mut String)) {
+    fn record(
+        &self,
+        machine: &'static str,
+        phase: &'static str,
+        kind: &'static str,
+        outcome: impl FnOnce(&mut String),
+    ) {
         if let Some(c) = &self.coverage {
-            coverage::record(c, machine, kind, outcome);
+            coverage::record(c, machine, phase, kind, outcome);
         }
     }
 
@@ -398,7 +404,8 @@ impl Sim {
         let (t, verdict) = checked::coordinator_step(&mut s.ledger, &s.coord, now, &ev, self.rigor);
         let mut found = verdict.err();
         if self.coverage.is_some() {
-            self.record("coordinator", coord_event_kind(&ev), |w| {
+            let phase = coverage::coord_phase(&s.coord);
+            self.record("coordinator", phase, coord_event_kind(&ev), |w| {
                 coverage::write_coord_outcome_kind(w, &t.step.outcome);
             });
         }
@@ -526,7 +533,8 @@ impl Sim {
         let (tr, verdict) = checked::task_step(&mut side.monitor, &side.st, now, &ev, self.rigor);
         let mut found = verdict.err();
         if self.coverage.is_some() {
-            self.record("task", ev.kind(), |w| {
+            let phase = coverage::task_phase(&side.st);
+            self.record("task", phase, ev.kind(), |w| {
                 use std::fmt::Write as _;
                 let _ = write!(w, "{:?}", tr.step.outcome);
             });
