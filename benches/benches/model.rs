@@ -1,6 +1,7 @@
 //! Model checker: unique states per second and total time for the default
-//! configuration and a larger one, fixed and legacy semantics, and the time
-//! to the legacy counterexample. Not a criterion group: one check of the
+//! configuration and a larger one, fixed semantics without and with
+//! partial-order reduction, legacy semantics, and the time to the legacy
+//! counterexample. Not a criterion group: one check of the
 //! default configuration takes seconds, so criterion's ten-sample minimum
 //! would not fit the quick mode. Each check runs `runs` times (1 with
 //! `CKPT_BENCH_QUICK=1`, else 3) on one checker thread and the fastest run is
@@ -13,6 +14,7 @@ use std::time::Instant;
 
 use ckpt_benches::report::{default_dir, ModelRow};
 use ckpt_core::task::{LegacyBug, Semantics};
+use ckpt_model::system::Reduction;
 use ckpt_model::{run_check, shortest_violation, CheckOptions, ModelConfig};
 
 /// The larger configuration: two concurrent checkpoints instead of one
@@ -62,13 +64,18 @@ fn main() {
     }
     let mut rows = Vec::new();
     for (name, base, runs) in configs.iter().map(|(n, b, r)| (*n, b, *r)) {
-        for (sem, semantics) in [("fixed", Semantics::Fixed), ("legacy", legacy)] {
+        for (sem, semantics, reduction) in [
+            ("fixed", Semantics::Fixed, Reduction::Off),
+            ("fixed, partial-order reduction", Semantics::Fixed, Reduction::Ample),
+            ("legacy", legacy, Reduction::Off),
+        ] {
             let cfg = ModelConfig {
                 semantics,
                 ..base.clone()
             };
             let opts = CheckOptions {
                 stop_at_failure: semantics != Semantics::Fixed,
+                reduction,
                 ..CheckOptions::default()
             };
             let (total, report) = best_of(runs, || run_check(&cfg, &opts));
