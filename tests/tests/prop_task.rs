@@ -59,6 +59,27 @@ proptest! {
         }
     }
 
+    /// The task reducer does not read the clock: every event of a story
+    /// delivered at a different, arbitrary time gives the same state,
+    /// effects and outcome. Partial-order reduction in the model relies on
+    /// it (a task's step commutes with a timer moving the world's clock:
+    /// `model/src/world/por.rs`).
+    #[test]
+    fn the_task_reducer_does_not_read_the_clock(
+        story in story(Semantics::Fixed, 60),
+        times in prop::collection::vec(any::<u64>(), 60),
+    ) {
+        let a = run(&story).map_err(|f| TestCaseError::fail(f.to_string()))?;
+        let mut s = ckpt_core::task::TaskState::new(story.config())
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        for (r, t) in a.records.iter().zip(times.iter().cycle()) {
+            let step = s.apply(ckpt_core::Millis(*t), r.event.clone());
+            prop_assert_eq!(&step.effects, &r.effects);
+            prop_assert_eq!(&step.outcome, &r.outcome);
+            prop_assert!(s == r.state);
+        }
+    }
+
     /// The same story twice: byte-identical effects and equal states.
     #[test]
     fn stories_are_deterministic(story in story(Semantics::Fixed, 60)) {
