@@ -66,7 +66,11 @@ fn main() {
     for (name, base, runs) in configs.iter().map(|(n, b, r)| (*n, b, *r)) {
         for (sem, semantics, reduction) in [
             ("fixed", Semantics::Fixed, Reduction::Off),
-            ("fixed, partial-order reduction", Semantics::Fixed, Reduction::Ample),
+            (
+                "fixed, partial-order reduction",
+                Semantics::Fixed,
+                Reduction::Ample,
+            ),
             ("legacy", legacy, Reduction::Off),
         ] {
             let cfg = ModelConfig {
