@@ -29,6 +29,13 @@
 //! each side's hash is computed once, when a step changed it (the world's
 //! `Hash` writes that 64-bit digest).
 //!
+//! Partial-order reduction (`world/por.rs`, [`world::Reduction`]; on in the
+//! `check` command, off in [`check::CheckOptions`]' default so that the
+//! pinned counts of the tests mean the full graph): where one task's local
+//! steps commute with everything else that may happen before them, only
+//! those are expanded. `tests/reduction.rs` validates it against the full
+//! search on every pinned configuration and every knob of the bug zoo.
+//!
 //! ## Bounds (each a flag)
 //!
 //! `--tasks`, `--checkpoints` (periodic firings per run), `--max-concurrent`,
