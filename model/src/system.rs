@@ -231,7 +231,6 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         | t::ACK_ONCE
         | t::IGNORED_IS_UNCHANGED
         | k::DETERMINISTIC
-        | k::PURE_EQUALS_IN_PLACE
         | ROUTED => props::OTHER,
         _ => return None,
     };
@@ -494,15 +493,7 @@ mod tests {
             .iter()
             .chain(invariants::task::names::ALL.iter())
             .chain(invariants::durability::names::ALL.iter())
-            .chain(
-                [
-                    invariants::checked::DETERMINISTIC,
-                    invariants::checked::PURE_EQUALS_IN_PLACE,
-                    ROUTED,
-                    LEAKED,
-                ]
-                .iter(),
-            );
+            .chain([invariants::checked::DETERMINISTIC, ROUTED, LEAKED].iter());
         for name in names {
             assert!(classify(name).is_some(), "invariant {name} is not mapped");
         }

@@ -87,8 +87,9 @@ fn raw_settings(u: &mut Unstructured<'_>) {
 
 /// Coordinator stories: a settings choice and up to [`ACTIONS_MAX`]
 /// actions; every step checked with [`Rigor::Full`](ckpt_core::invariants::checked::Rigor):
-/// the invariants, the handle ledger, determinism (each event reduced twice
-/// from the same state must agree) and pure-equals-in-place. The story runs
+/// the invariants, the handle ledger, and determinism with
+/// pure-equals-in-place (`apply` on a copy of each state must agree with
+/// `reduce`). The story runs
 /// once: replaying the whole story a second time repeated those per-step
 /// checks and halved the executions per second (the proptest stories still
 /// replay whole stories and compare the records).

@@ -36,7 +36,7 @@ use ckpt_core::{
     AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
 };
 
-pub use ckpt_core::invariants::checked::{DETERMINISTIC, PURE_EQUALS_IN_PLACE};
+pub use ckpt_core::invariants::checked::DETERMINISTIC;
 
 /// The conventional state handle task `task` writes for `checkpoint`.
 #[must_use]

@@ -194,7 +194,7 @@ impl Sim {
         }
     }
 
-    /// Check determinism and pure-equals-in-place too (three reductions per
+    /// Check determinism and pure-equals-in-place too (a second run of each
     /// event: for the random schedulers, not the exhaustive one).
     #[must_use]
     pub fn with_rigor(mut self, rigor: Rigor) -> Sim {
@@ -624,19 +624,28 @@ impl Sim {
         }
     }
 
+    /// Whether `Action::Fire(timer)` is enabled in `s` (without listing
+    /// every other action: the random schedulers ask this for each armed
+    /// timer when they move the clock).
+    #[must_use]
+    pub fn may_fire(&self, s: &World, timer: Timer) -> bool {
+        s.violation.is_none()
+            && s.coord.timer_deadline(timer).is_some()
+            && match timer {
+                // The periodic trigger is bounded by the checkpoint budget.
+                Timer::Periodic => s.used.triggers < self.cfg.checkpoints,
+                Timer::Timeout(_) => true,
+            }
+    }
+
     /// Every action enabled in `s`, in a fixed order.
     pub fn enabled(&self, s: &World, out: &mut Vec<Action>) {
         if s.violation.is_some() {
             return;
         }
         for (timer, _) in s.coord.timers() {
-            match timer {
-                Timer::Periodic => {
-                    if s.used.triggers < self.cfg.checkpoints {
-                        out.push(Action::Fire(*timer));
-                    }
-                }
-                Timer::Timeout(_) => out.push(Action::Fire(*timer)),
+            if self.may_fire(s, *timer) {
+                out.push(Action::Fire(*timer));
             }
         }
         let budget = self.budget(s);

@@ -347,11 +347,10 @@ impl SystemDriver {
     /// The armed timer due first (deadline, then the timer order), if it
     /// may fire.
     fn next_timer(&self) -> Option<(Timer, Millis)> {
-        let enabled = self.enabled();
         self.world
             .coord
             .timers()
-            .filter(|(t, _)| enabled.contains(&Action::Fire(**t)))
+            .filter(|(t, _)| self.sim.may_fire(&self.world, **t))
             .map(|(t, at)| (*t, *at))
             .min_by_key(|(t, at)| (*at, *t))
     }
