@@ -9,15 +9,28 @@
 #              any one shard samples every file
 #   workspace  judge each mutant with every test in the workspace, without
 #              doctests (default; what the mutation score means)
-#   core       judge with ckpt-core's own unit tests only (fast; a mutant it
-#              misses may still be caught by the workspace's tests)
+#   broad      the workspace's tests that exercise ckpt-core: its unit tests,
+#              every ckpt-tests suite but loom's (which needs --cfg loom),
+#              ckpt-model's lib, model.rs and durability.rs; not the model
+#              checker's own tests (reduction.rs, cli.rs, explorer.rs, a
+#              third of the workspace's test time) nor the benches' (about
+#              twice as fast as workspace; rerun its survivors with
+#              workspace before calling one missed)
+#   core       judge with ckpt-core's own unit tests only (fastest; a mutant
+#              it misses may still be caught by the workspace's tests)
+#
+# Every mode builds with the `mutants` profile (Cargo.toml: opt-level 1, no
+# debug info, incremental): rebuilding after a mutation takes about 4 s
+# instead of the test profile's 25-30 s, and the whole workspace's tests run
+# in about 40 s on 2 cores.
 #
 # Results: tests/mutants/<mode>-shard-K-of-N/{caught,missed,unviable,timeout}.txt
 # (committed when they back a figure in the README; the full mutants.out with
-# logs stays next to them and is git-ignored). Runs one job at a time.
+# logs stays next to them and is git-ignored). Runs one job at a time
+# (CKPT_MUTANTS_JOBS=2 for two: each job has its own build directory).
 #
-# Example (one thirtieth of core, about 30 minutes on a loaded 2-core box):
-#   tests/scripts/mutants.sh 0 30 core --timeout 240
+# Example (a third of core, 506 mutants):
+#   CKPT_MUTANTS_JOBS=2 tests/scripts/mutants.sh 0 3 broad
 #
 # To judge one shard's survivors with other tests, do not add --iterate to
 # the same --shard: cargo-mutants shards the list left after dropping the
@@ -41,17 +54,32 @@ fi
 # tests only, whatever the mode, and derives the test timeout from it: the
 # workspace's suite needs a floor of its own.
 case "$mode" in
-    workspace) tests=(--test-workspace=true --minimum-test-timeout 900) ;;
-    core) tests=(--test-package ckpt-core --minimum-test-timeout 60) ;;
-    *) echo "mode must be workspace or core, not $mode" >&2; exit 2 ;;
+    workspace)
+        tests=(--test-workspace=true --minimum-test-timeout 300)
+        targets=(--tests)
+        ;;
+    broad)
+        tests=(--test-package ckpt-core,ckpt-tests,ckpt-model --minimum-test-timeout 240)
+        targets=(--lib)
+        for t in tests/tests/*.rs model/tests/model.rs model/tests/durability.rs; do
+            name="$(basename "$t" .rs)"
+            case "$name" in loom_*) continue ;; esac
+            targets+=(--test "$name")
+        done
+        ;;
+    core)
+        tests=(--test-package ckpt-core --minimum-test-timeout 60)
+        targets=(--tests)
+        ;;
+    *) echo "mode must be workspace, broad or core, not $mode" >&2; exit 2 ;;
 esac
 
 out="tests/mutants/$mode-shard-$k-of-$n"
 mkdir -p "$out"
 status=0
-cargo mutants -p ckpt-core --all-features "${tests[@]}" \
-    --shard "$k/$n" --sharding round-robin -j 1 \
-    --output "$out" "$@" -- --tests || status=$?
+cargo mutants -p ckpt-core --all-features "${tests[@]}" --profile mutants \
+    --shard "$k/$n" --sharding round-robin -j "${CKPT_MUTANTS_JOBS:-1}" \
+    --output "$out" "$@" -- "${targets[@]}" || status=$?
 # cargo-mutants exits 2 when mutants were missed, 3 on timeouts: still a run.
 for f in caught missed unviable timeout; do
     if [ -f "$out/mutants.out/$f.txt" ]; then
