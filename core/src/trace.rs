@@ -748,6 +748,18 @@ mod tests {
     }
 
     #[test]
+    fn a_streaming_reader_replays_under_the_semantics_set_through_header_mut() {
+        let legacy = Semantics::Legacy(LegacyBug::AbortRemovesResult);
+        let t = text(&[HEADER, BARRIER]);
+        let mut r = TraceReader::new(t.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        r.header_mut().set_task_semantics(legacy);
+        assert_eq!(r.header().tasks[0].1.semantics, legacy);
+        // The header keeps the change while the steps stream.
+        assert!(matches!(r.next(), Some(Ok(TraceLine::Task { .. }))));
+        assert_eq!(r.header().tasks[0].1.semantics, legacy);
+    }
+
+    #[test]
     fn steps_are_numbered_from_one_and_misuse_is_reported() {
         let mail =
             r#"{"kind":"task","now":0,"task":0,"event":{"CheckpointMail":{"checkpoint":1}}}"#;

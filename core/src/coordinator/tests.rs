@@ -1120,6 +1120,27 @@ fn queue_orders_savepoint_before_forced_before_periodic() {
 }
 
 #[test]
+fn a_queue_with_equal_priorities_survives_a_snapshot_and_a_misordered_one_is_refused() {
+    use crate::snapshot::{Corruption, SnapshotError};
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.step(0, trigger(savepoint())); // request 0 in flight
+    h.step(0, trigger(savepoint())); // 1
+    h.step(0, trigger(savepoint())); // 2: same priority, after 1
+    h.step(0, trigger(user())); // 3
+    assert_eq!(h.queued_ids(), vec![rq(1), rq(2), rq(3)]);
+    let snap = h.s.snapshot();
+    let back = CoordinatorState::from_snapshot(snap.clone());
+    assert_eq!(back.as_ref(), Ok(&h.s));
+    let mut bad = snap;
+    bad.queue.reverse(); // the user checkpoint before the savepoints
+    assert_eq!(
+        CoordinatorState::from_snapshot(bad),
+        Err(SnapshotError::Corrupt(Corruption::QueueOrder))
+    );
+}
+
+#[test]
 fn resumed_user_checkpoint_rearms_the_cancelled_periodic_timer() {
     // Regression: a queued non-forced user checkpoint cancelled the periodic
     // timer, and nothing re-armed it when the request resumed.
