@@ -760,6 +760,39 @@ mod tests {
     }
 
     #[test]
+    fn an_undeclared_task_error_lists_eight_declared_tasks_and_counts_the_rest() {
+        let tasks: Vec<String> = (0..9)
+            .map(|t| format!(r#"[{t},{{"semantics":"Fixed","aborted_ids_max":16}}]"#))
+            .collect();
+        let header = HEADER.replace(
+            r#"[[0,{"semantics":"Fixed","aborted_ids_max":16}]]"#,
+            &format!("[{}]", tasks.join(",")),
+        );
+        let undeclared = text(&[&header, &BARRIER.replace("\"task\":0", "\"task\":12")]);
+        let e = parse_trace(&undeclared).err().unwrap_or(TraceError::Empty);
+        assert_eq!(
+            e,
+            TraceError::UndeclaredTask {
+                line: 2,
+                task: TaskId(12),
+                declared: "declared: 0, 1, 2, 3, 4, 5, 6, 7, ... (9 tasks)".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_replayer_counts_the_steps_it_was_given() {
+        let trace = parse_trace(&text(&[HEADER, BARRIER, BARRIER, BARRIER]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut r = Replayer::new(&trace).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.steps(), 0);
+        for (i, line) in trace.steps.iter().enumerate() {
+            let step = r.step(line).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!((step.step, r.steps()), (i + 1, i + 1));
+        }
+    }
+
+    #[test]
     fn steps_are_numbered_from_one_and_misuse_is_reported() {
         let mail =
             r#"{"kind":"task","now":0,"task":0,"event":{"CheckpointMail":{"checkpoint":1}}}"#;
