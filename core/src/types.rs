@@ -282,3 +282,29 @@ impl LegacyBug {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::LegacyBug;
+
+    #[test]
+    fn every_legacy_bug_names_its_tickets() {
+        for bug in LegacyBug::ALL {
+            for ticket in bug.tickets().split(", ") {
+                // Flink's JIRA, or this project's issue for a race it found
+                // in its own first round.
+                let number = ticket
+                    .strip_prefix("FLINK-")
+                    .or_else(|| ticket.strip_prefix("ckpt-issue-"))
+                    .unwrap_or("");
+                assert!(
+                    !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()),
+                    "{bug:?}: {ticket:?} is not a ticket"
+                );
+            }
+        }
+        // The seed bug, both of its legacy halves.
+        assert_eq!(LegacyBug::AbortRemovesResult.tickets(), "FLINK-17869");
+        assert_eq!(LegacyBug::CancelForgetsAbort.tickets(), "FLINK-17869");
+    }
+}

@@ -402,6 +402,7 @@ fn externalized_checkpoints_need_a_directory() {
         s.checkpoint_dir = Some("/ext".into());
     });
     assert!(c.externalized());
+    assert!(!config_ok(|s| s.externalized = false).externalized());
 }
 
 #[test]
