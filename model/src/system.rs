@@ -218,6 +218,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         | c::NO_UNREACHABLE
         | c::IN_DOUBT_AFTER_SHUTDOWN
         | c::TRIGGER_ONLY_PENDING
+        | c::ATTEMPTS_FORWARD
         | t::ANSWER_AFTER_EXECUTED
         | t::ABORTED_BOUND
         | t::ABORTED_UNEXECUTED

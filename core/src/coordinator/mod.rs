@@ -260,7 +260,9 @@ pub enum CoordinatorEvent {
     TaskRunning {
         /// The task.
         task: TaskId,
-        /// Its attempt (not older than the one known).
+        /// Its attempt: newer than the one known, or the report is
+        /// ignored as stale (a duplicate, or a late report of an attempt
+        /// that has failed since: a failed attempt never runs again).
         attempt: AttemptNo,
     },
     /// A task attempt failed: every pending checkpoint it has not acknowledged

@@ -1008,7 +1008,12 @@ impl CoordinatorState {
         if !self.config.is_known(task) {
             return Outcome::Rejected(CoordinatorError::UnknownTask(task));
         }
-        if attempt < s.attempt || (attempt == s.attempt && s.running) {
+        // The known attempt again is a duplicate while it runs, and a late
+        // report once it failed: a failed attempt never runs again (a
+        // restart is a new attempt). Reviving it would send trigger
+        // messages to a dead task and leave checkpoints waiting for acks
+        // that cannot come.
+        if attempt <= s.attempt {
             return Outcome::Ignored(Ignored::StaleAttempt);
         }
         // A newer attempt while the old one still counted as running means

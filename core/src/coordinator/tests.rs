@@ -1244,6 +1244,24 @@ fn master_hooks_run_before_trigger_messages() {
 }
 
 #[test]
+fn legacy_hook_expiry_wedge_keeps_the_trigger_in_flight_only_when_hooks_run() {
+    // FLINK-26394's legacy: the trigger stays in progress until the master
+    // hooks answer. Without hooks there is nothing to wait for: the trigger
+    // ends when the checkpoint is created, as in the fixed semantics.
+    for (hooks, wedged) in [(1, true), (0, false)] {
+        let mut h = H::with(CoordinatorSettings {
+            master_hooks: hooks,
+            semantics: crate::Semantics::Legacy(crate::LegacyBug::HookExpiryWedgesTrigger),
+            ..settings()
+        });
+        h.step(5, trigger(user()));
+        h.step(5, alloc(0, 1));
+        assert_eq!(h.s.in_flight().is_some(), wedged, "{hooks} hooks");
+        assert!(h.s.pending_checkpoint(cp(1)).is_some());
+    }
+}
+
+#[test]
 fn master_hooks_failure_aborts_the_checkpoint() {
     let mut h = with_hooks();
     let r = h.user_cp(0, 1);
@@ -2321,10 +2339,19 @@ fn task_events_for_an_unknown_task_are_rejected() {
 }
 
 #[test]
-fn task_running_accepts_only_a_newer_attempt_or_a_restart() {
+fn task_running_accepts_only_a_newer_attempt_not_a_failed_one_again() {
     let mut h = H::new();
     h.expect(0, running(1, 0), vec![], ignored(Ignored::StaleAttempt));
     h.step(0, failed(1, 0));
+    // A late "running" of the attempt that failed does not revive it.
+    h.expect(0, running(1, 0), vec![], ignored(Ignored::StaleAttempt));
+    assert_eq!(
+        h.s.task_status(t(1)),
+        Some(TaskStatus {
+            attempt: AttemptNo(0),
+            running: false
+        })
+    );
     h.expect(
         1,
         running(1, 2),
@@ -2650,6 +2677,37 @@ fn invariant_pending_bounded_can_fail() {
         s.timers.insert(Timer::Timeout(cp(id)), ms(1));
     }
     assert_eq!(violated(check_state(&s)), names::PENDING_BOUNDED);
+}
+
+#[test]
+fn invariant_attempts_only_move_forward_can_fail() {
+    let mut h = H::new();
+    h.step(0, failed(1, 0));
+    let before = h.s.clone();
+    let mut revived = h.s.clone();
+    revived.tasks.set(
+        1,
+        TaskStatus {
+            attempt: AttemptNo(0),
+            running: true,
+        },
+    );
+    let step = fake_step(vec![], applied(Applied::TaskUpdated { aborted: 0 }));
+    let v = check_step(&before, &running(1, 0), &step, &revived);
+    assert_eq!(violated(v), names::ATTEMPTS_FORWARD);
+    // Going back to an older attempt is caught too.
+    h.step(0, running(1, 3));
+    let newer = h.s.clone();
+    let mut older = h.s.clone();
+    older.tasks.set(
+        1,
+        TaskStatus {
+            attempt: AttemptNo(2),
+            running: true,
+        },
+    );
+    let v = check_step(&newer, &running(1, 2), &step, &older);
+    assert_eq!(violated(v), names::ATTEMPTS_FORWARD);
 }
 
 #[test]

@@ -63,10 +63,13 @@ pub mod names {
     pub const IN_DOUBT_AFTER_SHUTDOWN: &str = "in-doubt-only-after-shutdown";
     /// Tasks are triggered only for a checkpoint that is pending.
     pub const TRIGGER_ONLY_PENDING: &str = "trigger-only-pending";
+    /// A task's known attempt never goes back, and an attempt known to have
+    /// failed never counts as running again (a restart is a new attempt).
+    pub const ATTEMPTS_FORWARD: &str = "attempts-only-move-forward";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 20] = [
+    pub const ALL: [&str; 21] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -87,6 +90,7 @@ pub mod names {
         NO_DISCARD_WHILE_STORING,
         IN_DOUBT_AFTER_SHUTDOWN,
         TRIGGER_ONLY_PENDING,
+        ATTEMPTS_FORWARD,
     ];
 }
 
@@ -293,6 +297,19 @@ pub fn check_step(
             })?;
         }
         Outcome::Applied(_) => {}
+    }
+    // Only these events change a task's status: the check costs one task.
+    if let CoordinatorEvent::TaskRunning { task, .. } | CoordinatorEvent::TaskFailed { task, .. } =
+        event
+    {
+        if let (Some(b), Some(a)) = (before.task_status(*task), after.task_status(*task)) {
+            let revived = a.attempt == b.attempt && !b.running && a.running;
+            ensure(
+                a.attempt >= b.attempt && !revived,
+                names::ATTEMPTS_FORWARD,
+                || format!("{event:?} took task {task} from {b:?} to {a:?}"),
+            )?;
+        }
     }
     let retained_after = after.owned_handles();
     // The checkpoint whose finalize / store is outstanding: its state may be
