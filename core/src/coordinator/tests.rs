@@ -1650,6 +1650,22 @@ fn store_success_completes_and_notifies_every_commit_task() {
 }
 
 #[test]
+fn a_completed_checkpoint_keeps_its_trigger_timestamp_and_shows_in_debug_output() {
+    let mut h = H::new();
+    h.user_cp(7, 1);
+    // The pending map's debug form names the checkpoint.
+    assert!(
+        format!("{:?}", h.s).contains("{CheckpointId(1): Pending {"),
+        "{:?}",
+        h.s
+    );
+    h.complete(20, 1);
+    let done: Vec<(CheckpointId, Millis)> =
+        h.s.completed().map(|c| (c.id(), c.timestamp())).collect();
+    assert_eq!(done, vec![(cp(1), ms(7))]);
+}
+
+#[test]
 fn completion_resumes_the_queued_request() {
     let mut h = H::new();
     let r = h.user_cp(0, 1);
@@ -2778,6 +2794,17 @@ fn invariant_completed_retained_ordered_can_fail() {
     assert_eq!(violated(check_state(&s)), names::COMPLETED);
     let mut s = base().s;
     s.completed.push_back(fake_completed(5, false));
+    s.completed.push_back(fake_completed(4, false));
+    assert_eq!(violated(check_state(&s)), names::COMPLETED);
+    // The same id twice is out of order too (each id completes once), even
+    // where every other bound holds.
+    let mut s = base().s;
+    s.last_id = Some(cp(4));
+    s.latest_completed = Some(cp(4));
+    s.pending = PendingMap::default();
+    s.timers.remove(&Timer::Timeout(cp(1)));
+    s.completed.push_back(fake_completed(4, false));
+    assert_eq!(check_state(&s), Ok(()));
     s.completed.push_back(fake_completed(4, false));
     assert_eq!(violated(check_state(&s)), names::COMPLETED);
 }
