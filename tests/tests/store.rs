@@ -542,3 +542,20 @@ fn a_damaged_state_file_of_the_restored_checkpoint_is_a_typed_start_error() {
         }
     }
 }
+
+#[test]
+fn the_real_disk_lists_a_missing_directory_as_empty_and_a_file_as_an_error() {
+    let dir = tmpdir("list");
+    let fs = StdFs::new(&dir).unwrap();
+    assert_eq!(fs.list("nothing-here").unwrap(), Vec::<String>::new());
+    fs.write("plain", b"x").unwrap();
+    // Not a directory: an error the store must see, not an empty listing
+    // (which would read as "no checkpoints").
+    assert!(fs.list("plain").is_err());
+    fs.create_dir_all("d").unwrap();
+    fs.write("d/b", b"2").unwrap();
+    fs.write("d/a", b"1").unwrap();
+    let mut names = fs.list("d").unwrap();
+    names.sort();
+    assert_eq!(names, ["a", "b"]);
+}

@@ -1666,6 +1666,25 @@ fn a_completed_checkpoint_keeps_its_trigger_timestamp_and_shows_in_debug_output(
 }
 
 #[test]
+fn permuting_tasks_moves_a_completed_checkpoints_handles_with_their_tasks() {
+    let mut h = H::with(CoordinatorSettings {
+        tolerable_failures: 5,
+        ..CoordinatorSettings::with_tasks(JOB, 3)
+    });
+    h.user_cp(0, 1);
+    h.complete(1, 1); // task t acks with handle 100 + t
+    let swap = [t(0), t(2), t(1)]; // task 0 is the only one triggered
+    let p =
+        h.s.permute_tasks(&swap, &|x| x)
+            .unwrap_or_else(|| panic!("a permutation of every list"));
+    let handles = |s: &CoordinatorState| -> Vec<StateHandle> {
+        s.completed().flat_map(Completed::handles).collect()
+    };
+    assert_eq!(handles(&h.s), vec![hd(100), hd(101), hd(102)]);
+    assert_eq!(handles(&p), vec![hd(100), hd(102), hd(101)]);
+}
+
+#[test]
 fn completion_resumes_the_queued_request() {
     let mut h = H::new();
     let r = h.user_cp(0, 1);
