@@ -61,8 +61,11 @@ case "$mode" in
     broad)
         # The baseline would run these targets in ckpt-core alone, where
         # they do not exist: skip it (CI runs the same tests unmutated) and
-        # set the timeout by hand (the slowest passing run is about 25 s).
-        tests=(--test-package ckpt-core,ckpt-tests,ckpt-model --baseline skip --timeout 180)
+        # set the timeout by hand (the slowest passing run is about 25 s
+        # alone, 40 s beside another job; a mutant that hangs the async
+        # host's tests costs the whole timeout).
+        tests=(--test-package ckpt-core,ckpt-tests,ckpt-model --baseline skip
+            --timeout "${CKPT_MUTANTS_TIMEOUT:-90}")
         targets=(--lib)
         for t in tests/tests/*.rs model/tests/model.rs model/tests/durability.rs; do
             name="$(basename "$t" .rs)"
@@ -77,7 +80,9 @@ case "$mode" in
     *) echo "mode must be workspace, broad or core, not $mode" >&2; exit 2 ;;
 esac
 
-out="tests/mutants/$mode-shard-$k-of-$n"
+# CKPT_MUTANTS_TAG names a partial run (for example one restricted with
+# --file) so that it does not overwrite the shard's lists.
+out="tests/mutants/$mode-shard-$k-of-$n${CKPT_MUTANTS_TAG:+-$CKPT_MUTANTS_TAG}"
 mkdir -p "$out"
 status=0
 cargo mutants -p ckpt-core --all-features "${tests[@]}" --profile mutants \

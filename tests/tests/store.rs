@@ -559,3 +559,30 @@ fn the_real_disk_lists_a_missing_directory_as_empty_and_a_file_as_an_error() {
     names.sort();
     assert_eq!(names, ["a", "b"]);
 }
+
+/// The numbered source emits `0..total` in order, keyed round-robin over
+/// its keys, then reports exhaustion; a record given to it is an error.
+#[test]
+fn the_number_source_emits_its_ids_keyed_round_robin_and_refuses_input() {
+    use ckpt_core::host::pipeline::NumberSource;
+    use ckpt_core::host::runtime::{Operator, SourcePoll};
+    let mut src = NumberSource::new(5, 3, 0);
+    let mut out = Vec::new();
+    assert!(matches!(
+        src.poll_source(4, &mut out),
+        Ok(SourcePoll::Emitted)
+    ));
+    assert!(matches!(
+        src.poll_source(4, &mut out),
+        Ok(SourcePoll::Emitted)
+    ));
+    assert!(matches!(
+        src.poll_source(4, &mut out),
+        Ok(SourcePoll::Exhausted)
+    ));
+    let got: Vec<(u64, u64)> = out.iter().map(|r| (r.id, r.key)).collect();
+    assert_eq!(got, [(0, 0), (1, 1), (2, 2), (3, 0), (4, 1)]);
+    let mut sink = Vec::new();
+    assert!(src.process(out[0].clone(), &mut sink).is_err());
+    assert!(sink.is_empty());
+}
