@@ -58,7 +58,7 @@ pub fn coordinator_step(
         Rigor::Full => {
             let mut in_place = before.clone();
             let step = in_place.apply(now, event.clone());
-            verify(event, in_place == t.state && step == t.step)
+            verify(event, (&in_place, &step) == (&t.state, &t.step))
         }
     };
     let verdict =
@@ -82,7 +82,7 @@ pub fn task_step(
         Rigor::Full => {
             let mut in_place = before.clone();
             let step = in_place.apply(now, event.clone());
-            verify(event, in_place == t.state && step == t.step)
+            verify(event, (&in_place, &step) == (&t.state, &t.step))
         }
     };
     let verdict = verdict

@@ -56,3 +56,17 @@ pub(crate) fn ensure(
         Err(Violation::new(invariant, detail()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Violation;
+
+    #[test]
+    fn a_violation_displays_its_invariant_and_what_was_observed() {
+        let v = Violation::new("one-completing", "checkpoints 3 and 4 both store");
+        assert_eq!(
+            v.to_string(),
+            "invariant `one-completing` violated: checkpoints 3 and 4 both store"
+        );
+    }
+}
