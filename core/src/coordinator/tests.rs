@@ -2922,6 +2922,45 @@ fn invariant_completed_ids_increase_can_fail() {
         violated(check_step(&before, &store(1, true), &step, &before)),
         names::COMPLETED_INCREASE
     );
+    // The same id completing again is not an increase either.
+    let mut again = before.clone();
+    again.completed = Default::default();
+    again.completed.push_back(fake_completed(1, false));
+    assert_eq!(
+        violated(check_step(&again, &store(1, true), &step, &again)),
+        names::COMPLETED_INCREASE
+    );
+}
+
+#[test]
+fn invariant_discard_once_counts_each_delivery_of_a_handle() {
+    // A handle delivered twice is owed two discards, not three.
+    let s = base().s;
+    let mut ledger = HandleLedger::new();
+    let delivered = fake_step(
+        vec![],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+    for _ in 0..2 {
+        // Not retained by `s`: each observation reports the debt as a leak,
+        // and the ledger keeps it.
+        let _ = ledger.observe(&ack(1, 1, 77), &delivered, &s);
+    }
+    let discarded = |n: usize| {
+        fake_step(
+            vec![e_discard(1, 77); n],
+            ignored(Ignored::CheckpointDiscarded),
+        )
+    };
+    let mut twice = ledger.clone();
+    assert_eq!(twice.observe(&Ev::StopScheduler, &discarded(2), &s), Ok(()));
+    assert_eq!(
+        violated(ledger.observe(&Ev::StopScheduler, &discarded(3), &s)),
+        names::DISCARD_ONCE
+    );
 }
 
 #[test]
