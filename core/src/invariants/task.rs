@@ -933,6 +933,39 @@ mod tests {
     }
 
     #[test]
+    fn the_monitor_remembers_each_live_write_result_and_async_part() {
+        let mut s = fresh();
+        let mut m = TaskMonitor::new();
+        let story = [
+            TaskEvent::BarrierReceived {
+                checkpoint: cp(1),
+                via: Thread::Netty,
+            },
+            TaskEvent::CheckpointMail { checkpoint: cp(1) },
+            TaskEvent::BarrierReceived {
+                checkpoint: cp(2),
+                via: Thread::Netty,
+            },
+            TaskEvent::WriterCompleted { checkpoint: cp(1) },
+            TaskEvent::AsyncPartCompleted {
+                checkpoint: cp(1),
+                handle: StateHandle(1),
+            },
+            TaskEvent::CheckpointMail { checkpoint: cp(2) },
+        ];
+        let mut counts = Vec::new();
+        for ev in story {
+            assert_eq!(run(&mut s, &mut m, ev), Ok(()));
+            counts.push((m.remembered(), m.leaked().len()));
+        }
+        // (remembered, write results live): result 1; + async part 1;
+        // + result 2; result 1 settled but its part still runs; part 1
+        // acked, so result 1 and part 1 are forgotten (the ack is at the
+        // executed floor); + async part 2.
+        assert_eq!(counts, [(1, 1), (2, 1), (3, 2), (3, 2), (1, 1), (2, 1)]);
+    }
+
+    #[test]
     fn monitor_memory_stays_bounded_over_a_long_story() {
         let mut s = fresh();
         let mut m = TaskMonitor::new();
