@@ -586,3 +586,33 @@ fn the_number_source_emits_its_ids_keyed_round_robin_and_refuses_input() {
     assert!(src.process(out[0].clone(), &mut sink).is_err());
     assert!(sink.is_empty());
 }
+
+/// A job whose edges are not a forest of in-range tasks without self-loops
+/// does not start: a typed topology error, nothing opened.
+#[test]
+fn a_job_with_a_bad_edge_is_refused_before_it_starts() {
+    use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig};
+    use ckpt_core::host::runtime::{Job, JobError};
+    use std::sync::atomic::AtomicU64;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // A self-loop on the source (which has no upstream yet), and edges out
+    // of range on either end.
+    for bad in [(0, 0), (0, 3), (3, 0)] {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::default());
+        let mut spec = pipeline_spec(
+            &PipelineConfig::default(),
+            Arc::clone(&fs),
+            Arc::new(AtomicU64::new(0)),
+        );
+        spec.edges.push((TaskId(bad.0), TaskId(bad.1)));
+        let started = rt.block_on(Job::start(spec, Arc::clone(&fs)));
+        assert!(
+            matches!(started, Err(JobError::Topology(_))),
+            "edge {bad:?} was accepted"
+        );
+        assert!(fs.list(CHECKPOINT_DIR).unwrap().is_empty());
+    }
+}
