@@ -616,3 +616,21 @@ fn a_job_with_a_bad_edge_is_refused_before_it_starts() {
         assert!(fs.list(CHECKPOINT_DIR).unwrap().is_empty());
     }
 }
+
+/// A job spec's debug form shows its shape (the operators, closures, are
+/// elided).
+#[test]
+fn a_job_spec_debug_form_shows_its_tasks_and_edges() {
+    use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig};
+    use std::sync::atomic::AtomicU64;
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::default());
+    let spec = pipeline_spec(&PipelineConfig::default(), fs, Arc::new(AtomicU64::new(0)));
+    let shown = format!("{spec:?}");
+    assert!(shown.starts_with("JobSpec {"), "{shown}");
+    assert!(shown.contains("tasks: 3"), "{shown}");
+    assert!(
+        shown.contains("edges: [(TaskId(0), TaskId(1)), (TaskId(1), TaskId(2))]"),
+        "{shown}"
+    );
+    assert!(shown.ends_with(".. }"), "{shown}");
+}
