@@ -583,7 +583,7 @@ fn the_number_source_emits_its_ids_keyed_round_robin_and_refuses_input() {
     let got: Vec<(u64, u64)> = out.iter().map(|r| (r.id, r.key)).collect();
     assert_eq!(got, [(0, 0), (1, 1), (2, 2), (3, 0), (4, 1)]);
     let mut sink = Vec::new();
-    assert!(src.process(out[0].clone(), &mut sink).is_err());
+    assert!(src.process(out[0], &mut sink).is_err());
     assert!(sink.is_empty());
 }
 
