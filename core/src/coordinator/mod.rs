@@ -720,9 +720,11 @@ pub enum CoordinatorError {
     /// Restore of the latest checkpoint with none available.
     #[error("no completed checkpoint available to restore")]
     NoCheckpointToRestore,
-    /// A savepoint restore while checkpoints are pending or in flight, or
-    /// with an id not above the ids already used.
-    #[error("cannot restore savepoint {0}: checkpoints are active or newer ids were used")]
+    /// A savepoint restore while checkpoints are pending or in flight, with
+    /// an id not above the ids already used, or with a state handle a
+    /// retained checkpoint holds (evicting one would discard the other's
+    /// state: handles are not shared between checkpoints here).
+    #[error("cannot restore savepoint {0}: checkpoints are active, newer ids were used, or its state is another checkpoint's")]
     SavepointRestoreConflict(CheckpointId),
     /// `Recover` for a coordinator that is not fresh, or with checkpoints
     /// out of id order, more than `retained_max` of them, or an id above the
@@ -744,6 +746,10 @@ pub enum RecoverProblem {
     TooMany,
     /// A checkpoint id above the id counter's last id.
     IdAboveCounter,
+    /// A state handle in two of the checkpoints. Each handle belongs to one
+    /// checkpoint here (no shared, incremental state): evicting one of them
+    /// would discard state the other still holds.
+    SharedHandle,
 }
 
 /// The result of one event.

@@ -1123,7 +1123,12 @@ impl CoordinatorState {
                 };
                 let conflict = !self.pending.is_empty()
                     || self.in_flight.is_some()
-                    || self.last_id.is_some_and(|l| checkpoint <= l);
+                    || self.last_id.is_some_and(|l| checkpoint <= l)
+                    || self
+                        .completed
+                        .iter()
+                        .flat_map(Completed::handles)
+                        .any(|h| handles.contains(&h));
                 if conflict {
                     return Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(
                         checkpoint,
@@ -1179,6 +1184,8 @@ impl CoordinatorState {
             .any(|c| last_id.is_none_or(|l| c.checkpoint > l))
         {
             Some(RecoverProblem::IdAboveCounter)
+        } else if shares_a_handle(&checkpoints) {
+            Some(RecoverProblem::SharedHandle)
         } else {
             None
         };
@@ -1262,6 +1269,19 @@ fn unreachable_branch(which: Unreachable) -> Outcome {
 enum Recheck {
     Queue,
     Reject(TriggerRejection),
+}
+
+/// Whether a state handle appears in two of `checkpoints` (repeats within
+/// one checkpoint are its own business: they go when it goes).
+fn shares_a_handle(checkpoints: &[RecoveredCheckpoint]) -> bool {
+    let mut seen: Vec<(StateHandle, usize)> = checkpoints
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| c.handles.iter().map(move |h| (*h, i)))
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.windows(2).any(|w| w[0].0 == w[1].0)
 }
 
 /// Whether `checkpoints` can be what a store holds, in the order it

@@ -3515,11 +3515,64 @@ fn recover_is_refused_unless_fresh_ordered_bounded_and_below_the_counter() {
         problem(&mut h, vec![recovered(3, &[])], None),
         reject(RecoverProblem::IdAboveCounter)
     );
-    h.user_cp(0, 1);
+    // A state handle in two checkpoints: evicting the older would discard
+    // the newer's state (found by the coordinator_events fuzz target).
+    assert_eq!(
+        problem(&mut h, vec![sp(1), recovered(2, &[7, 8])], Some(2)),
+        Outcome::Applied(Applied::Recovered {
+            latest: Some(cp(2))
+        })
+    );
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 2,
+        ..settings()
+    });
+    assert_eq!(
+        problem(
+            &mut h,
+            vec![recovered(1, &[7, 9]), recovered(2, &[8, 9])],
+            Some(2)
+        ),
+        reject(RecoverProblem::SharedHandle)
+    );
+    // A handle twice in one checkpoint is that checkpoint's own.
+    assert!(problem(&mut h, vec![recovered(1, &[7, 7])], Some(2)).is_applied());
+    h.user_cp(0, 3);
     assert_eq!(
         problem(&mut h, vec![], Some(4)),
         reject(RecoverProblem::NotFresh)
     );
+}
+
+#[test]
+fn a_savepoint_holding_a_retained_checkpoints_state_is_not_restored() {
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 1,
+        ..settings()
+    });
+    let recovered_one = h.step(
+        0,
+        Ev::Recover {
+            checkpoints: vec![recovered(1, &[7, 8])],
+            last_id: Some(cp(1)),
+        },
+    );
+    assert!(recovered_one.outcome.is_applied());
+    // Restoring it would evict checkpoint 1 and discard handle 8, which the
+    // savepoint holds.
+    let before = h.s.clone();
+    h.expect(
+        1,
+        Ev::Restore {
+            source: RestoreSource::Savepoint {
+                checkpoint: cp(5),
+                handles: vec![hd(8)],
+            },
+        },
+        vec![],
+        Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(cp(5))),
+    );
+    assert_eq!(h.s.completed().count(), before.completed().count());
 }
 
 #[test]
