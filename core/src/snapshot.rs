@@ -149,6 +149,10 @@ pub enum Corruption {
     /// The trigger queue is not in priority order (highest first).
     #[error("the trigger queue is not in priority order")]
     QueueOrder,
+    /// A state handle retained by two completed checkpoints (each handle
+    /// belongs to one: evicting one would discard the other's state).
+    #[error("state handle {0} is retained by two completed checkpoints")]
+    SharedHandle(crate::types::StateHandle),
 }
 
 /// A trigger request, as persisted.
@@ -504,6 +508,21 @@ impl CoordinatorState {
             .any(|w| w[0].kind.priority() < w[1].kind.priority())
         {
             return Err(corrupt(Corruption::QueueOrder));
+        }
+        let mut retained: Vec<(crate::types::StateHandle, usize)> = completed
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| {
+                c.handles.iter().filter_map(move |a| match a {
+                    AckSlot::Acked(Some(h)) => Some((*h, i)),
+                    AckSlot::Acked(None) | AckSlot::Waiting => None,
+                })
+            })
+            .collect();
+        retained.sort_unstable();
+        retained.dedup();
+        if let Some(w) = retained.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(corrupt(Corruption::SharedHandle(w[0].0)));
         }
         let known = |checkpoint: CheckpointId| {
             if last_id.is_some_and(|l| checkpoint <= l) {

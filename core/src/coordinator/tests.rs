@@ -3545,6 +3545,32 @@ fn recover_is_refused_unless_fresh_ordered_bounded_and_below_the_counter() {
 }
 
 #[test]
+fn a_snapshot_whose_retained_checkpoints_share_a_handle_is_refused() {
+    use crate::snapshot::{Corruption, SnapshotError};
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 2,
+        ..settings()
+    });
+    h.step(
+        0,
+        Ev::Recover {
+            checkpoints: vec![recovered(1, &[7, 8]), recovered(2, &[9])],
+            last_id: Some(cp(2)),
+        },
+    );
+    let snap = h.s.snapshot();
+    assert!(CoordinatorState::from_snapshot(snap.clone()).is_ok());
+    let mut shared = snap;
+    shared.completed[1]
+        .handles
+        .push(AckSlot::Acked(Some(hd(8))));
+    assert_eq!(
+        CoordinatorState::from_snapshot(shared),
+        Err(SnapshotError::Corrupt(Corruption::SharedHandle(hd(8))))
+    );
+}
+
+#[test]
 fn a_savepoint_holding_a_retained_checkpoints_state_is_not_restored() {
     let mut h = H::with(CoordinatorSettings {
         retained_max: 1,
