@@ -509,20 +509,14 @@ impl CoordinatorState {
         {
             return Err(corrupt(Corruption::QueueOrder));
         }
-        let mut retained: Vec<(crate::types::StateHandle, usize)> = completed
-            .iter()
-            .enumerate()
-            .flat_map(|(i, c)| {
-                c.handles.iter().filter_map(move |a| match a {
-                    AckSlot::Acked(Some(h)) => Some((*h, i)),
-                    AckSlot::Acked(None) | AckSlot::Waiting => None,
-                })
+        let retained = completed.iter().map(|c| {
+            c.handles.iter().filter_map(|a| match a {
+                AckSlot::Acked(h) => *h,
+                AckSlot::Waiting => None,
             })
-            .collect();
-        retained.sort_unstable();
-        retained.dedup();
-        if let Some(w) = retained.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(corrupt(Corruption::SharedHandle(w[0].0)));
+        });
+        if let Some(h) = crate::coordinator::shared_handle(retained) {
+            return Err(corrupt(Corruption::SharedHandle(h)));
         }
         let known = |checkpoint: CheckpointId| {
             if last_id.is_some_and(|l| checkpoint <= l) {

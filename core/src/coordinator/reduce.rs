@@ -1184,7 +1184,9 @@ impl CoordinatorState {
             .any(|c| last_id.is_none_or(|l| c.checkpoint > l))
         {
             Some(RecoverProblem::IdAboveCounter)
-        } else if shares_a_handle(&checkpoints) {
+        } else if super::state::shared_handle(checkpoints.iter().map(|c| c.handles.iter().copied()))
+            .is_some()
+        {
             Some(RecoverProblem::SharedHandle)
         } else {
             None
@@ -1269,19 +1271,6 @@ fn unreachable_branch(which: Unreachable) -> Outcome {
 enum Recheck {
     Queue,
     Reject(TriggerRejection),
-}
-
-/// Whether a state handle appears in two of `checkpoints` (repeats within
-/// one checkpoint are its own business: they go when it goes).
-fn shares_a_handle(checkpoints: &[RecoveredCheckpoint]) -> bool {
-    let mut seen: Vec<(StateHandle, usize)> = checkpoints
-        .iter()
-        .enumerate()
-        .flat_map(|(i, c)| c.handles.iter().map(move |h| (*h, i)))
-        .collect();
-    seen.sort_unstable();
-    seen.dedup();
-    seen.windows(2).any(|w| w[0].0 == w[1].0)
 }
 
 /// Whether `checkpoints` can be what a store holds, in the order it
