@@ -631,11 +631,16 @@ impl Sim {
     pub fn may_fire(&self, s: &World, timer: Timer) -> bool {
         s.violation.is_none()
             && s.coord.timer_deadline(timer).is_some()
-            && match timer {
-                // The periodic trigger is bounded by the checkpoint budget.
-                Timer::Periodic => s.used.triggers < self.cfg.checkpoints,
-                Timer::Timeout(_) => true,
-            }
+            && self.within_budget(s, timer)
+    }
+
+    /// Whether an armed timer may fire as far as the run's budget goes (the
+    /// periodic trigger is bounded by the checkpoint budget).
+    fn within_budget(&self, s: &World, timer: Timer) -> bool {
+        match timer {
+            Timer::Periodic => s.used.triggers < self.cfg.checkpoints,
+            Timer::Timeout(_) => true,
+        }
     }
 
     /// Every action enabled in `s`, in a fixed order.
@@ -643,8 +648,10 @@ impl Sim {
         if s.violation.is_some() {
             return;
         }
+        // Every listed timer is armed and the violation was checked above:
+        // only the budget is left to ask (this is the model's hot path).
         for (timer, _) in s.coord.timers() {
-            if self.may_fire(s, *timer) {
+            if self.within_budget(s, *timer) {
                 out.push(Action::Fire(*timer));
             }
         }
