@@ -1,0 +1,192 @@
+//! The async host's lifecycle and counters, pinned against its own trace:
+//! every event the host counts is one it recorded, every attempt's reducer
+//! is closed when the job stops or fails over, dropping the handle stops the
+//! coordinator, and the simulated I/O latency delays every state write.
+//!
+//! These run on a real (current-thread) tokio runtime with an in-memory file
+//! system; no assertion is on wall-clock speed, only on the order and the
+//! timestamps the host recorded.
+#![cfg(not(loom))]
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ckpt_core::coordinator::JobStatus;
+use ckpt_core::host::fs::{Fs, MemFs};
+use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig};
+use ckpt_core::host::runtime::{Job, JobOptions};
+use ckpt_core::task::TaskEvent;
+use ckpt_core::trace::{Trace, TraceLine};
+use ckpt_core::{CheckpointId, Millis, TaskId};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// A short, rate-limited pipeline with invariants checked and a trace.
+fn config(records: u64, io_latency_ms: u64) -> PipelineConfig {
+    PipelineConfig {
+        records,
+        keys: 4,
+        interval_ms: 20,
+        timeout_ms: 5_000,
+        retained: 2,
+        rate_per_sec: 20_000,
+        options: JobOptions {
+            check_invariants: true,
+            record_trace: true,
+            io_latency_ms,
+            ..JobOptions::default()
+        },
+    }
+}
+
+/// Task events recorded per trace key (task attempt), in order.
+fn task_lines(trace: &Trace) -> BTreeMap<TaskId, Vec<(Millis, TaskEvent)>> {
+    let mut out: BTreeMap<TaskId, Vec<(Millis, TaskEvent)>> = BTreeMap::new();
+    for line in &trace.steps {
+        if let TraceLine::Task { now, task, event } = line {
+            out.entry(*task).or_default().push((*now, event.clone()));
+        }
+    }
+    out
+}
+
+fn coordinator_lines(trace: &Trace) -> usize {
+    trace
+        .steps
+        .iter()
+        .filter(|l| matches!(l, TraceLine::Coordinator { .. }))
+        .count()
+}
+
+/// Runs the pipeline until the sink committed every record, then shuts it
+/// down; returns the final counters and the trace.
+fn run_to_end(
+    cfg: &PipelineConfig,
+) -> (
+    ckpt_core::host::runtime::HostStats,
+    Trace,
+    u64, // records committed
+) {
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let committed = Arc::new(AtomicU64::new(0));
+        let spec = pipeline_spec(cfg, Arc::clone(&fs), Arc::clone(&committed));
+        let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
+        let live = job.live_stats();
+        let mut waited_ms = 0;
+        while committed.load(Ordering::Relaxed) < cfg.records && waited_ms < 20_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            waited_ms += 5;
+        }
+        let stats = job.shutdown(JobStatus::Finished).await;
+        (stats, live.trace(), committed.load(Ordering::Relaxed))
+    })
+}
+
+/// The host counts exactly the events it applies: as many task events and
+/// coordinator events as its trace holds lines of each.
+#[test]
+fn the_event_counters_count_exactly_the_recorded_events() {
+    let (stats, trace, committed) = run_to_end(&config(400, 0));
+    assert_eq!(committed, 400, "{stats:?}");
+    assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+    let tasks: usize = task_lines(&trace).values().map(Vec::len).sum();
+    assert!(tasks > 0 && stats.completed > 0, "{stats:?}");
+    assert_eq!(stats.task_events, u64::try_from(tasks).unwrap());
+    assert_eq!(
+        stats.coordinator_events,
+        u64::try_from(coordinator_lines(&trace)).unwrap()
+    );
+}
+
+/// Every attempt the host declared is closed (`Close`, its last event) when
+/// the job shuts down: no reducer is left open, none is closed twice.
+#[test]
+fn shutdown_closes_every_attempts_reducer_last() {
+    let (stats, trace, _) = run_to_end(&config(300, 0));
+    assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+    let lines = task_lines(&trace);
+    assert_eq!(trace.tasks.len(), 3, "one attempt per task, no failover");
+    for (key, _) in &trace.tasks {
+        let events = lines.get(key).expect("every declared attempt ran");
+        let closes = events
+            .iter()
+            .filter(|(_, e)| matches!(e, TaskEvent::Close))
+            .count();
+        assert_eq!(closes, 1, "attempt {key}: {closes} Close events");
+        assert!(
+            matches!(events.last(), Some((_, TaskEvent::Close))),
+            "attempt {key} ends with {:?}",
+            events.last()
+        );
+    }
+}
+
+/// With a simulated I/O latency, no task's state write completes sooner
+/// than that latency after the task started the checkpoint.
+#[test]
+fn io_latency_delays_every_state_write() {
+    let latency_ms = 30;
+    let (stats, trace, committed) = run_to_end(&config(300, latency_ms));
+    assert_eq!(committed, 300, "{stats:?}");
+    let mut writes = 0;
+    for (key, events) in task_lines(&trace) {
+        let mut started: BTreeMap<CheckpointId, Millis> = BTreeMap::new();
+        for (now, e) in events {
+            match e {
+                TaskEvent::TriggerCheckpoint { checkpoint }
+                | TaskEvent::BarrierReceived { checkpoint, .. } => {
+                    started.entry(checkpoint).or_insert(now);
+                }
+                TaskEvent::AsyncPartCompleted { checkpoint, .. } => {
+                    let from = started[&checkpoint];
+                    assert!(
+                        now.0 >= from.0 + latency_ms,
+                        "attempt {key}: checkpoint {checkpoint} written {} ms after it started",
+                        now.0 - from.0
+                    );
+                    writes += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(writes >= 3, "only {writes} state writes");
+}
+
+/// Dropping the job's handle without a shutdown stops the coordinator: no
+/// checkpoint completes afterwards (they were completing before).
+#[test]
+fn dropping_the_handle_stops_the_coordinator() {
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let cfg = config(u64::MAX, 0);
+        let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
+        let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
+        let live = job.live_stats();
+        let mut completions = job.completions();
+        while *completions.borrow_and_update() < 2 {
+            completions.changed().await.expect("the driver runs");
+        }
+        drop(job);
+        let at_drop = live.snapshot().completed;
+        let events_at_drop = live.trace().steps.len();
+        // Ten checkpoint intervals.
+        tokio::time::sleep(Duration::from_millis(10 * cfg.interval_ms)).await;
+        assert_eq!(live.snapshot().completed, at_drop);
+        let coordinator_after = live.trace().steps[events_at_drop..]
+            .iter()
+            .filter(|l| matches!(l, TraceLine::Coordinator { .. }))
+            .count();
+        assert_eq!(coordinator_after, 0, "the coordinator ran on");
+    });
+}
