@@ -196,14 +196,12 @@ fn walk(
         let Some(a) = enabled.get(rng.below(enabled.len())).copied() else {
             return (actions, WalkEnd::Cut);
         };
-        match model.next_state(&state, a) {
-            Some(next) => {
-                actions.push(a);
-                state = next;
-            }
+        // One world per walk, stepped in place (no copy per step).
+        if !model.sim.step_in_place(&mut state, a, None) {
             // Enabled actions always step; treat the impossible as a cut.
-            None => return (actions, WalkEnd::Cut),
+            return (actions, WalkEnd::Cut);
         }
+        actions.push(a);
     }
 }
 
@@ -347,7 +345,9 @@ fn replay_violation(
 ) -> Option<ckpt_core::invariants::Violation> {
     let mut s = model.sim.init();
     for a in actions {
-        s = model.sim.step(&s, *a, None)?;
+        if !model.sim.step_in_place(&mut s, *a, None) {
+            return None;
+        }
     }
     s.violation
 }

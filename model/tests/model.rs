@@ -524,3 +524,79 @@ fn shards_find_a_legacy_violation_with_the_single_run_shortest_counterexample() 
         assert_eq!(shortest, cx.map(|c| c.1), "{n} shards");
     }
 }
+
+/// `Sim::step_in_place` (what the story driver and the random walks use)
+/// does exactly what `Sim::step` does to a copy, and leaves the world
+/// untouched when it refuses: on random walks through a world with every
+/// kind of fault and failover, every enabled action and every action that
+/// was enabled earlier in the walk (most of them stale now) is tried both
+/// ways on the current world.
+#[test]
+fn stepping_in_place_equals_stepping_a_copy_and_a_refusal_touches_nothing() {
+    use ckpt_model::Sim;
+    let cfg = ModelConfig {
+        tasks: 3,
+        checkpoints: 2,
+        network: Network::ReorderDupDrop,
+        faults: 2,
+        io_faults: true,
+        task_faults: true,
+        savepoints: 1,
+        task_failures: 1,
+        scheduler_restarts: 1,
+        user_checkpoints: 1,
+        master_hooks: 1,
+        coordinator_failovers: 1,
+        job_failovers: 1,
+        end_of_input: 1,
+        tolerable_failures: 0,
+        ..ModelConfig::default()
+    };
+    let sim = Sim::new(cfg);
+    let (mut refused, mut stepped) = (0_usize, 0_usize);
+    let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _walk in 0..60 {
+        let mut s = sim.init();
+        let mut seen: Vec<ckpt_model::Action> = Vec::new();
+        for _depth in 0..80 {
+            let mut enabled = Vec::new();
+            sim.enabled(&s, &mut enabled);
+            if enabled.is_empty() {
+                break;
+            }
+            for a in &enabled {
+                if !seen.contains(a) {
+                    seen.push(*a);
+                }
+            }
+            for a in &seen {
+                let mut log_copy = Vec::new();
+                let mut log_in_place = Vec::new();
+                let copy = sim.step(&s, *a, Some(&mut log_copy));
+                let mut w = s.clone();
+                let took = sim.step_in_place(&mut w, *a, Some(&mut log_in_place));
+                match copy {
+                    Some(n) => {
+                        assert!(took, "{a:?}: refused in place, taken on a copy");
+                        assert_eq!(w, n, "{a:?}");
+                        assert_eq!(log_in_place, log_copy, "{a:?}");
+                        stepped += 1;
+                    }
+                    None => {
+                        assert!(!took, "{a:?}: taken in place, refused on a copy");
+                        assert_eq!(w, s, "{a:?}: a refusal changed the world");
+                        assert!(log_in_place.is_empty(), "{a:?}");
+                        refused += 1;
+                    }
+                }
+            }
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let i = usize::try_from(rng % enabled.len() as u64).unwrap();
+            assert!(sim.step_in_place(&mut s, enabled[i], None));
+        }
+    }
+    // Both sides were exercised, many times.
+    assert!(stepped > 1_000 && refused > 1_000, "{stepped} {refused}");
+}

@@ -750,26 +750,40 @@ impl Sim {
     /// Runs one action on a copy of `s`, appending what was delivered to
     /// `log`; `None` when the action is not enabled.
     pub fn step(&self, s: &World, a: Action, log: Option<&mut Vec<Delivery>>) -> Option<World> {
-        let mut n = self.step_unsealed(s, a, log)?;
-        n.seal();
-        Some(n)
+        let mut n = s.clone();
+        self.step_in_place(&mut n, a, log).then_some(n)
     }
 
-    fn step_unsealed(
+    /// Runs one action on `w` itself (what [`Sim::step`] does to its copy),
+    /// for drivers that keep one world and never look back (the story
+    /// driver, random walks): no copy of the world per step. `false`, and
+    /// `w` untouched, when the action is not enabled: every refusal below
+    /// is decided before the first write (`model/tests/model.rs` checks
+    /// both against [`Sim::step`] on every action of random walks).
+    pub fn step_in_place(&self, w: &mut World, a: Action, log: Option<&mut Vec<Delivery>>) -> bool {
+        if self.apply_action(w, a, log).is_none() {
+            return false;
+        }
+        w.seal();
+        true
+    }
+
+    /// The body of [`Sim::step_in_place`]; `None` before any write when
+    /// `a` is not enabled.
+    fn apply_action(
         &self,
-        s: &World,
+        n: &mut World,
         a: Action,
         mut log: Option<&mut Vec<Delivery>>,
-    ) -> Option<World> {
-        let mut n = s.clone();
+    ) -> Option<()> {
         match a {
             Action::Fire(timer) => {
-                let deadline = s.coord.timer_deadline(timer)?;
+                let deadline = n.coord.timer_deadline(timer)?;
                 if timer == Timer::Periodic {
                     n.used.triggers = n.used.triggers.saturating_add(1);
                 }
                 n.now = deadline.max(n.now);
-                self.coord_event(&mut n, CEv::TimerFired { timer }, log.as_deref_mut());
+                self.coord_event(n, CEv::TimerFired { timer }, log.as_deref_mut());
             }
             Action::Answer(io, ok) => {
                 let i = n.io.iter().position(|x| *x == io)?;
@@ -788,7 +802,7 @@ impl Sim {
                         IoAnswer::Ok { id }
                     }
                     (Io::Store(checkpoint), true) => {
-                        self.commit(&mut n, checkpoint);
+                        self.commit(n, checkpoint);
                         IoAnswer::Ok { id: checkpoint }
                     }
                     (Io::Hooks(id) | Io::Finalize(id), true) => IoAnswer::Ok { id },
@@ -801,9 +815,9 @@ impl Sim {
                         IoAnswer::Failed(IoFailure("injected".into()))
                     }
                 };
-                self.coord_event(&mut n, io.request().answer(answer), log.as_deref_mut());
+                self.coord_event(n, io.request().answer(answer), log.as_deref_mut());
                 if let Io::Finalize(c) | Io::Store(c) = io {
-                    self.resolve_in_doubt(&mut n, c);
+                    self.resolve_in_doubt(n, c);
                 }
             }
             Action::Deliver(m) => {
@@ -814,19 +828,16 @@ impl Sim {
                         task,
                         attempt,
                         mail,
-                    } => Self::push_mail(&mut n, task, attempt, mail),
+                    } => Self::push_mail(n, task, attempt, mail),
                     Msg::ToCoord { task, attempt, msg } => {
-                        let outcome = self.coord_event(
-                            &mut n,
-                            msg.event(JOB, task, attempt),
-                            log.as_deref_mut(),
-                        );
+                        let outcome =
+                            self.coord_event(n, msg.event(JOB, task, attempt), log.as_deref_mut());
                         if let (
                             ToCoordinator::Ack { handle, .. },
                             Outcome::Ignored(Ignored::Shutdown) | Outcome::Rejected(_),
                         ) = (msg, &outcome)
                         {
-                            Self::reclaim(&mut n, handle);
+                            Self::reclaim(n, handle);
                         }
                     }
                 }
@@ -854,7 +865,7 @@ impl Sim {
                         matches!(x, Msg::ToCoord { msg: ToCoordinator::Ack { handle: h, .. }, .. } if *h == handle)
                     });
                     if !copies {
-                        Self::reclaim(&mut n, handle);
+                        Self::reclaim(n, handle);
                     }
                 }
             }
@@ -877,7 +888,7 @@ impl Sim {
                     };
                     c.seen = c.seen.max(Some(id));
                 }
-                self.task_event(&mut n, t, head.event(), log.as_deref_mut());
+                self.task_event(n, t, head.event(), log.as_deref_mut());
             }
             Action::Mailbox(t) => {
                 let side = n.tasks.get_mut(t.0 as usize)?;
@@ -885,7 +896,7 @@ impl Sim {
                     return None;
                 }
                 let mail = side.mailbox.remove(0);
-                self.task_event(&mut n, t, mail.event(), log.as_deref_mut());
+                self.task_event(n, t, mail.event(), log.as_deref_mut());
             }
             Action::Writer(t, checkpoint, ok) => {
                 let ev = if ok {
@@ -894,7 +905,7 @@ impl Sim {
                     n.used.faults = n.used.faults.saturating_add(1);
                     TEv::WriterFailed { checkpoint }
                 };
-                self.task_event(&mut n, t, ev, log.as_deref_mut());
+                self.task_event(n, t, ev, log.as_deref_mut());
             }
             Action::Async(t, checkpoint, ok) => {
                 let ev = if ok {
@@ -908,23 +919,23 @@ impl Sim {
                     n.used.faults = n.used.faults.saturating_add(1);
                     TEv::AsyncPartFailed { checkpoint }
                 };
-                self.task_event(&mut n, t, ev, log.as_deref_mut());
+                self.task_event(n, t, ev, log.as_deref_mut());
             }
             Action::Shutdown => {
                 let status = JobStatus::Canceled;
-                self.coord_event(&mut n, CEv::Shutdown { status }, log.as_deref_mut());
+                self.coord_event(n, CEv::Shutdown { status }, log.as_deref_mut());
             }
             Action::Savepoint => {
                 n.used.savepoints = n.used.savepoints.saturating_add(1);
                 let kind = TriggerKind::Savepoint {
                     target: "sp".into(),
                 };
-                self.coord_event(&mut n, CEv::Trigger { kind }, log.as_deref_mut());
+                self.coord_event(n, CEv::Trigger { kind }, log.as_deref_mut());
             }
             Action::UserCheckpoint { forced } => {
                 n.used.user_checkpoints = n.used.user_checkpoints.saturating_add(1);
                 let kind = TriggerKind::Checkpoint { forced };
-                self.coord_event(&mut n, CEv::Trigger { kind }, log.as_deref_mut());
+                self.coord_event(n, CEv::Trigger { kind }, log.as_deref_mut());
             }
             Action::FailTask(t) => {
                 if n.tasks.get(t.0 as usize)?.is_down() {
@@ -932,7 +943,7 @@ impl Sim {
                 }
                 n.used.task_failures = n.used.task_failures.saturating_add(1);
                 n.history.disrupted = true;
-                self.task_event(&mut n, t, TEv::OperatorFailed, log.as_deref_mut());
+                self.task_event(n, t, TEv::OperatorFailed, log.as_deref_mut());
                 let side = n.tasks.get_mut(t.0 as usize)?;
                 // The failed attempt runs nothing more: its mailbox and input
                 // buffers go with it (its writer and async work are read from
@@ -942,11 +953,7 @@ impl Sim {
                     c.queue.clear();
                 }
                 let attempt = side.attempt;
-                self.coord_event(
-                    &mut n,
-                    CEv::TaskFailed { task: t, attempt },
-                    log.as_deref_mut(),
-                );
+                self.coord_event(n, CEv::TaskFailed { task: t, attempt }, log.as_deref_mut());
             }
             Action::RestartTask(t) => {
                 let fresh = self.fresh_task();
@@ -956,20 +963,16 @@ impl Sim {
                 }
                 side.restart(fresh);
                 let attempt = side.attempt;
-                self.coord_event(
-                    &mut n,
-                    CEv::TaskRunning { task: t, attempt },
-                    log.as_deref_mut(),
-                );
+                self.coord_event(n, CEv::TaskRunning { task: t, attempt }, log.as_deref_mut());
             }
             Action::StopScheduler => {
                 n.used.scheduler_stops = n.used.scheduler_stops.saturating_add(1);
                 n.scheduler_stopped = true;
-                self.coord_event(&mut n, CEv::StopScheduler, log.as_deref_mut());
+                self.coord_event(n, CEv::StopScheduler, log.as_deref_mut());
             }
             Action::StartScheduler => {
                 n.scheduler_stopped = false;
-                self.coord_event(&mut n, CEv::StartScheduler, log.as_deref_mut());
+                self.coord_event(n, CEv::StartScheduler, log.as_deref_mut());
             }
             Action::CoordinatorFailover { commit } => {
                 let storing = n.io.iter().find_map(|x| match x {
@@ -981,11 +984,11 @@ impl Sim {
                 }
                 n.used.coordinator_failovers = n.used.coordinator_failovers.saturating_add(1);
                 n.history.disrupted = true;
-                self.coordinator_failover(&mut n, storing.filter(|_| commit), log.as_deref_mut());
+                self.coordinator_failover(n, storing.filter(|_| commit), log.as_deref_mut());
             }
             Action::EndOfInput(t) => {
                 n.used.end_of_input = n.used.end_of_input.saturating_add(1);
-                self.task_event(&mut n, t, TEv::EndOfInput, log.as_deref_mut());
+                self.task_event(n, t, TEv::EndOfInput, log.as_deref_mut());
             }
             Action::JobFailover => {
                 if !n.job_failover_due {
@@ -994,13 +997,13 @@ impl Sim {
                 n.used.job_failovers = n.used.job_failovers.saturating_add(1);
                 n.history.disrupted = true;
                 n.job_failover_due = false;
-                self.job_failover(&mut n, log.as_deref_mut());
+                self.job_failover(n, log.as_deref_mut());
             }
         }
         if n.violation.is_none() && n.quiet() {
-            self.check_quiet(&mut n, log);
+            self.check_quiet(n, log);
         }
-        Some(n)
+        Some(())
     }
 
     /// At quiescence: no task holds a write result, and no result any task
