@@ -149,11 +149,19 @@ impl TaskState {
     /// Results the writer is still writing (writer work outstanding).
     #[must_use]
     pub fn writer_in_progress(&self) -> Vec<CheckpointId> {
-        self.results
-            .iter()
+        self.writer_in_progress_iter().collect()
+    }
+
+    /// [`TaskState::writer_in_progress`] without the `Vec`, ascending (the
+    /// model lists every state's enabled actions through this: an empty map
+    /// costs no iterator, which in imbl allocates).
+    pub fn writer_in_progress_iter(&self) -> impl Iterator<Item = CheckpointId> + '_ {
+        let results = (!self.results.is_empty()).then(|| self.results.iter());
+        results
+            .into_iter()
+            .flatten()
             .filter(|(_, st)| matches!(st, ResultStatus::InProgress))
             .map(|(k, _)| *k)
-            .collect()
     }
 
     /// Checkpoint mails scheduled and not yet run, ascending.
@@ -165,7 +173,14 @@ impl TaskState {
     /// Async snapshot parts running, ascending.
     #[must_use]
     pub fn async_parts(&self) -> Vec<CheckpointId> {
-        self.async_parts.iter().copied().collect()
+        self.async_parts_iter().collect()
+    }
+
+    /// [`TaskState::async_parts`] without the `Vec`, ascending (as
+    /// [`TaskState::writer_in_progress_iter`]).
+    pub fn async_parts_iter(&self) -> impl Iterator<Item = CheckpointId> + '_ {
+        let parts = (!self.async_parts.is_empty()).then(|| self.async_parts.iter());
+        parts.into_iter().flatten().copied()
     }
 
     /// Ids remembered as aborted, ascending.
@@ -194,9 +209,6 @@ impl TaskState {
     pub fn has_outstanding_work(&self) -> bool {
         !self.pending_mails.is_empty()
             || !self.async_parts.is_empty()
-            || self
-                .results
-                .values()
-                .any(|st| matches!(st, ResultStatus::InProgress))
+            || self.writer_in_progress_iter().next().is_some()
     }
 }

@@ -687,13 +687,13 @@ impl Sim {
                 out.push(Action::Mailbox(t));
             }
             let faults = budget && self.cfg.task_faults;
-            for cp in side.st.writer_in_progress() {
+            for cp in side.st.writer_in_progress_iter() {
                 out.push(Action::Writer(t, cp, true));
                 if faults {
                     out.push(Action::Writer(t, cp, false));
                 }
             }
-            for cp in side.st.async_parts() {
+            for cp in side.st.async_parts_iter() {
                 out.push(Action::Async(t, cp, true));
                 if faults {
                     out.push(Action::Async(t, cp, false));
