@@ -634,3 +634,89 @@ fn a_job_spec_debug_form_shows_its_tasks_and_edges() {
     );
     assert!(shown.ends_with(".. }"), "{shown}");
 }
+
+/// A sink that restarts removes the pending (pre-committed, never
+/// committed) transactions of its own task and no other sink's; the pending
+/// list names each file's checkpoint and task.
+#[test]
+fn a_restarted_sink_removes_only_its_own_uncommitted_transactions() {
+    use ckpt_core::host::pipeline::{pending_transactions, TwoPhaseSink, PENDING_DIR};
+    use ckpt_core::host::runtime::{Operator, Record};
+    use std::sync::atomic::AtomicU64;
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::default());
+    let mut sinks: Vec<TwoPhaseSink> = [2, 5]
+        .into_iter()
+        .map(|t| TwoPhaseSink::new(TaskId(t), Arc::clone(&fs), Arc::new(AtomicU64::new(0))))
+        .collect();
+    for s in &mut sinks {
+        s.restore(None, None).unwrap();
+        for c in [3, 4] {
+            let r = Record {
+                id: c,
+                key: 0,
+                value: 1,
+            };
+            s.process(r, &mut Vec::new()).unwrap();
+            s.snapshot(cp(c), &*fs).unwrap();
+        }
+    }
+    let all = [(3, 2), (3, 5), (4, 2), (4, 5)].map(|(c, t)| (cp(c), TaskId(t)));
+    assert_eq!(
+        pending_transactions(&*fs).unwrap(),
+        all.into_iter().collect()
+    );
+    // Task 2 restarts from scratch: its pre-commits belong to epochs that
+    // never completed; task 5's are not its to remove.
+    let mut again = TwoPhaseSink::new(TaskId(2), Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
+    again.restore(None, None).unwrap();
+    assert_eq!(
+        pending_transactions(&*fs).unwrap(),
+        [(cp(3), TaskId(5)), (cp(4), TaskId(5))]
+            .into_iter()
+            .collect()
+    );
+    assert_eq!(fs.list(PENDING_DIR).unwrap().len(), 2);
+}
+
+/// Every truncation and every flipped byte of a committed transaction file
+/// is a typed `BadTxn` from `verify_output`, never a panic nor a record.
+#[test]
+fn every_damaged_committed_transaction_is_refused_by_the_output_check() {
+    use ckpt_core::host::pipeline::{verify_output, OutputError, TwoPhaseSink, COMMITTED_DIR};
+    use ckpt_core::host::runtime::{Operator, Record};
+    use std::sync::atomic::AtomicU64;
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::default());
+    let mut sink = TwoPhaseSink::new(TaskId(2), Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
+    sink.restore(None, None).unwrap();
+    for id in 0..2 {
+        sink.process(
+            Record {
+                id,
+                key: id,
+                value: 1,
+            },
+            &mut Vec::new(),
+        )
+        .unwrap();
+    }
+    sink.snapshot(cp(1), &*fs).unwrap();
+    sink.notify_complete(cp(1), &*fs).unwrap();
+    assert_eq!(verify_output(&*fs, 2, true).unwrap().records, 2);
+    let names = fs.list(COMMITTED_DIR).unwrap();
+    assert_eq!(names.len(), 1);
+    let file = format!("{COMMITTED_DIR}/{}", names[0]);
+    let good = fs.read(&file).unwrap();
+    let mut damaged: Vec<Vec<u8>> = (0..good.len()).map(|cut| good[..cut].to_vec()).collect();
+    for i in 0..good.len() {
+        let mut b = good.clone();
+        b[i] ^= 0x01;
+        damaged.push(b);
+    }
+    for b in damaged {
+        fs.write(&file, &b).unwrap();
+        match verify_output(&*fs, 2, false) {
+            Err(OutputError::BadTxn { .. }) => {}
+            other => panic!("{} damaged bytes of {}: {other:?}", b.len(), good.len()),
+        }
+    }
+}
