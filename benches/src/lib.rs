@@ -87,8 +87,12 @@ pub fn scattered_order(tasks: u32, concurrency: usize) -> Vec<AckRef> {
     order
 }
 
-fn handle(r: AckRef) -> StateHandle {
-    StateHandle((u64::from(r.checkpoint) << 32) | u64::from(r.task))
+/// The state handle task `r.task` writes for checkpoint `id`: unique per
+/// checkpoint and task, as a host's files are (a handle reused by the next
+/// checkpoint would be state both hold, which the coordinator keeps until
+/// the last of them goes).
+fn handle(id: CheckpointId, r: AckRef) -> StateHandle {
+    StateHandle((id.0 << 32) | u64::from(r.task))
 }
 
 // ----- the coordinator --------------------------------------------------------
@@ -177,7 +181,7 @@ pub fn ack_event(ids: &[CheckpointId], r: AckRef) -> CoordinatorEvent {
         task: TaskId(r.task),
         attempt: AttemptNo(0),
         checkpoint: ids[r.checkpoint as usize],
-        state: Some(handle(r)),
+        state: Some(handle(ids[r.checkpoint as usize], r)),
     }
 }
 
@@ -307,7 +311,7 @@ impl Floor {
     pub fn ack_all(&mut self, order: &[AckRef]) {
         for r in order {
             let id = self.ids[r.checkpoint as usize];
-            let out = self.ack(id, TaskId(r.task), AttemptNo(0), Some(handle(*r)));
+            let out = self.ack(id, TaskId(r.task), AttemptNo(0), Some(handle(id, *r)));
             std::hint::black_box(out);
         }
     }
@@ -418,7 +422,7 @@ impl FlinkLike {
         for r in order {
             let id = self.ids[r.checkpoint as usize];
             let attempt = self.attempts[r.task as usize];
-            let out = self.ack(JOB, attempt, id, Some(handle(*r)));
+            let out = self.ack(JOB, attempt, id, Some(handle(id, *r)));
             std::hint::black_box(out);
         }
     }

@@ -149,10 +149,6 @@ pub enum Corruption {
     /// The trigger queue is not in priority order (highest first).
     #[error("the trigger queue is not in priority order")]
     QueueOrder,
-    /// A state handle retained by two completed checkpoints (each handle
-    /// belongs to one: evicting one would discard the other's state).
-    #[error("state handle {0} is retained by two completed checkpoints")]
-    SharedHandle(crate::types::StateHandle),
 }
 
 /// A trigger request, as persisted.
@@ -508,15 +504,6 @@ impl CoordinatorState {
             .any(|w| w[0].kind.priority() < w[1].kind.priority())
         {
             return Err(corrupt(Corruption::QueueOrder));
-        }
-        let retained = completed.iter().map(|c| {
-            c.handles.iter().filter_map(|a| match a {
-                AckSlot::Acked(h) => *h,
-                AckSlot::Waiting => None,
-            })
-        });
-        if let Some(h) = crate::coordinator::shared_handle(retained) {
-            return Err(corrupt(Corruption::SharedHandle(h)));
         }
         let known = |checkpoint: CheckpointId| {
             if last_id.is_some_and(|l| checkpoint <= l) {

@@ -28,7 +28,6 @@ fn expect_violation(name: &str, step: usize, invariant: &str) {
     }
 }
 
-#[allow(dead_code)]
 fn expect_clean(name: &str) {
     let report = replay(&load(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
     if let Some((s, v)) = report.violation {
@@ -39,6 +38,16 @@ fn expect_clean(name: &str) {
 #[test]
 fn flink_17869_legacy() {
     expect_violation("flink_17869_legacy.jsonl", 3, "no_spurious_failure");
+}
+
+/// Found by the `coordinator_events` fuzz target (2026-12-01): after a
+/// `Recover` of a checkpoint holding handle 1, a task acknowledged handle 1
+/// for a pending checkpoint; the coordinator discarded it (step 29) while
+/// the recovered checkpoint still retained it. It now keeps a handle any
+/// live checkpoint holds, and the trace replays clean.
+#[test]
+fn fuzz_coordinator_ack_of_a_retained_handle() {
+    expect_clean("fuzz_coordinator_ack_of_a_retained_handle.jsonl");
 }
 
 #[test]

@@ -53,7 +53,11 @@
 //! State handles carried by acknowledgements are owned by the coordinator from
 //! the moment an ack is `Applied` or answered with a discard; an ack that is
 //! `Ignored` without a `DiscardState` (after shutdown) or `Rejected` leaves the
-//! handle with the host.
+//! handle with the host. A handle may be held by several checkpoints
+//! (recovered checkpoints that share a file, a savepoint restored from a
+//! retained checkpoint's files, a task that sends a handle again): it is
+//! never discarded while a live checkpoint (retained, in doubt, or pending
+//! with it acknowledged) holds it, and is discarded once, with the last.
 
 mod config;
 mod reduce;
@@ -451,8 +455,9 @@ pub enum CoordinatorEffect {
         /// The checkpoint.
         checkpoint: CheckpointId,
     },
-    /// Delete a state handle nobody owns any more. Emitted exactly once per
-    /// handle the coordinator took ownership of.
+    /// Delete a state handle nobody owns any more: no live checkpoint holds
+    /// it. Emitted once per handle the coordinator took ownership of (a
+    /// handle several checkpoints held goes once, with the last of them).
     DiscardState {
         /// The checkpoint it was written for.
         checkpoint: CheckpointId,
@@ -720,11 +725,9 @@ pub enum CoordinatorError {
     /// Restore of the latest checkpoint with none available.
     #[error("no completed checkpoint available to restore")]
     NoCheckpointToRestore,
-    /// A savepoint restore while checkpoints are pending or in flight, with
-    /// an id not above the ids already used, or with a state handle a
-    /// retained checkpoint holds (evicting one would discard the other's
-    /// state: handles are not shared between checkpoints here).
-    #[error("cannot restore savepoint {0}: checkpoints are active, newer ids were used, or its state is another checkpoint's")]
+    /// A savepoint restore while checkpoints are pending or in flight, or
+    /// with an id not above the ids already used.
+    #[error("cannot restore savepoint {0}: checkpoints are active or newer ids were used")]
     SavepointRestoreConflict(CheckpointId),
     /// `Recover` for a coordinator that is not fresh, or with checkpoints
     /// out of id order, more than `retained_max` of them, or an id above the
@@ -746,10 +749,6 @@ pub enum RecoverProblem {
     TooMany,
     /// A checkpoint id above the id counter's last id.
     IdAboveCounter,
-    /// A state handle in two of the checkpoints. Each handle belongs to one
-    /// checkpoint here (no shared, incremental state): evicting one of them
-    /// would discard state the other still holds.
-    SharedHandle,
 }
 
 /// The result of one event.

@@ -656,18 +656,38 @@ impl CoordinatorState {
         }
     }
 
-    fn retained(&self, id: CheckpointId, handle: StateHandle) -> bool {
-        self.completed
-            .iter()
-            .any(|c| c.id == id && c.handles().any(|h| h == handle))
+    /// Discards the state behind `handles` (given up by checkpoint `id`,
+    /// which the state no longer holds, or never held), except the handles
+    /// a live checkpoint still holds: retained, in doubt, or acknowledged
+    /// to a pending one (a late or duplicated ack of a handle it already
+    /// holds, a task that sends a handle another checkpoint holds, or state
+    /// two recovered checkpoints share). A handle's state goes once, with
+    /// the last checkpoint that holds it, as with Flink's shared-state
+    /// registry. Each handle is discarded at most once per call. Costs one
+    /// sort of the handles still held, only when something is discarded
+    /// (aborts, evictions and refused acks; never a counted ack).
+    fn discard_unheld(&self, id: CheckpointId, handles: &mut Vec<StateHandle>, fx: &mut Fx) {
+        if handles.is_empty() {
+            return;
+        }
+        handles.sort_unstable();
+        handles.dedup();
+        let mut held = self.owned_handles();
+        held.sort_unstable();
+        for h in handles.drain(..) {
+            if held.binary_search(&h).is_err() {
+                fx.push(E::DiscardState {
+                    checkpoint: id,
+                    handle: h,
+                });
+            }
+        }
     }
 
-    fn discard(id: CheckpointId, handle: Option<StateHandle>, fx: &mut Fx) {
-        if let Some(handle) = handle {
-            fx.push(E::DiscardState {
-                checkpoint: id,
-                handle,
-            });
+    /// [`Self::discard_unheld`] for the one handle of a refused ack.
+    fn discard_one(&self, id: CheckpointId, handle: Option<StateHandle>, fx: &mut Fx) {
+        if let Some(h) = handle {
+            self.discard_unheld(id, &mut vec![h], fx);
         }
     }
 
@@ -685,21 +705,19 @@ impl CoordinatorState {
         }
         let slot = self.config.wait_slot(task);
         let Some(p) = self.pending.get_mut(&id) else {
-            // Late or unknown: discard, unless the handle is retained by the
-            // completed checkpoint it was written for (a duplicated ack that
-            // arrives after completion must not delete committed state).
+            // Late or unknown: discard, unless a live checkpoint holds the
+            // handle (a duplicated ack that arrives after completion must
+            // not delete committed state).
             let why = self.gone(id);
-            if !handle.is_some_and(|h| self.retained(id, h)) {
-                Self::discard(id, handle, fx);
-            }
+            self.discard_one(id, handle, fx);
             return Outcome::Ignored(why);
         };
         let Some(slot) = slot else {
-            Self::discard(id, handle, fx);
+            self.discard_one(id, handle, fx);
             return Outcome::Ignored(Ignored::UnknownTask);
         };
         if p.attempts.get(slot) != Some(&attempt) {
-            Self::discard(id, handle, fx);
+            self.discard_one(id, handle, fx);
             return Outcome::Ignored(Ignored::UnknownTask);
         }
         let completing = matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing);
@@ -707,21 +725,22 @@ impl CoordinatorState {
         let Some(cell) = p.acks.get_mut(slot) else {
             // Slots are sized from `tasks_to_wait` at trigger time and
             // `wait_slot` only answers indices below that size.
-            Self::discard(id, handle, fx);
+            self.discard_one(id, handle, fx);
             return unreachable_branch(Unreachable::AckSlotMissing);
         };
         match *cell {
             AckSlot::Acked(held) => {
                 // Same handle again: a duplicate delivery, nothing to free.
                 // Another handle: the second write is an orphan.
-                if held != handle {
-                    Self::discard(id, handle, fx);
-                }
-                Outcome::Ignored(if completing {
+                let outcome = Outcome::Ignored(if completing {
                     Ignored::CheckpointDiscarded
                 } else {
                     Ignored::DuplicateAck
-                })
+                });
+                if held != handle {
+                    self.discard_one(id, handle, fx);
+                }
+                outcome
             }
             AckSlot::Waiting if !completing => {
                 *cell = AckSlot::Acked(handle);
@@ -737,7 +756,7 @@ impl CoordinatorState {
                 })
             }
             AckSlot::Waiting => {
-                Self::discard(id, handle, fx);
+                self.discard_one(id, handle, fx);
                 Outcome::Ignored(Ignored::CheckpointDiscarded)
             }
         }
@@ -930,9 +949,8 @@ impl CoordinatorState {
     fn evict_completed(&mut self, fx: &mut Fx) {
         while self.completed.len() > self.config.retained_max {
             if let Some(old) = self.completed.pop_front() {
-                for h in old.handles() {
-                    Self::discard(old.id, Some(h), fx);
-                }
+                let mut handles: Vec<StateHandle> = old.handles().collect();
+                self.discard_unheld(old.id, &mut handles, fx);
             }
         }
     }
@@ -954,9 +972,8 @@ impl CoordinatorState {
         if self.completing == Some(id) {
             self.completing = None;
         }
-        for h in p.handles() {
-            Self::discard(id, Some(h), fx);
-        }
+        let mut handles: Vec<StateHandle> = p.handles().collect();
+        self.discard_unheld(id, &mut handles, fx);
         self.remember(id);
         fx.push(E::CheckpointAborted {
             checkpoint: id,
@@ -1123,12 +1140,7 @@ impl CoordinatorState {
                 };
                 let conflict = !self.pending.is_empty()
                     || self.in_flight.is_some()
-                    || self.last_id.is_some_and(|l| checkpoint <= l)
-                    || self
-                        .completed
-                        .iter()
-                        .flat_map(Completed::handles)
-                        .any(|h| handles.contains(&h));
+                    || self.last_id.is_some_and(|l| checkpoint <= l);
                 if conflict {
                     return Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(
                         checkpoint,
@@ -1184,10 +1196,6 @@ impl CoordinatorState {
             .any(|c| last_id.is_none_or(|l| c.checkpoint > l))
         {
             Some(RecoverProblem::IdAboveCounter)
-        } else if super::state::shared_handle(checkpoints.iter().map(|c| c.handles.iter().copied()))
-            .is_some()
-        {
-            Some(RecoverProblem::SharedHandle)
         } else {
             None
         };

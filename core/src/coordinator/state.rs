@@ -354,27 +354,6 @@ pub struct CoordinatorState {
     pub(crate) in_doubt: Option<Completed>,
 }
 
-/// The first state handle (in handle order) that two of `groups` hold;
-/// repeats within one group do not count (they go when it goes). Each
-/// handle belongs to one checkpoint here (no shared, incremental state), so
-/// the reducer refuses a `Recover` and `from_snapshot` a snapshot whose
-/// checkpoints share one: evicting one of them would discard state the
-/// other still holds.
-pub(crate) fn shared_handle<G, H>(groups: G) -> Option<StateHandle>
-where
-    G: IntoIterator<Item = H>,
-    H: IntoIterator<Item = StateHandle>,
-{
-    let mut seen: Vec<(StateHandle, usize)> = groups
-        .into_iter()
-        .enumerate()
-        .flat_map(|(i, g)| g.into_iter().map(move |h| (h, i)))
-        .collect();
-    seen.sort_unstable();
-    seen.dedup();
-    seen.windows(2).find(|w| w[0].0 == w[1].0).map(|w| w[0].0)
-}
-
 /// Whether completed checkpoints `(id, savepoint)`, in the order they
 /// completed, follow subsumption: a completion subsumes every older pending
 /// checkpoint but never a savepoint, so each checkpoint that is not a

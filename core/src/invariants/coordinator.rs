@@ -8,7 +8,7 @@
 //!   retained or discarded, never lost, never discarded while retained, and
 //!   discarded at most once per delivery.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use super::{ensure, Violation};
 use crate::coordinator::in_subsumption_order;
@@ -50,8 +50,9 @@ pub mod names {
     pub const NO_DISCARD_RETAINED: &str = "no-discard-of-retained-state";
     /// Each delivered handle is retained or discarded (never leaked).
     pub const NO_LEAK: &str = "handle-retained-or-discarded";
-    /// A handle is discarded at most once per delivery.
-    pub const DISCARD_ONCE: &str = "discard-at-most-once-per-delivery";
+    /// A delivered handle is discarded once, not again until delivered
+    /// again after that discard (state several checkpoints hold goes once).
+    pub const DISCARD_ONCE: &str = "discard-once-per-debt";
     /// Refused events leave the state as it was (clock aside).
     pub const REFUSED_UNCHANGED: &str = "refused-event-changes-nothing";
     /// No branch the reducer's structure rules out is ever taken.
@@ -392,14 +393,15 @@ pub fn check_step(
 }
 
 /// Tracks the state handles the coordinator owes: every handle delivered to
-/// it (by a taken ack or a restored savepoint) must be retained by its state
-/// or discarded, never lost, never discarded more often than it was
-/// delivered.
+/// it (by a taken ack, a recovered checkpoint or a restored savepoint) must
+/// be held by its state or discarded, never lost, and discarded once: a
+/// handle delivered again while it is owed (a duplicate ack, or state two
+/// checkpoints share) is one debt, settled by one discard when the last
+/// checkpoint holding it goes.
 ///
 /// Memory and cost are bounded by the live state, not by the history: the
-/// ledger keeps only the handles still owed (delivered more often than
-/// discarded) and forgets a handle once it has been discarded as often as
-/// it was delivered. A later discard of a forgotten handle is therefore a
+/// ledger keeps only the handles still owed and forgets a handle once it
+/// has been discarded. A later discard of a forgotten handle is therefore a
 /// discard of something not owed, and is caught. One step costs O(handles
 /// the step delivers or discards, times log of the owed handles) plus one
 /// merge walk of the owed handles against the state's owned ones (the same
@@ -411,9 +413,8 @@ pub fn check_step(
 /// retained by the state after the step, and no second debt is recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct HandleLedger {
-    /// Handles still owed, with how many deliveries are not yet discarded
-    /// (never 0: a handle is removed when its count reaches 0).
-    owed: BTreeMap<StateHandle, u32>,
+    /// Handles still owed (delivered, not discarded since).
+    owed: BTreeSet<StateHandle>,
     /// Deliveries taken so far (saturating).
     delivered: u64,
     /// Discards seen so far (saturating).
@@ -478,29 +479,22 @@ impl HandleLedger {
         }
         for h in discards() {
             self.discarded = self.discarded.saturating_add(1);
-            match self.owed.get_mut(&h) {
-                Some(n) if *n > 1 => *n -= 1,
-                Some(_) => {
-                    self.owed.remove(&h);
-                }
-                None => {
-                    return Err(Violation::new(
-                        names::DISCARD_ONCE,
-                        format!("handle {h} discarded more often than it was delivered"),
-                    ))
-                }
+            if !self.owed.remove(&h) {
+                return Err(Violation::new(
+                    names::DISCARD_ONCE,
+                    format!("handle {h} discarded more often than it was delivered"),
+                ));
             }
         }
         self.check(after)
     }
 
     fn owe(&mut self, h: StateHandle) {
-        let n = self.owed.entry(h).or_default();
-        *n = n.saturating_add(1);
+        self.owed.insert(h);
     }
 
-    /// Checks that every handle still owed is retained by `state` (as often
-    /// as it is owed: a handle delivered by two acks is held in two slots).
+    /// Checks that every handle still owed is held by `state` (retained, in
+    /// doubt, or acknowledged to a pending checkpoint).
     pub fn check(&self, state: &CoordinatorState) -> Result<(), Violation> {
         if self.owed.is_empty() {
             return Ok(());
@@ -508,20 +502,14 @@ impl HandleLedger {
         let mut owned = state.owned_handles();
         owned.sort_unstable();
         let mut rest = owned.as_slice();
-        for (h, n) in &self.owed {
+        for h in &self.owed {
             let skip = rest.partition_point(|x| x < h);
             rest = rest.get(skip..).unwrap_or_default();
             let held = rest.partition_point(|x| x == h);
             rest = rest.get(held..).unwrap_or_default();
-            ensure(
-                u64::try_from(held).unwrap_or(u64::MAX) >= u64::from(*n),
-                names::NO_LEAK,
-                || {
-                    format!(
-                        "handle {h} delivered {n} more times than discarded, retained {held} times"
-                    )
-                },
-            )?;
+            ensure(held > 0, names::NO_LEAK, || {
+                format!("handle {h} delivered and not discarded, but no checkpoint holds it")
+            })?;
         }
         Ok(())
     }
@@ -532,7 +520,7 @@ impl HandleLedger {
     #[must_use]
     pub fn rename_handles(&self, rename: &dyn Fn(StateHandle) -> StateHandle) -> HandleLedger {
         HandleLedger {
-            owed: self.owed.iter().map(|(h, n)| (rename(*h), *n)).collect(),
+            owed: self.owed.iter().map(|h| rename(*h)).collect(),
             delivered: self.delivered,
             discarded: self.discarded,
         }
