@@ -174,9 +174,15 @@ fn dropping_the_handle_stops_the_coordinator() {
         let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
         let live = job.live_stats();
         let mut completions = job.completions();
-        while *completions.borrow_and_update() < 2 {
-            completions.changed().await.expect("the driver runs");
-        }
+        // Bounded: a host that never counts completions fails, not hangs.
+        let two = async {
+            while *completions.borrow_and_update() < 2 {
+                completions.changed().await.expect("the driver runs");
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), two)
+            .await
+            .expect("two checkpoints completed");
         drop(job);
         let at_drop = live.snapshot().completed;
         let events_at_drop = live.trace().steps.len();
@@ -189,4 +195,63 @@ fn dropping_the_handle_stops_the_coordinator() {
             .count();
         assert_eq!(coordinator_after, 0, "the coordinator ran on");
     });
+}
+
+/// The job's handle and its live view show the same trace, and a job that
+/// starts over a store reports the store's latest checkpoint at once.
+#[test]
+fn a_restarted_job_reports_the_stores_latest_and_its_trace_from_either_view() {
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let cfg = config(200, 0);
+        let committed = Arc::new(AtomicU64::new(0));
+        let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::clone(&committed));
+        let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
+        let mut waited_ms = 0;
+        while committed.load(Ordering::Relaxed) < cfg.records && waited_ms < 20_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            waited_ms += 5;
+        }
+        let live = job.live_stats();
+        assert!(!job.trace().steps.is_empty());
+        assert_eq!(job.trace(), live.trace());
+        let first = job.shutdown(JobStatus::Finished).await;
+        let latest = first.store_latest.expect("a checkpoint was stored");
+        let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
+        let again = Job::start(spec, Arc::clone(&fs))
+            .await
+            .expect("job restarts");
+        let s = again.stats();
+        assert_eq!(s.restored_at_start, Some(latest));
+        assert_eq!(s.store_latest, Some(latest));
+        again.shutdown(JobStatus::Finished).await;
+    });
+}
+
+/// State a task wrote for a checkpoint that was aborted before its ack
+/// counted is deleted by the host, not left for the next start's sweep:
+/// with every state write slower than the checkpoint timeout, a clean
+/// shutdown leaves no orphaned state file.
+#[test]
+fn state_written_for_an_aborted_checkpoint_is_deleted_not_orphaned() {
+    use ckpt_core::host::pipeline::PIPELINE_JOB;
+    use ckpt_core::host::store::FileStore;
+    let rt = runtime();
+    let (stats, orphans) = rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let mut cfg = config(u64::MAX, 20);
+        cfg.interval_ms = 5;
+        cfg.timeout_ms = 10;
+        cfg.options.record_trace = false;
+        let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
+        let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let stats = job.shutdown(JobStatus::Canceled).await;
+        let (_, rec) = FileStore::open(Arc::clone(&fs), PIPELINE_JOB, 2).expect("store");
+        (stats, rec.removed_orphans)
+    });
+    assert!(stats.aborted >= 5, "{stats:?}");
+    assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+    assert_eq!(orphans, vec![], "{stats:?}");
 }

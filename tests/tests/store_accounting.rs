@@ -1,0 +1,302 @@
+//! The durable checkpoint store's accounting and edge cases
+//! (`ckpt_core::host::store`): the exact counters after a known sequence of
+//! operations, the handle-count bound of the metadata decoder, the id counter
+//! when its file is lost, and deletes of files that are already gone versus
+//! deletes that fail.
+#![cfg(not(loom))]
+
+use std::io;
+use std::sync::Arc;
+
+use ckpt_core::host::fs::{Fs, MemFs};
+use ckpt_core::host::store::{
+    state_path, write_state, Discarded, FileStore, Metadata, MetadataError, StoreError,
+    CHECKPOINT_DIR, HANDLES_MAX, IDS_FILE, META_MAGIC, META_VERSION,
+};
+use ckpt_core::{CheckpointId, JobId, Millis, StateHandle};
+
+const JOB: JobId = JobId(7);
+
+/// Magic, version, job, checkpoint, timestamp, handle count.
+const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 8 + 4;
+
+fn cp(n: u64) -> CheckpointId {
+    CheckpointId(n)
+}
+
+fn h(n: u64) -> StateHandle {
+    StateHandle(n)
+}
+
+fn open(fs: &Arc<dyn Fs>, retained: usize) -> FileStore {
+    FileStore::open(Arc::clone(fs), JOB, retained).unwrap().0
+}
+
+/// Writes the state files and commits checkpoint `id` with `handles`.
+fn commit(store: &mut FileStore, fs: &dyn Fs, id: CheckpointId, handles: &[StateHandle]) {
+    for handle in handles {
+        write_state(fs, *handle, b"state").unwrap();
+    }
+    store.finalize(id, Millis(1), handles).unwrap();
+    store.store(id).unwrap();
+}
+
+/// A metadata header declaring `n` handles, followed by 4 bytes (as if a
+/// checksum) and no handles.
+fn header_declaring(n: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(META_MAGIC);
+    b.extend_from_slice(&META_VERSION.to_le_bytes());
+    b.extend_from_slice(&JOB.0.to_le_bytes());
+    b.extend_from_slice(&1u64.to_le_bytes());
+    b.extend_from_slice(&1u64.to_le_bytes());
+    b.extend_from_slice(&n.to_le_bytes());
+    b.extend_from_slice(&[0; 4]);
+    assert_eq!(b.len(), HEADER_BYTES + 4);
+    b
+}
+
+/// A [`MemFs`] whose removes of paths under `fail_prefix` fail with an I/O
+/// error other than `NotFound` (permission denied), leaving the file.
+struct FailingRemoves {
+    inner: MemFs,
+    fail_prefix: String,
+}
+
+impl Fs for FailingRemoves {
+    fn write(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write(path, bytes)
+    }
+    fn sync_file(&self, path: &str) -> io::Result<()> {
+        self.inner.sync_file(path)
+    }
+    fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove(&self, path: &str) -> io::Result<()> {
+        if path.starts_with(&self.fail_prefix) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{path}: injected permission denied"),
+            ));
+        }
+        self.inner.remove(path)
+    }
+    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+    fn exists(&self, path: &str) -> bool {
+        self.inner.exists(path)
+    }
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+}
+
+fn failing_removes_under(prefix: &str) -> Arc<dyn Fs> {
+    Arc::new(FailingRemoves {
+        inner: MemFs::new(),
+        fail_prefix: prefix.to_string(),
+    })
+}
+
+#[test]
+fn decode_allows_exactly_handles_max_handles_and_refuses_one_more() {
+    // HANDLES_MAX itself is within the bound: the decoder goes on to check
+    // the length (and finds the handles missing).
+    let at_max = header_declaring(HANDLES_MAX);
+    assert_eq!(
+        Metadata::decode(&at_max),
+        Err(MetadataError::Truncated {
+            len: HEADER_BYTES + 4,
+            needed: HEADER_BYTES + 8 * HANDLES_MAX as usize + 4,
+        })
+    );
+    // One more is refused before any length check.
+    let above_max = header_declaring(HANDLES_MAX + 1);
+    assert_eq!(
+        Metadata::decode(&above_max),
+        Err(MetadataError::TooManyHandles(HANDLES_MAX + 1))
+    );
+}
+
+#[test]
+fn reopen_after_losing_the_counter_file_hands_out_ids_above_the_latest_stored() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let mut store = open(&fs, 2);
+    for n in 1..=3 {
+        let id = store.allocate_id().unwrap();
+        assert_eq!(id, cp(n));
+        commit(&mut store, &*fs, id, &[h(n * 10)]);
+    }
+    drop(store);
+    // The counter file is lost (a crash before its first sync): the store
+    // restarts above the latest stored checkpoint, never reissuing it.
+    fs.remove(IDS_FILE).unwrap();
+    let (mut store, rec) = FileStore::open(Arc::clone(&fs), JOB, 2).unwrap();
+    assert_eq!(rec.latest().map(|c| c.id), Some(cp(3)));
+    assert_eq!(rec.next_id, cp(4));
+    assert_eq!(store.next_id(), cp(4));
+    assert_eq!(store.allocate_id().unwrap(), cp(4));
+}
+
+#[test]
+fn reopen_without_any_counter_or_checkpoint_starts_ids_at_one() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, rec) = FileStore::open(Arc::clone(&fs), JOB, 2).unwrap();
+    assert_eq!(rec.next_id, cp(1));
+    assert_eq!(store.allocate_id().unwrap(), cp(1));
+}
+
+#[test]
+fn ids_allocated_counts_every_id_handed_out() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let mut store = open(&fs, 2);
+    assert_eq!(store.stats().ids_allocated, 0);
+    for n in 1..=3 {
+        assert_eq!(store.allocate_id().unwrap(), cp(n));
+        assert_eq!(store.stats().ids_allocated, n);
+    }
+    // Moving the counter forward hands out no id.
+    store.reset_counter(cp(10)).unwrap();
+    assert_eq!(store.stats().ids_allocated, 3);
+    assert_eq!(store.allocate_id().unwrap(), cp(10));
+    assert_eq!(store.stats().ids_allocated, 4);
+}
+
+#[test]
+fn stored_and_evicted_count_commits_and_retention_evictions() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let mut store = open(&fs, 2);
+    let mut all_evicted = Vec::new();
+    for n in 1..=5 {
+        let id = store.allocate_id().unwrap();
+        write_state(&*fs, h(n * 10), b"state").unwrap();
+        store.finalize(id, Millis(n), &[h(n * 10)]).unwrap();
+        all_evicted.extend(store.store(id).unwrap());
+        assert_eq!(store.stats().stored, n);
+        assert_eq!(store.stats().evicted, n.saturating_sub(2));
+    }
+    assert_eq!(all_evicted, [cp(1), cp(2), cp(3)]);
+    let stats = store.stats();
+    assert_eq!(
+        (stats.ids_allocated, stats.stored, stats.evicted),
+        (5, 5, 3)
+    );
+    // Eviction removes metadata only; the state files are the
+    // coordinator's to discard.
+    assert_eq!(stats.deleted, 0);
+}
+
+#[test]
+fn deleted_counts_each_state_file_removed_and_not_the_already_gone() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let mut store = open(&fs, 2);
+    for n in 1..=3 {
+        write_state(&*fs, h(n), b"state").unwrap();
+    }
+    assert_eq!(store.stats().deleted, 0);
+    assert_eq!(store.discard(h(1)).unwrap(), Discarded::Deleted);
+    assert_eq!(store.stats().deleted, 1);
+    assert_eq!(store.discard(h(2)).unwrap(), Discarded::Deleted);
+    assert_eq!(store.stats().deleted, 2);
+    // A second discard of the same handle finds nothing: not counted.
+    assert_eq!(store.discard(h(2)).unwrap(), Discarded::AlreadyGone);
+    assert_eq!(store.stats().deleted, 2);
+    // A handle never written: not counted either.
+    assert_eq!(store.discard(h(99)).unwrap(), Discarded::AlreadyGone);
+    assert_eq!(store.stats().deleted, 2);
+    assert_eq!(store.discard(h(3)).unwrap(), Discarded::Deleted);
+    assert_eq!(store.stats().deleted, 3);
+    for n in 1..=3 {
+        assert!(!fs.exists(&state_path(h(n))));
+    }
+}
+
+#[test]
+fn deferred_discards_are_counted_as_deleted_when_eviction_removes_them() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let mut store = open(&fs, 1);
+    let first = store.allocate_id().unwrap();
+    commit(&mut store, &*fs, first, &[h(1), h(2)]);
+    // Both handles are protected by the stored checkpoint: refused, deferred.
+    for handle in [h(1), h(2)] {
+        assert_eq!(
+            store.discard(handle).unwrap(),
+            Discarded::Refused { checkpoint: first }
+        );
+    }
+    assert_eq!(store.stats().guard_refusals, 2);
+    assert_eq!(store.stats().deleted, 0);
+    // Storing the next evicts the first, and its deferred state goes with it.
+    let second = store.allocate_id().unwrap();
+    commit(&mut store, &*fs, second, &[h(3)]);
+    let stats = store.stats();
+    assert_eq!((stats.stored, stats.evicted, stats.deleted), (2, 1, 2));
+    assert!(!fs.exists(&state_path(h(1))));
+    assert!(!fs.exists(&state_path(h(2))));
+    assert!(fs.exists(&state_path(h(3))));
+}
+
+#[test]
+fn discard_of_a_prepared_handle_tolerates_the_prepared_file_being_already_gone() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let mut store = open(&fs, 2);
+    let id = store.allocate_id().unwrap();
+    write_state(&*fs, h(5), b"state").unwrap();
+    store.finalize(id, Millis(1), &[h(5)]).unwrap();
+    let prepared = format!("{CHECKPOINT_DIR}/chk-{:020}.prepared", id.0);
+    assert!(fs.exists(&prepared));
+    // Someone (a crash cleanup, an operator) removed the prepared file.
+    fs.remove(&prepared).unwrap();
+    // The discard still drops the prepared checkpoint and deletes the state.
+    assert_eq!(store.discard(h(5)).unwrap(), Discarded::Deleted);
+    assert_eq!(store.stats().deleted, 1);
+    assert!(!fs.exists(&state_path(h(5))));
+    // The prepared checkpoint is gone: it can no longer be stored.
+    assert!(matches!(store.store(id), Err(StoreError::NotPrepared(c)) if c == id));
+}
+
+#[test]
+fn discard_of_a_prepared_handle_reports_a_failed_removal_of_the_prepared_file() {
+    let fs = failing_removes_under(CHECKPOINT_DIR);
+    let mut store = open(&fs, 2);
+    let id = store.allocate_id().unwrap();
+    write_state(&*fs, h(5), b"state").unwrap();
+    store.finalize(id, Millis(1), &[h(5)]).unwrap();
+    match store.discard(h(5)) {
+        Err(StoreError::Io { op, path, source }) => {
+            assert_eq!(op, "remove");
+            assert_eq!(path, format!("{CHECKPOINT_DIR}/chk-{:020}.prepared", id.0));
+            assert_eq!(source.kind(), io::ErrorKind::PermissionDenied);
+        }
+        other => panic!("expected the removal error, got {other:?}"),
+    }
+    // The state file was not touched.
+    assert!(fs.exists(&state_path(h(5))));
+    assert_eq!(store.stats().deleted, 0);
+}
+
+#[test]
+fn discard_reports_a_state_file_removal_failure_other_than_not_found() {
+    let fs = failing_removes_under("state/");
+    let mut store = open(&fs, 2);
+    write_state(&*fs, h(8), b"state").unwrap();
+    match store.discard(h(8)) {
+        Err(StoreError::Io { op, path, source }) => {
+            assert_eq!(op, "remove");
+            assert_eq!(path, state_path(h(8)));
+            assert_eq!(source.kind(), io::ErrorKind::PermissionDenied);
+        }
+        other => panic!("expected the removal error, not {other:?}"),
+    }
+    // Still there, and neither deleted nor "already gone".
+    assert!(fs.exists(&state_path(h(8))));
+    assert_eq!(store.stats().deleted, 0);
+}
