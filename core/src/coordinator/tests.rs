@@ -1258,6 +1258,21 @@ fn legacy_hook_expiry_wedge_keeps_the_trigger_in_flight_only_when_hooks_run() {
         h.step(5, alloc(0, 1));
         assert_eq!(h.s.in_flight().is_some(), wedged, "{hooks} hooks");
         assert!(h.s.pending_checkpoint(cp(1)).is_some());
+        if hooks > 0 {
+            // The hooks of that very checkpoint answer in time: the wedge
+            // clears (only an expiry before the answer leaves it stuck).
+            h.step(
+                6,
+                Ev::MasterHooksDone {
+                    checkpoint: cp(1),
+                    result: Ok(()),
+                },
+            );
+            assert!(
+                h.s.in_flight().is_none(),
+                "the hooks' answer ends the trigger"
+            );
+        }
     }
 }
 
