@@ -65,6 +65,9 @@ for t in "${targets[@]}"; do
         -fork="$forks" -max_total_time="$secs" "${len[@]}" \
         -print_final_stats=1 >"$log" 2>&1 || crashed=1
     tail -n 3 "$log"
+    # Executions reached: the run's last status line (`#N: cov: ...` under
+    # -fork), read before the merge below appends its own `#N` lines.
+    last=$(grep -oE '^#[0-9]+' "$log" | tail -1 || true)
     if [ "$crashed" = 1 ] || grep -qE 'panicked|deadly signal|crash-' "$log"; then
         echo "!! $t crashed (see $log and artifacts/$t/)" >&2
         status=1
@@ -77,7 +80,6 @@ for t in "${targets[@]}"; do
     if [ -n "$(ls -A "$merged")" ]; then
         rm -rf "$work" && mv "$merged" "$work"
     fi
-    last=$(grep -oE '^#[0-9]+' "$log" | tail -1 || true)
     echo "== $t: executions reached ${last#\#}; corpus $(ls "$work" | wc -l) inputs =="
 done
 exit "$status"
