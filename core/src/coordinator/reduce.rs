@@ -697,16 +697,6 @@ impl CoordinatorState {
         }
     }
 
-    /// Every handle a live checkpoint holds (as [`Self::owned_handles`],
-    /// without collecting them).
-    fn held_handles(&self) -> impl Iterator<Item = StateHandle> + '_ {
-        self.pending
-            .values()
-            .flat_map(Pending::handles)
-            .chain(self.completed.iter().flat_map(Completed::handles))
-            .chain(self.in_doubt.iter().flat_map(Completed::handles))
-    }
-
     /// [`Self::discard_unheld`] for the one handle of a refused ack.
     fn discard_one(&self, id: CheckpointId, handle: Option<StateHandle>, fx: &mut Fx) {
         if let Some(h) = handle {

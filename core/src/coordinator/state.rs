@@ -640,9 +640,15 @@ impl CoordinatorState {
     /// retained completed checkpoints, and the in-doubt checkpoint), for
     /// ledger checks.
     pub fn owned_handles(&self) -> Vec<StateHandle> {
-        let mut v: Vec<StateHandle> = self.pending.values().flat_map(Pending::handles).collect();
-        v.extend(self.completed.iter().flat_map(Completed::handles));
-        v.extend(self.in_doubt.iter().flat_map(Completed::handles));
-        v
+        self.held_handles().collect()
+    }
+    /// [`Self::owned_handles`] without collecting them (the reducer's
+    /// discard guard walks them once per discard batch).
+    pub(crate) fn held_handles(&self) -> impl Iterator<Item = StateHandle> + '_ {
+        self.pending
+            .values()
+            .flat_map(Pending::handles)
+            .chain(self.completed.iter().flat_map(Completed::handles))
+            .chain(self.in_doubt.iter().flat_map(Completed::handles))
     }
 }

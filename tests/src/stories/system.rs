@@ -299,17 +299,21 @@ impl SystemDriver {
     /// The `pick`-th (modulo their number) enabled action of kind `want`,
     /// in the world's order; `None` if no action of that kind is enabled.
     fn pick_enabled(&mut self, want: Kind, pick: usize) -> Option<Action> {
-        self.enabled.clear();
-        self.sim.enabled(&self.world, &mut self.enabled);
+        self.list_enabled();
         self.enabled.retain(|a| kind(a) == want);
         super::pick(&self.enabled, pick)
     }
 
     /// The first enabled action `wanted` accepts, in the world's order.
     fn first_enabled(&mut self, wanted: impl Fn(&Action) -> bool) -> Option<Action> {
+        self.list_enabled();
+        self.enabled.iter().copied().find(wanted)
+    }
+
+    /// Refills the buffer with every action enabled now.
+    fn list_enabled(&mut self) {
         self.enabled.clear();
         self.sim.enabled(&self.world, &mut self.enabled);
-        self.enabled.iter().copied().find(wanted)
     }
 
     /// Takes one world action; the first violation it records is returned.
