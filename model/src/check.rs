@@ -59,6 +59,20 @@ pub struct CheckOptions {
     pub roots: Option<crate::system::Roots>,
     /// Partial-order reduction ([`crate::world::Sim::ample`]).
     pub reduction: Reduction,
+    /// Which checker runs a depth-first search.
+    pub engine: Engine,
+}
+
+/// Which checker runs a depth-first `check` (breadth-first searches are
+/// stateright's either way).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// ckpt's own DFS ([`crate::engine`]): stateright's semantics and
+    /// counts, less overhead per state.
+    #[default]
+    Ckpt,
+    /// stateright's `DfsChecker` (`--engine stateright`).
+    Stateright,
 }
 
 impl Default for CheckOptions {
@@ -78,6 +92,7 @@ impl Default for CheckOptions {
             memory_limit_mb: None,
             roots: None,
             reduction: Reduction::Off,
+            engine: Engine::Ckpt,
         }
     }
 }
@@ -570,6 +585,17 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         }
     } else if opts.bfs {
         finish(builder.spawn_bfs(), start, opts, stop.clone())
+    } else if opts.engine == Engine::Ckpt {
+        let e = crate::engine::spawn(
+            model,
+            crate::engine::EngineOptions {
+                threads: opts.threads.max(1),
+                symmetry: opts.symmetry && crate::symmetry::reduces(cfg),
+                target_max_depth: opts.max_depth.map(depth_bound),
+                finish_when_any_failure: opts.stop_at_failure,
+            },
+        );
+        finish(e, start, opts, stop.clone())
     } else {
         if opts.symmetry && crate::symmetry::reduces(cfg) {
             builder = builder.symmetry();

@@ -120,6 +120,7 @@
 #![forbid(unsafe_code)]
 
 pub mod check;
+pub mod engine;
 pub mod exact;
 pub mod explorer;
 pub mod shard;

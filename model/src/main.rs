@@ -28,7 +28,7 @@ use ckpt_core::trace::{Replayer, TraceReader};
 use ckpt_model::check::{
     expected_holds, flags, format_steps, make_reachable, plain_ids, plural, run_check, step_count,
     structured_steps, to_mermaid, validate, write_trace_file, CheckOptions, CheckReport,
-    Completion, Progress, Verdict,
+    Completion, Engine, Progress, Verdict,
 };
 use ckpt_model::explorer::explorer_fragment;
 use ckpt_model::system::{semantics_name, ModelConfig, Network, SysModel, Topology};
@@ -272,6 +272,15 @@ struct ModelArgs {
     threads: u16,
 }
 
+/// `--engine`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum EngineArg {
+    /// ckpt's own depth-first engine.
+    Ckpt,
+    /// stateright's `DfsChecker`.
+    Stateright,
+}
+
 #[derive(Args)]
 struct CheckArgs {
     #[command(flatten)]
@@ -291,6 +300,11 @@ struct CheckArgs {
     /// "Partial-order reduction").
     #[arg(long)]
     no_reduction: bool,
+    /// The depth-first checker: `ckpt` (the default: ckpt's own engine,
+    /// stateright's semantics and counts with less overhead per state) or
+    /// `stateright` (stateright's `DfsChecker`). `--bfs` is stateright's.
+    #[arg(long, value_enum, default_value_t = EngineArg::Ckpt)]
+    engine: EngineArg,
     /// Stop searching after SECS seconds: the verdict is then
     /// "inconclusive" (exit 3) unless a violation was found.
     #[arg(long, value_name = "SECS", value_parser = positive_secs)]
@@ -754,6 +768,10 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
             Reduction::Off
         } else {
             Reduction::Ample
+        },
+        engine: match args.engine {
+            EngineArg::Ckpt => Engine::Ckpt,
+            EngineArg::Stateright => Engine::Stateright,
         },
     };
     if m.semantics == SemanticsArg::All {

@@ -192,6 +192,27 @@ pub fn canonical(s: &SysState) -> SysState {
     best.1
 }
 
+/// The smallest `hash` over the orbit of `s`: a fingerprint of the orbit
+/// (the same whichever member `s` is), computed without cloning `s` (the
+/// checker's visited set needs the fingerprint, not the representative).
+#[must_use]
+pub fn orbit_min(s: &SysState, hash: impl Fn(&SysState) -> u64) -> u64 {
+    let mut best = hash(s);
+    let class = class(s);
+    if class.len() < 2 {
+        return best;
+    }
+    for perm in permutations(&class, s.tasks.len()) {
+        if perm.iter().enumerate().all(|(i, p)| p.0 as usize == i) {
+            continue;
+        }
+        if let Some(c) = permute(s, &perm, s.ordered_net) {
+            best = best.min(hash(&c));
+        }
+    }
+    best
+}
+
 impl Representative for SysState {
     fn representative(&self) -> Self {
         canonical(self)

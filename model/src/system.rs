@@ -296,6 +296,17 @@ impl SysModel {
     }
 }
 
+impl SysModel {
+    /// The actions [`Model::actions`] lists, and, when partial-order
+    /// reduction narrowed them, their successors (already computed to
+    /// decide it): `stepped[i]` is `s` after `out[i]`, or `stepped` is
+    /// empty and the caller steps them ([`Model::next_state`]).
+    pub fn expand(&self, s: &World, out: &mut Vec<Action>, stepped: &mut Vec<World>) {
+        self.sim.enabled(s, out);
+        self.sim.ample_stepped(s, out, self.reduction, stepped);
+    }
+}
+
 impl Model for SysModel {
     type State = World;
     type Action = Action;

@@ -86,6 +86,20 @@ impl Sim {
     /// one (module docs); leaves it whole otherwise. Returns whether it
     /// narrowed.
     pub fn ample(&self, s: &World, enabled: &mut Vec<Action>, how: Reduction) -> bool {
+        self.ample_stepped(s, enabled, how, &mut Vec::new())
+    }
+
+    /// [`Sim::ample`], keeping the successors it computed to decide: when
+    /// it narrows, `stepped[i]` is `s` after `enabled[i]` (a search need not
+    /// step them again); otherwise `stepped` is left empty.
+    pub fn ample_stepped(
+        &self,
+        s: &World,
+        enabled: &mut Vec<Action>,
+        how: Reduction,
+        stepped: &mut Vec<World>,
+    ) -> bool {
+        stepped.clear();
         let sound = match how {
             Reduction::Off => return false,
             Reduction::Ample => true,
@@ -102,12 +116,13 @@ impl Sim {
             if local.is_empty() || local.len() == enabled.len() {
                 continue;
             }
-            if self.ample_for(s, t, &local, sound) {
+            if self.ample_for(s, t, &local, sound, stepped) {
                 enabled.clear();
                 enabled.extend_from_slice(&local);
                 return true;
             }
         }
+        stepped.clear();
         false
     }
 
@@ -123,7 +138,14 @@ impl Sim {
     }
 
     /// Whether `local` (every enabled local action of `t`) is an ample set.
-    fn ample_for(&self, s: &World, t: TaskId, local: &[Action], sound: bool) -> bool {
+    fn ample_for(
+        &self,
+        s: &World,
+        t: TaskId,
+        local: &[Action],
+        sound: bool,
+        stepped: &mut Vec<World>,
+    ) -> bool {
         let Some(side) = s.tasks.get(t.0 as usize) else {
             return false;
         };
@@ -141,7 +163,14 @@ impl Sim {
         {
             return false;
         }
-        local.iter().all(|a| self.commutes(s, t, *a, sound))
+        stepped.clear();
+        for a in local {
+            match self.commutes(s, t, *a, sound) {
+                Some(n) => stepped.push(n),
+                None => return false,
+            }
+        }
+        true
     }
 
     /// Whether an RPC mail may still reach `t`: one is in flight, or the
@@ -167,23 +196,23 @@ impl Sim {
             && !side.st.has_outstanding_work()
     }
 
-    /// The successor check of the module docs for one local step of `t`.
-    fn commutes(&self, s: &World, t: TaskId, a: Action, sound: bool) -> bool {
-        let Some(n) = self.step(s, a, None) else {
-            return false;
-        };
+    /// The successor check of the module docs for one local step of `t`:
+    /// the successor if the step passes it.
+    fn commutes(&self, s: &World, t: TaskId, a: Action, sound: bool) -> Option<World> {
+        let n = self.step(s, a, None)?;
         let (Some(before), Some(after)) = (s.tasks.get(t.0 as usize), n.tasks.get(t.0 as usize))
         else {
-            return false;
+            return None;
         };
         let kept = match a {
             Action::Mailbox(_) => before.mailbox.get(1..).unwrap_or(&[]),
             _ => &before.mailbox[..],
         };
-        n.violation.is_none()
+        let commutes = n.violation.is_none()
             && !after.is_down()
             && (!sound || after.mailbox == kept)
-            && s.durable.ledger.live().all(|h| n.durable.ledger.exists(h))
+            && s.durable.ledger.live().all(|h| n.durable.ledger.exists(h));
+        commutes.then_some(n)
     }
 }
 

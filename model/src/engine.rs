@@ -1,0 +1,550 @@
+//! ckpt's own depth-first checker: stateright's DFS semantics, without its
+//! per-state overheads.
+//!
+//! `check` searches with this engine by default (`--engine stateright` runs
+//! stateright's `DfsChecker` instead; breadth-first searches, the shortest
+//! counterexample and the Explorer stay stateright's). It implements
+//! [`stateright::Checker`], so the report, the progress line, the limits and
+//! the interrupt work on either engine unchanged.
+//!
+//! **Same search, same answers.** With one thread it visits the states in
+//! the order stateright's DFS does (a LIFO stack, successors pushed in
+//! action order), fingerprints them with the same hasher (aHash with
+//! stateright's fixed seeds), deduplicates orbits under symmetry when asked
+//! (by the smallest fingerprint over the orbit, [`crate::symmetry::orbit_min`]:
+//! the same orbits merge as under stateright's fingerprint of the
+//! representative, one clone and one hash fewer per state), and judges the properties as stateright does:
+//! `always` and `sometimes` on every state taken from the stack,
+//! `eventually` through per-path bits that a terminal state (no successor
+//! inside the boundary) reports if still set; a state already visited is not
+//! terminal. So the counts (`states`, `unique_state_count`, `max_depth`) are
+//! equal to stateright's, and `model/tests/engine.rs` pins that on the
+//! pinned configurations, with and without symmetry and reduction. The one
+//! difference: the first discovery of a property is kept (stateright
+//! overwrites it with later ones, racing its threads).
+//!
+//! **What it saves** (perf, default configuration, one thread: stateright's
+//! checker loop was about a third of the time per state): the visited set
+//! is 64 lock-striped `HashSet<u64>` shards hashed by identity (the
+//! fingerprint is already a hash) instead of a `DashSet` behind `RwLock`s;
+//! a state's path is a shared link to its parent (one small allocation)
+//! instead of a copy of every action index above it; discovered properties
+//! are a bit mask instead of a `DashMap` looked up by name (SipHash of every
+//! property's name for every state).
+//!
+//! **Threads.** Each worker runs its own stack; a worker that runs dry
+//! says so, and a worker with more than one job hands the older half of its
+//! stack (the roots of the largest subtrees) to a shared market. The search
+//! ends when every worker is idle with the market empty, or when the
+//! discoveries answer the question (`finish_when_any_failure`: any `always`
+//! or `eventually` violated; otherwise every property discovered).
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+use stateright::{Checker, Expectation, Model, Path, Property};
+
+use crate::system::{Action, SysModel, SysState};
+
+/// Lock stripes of the visited set: a power of two well above the thread
+/// count, so two workers rarely wait on one stripe.
+const SHARDS: usize = 64;
+
+/// How many states a worker takes from its stack between looks at the
+/// shared counters, the finish flag and hungry workers (stateright shares
+/// work every 1,500 states).
+const BLOCK: usize = 256;
+
+/// The most properties a model may have: discoveries and `eventually` bits
+/// are masks of one `u64`.
+const PROPERTIES_MAX: usize = 64;
+
+/// How to run the engine.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineOptions {
+    /// Worker threads (at least 1).
+    pub threads: usize,
+    /// Deduplicate orbits under task symmetry.
+    pub symmetry: bool,
+    /// States at this depth or deeper (the initial states are depth 1) are
+    /// counted but not checked or expanded (stateright's
+    /// `target_max_depth`).
+    pub target_max_depth: Option<usize>,
+    /// Finish at the first `always` or `eventually` violation (stateright's
+    /// `HasDiscoveries::AnyFailures`); otherwise once every property has a
+    /// discovery (`HasDiscoveries::All`) or the space is exhausted.
+    pub finish_when_any_failure: bool,
+}
+
+/// The fingerprint of a state: aHash with stateright's fixed seeds, never 0.
+#[must_use]
+pub fn fingerprint<T: Hash>(value: &T) -> u64 {
+    // stateright's `stable::hasher` seeds (lib.rs): the same fingerprints,
+    // so the same (astronomically rare) collisions and the same counts.
+    ahash::RandomState::with_seeds(123_456_789_987_654_321, 98_765_432_123_456_789, 0, 0)
+        .hash_one(value)
+        .max(1)
+}
+
+/// A hasher for keys that are already hashes.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the keys are `u64`); fold anything else.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type FingerprintSet = HashSet<u64, BuildHasherDefault<IdHasher>>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A worker that panicked has already lost its part of the search; the
+    // data behind the lock (fingerprints, jobs) is still consistent.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The visited set: fingerprints in lock-striped shards.
+struct Visited {
+    shards: Vec<Mutex<FingerprintSet>>,
+}
+
+impl Visited {
+    fn new() -> Visited {
+        Visited {
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(FingerprintSet::default()))
+                .collect(),
+        }
+    }
+
+    /// Inserts `fp`; whether it was new.
+    fn insert(&self, fp: u64) -> bool {
+        // The stripe from middle bits: the table inside uses the low bits
+        // for its bucket and the top seven as its tag.
+        #[allow(clippy::cast_possible_truncation)]
+        let i = (fp >> 40) as usize & (SHARDS - 1);
+        lock(&self.shards[i]).insert(fp)
+    }
+
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| lock(s).len()).sum()
+    }
+}
+
+/// One step of a path: the action's index among those its source state
+/// enables (the first link: the initial state's index).
+struct Link {
+    parent: Option<Arc<Link>>,
+    index: u32,
+}
+
+impl Link {
+    fn indices(link: &Arc<Link>) -> Vec<usize> {
+        let mut out = Vec::new();
+        let mut at = Some(link);
+        while let Some(l) = at {
+            out.push(l.index as usize);
+            at = l.parent.as_ref();
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// A state waiting to be checked.
+struct Job {
+    state: SysState,
+    path: Arc<Link>,
+    /// `eventually` properties not yet satisfied on the path.
+    ebits: u64,
+    /// Depth in states (the initial states are depth 1).
+    depth: usize,
+}
+
+/// Jobs handed between workers.
+struct Market {
+    jobs: Vec<Job>,
+    /// Workers waiting for jobs.
+    idle: usize,
+    /// Every worker idle with no job left: the search is over.
+    exhausted: bool,
+}
+
+struct Shared {
+    model: SysModel,
+    properties: Vec<Property<SysModel>>,
+    opts: EngineOptions,
+    visited: Visited,
+    states: AtomicUsize,
+    depth: AtomicUsize,
+    /// Bit `i`: property `i` has a discovery.
+    discovered: AtomicU64,
+    discoveries: Mutex<Vec<Option<Vec<usize>>>>,
+    /// The bits of `discovered` that finish the search.
+    finish_mask: u64,
+    finish_all: bool,
+    done: AtomicBool,
+    market: Mutex<Market>,
+    wake: Condvar,
+    /// Workers waiting in the market (read without the lock by busy
+    /// workers deciding whether to share).
+    hungry: AtomicUsize,
+}
+
+impl Shared {
+    fn discover(&self, i: usize, path: &Arc<Link>) {
+        let bit = 1u64 << i;
+        if self.discovered.load(Ordering::Relaxed) & bit != 0 {
+            return;
+        }
+        {
+            let mut d = lock(&self.discoveries);
+            if d[i].is_none() {
+                d[i] = Some(Link::indices(path));
+            }
+        }
+        let now = self.discovered.fetch_or(bit, Ordering::SeqCst) | bit;
+        let finished = if self.finish_all {
+            now & self.finish_mask == self.finish_mask
+        } else {
+            now & self.finish_mask != 0
+        };
+        if finished {
+            self.done.store(true, Ordering::SeqCst);
+            let _m = lock(&self.market);
+            self.wake.notify_all();
+        }
+    }
+
+    /// Takes jobs from the market into `local`; false when the search is
+    /// over.
+    fn take(&self, local: &mut Vec<Job>, threads: usize) -> bool {
+        let mut m = lock(&self.market);
+        loop {
+            if self.done.load(Ordering::SeqCst) || m.exhausted {
+                return false;
+            }
+            if !m.jobs.is_empty() {
+                local.append(&mut m.jobs);
+                return true;
+            }
+            m.idle += 1;
+            if m.idle == threads {
+                m.exhausted = true;
+                self.wake.notify_all();
+                return false;
+            }
+            self.hungry.fetch_add(1, Ordering::SeqCst);
+            m = self.wake.wait(m).unwrap_or_else(PoisonError::into_inner);
+            self.hungry.fetch_sub(1, Ordering::SeqCst);
+            m.idle -= 1;
+        }
+    }
+
+    /// Hands the older half of `local` to the market.
+    fn share(&self, local: &mut Vec<Job>) {
+        let half = local.len() / 2;
+        let mut m = lock(&self.market);
+        m.jobs.extend(local.drain(..half));
+        self.wake.notify_all();
+    }
+
+    fn work(&self) {
+        let threads = self.opts.threads.max(1);
+        let mut local: Vec<Job> = Vec::new();
+        let mut actions: Vec<Action> = Vec::new();
+        let mut stepped: Vec<SysState> = Vec::new();
+        let mut states = 0usize;
+        let mut depth_max = 0usize;
+        let mut budget = BLOCK;
+        loop {
+            budget -= 1;
+            if budget == 0 {
+                budget = BLOCK;
+                self.states.fetch_add(states, Ordering::Relaxed);
+                states = 0;
+                if self.done.load(Ordering::Relaxed) {
+                    return;
+                }
+                if threads > 1 && local.len() > 1 && self.hungry.load(Ordering::Relaxed) > 0 {
+                    self.share(&mut local);
+                }
+            }
+            let Some(job) = local.pop() else {
+                self.states.fetch_add(states, Ordering::Relaxed);
+                states = 0;
+                if self.take(&mut local, threads) {
+                    continue;
+                }
+                return;
+            };
+            if job.depth > depth_max {
+                depth_max = job.depth;
+                self.depth.fetch_max(depth_max, Ordering::Relaxed);
+            }
+            if self.opts.target_max_depth.is_some_and(|t| job.depth >= t) {
+                continue;
+            }
+            let ebits = self.judge(&job);
+            actions.clear();
+            self.model.expand(&job.state, &mut actions, &mut stepped);
+            let mut pre = stepped.drain(..);
+            let mut terminal = true;
+            for (index, action) in actions.drain(..).enumerate() {
+                let next = match pre.next() {
+                    Some(n) => n,
+                    None => match self.model.next_state(&job.state, action) {
+                        Some(n) => n,
+                        None => continue,
+                    },
+                };
+                if !self.model.within_boundary(&next) {
+                    continue;
+                }
+                states += 1;
+                terminal = false;
+                let fp = if self.opts.symmetry {
+                    crate::symmetry::orbit_min(&next, fingerprint)
+                } else {
+                    fingerprint(&next)
+                };
+                if !self.visited.insert(fp) {
+                    continue;
+                }
+                local.push(Job {
+                    state: next,
+                    path: Arc::new(Link {
+                        parent: Some(Arc::clone(&job.path)),
+                        index: u32::try_from(index).unwrap_or(u32::MAX),
+                    }),
+                    ebits,
+                    depth: job.depth + 1,
+                });
+            }
+            if terminal && ebits != 0 {
+                for i in 0..self.properties.len() {
+                    if ebits & (1 << i) != 0 {
+                        self.discover(i, &job.path);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Judges `always` and `sometimes` on the job's state; the `eventually`
+    /// bits left for its successors.
+    fn judge(&self, job: &Job) -> u64 {
+        let found = self.discovered.load(Ordering::Relaxed);
+        let mut ebits = job.ebits;
+        for (i, p) in self.properties.iter().enumerate() {
+            let bit = 1u64 << i;
+            match p.expectation {
+                Expectation::Always => {
+                    if found & bit == 0 && !(p.condition)(&self.model, &job.state) {
+                        self.discover(i, &job.path);
+                    }
+                }
+                Expectation::Sometimes => {
+                    if found & bit == 0 && (p.condition)(&self.model, &job.state) {
+                        self.discover(i, &job.path);
+                    }
+                }
+                Expectation::Eventually => {
+                    if ebits & bit != 0 && (p.condition)(&self.model, &job.state) {
+                        ebits &= !bit;
+                    }
+                }
+            }
+        }
+        ebits
+    }
+}
+
+/// A running (or finished) search by ckpt's engine.
+pub struct EngineChecker {
+    shared: Arc<Shared>,
+    init: Vec<SysState>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for EngineChecker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineChecker")
+            .field("opts", &self.shared.opts)
+            .field("states", &self.shared.states.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Starts a depth-first search of `model` on `opts.threads` workers.
+///
+/// # Panics
+///
+/// If the model has more than 64 properties (the masks are one `u64`).
+#[must_use]
+pub fn spawn(model: SysModel, opts: EngineOptions) -> EngineChecker {
+    let properties = model.properties();
+    assert!(
+        properties.len() <= PROPERTIES_MAX,
+        "the engine's masks hold {PROPERTIES_MAX} properties, the model has {}",
+        properties.len()
+    );
+    let mut ebits = 0u64;
+    let mut failures = 0u64;
+    for (i, p) in properties.iter().enumerate() {
+        match p.expectation {
+            Expectation::Eventually => {
+                ebits |= 1 << i;
+                failures |= 1 << i;
+            }
+            Expectation::Always => failures |= 1 << i,
+            Expectation::Sometimes => {}
+        }
+    }
+    let all = if properties.len() == 64 {
+        u64::MAX
+    } else {
+        (1u64 << properties.len()) - 1
+    };
+    let init: Vec<SysState> = model
+        .init_states()
+        .into_iter()
+        .filter(|s| model.within_boundary(s))
+        .collect();
+    let visited = Visited::new();
+    for s in &init {
+        visited.insert(if opts.symmetry {
+            crate::symmetry::orbit_min(s, fingerprint)
+        } else {
+            fingerprint(s)
+        });
+    }
+    let jobs: Vec<Job> = init
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Job {
+            state: s.clone(),
+            path: Arc::new(Link {
+                parent: None,
+                index: u32::try_from(i).unwrap_or(u32::MAX),
+            }),
+            ebits,
+            depth: 1,
+        })
+        .collect();
+    let n = properties.len();
+    let shared = Arc::new(Shared {
+        model,
+        properties,
+        opts,
+        visited,
+        states: AtomicUsize::new(init.len()),
+        depth: AtomicUsize::new(0),
+        discovered: AtomicU64::new(0),
+        discoveries: Mutex::new(vec![None; n]),
+        finish_mask: if opts.finish_when_any_failure {
+            failures
+        } else {
+            all
+        },
+        finish_all: !opts.finish_when_any_failure,
+        done: AtomicBool::new(false),
+        market: Mutex::new(Market {
+            jobs,
+            idle: 0,
+            exhausted: false,
+        }),
+        wake: Condvar::new(),
+        hungry: AtomicUsize::new(0),
+    });
+    let handles = (0..opts.threads.max(1))
+        .map(|t| {
+            let s = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name(format!("checker-{t}"))
+                .spawn(move || s.work())
+                .unwrap_or_else(|e| panic!("cannot start checker thread {t}: {e}"))
+        })
+        .collect();
+    EngineChecker {
+        shared,
+        init,
+        handles,
+    }
+}
+
+impl EngineChecker {
+    /// The path of action indices to a state as a stateright [`Path`].
+    fn path(&self, indices: &[usize]) -> Option<Path<SysState, Action>> {
+        let model = &self.shared.model;
+        let (&first, rest) = indices.split_first()?;
+        let init = self.init.get(first)?.clone();
+        let mut state = init.clone();
+        let mut actions = Vec::with_capacity(rest.len());
+        let mut enabled = Vec::new();
+        for &i in rest {
+            enabled.clear();
+            model.actions(&state, &mut enabled);
+            let a = *enabled.get(i)?;
+            state = model.next_state(&state, a)?;
+            actions.push(a);
+        }
+        Path::from_actions(model, init, actions.iter())
+    }
+}
+
+impl Checker<SysModel> for EngineChecker {
+    fn model(&self) -> &SysModel {
+        &self.shared.model
+    }
+
+    fn state_count(&self) -> usize {
+        self.shared.states.load(Ordering::Relaxed)
+    }
+
+    fn unique_state_count(&self) -> usize {
+        self.shared.visited.len()
+    }
+
+    fn max_depth(&self) -> usize {
+        self.shared.depth.load(Ordering::Relaxed)
+    }
+
+    fn discoveries(&self) -> HashMap<&'static str, Path<SysState, Action>> {
+        let found: Vec<(usize, Vec<usize>)> = lock(&self.shared.discoveries)
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| d.clone().map(|d| (i, d)))
+            .collect();
+        found
+            .into_iter()
+            .filter_map(|(i, indices)| {
+                let path = self.path(&indices)?;
+                Some((self.shared.properties[i].name, path))
+            })
+            .collect()
+    }
+
+    fn handles(&mut self) -> Vec<JoinHandle<()>> {
+        std::mem::take(&mut self.handles)
+    }
+
+    fn is_done(&self) -> bool {
+        self.handles.iter().all(JoinHandle::is_finished)
+    }
+}
