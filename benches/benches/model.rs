@@ -1,6 +1,6 @@
 //! Model checker: unique states per second and total time for the default
-//! configuration and a larger one, fixed semantics without and with
-//! partial-order reduction, legacy semantics, and the time to the legacy
+//! configuration and a larger one, fixed semantics on stateright's DFS and
+//! on ckpt's engine, without and with partial-order reduction, legacy semantics, and the time to the legacy
 //! counterexample. Not a criterion group: one check of the
 //! default configuration takes seconds, so criterion's ten-sample minimum
 //! would not fit the quick mode. Each check runs `runs` times (1 with
@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use ckpt_benches::report::{default_dir, ModelRow};
 use ckpt_core::task::{LegacyBug, Semantics};
+use ckpt_model::check::Engine;
 use ckpt_model::system::Reduction;
 use ckpt_model::{run_check, shortest_violation, CheckOptions, ModelConfig};
 
@@ -64,14 +65,29 @@ fn main() {
     }
     let mut rows = Vec::new();
     for (name, base, runs) in configs.iter().map(|(n, b, r)| (*n, b, *r)) {
-        for (sem, semantics, reduction) in [
-            ("fixed", Semantics::Fixed, Reduction::Off),
+        // The same search on stateright's `DfsChecker` and on ckpt's engine
+        // (`--engine`), then with the reduction: states/s side by side.
+        for (sem, semantics, reduction, engine) in [
+            (
+                "fixed, stateright engine",
+                Semantics::Fixed,
+                Reduction::Off,
+                Engine::Stateright,
+            ),
+            ("fixed", Semantics::Fixed, Reduction::Off, Engine::Ckpt),
+            (
+                "fixed, partial-order reduction, stateright engine",
+                Semantics::Fixed,
+                Reduction::Ample,
+                Engine::Stateright,
+            ),
             (
                 "fixed, partial-order reduction",
                 Semantics::Fixed,
                 Reduction::Ample,
+                Engine::Ckpt,
             ),
-            ("legacy", legacy, Reduction::Off),
+            ("legacy", legacy, Reduction::Off, Engine::Ckpt),
         ] {
             let cfg = ModelConfig {
                 semantics,
@@ -80,6 +96,7 @@ fn main() {
             let opts = CheckOptions {
                 stop_at_failure: semantics != Semantics::Fixed,
                 reduction,
+                engine,
                 ..CheckOptions::default()
             };
             let (total, report) = best_of(runs, || run_check(&cfg, &opts));

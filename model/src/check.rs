@@ -65,7 +65,8 @@ pub struct CheckOptions {
 
 /// Which checker runs a depth-first `check` (breadth-first searches are
 /// stateright's either way).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Engine {
     /// ckpt's own DFS ([`crate::engine`]): stateright's semantics and
     /// counts, less overhead per state.
@@ -187,6 +188,8 @@ pub struct CheckReport {
     /// Whether partial-order reduction was on (the counts are then of the
     /// reduced graph).
     pub reduction: bool,
+    /// The checker that searched (breadth-first: always stateright's).
+    pub engine: Engine,
 }
 
 impl CheckReport {
@@ -709,6 +712,11 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         coverage,
         peak_memory_mb: peak_rss_mb(),
         reduction: opts.reduction != Reduction::Off,
+        engine: if opts.bfs {
+            Engine::Stateright
+        } else {
+            opts.engine
+        },
     }
 }
 

@@ -1420,6 +1420,7 @@ fn json_report(r: &CheckReport, started: Instant) -> serde_json::Value {
         "wall_seconds": started.elapsed().as_secs_f64(),
         "peak_memory_mb": r.peak_memory_mb,
         "reduction": r.reduction,
+        "engine": r.engine,
         "properties": r.properties,
         "not_checked": not_checked(r).iter().map(|(name, flag)| serde_json::json!({
             "name": name, "kind": "sometimes", "reason": format!("{flag} is 0"),

@@ -181,6 +181,29 @@ fn partial_order_reduction_is_on_by_default_and_says_so() {
 }
 
 #[test]
+fn both_engines_count_the_same_states_and_the_report_names_the_engine() {
+    let mut counts = Vec::new();
+    for engine in ["ckpt", "stateright"] {
+        let mut args = vec!["check", "--threads", "1", "--json", "--engine", engine];
+        args.extend(SMALL.iter().filter(|a| **a != "--quiet"));
+        let o = run(&args);
+        assert_eq!(code(&o), 0, "{}", stdout(&o));
+        let v: serde_json::Value =
+            serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)));
+        assert_eq!(v["engine"], engine);
+        counts.push((
+            v["states"].clone(),
+            v["unique_states"].clone(),
+            v["depth"].clone(),
+        ));
+    }
+    assert_eq!(counts[0], counts[1]);
+    assert_eq!(counts[0].1, 639);
+    let o = run(&["check", "--engine", "spin"]);
+    assert_eq!(code(&o), 2);
+}
+
+#[test]
 fn a_state_limit_stops_with_a_partial_report_and_exit_4() {
     let o = run(&["check", "--max-states", "2000", "--quiet"]);
     assert_eq!(code(&o), 4, "{}", stdout(&o));
