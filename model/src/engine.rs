@@ -265,6 +265,20 @@ impl Shared {
     }
 
     fn work(&self) {
+        // A worker that panics (a reducer bug: no input should make one)
+        // ends the search, so the others do not wait for it forever; the
+        // panic reaches whoever joins the checker.
+        struct EndsSearchOnPanic<'a>(&'a Shared);
+        impl Drop for EndsSearchOnPanic<'_> {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    self.0.done.store(true, Ordering::SeqCst);
+                    let _m = lock(&self.0.market);
+                    self.0.wake.notify_all();
+                }
+            }
+        }
+        let _guard = EndsSearchOnPanic(self);
         let threads = self.opts.threads.max(1);
         let mut local: Vec<Job> = Vec::new();
         let mut actions: Vec<Action> = Vec::new();
