@@ -294,9 +294,7 @@ impl SysModel {
             b.is_empty()
         })
     }
-}
 
-impl SysModel {
     /// The actions [`Model::actions`] lists, and, when partial-order
     /// reduction narrowed them, their successors (already computed to
     /// decide it): `stepped[i]` is `s` after `out[i]`, or `stepped` is
