@@ -117,7 +117,7 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
             .map(|(c, hs)| (*c, rename_all(hs))),
     };
     Some(SysState {
-        coord,
+        coord: crate::world::Sealed::new(coord),
         tasks,
         net,
         ledger: s.ledger.rename_handles(&rename),

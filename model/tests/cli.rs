@@ -117,7 +117,17 @@ fn semantics_all_switches_legacy_cancel_to_a_join_and_says_so() {
 
 #[test]
 fn a_time_limit_is_inconclusive_not_holds() {
-    let o = run(&["check", "--time-limit", "0.3", "--quiet"]);
+    // A search of minutes (the default one ends in about a second).
+    let o = run(&[
+        "check",
+        "--tasks",
+        "3",
+        "--checkpoints",
+        "2",
+        "--time-limit",
+        "0.3",
+        "--quiet",
+    ]);
     assert_eq!(code(&o), 3, "{}", stdout(&o));
     let out = stdout(&o);
     assert!(out.contains("verdict: inconclusive"), "{out}");
@@ -292,7 +302,17 @@ fn a_violation_within_a_bound_is_definitive() {
 
 #[test]
 fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
-    let o = run(&["check", "--time-limit", "1.2", "--progress-every", "0.2"]);
+    let o = run(&[
+        "check",
+        "--tasks",
+        "3",
+        "--checkpoints",
+        "2",
+        "--time-limit",
+        "1.2",
+        "--progress-every",
+        "0.2",
+    ]);
     assert_eq!(code(&o), 3);
     let err = stderr(&o);
     assert!(!err.contains('\r'), "{err:?}");
@@ -304,8 +324,10 @@ fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
 
 #[test]
 fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
+    // A search that takes minutes (the default one now ends in under
+    // 1.5 s, before the signal would arrive).
     let child = bin()
-        .args(["check", "--quiet"])
+        .args(["check", "--quiet", "--tasks", "3", "--checkpoints", "2"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

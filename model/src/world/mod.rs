@@ -85,4 +85,6 @@ pub use por::Reduction;
 pub use sim::{
     handle_for, is_decline, rename_handle, Action, Delivery, Sim, LEAKED, ROUTED, SAVEPOINT,
 };
-pub use state::{Channel, Durable, History, Io, Mail, Msg, SharedSide, TaskSide, Used, World};
+pub use state::{
+    Channel, Durable, History, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
+};

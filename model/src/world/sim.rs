@@ -24,7 +24,9 @@ use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId,
 
 use super::config::{ModelConfig, Network, JOB};
 use super::coverage::{self, coord_event_kind, Coverage};
-use super::state::{Channel, Durable, History, Io, Mail, Msg, SharedSide, TaskSide, Used, World};
+use super::state::{
+    Channel, Durable, History, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
+};
 
 /// Something a scheduler can make happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -272,7 +274,7 @@ impl Sim {
             .collect();
         let mut s = World {
             now: Millis(0),
-            coord,
+            coord: Sealed::new(coord),
             tasks,
             net: Vec::new(),
             io: Vec::new(),
@@ -409,7 +411,7 @@ impl Sim {
                 coverage::write_coord_outcome_kind(w, &t.step.outcome);
             });
         }
-        let before = std::mem::replace(&mut s.coord, t.state);
+        let before = std::mem::replace(&mut s.coord, Sealed::new(t.state));
         if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &t.step.outcome {
             note(&mut found, s.durable.ledger.used(*checkpoint));
         }
@@ -1214,7 +1216,7 @@ impl Sim {
         n.scheduler_stopped = false;
         self.restart_all(n, log.as_deref_mut());
         n.coord = match CoordinatorState::from_settings(self.settings.clone()) {
-            Ok(c) => c,
+            Ok(c) => Sealed::new(c),
             Err(e) => panic!("settings rejected after validation: {e}"),
         };
         n.ledger = HandleLedger::new();

@@ -227,26 +227,30 @@ impl TaskSide {
     }
 }
 
-/// A task side inside a [`World`]: shared between the states that did not
-/// change it (copy on write: a step deep-copies only the sides it touches),
-/// with its hash cached. Reads go through `Deref`; any mutable access
-/// (`DerefMut`) copies the side if it is shared and forgets the cached hash,
-/// which [`SharedSide::seal`] (run at the end of every step) computes again.
-/// `Hash` writes the side's own 64-bit hash: equal sides write equal bytes,
-/// and collections inside still have their length prefixes.
+/// A part of a [`World`] shared between the states that did not change it
+/// (copy on write: a step deep-copies only the parts it touches), with its
+/// hash cached: each task side ([`SharedSide`]) and the coordinator state.
+/// Reads go through `Deref`; any mutable access (`DerefMut`) copies the part
+/// if it is shared and forgets the cached hash, which [`Sealed::seal`] (run
+/// at the end of every step, [`World::seal`]) computes again. `Hash` writes
+/// the part's own 64-bit hash: equal parts write equal bytes, and
+/// collections inside still have their length prefixes.
 #[derive(Clone)]
-pub struct SharedSide {
-    side: Arc<TaskSide>,
-    /// The side's hash; 0 while not computed.
+pub struct Sealed<T> {
+    inner: Arc<T>,
+    /// The part's hash; 0 while not computed.
     digest: u64,
 }
 
-impl SharedSide {
-    /// A side of its own, sealed.
+/// A task side inside a [`World`] ([`Sealed`]).
+pub type SharedSide = Sealed<TaskSide>;
+
+impl<T: Hash + Clone> Sealed<T> {
+    /// A part of its own, sealed.
     #[must_use]
-    pub fn new(side: TaskSide) -> SharedSide {
-        let mut s = SharedSide {
-            side: Arc::new(side),
+    pub fn new(inner: T) -> Sealed<T> {
+        let mut s = Sealed {
+            inner: Arc::new(inner),
             digest: 0,
         };
         s.seal();
@@ -256,56 +260,56 @@ impl SharedSide {
     /// Computes the cached hash if a mutable access forgot it.
     pub fn seal(&mut self) {
         if self.digest == 0 {
-            self.digest = side_digest(&self.side);
+            self.digest = digest(&*self.inner);
         }
     }
 }
 
-/// The side's 64-bit hash: aHash with fixed seeds (deterministic across
-/// runs and threads, and several times faster than SipHash here).
-fn side_digest(side: &TaskSide) -> u64 {
+/// A part's 64-bit hash: aHash with fixed seeds (deterministic across runs
+/// and threads, and several times faster than SipHash here).
+fn digest<T: Hash + ?Sized>(part: &T) -> u64 {
     ahash::RandomState::with_seeds(
         0x243f_6a88_85a3_08d3,
         0x1319_8a2e_0370_7344,
         0xa409_3822_299f_31d0,
         0x082e_fa98_ec4e_6c89,
     )
-    .hash_one(side)
+    .hash_one(part)
     .max(1)
 }
 
-impl Deref for SharedSide {
-    type Target = TaskSide;
-    fn deref(&self) -> &TaskSide {
-        &self.side
+impl<T> Deref for Sealed<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner
     }
 }
 
-impl DerefMut for SharedSide {
-    fn deref_mut(&mut self) -> &mut TaskSide {
+impl<T: Clone> DerefMut for Sealed<T> {
+    fn deref_mut(&mut self) -> &mut T {
         self.digest = 0;
-        Arc::make_mut(&mut self.side)
+        Arc::make_mut(&mut self.inner)
     }
 }
 
-impl From<TaskSide> for SharedSide {
-    fn from(side: TaskSide) -> SharedSide {
-        SharedSide::new(side)
+impl<T: Hash + Clone> From<T> for Sealed<T> {
+    fn from(inner: T) -> Sealed<T> {
+        Sealed::new(inner)
     }
 }
 
-impl PartialEq for SharedSide {
-    fn eq(&self, other: &SharedSide) -> bool {
-        Arc::ptr_eq(&self.side, &other.side) || *self.side == *other.side
+impl<T: PartialEq> PartialEq for Sealed<T> {
+    fn eq(&self, other: &Sealed<T>) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner) || *self.inner == *other.inner
     }
 }
 
-impl Eq for SharedSide {}
+impl<T: Eq> Eq for Sealed<T> {}
 
-impl Hash for SharedSide {
+impl<T: Hash> Hash for Sealed<T> {
     fn hash<H: Hasher>(&self, h: &mut H) {
         let d = if self.digest == 0 {
-            side_digest(&self.side)
+            digest(&*self.inner)
         } else {
             self.digest
         };
@@ -313,9 +317,9 @@ impl Hash for SharedSide {
     }
 }
 
-impl std::fmt::Debug for SharedSide {
+impl<T: std::fmt::Debug> std::fmt::Debug for Sealed<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.side.fmt(f)
+        self.inner.fmt(f)
     }
 }
 
@@ -397,7 +401,7 @@ pub struct World {
     /// The world's clock (what every event is delivered at).
     pub now: Millis,
     /// The real coordinator.
-    pub coord: CoordinatorState,
+    pub coord: Sealed<CoordinatorState>,
     /// Tasks by id (each shared copy-on-write between states, its hash
     /// cached: [`SharedSide`]).
     pub tasks: Vec<SharedSide>,
@@ -428,6 +432,7 @@ pub struct World {
 impl World {
     /// Computes the cached hash of every task side a step changed.
     pub fn seal(&mut self) {
+        self.coord.seal();
         for t in &mut self.tasks {
             t.seal();
         }
