@@ -420,7 +420,7 @@ fn rich_coordinators() -> Vec<CoordinatorState> {
             ];
             for want in wanted {
                 if let Some(w) = worlds.iter().find(|w| want(&w.coord)) {
-                    picks.push(w.coord.clone());
+                    picks.push((*w.coord).clone());
                 }
             }
             picks
