@@ -24,10 +24,14 @@
 //! Every collection in the state has a length-prefixed `Hash` (TOOLING
 //! pitfall 1); `tests/model.rs` and `tests/durability.rs` cross-check
 //! `unique_state_count()` against an exact search over the states themselves.
-//! Task sides are shared copy-on-write between states
-//! ([`world::SharedSide`]): a step deep-copies only the sides it changes, and
-//! each side's hash is computed once, when a step changed it (the world's
-//! `Hash` writes that 64-bit digest).
+//! Task sides and the coordinator state are shared copy-on-write between
+//! states ([`world::Sealed`], [`world::SharedSide`]): a step deep-copies
+//! only the parts it changes, and each part's hash is computed once, when a
+//! step changed it (the world's `Hash` writes that 64-bit digest).
+//!
+//! `check` searches depth-first with ckpt's own engine ([`engine`]:
+//! stateright's semantics and counts, less overhead per state) unless told
+//! `--engine stateright`.
 //!
 //! Partial-order reduction (`world/por.rs`, [`world::Reduction`]; on in the
 //! `check` command, off in [`check::CheckOptions`]' default so that the
