@@ -11,9 +11,10 @@
 //! the order stateright's DFS does (a LIFO stack, successors pushed in
 //! action order), fingerprints them with the same hasher (aHash with
 //! stateright's fixed seeds), deduplicates orbits under symmetry when asked
-//! (by the smallest fingerprint over the orbit, [`crate::symmetry::orbit_min`]:
-//! the same orbits merge as under stateright's fingerprint of the
-//! representative, one clone and one hash fewer per state), and judges the properties as stateright does:
+//! (by the smallest fingerprint over the orbit,
+//! [`crate::symmetry::orbit_min`]: the same orbits merge as under
+//! stateright's fingerprint of the representative, one clone and one hash
+//! fewer per state), and judges the properties as stateright does:
 //! `always` and `sometimes` on every state taken from the stack,
 //! `eventually` through per-path bits that a terminal state (no successor
 //! inside the boundary) reports if still set; a state already visited is not
@@ -30,7 +31,9 @@
 //! a state's path is a shared link to its parent (one small allocation)
 //! instead of a copy of every action index above it; discovered properties
 //! are a bit mask instead of a `DashMap` looked up by name (SipHash of every
-//! property's name for every state).
+//! property's name for every state); and where partial-order reduction
+//! narrowed a state's actions, the successors its ample check computed are
+//! kept ([`SysModel::expand`]) instead of stepped a second time.
 //!
 //! **Threads.** Each worker runs its own stack; a worker that runs dry
 //! says so, and a worker with more than one job hands the older half of its
