@@ -576,6 +576,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     if let Some(d) = opts.max_depth {
         builder = builder.target_max_depth(depth_bound(d));
     }
+    let symmetry = opts.symmetry && crate::symmetry::reduces(cfg);
     let f = if opts.roots.as_ref().is_some_and(|r| r.is_empty()) {
         // A shard that owns no frontier state has nothing to search.
         Finished {
@@ -593,14 +594,14 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
             model,
             crate::engine::EngineOptions {
                 threads: opts.threads.max(1),
-                symmetry: opts.symmetry && crate::symmetry::reduces(cfg),
+                symmetry,
                 target_max_depth: opts.max_depth.map(depth_bound),
                 finish_when_any_failure: opts.stop_at_failure,
             },
         );
         finish(e, start, opts, stop.clone())
     } else {
-        if opts.symmetry && crate::symmetry::reduces(cfg) {
+        if symmetry {
             builder = builder.symmetry();
         }
         finish(builder.spawn_dfs(), start, opts, stop.clone())

@@ -170,23 +170,30 @@ fn permutations(class: &[TaskId], n: usize) -> Vec<Vec<TaskId>> {
         .collect()
 }
 
+/// The other members of the orbit of `s`: `s` under every permutation of
+/// its interchangeable tasks but the identity (none when the class has
+/// fewer than two tasks; a permutation the coordinator refuses is skipped).
+fn renamings(s: &SysState) -> impl Iterator<Item = SysState> + '_ {
+    let class = class(s);
+    let perms = if class.len() < 2 {
+        Vec::new()
+    } else {
+        permutations(&class, s.tasks.len())
+    };
+    perms
+        .into_iter()
+        .filter(|perm| !perm.iter().enumerate().all(|(i, p)| p.0 as usize == i))
+        .filter_map(move |perm| permute(s, &perm, s.ordered_net))
+}
+
 /// The canonical representative of `s` under task permutations.
 #[must_use]
 pub fn canonical(s: &SysState) -> SysState {
-    let class = class(s);
-    if class.len() < 2 {
-        return s.clone();
-    }
     let mut best = (fingerprint(s), s.clone());
-    for perm in permutations(&class, s.tasks.len()) {
-        if perm.iter().enumerate().all(|(i, p)| p.0 as usize == i) {
-            continue;
-        }
-        if let Some(c) = permute(s, &perm, s.ordered_net) {
-            let f = fingerprint(&c);
-            if f < best.0 {
-                best = (f, c);
-            }
+    for c in renamings(s) {
+        let f = fingerprint(&c);
+        if f < best.0 {
+            best = (f, c);
         }
     }
     best.1
@@ -197,20 +204,7 @@ pub fn canonical(s: &SysState) -> SysState {
 /// checker's visited set needs the fingerprint, not the representative).
 #[must_use]
 pub fn orbit_min(s: &SysState, hash: impl Fn(&SysState) -> u64) -> u64 {
-    let mut best = hash(s);
-    let class = class(s);
-    if class.len() < 2 {
-        return best;
-    }
-    for perm in permutations(&class, s.tasks.len()) {
-        if perm.iter().enumerate().all(|(i, p)| p.0 as usize == i) {
-            continue;
-        }
-        if let Some(c) = permute(s, &perm, s.ordered_net) {
-            best = best.min(hash(&c));
-        }
-    }
-    best
+    renamings(s).map(|c| hash(&c)).fold(hash(s), u64::min)
 }
 
 impl Representative for SysState {

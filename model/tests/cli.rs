@@ -44,6 +44,15 @@ fn scratch(name: &str) -> PathBuf {
 /// unique states).
 const SMALL: [&str; 5] = ["--checkpoints", "1", "--faults", "0", "--quiet"];
 
+/// A check that searches for minutes (3 tasks x 2 checkpoints, 1 fault): for
+/// tests that stop one early (the default check ends in about a second).
+const LONG_CHECK: [&str; 5] = ["check", "--tasks", "3", "--checkpoints", "2"];
+
+/// [`LONG_CHECK`] followed by `more`.
+fn long_check<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    LONG_CHECK.iter().chain(more).copied().collect()
+}
+
 // ----- wrong or missing answers ----------------------------------------------
 
 #[test]
@@ -117,17 +126,7 @@ fn semantics_all_switches_legacy_cancel_to_a_join_and_says_so() {
 
 #[test]
 fn a_time_limit_is_inconclusive_not_holds() {
-    // A search of minutes (the default one ends in about a second).
-    let o = run(&[
-        "check",
-        "--tasks",
-        "3",
-        "--checkpoints",
-        "2",
-        "--time-limit",
-        "0.3",
-        "--quiet",
-    ]);
+    let o = run(&long_check(&["--time-limit", "0.3", "--quiet"]));
     assert_eq!(code(&o), 3, "{}", stdout(&o));
     let out = stdout(&o);
     assert!(out.contains("verdict: inconclusive"), "{out}");
@@ -302,17 +301,12 @@ fn a_violation_within_a_bound_is_definitive() {
 
 #[test]
 fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
-    let o = run(&[
-        "check",
-        "--tasks",
-        "3",
-        "--checkpoints",
-        "2",
+    let o = run(&long_check(&[
         "--time-limit",
         "1.2",
         "--progress-every",
         "0.2",
-    ]);
+    ]));
     assert_eq!(code(&o), 3);
     let err = stderr(&o);
     assert!(!err.contains('\r'), "{err:?}");
@@ -324,10 +318,8 @@ fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
 
 #[test]
 fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
-    // A search that takes minutes (the default one now ends in under
-    // 1.5 s, before the signal would arrive).
     let child = bin()
-        .args(["check", "--quiet", "--tasks", "3", "--checkpoints", "2"])
+        .args(long_check(&["--quiet"]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
