@@ -355,7 +355,7 @@ impl From<&Completed> for CompletedSnapshot {
             request: *request,
             savepoint: *savepoint,
             timestamp: *timestamp,
-            handles: handles.iter().copied().collect(),
+            handles: handles.iter().collect(),
         }
     }
 }
@@ -391,7 +391,7 @@ impl From<&Pending> for PendingSnapshot {
             kind: kind.clone(),
             timestamp: *timestamp,
             attempts: attempts.to_vec(),
-            acks: acks.iter().copied().collect(),
+            acks: acks.iter().collect(),
             phase: *phase,
         }
     }
@@ -563,7 +563,7 @@ impl CoordinatorState {
             shutdown,
             periodic,
             timers: timers.into_iter().collect(),
-            tasks: tasks.into_iter().collect(),
+            tasks: triomphe::Arc::new(tasks.into_iter().collect()),
             next_request,
             in_flight: in_flight.map(Request::from),
             queue: queue.into_iter().map(Request::from).collect(),

@@ -414,7 +414,7 @@ fn rich_coordinators() -> Vec<CoordinatorState> {
             let mut picks: Vec<CoordinatorState> = Vec::new();
             let wanted: [fn(&CoordinatorState) -> bool; 4] = [
                 |c| c.pending().any(|p| p.phase() == PendingPhase::Storing) && c.completed().count() > 0,
-                |c| c.pending().any(|p| p.acks().any(|a| *a != coordinator::AckSlot::Waiting) && p.remaining() > 0),
+                |c| c.pending().any(|p| p.acks().any(|a| a != coordinator::AckSlot::Waiting) && p.remaining() > 0),
                 |c| c.in_flight().is_some() && c.completed().count() > 0,
                 |c| c.in_doubt().is_some(),
             ];

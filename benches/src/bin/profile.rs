@@ -3,7 +3,11 @@
 //! instruction counts are stable on a noisy machine where times are not.
 //!
 //! `profile VARIANT TASKS PENDING [REPS]` with VARIANT one of `floor`,
-//! `flink_like`, `in_place`, `pure_retained`, `cycle`.
+//! `flink_like`, `in_place`, `pure_retained`, `cycle`. It also prints the
+//! fastest repetition's time per ack (the acks alone, without building or
+//! dropping the states): on a machine whose speed drifts, the minimum over
+//! repetitions of two builds run one after the other is a fairer A/B than
+//! two criterion runs minutes apart.
 
 use ckpt_benches::{
     ack_in_place, ack_pure_retained, armed, scattered_order, Cycle, FlinkLike, Floor, RETAIN_CAP,
@@ -19,40 +23,59 @@ fn main() {
     let reps = arg(3, 3);
     let order = scattered_order(tasks, pending);
     let mut acks = 0usize;
+    let mut best_ns_per_ack = f64::INFINITY;
     for _ in 0..reps {
-        match variant {
+        let before = acks;
+        let timed = match variant {
             "floor" => {
                 let mut f = Floor::armed(tasks, pending);
+                let t0 = std::time::Instant::now();
                 f.ack_all(&order);
                 acks += order.len();
+                t0.elapsed()
             }
             "flink_like" => {
                 let mut f = FlinkLike::armed(tasks, pending);
+                let t0 = std::time::Instant::now();
                 f.ack_all(&order);
                 acks += order.len();
+                t0.elapsed()
             }
             "in_place" => {
                 let mut a = armed(tasks, pending);
+                let t0 = std::time::Instant::now();
                 ack_in_place(&mut a, &order);
                 acks += order.len();
+                t0.elapsed()
             }
             "pure_retained" => {
                 let part = &order[..order.len().min(RETAIN_CAP)];
                 let mut a = armed(tasks, pending);
                 let mut kept = Vec::with_capacity(part.len());
+                let t0 = std::time::Instant::now();
                 ack_pure_retained(&mut a, part, &mut kept);
+                let timed = t0.elapsed();
                 acks += part.len();
+                // Dropped after the clock stops.
+                drop((a, kept));
+                timed
             }
             "cycle" => {
                 let mut c = Cycle::new(tasks);
                 c.run();
+                let t0 = std::time::Instant::now();
                 acks += c.run().acked;
+                t0.elapsed()
             }
             other => {
                 eprintln!("unknown variant {other}");
                 std::process::exit(2);
             }
+        };
+        let n = acks - before;
+        if n > 0 {
+            best_ns_per_ack = best_ns_per_ack.min(timed.as_nanos() as f64 / n as f64);
         }
     }
-    println!("{variant} {tasks}x{pending}: {acks} acks");
+    println!("{variant} {tasks}x{pending}: {acks} acks; fastest repetition {best_ns_per_ack:.1} ns per ack");
 }

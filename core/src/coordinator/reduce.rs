@@ -735,13 +735,13 @@ impl CoordinatorState {
         }
         let completing = matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing);
         // One walk down the slot tree: read and, on SUCCESS, write in place.
-        let Some(cell) = p.acks.get_mut(slot) else {
+        let Some(mut cell) = p.acks.slot_mut(slot) else {
             // Slots are sized from `tasks_to_wait` at trigger time and
             // `wait_slot` only answers indices below that size.
             self.discard_one(id, handle, fx);
             return unreachable_branch(Unreachable::AckSlotMissing);
         };
-        match *cell {
+        match cell.get() {
             AckSlot::Acked(held) => {
                 // Same handle again: a duplicate delivery, nothing to free.
                 // Another handle: the second write is an orphan.
@@ -756,7 +756,7 @@ impl CoordinatorState {
                 outcome
             }
             AckSlot::Waiting if !completing => {
-                *cell = AckSlot::Acked(handle);
+                cell.set(AckSlot::Acked(handle));
                 p.remaining = p.remaining.saturating_sub(1);
                 let remaining = p.remaining;
                 let ready = remaining == 0 && p.phase == PendingPhase::AwaitingAcks;
@@ -1052,7 +1052,7 @@ impl CoordinatorState {
         // them expire.
         let aborted = if s.running {
             // The old attempt is gone: no notification goes to it.
-            self.tasks.set(
+            triomphe::Arc::make_mut(&mut self.tasks).set(
                 task.0 as usize,
                 super::TaskStatus {
                     attempt: s.attempt,
@@ -1063,7 +1063,7 @@ impl CoordinatorState {
         } else {
             0
         };
-        self.tasks.set(
+        triomphe::Arc::make_mut(&mut self.tasks).set(
             task.0 as usize,
             super::TaskStatus {
                 attempt,
@@ -1083,7 +1083,7 @@ impl CoordinatorState {
                 .values()
                 .filter(|p| {
                     !matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing)
-                        && p.acks.get(slot) == Some(&AckSlot::Waiting)
+                        && p.acks.get(slot) == Some(AckSlot::Waiting)
                 })
                 .map(|p| p.id)
                 .collect(),
@@ -1115,7 +1115,7 @@ impl CoordinatorState {
         if attempt != s.attempt || !s.running {
             return Outcome::Ignored(Ignored::StaleAttempt);
         }
-        self.tasks.set(
+        triomphe::Arc::make_mut(&mut self.tasks).set(
             task.0 as usize,
             super::TaskStatus {
                 attempt,

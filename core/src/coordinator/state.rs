@@ -119,7 +119,7 @@ impl Pending {
         self.phase
     }
     /// Every ack slot, in `tasks_to_wait` order.
-    pub fn acks(&self) -> impl Iterator<Item = &AckSlot> + '_ {
+    pub fn acks(&self) -> impl Iterator<Item = AckSlot> + '_ {
         self.acks.iter()
     }
     /// The attempt expected in each ack slot.
@@ -129,7 +129,7 @@ impl Pending {
     /// Handles held by this pending checkpoint.
     pub fn handles(&self) -> impl Iterator<Item = StateHandle> + '_ {
         self.acks.iter().filter_map(|a| match a {
-            AckSlot::Acked(h) => *h,
+            AckSlot::Acked(h) => h,
             AckSlot::Waiting => None,
         })
     }
@@ -182,24 +182,25 @@ impl Completed {
     /// The state handles it retains.
     pub fn handles(&self) -> impl Iterator<Item = StateHandle> + '_ {
         self.handles.iter().filter_map(|a| match a {
-            AckSlot::Acked(h) => *h,
+            AckSlot::Acked(h) => h,
             AckSlot::Waiting => None,
         })
     }
 }
 
 /// Pending checkpoints by id: a small sorted slice behind one `Arc` (there
-/// are rarely more than a few). Cloning a state shares it; the first write
-/// to a shared map copies the slice once (one allocation; each `Pending` is a
-/// few `Arc` bumps), and an unshared map is written in place. Inserting and
-/// removing rebuild the slice (once per checkpoint). The subset of
+/// are rarely more than a few), each checkpoint behind its own. Cloning a
+/// state shares it; the first write to a checkpoint of a shared map copies
+/// the slice (16 bytes and one bump per checkpoint) and that one checkpoint,
+/// leaving the others shared; an unshared map is written in place. Inserting
+/// and removing rebuild the slice (once per checkpoint). The subset of
 /// `imbl::OrdMap`'s interface the coordinator uses, iterating in id order.
 #[derive(Clone)]
-pub(crate) struct PendingMap(Arc<[(CheckpointId, Pending)]>);
+pub(crate) struct PendingMap(triomphe::Arc<[(CheckpointId, triomphe::Arc<Pending>)]>);
 
 impl Default for PendingMap {
     fn default() -> Self {
-        PendingMap(Arc::new([]))
+        PendingMap(std::iter::empty().collect())
     }
 }
 
@@ -218,22 +219,27 @@ impl PendingMap {
     }
     pub(crate) fn get(&self, id: &CheckpointId) -> Option<&Pending> {
         let i = self.find(id).ok()?;
-        self.0.get(i).map(|(_, p)| p)
+        self.0.get(i).map(|(_, p)| &**p)
     }
     pub(crate) fn get_mut(&mut self, id: &CheckpointId) -> Option<&mut Pending> {
         let i = self.find(id).ok()?;
-        if Arc::get_mut(&mut self.0).is_none() {
+        if !self.0.is_unique() {
             self.0 = self.0.iter().cloned().collect();
         }
-        Arc::get_mut(&mut self.0)?.get_mut(i).map(|(_, p)| p)
+        triomphe::Arc::get_mut(&mut self.0)?
+            .get_mut(i)
+            .map(|(_, p)| triomphe::Arc::make_mut(p))
     }
     /// Inserts or replaces; returns the replaced value.
     pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
         let mut v = self.0.to_vec();
         let old = match self.find(&id) {
-            Ok(i) => v.get_mut(i).map(|(_, old)| std::mem::replace(old, p)),
+            Ok(i) => v
+                .get_mut(i)
+                .map(|(_, old)| std::mem::replace(old, triomphe::Arc::new(p)))
+                .map(triomphe::Arc::unwrap_or_clone),
             Err(i) => {
-                v.insert(i.min(v.len()), (id, p));
+                v.insert(i.min(v.len()), (id, triomphe::Arc::new(p)));
                 None
             }
         };
@@ -243,35 +249,35 @@ impl PendingMap {
     pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
         let i = self.find(id).ok()?;
         let mut v = self.0.to_vec();
-        let removed = (i < v.len()).then(|| v.remove(i).1);
+        let removed = (i < v.len()).then(|| triomphe::Arc::unwrap_or_clone(v.remove(i).1));
         self.0 = v.into();
         removed
     }
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&CheckpointId, &Pending)> + '_ {
-        self.0.iter().map(|(k, v)| (k, v))
+        self.0.iter().map(|(k, v)| (k, &**v))
     }
     pub(crate) fn keys(&self) -> impl Iterator<Item = &CheckpointId> + '_ {
         self.0.iter().map(|(k, _)| k)
     }
     pub(crate) fn values(&self) -> impl Iterator<Item = &Pending> + '_ {
-        self.0.iter().map(|(_, v)| v)
+        self.0.iter().map(|(_, v)| &**v)
     }
 }
 
 impl<'a> IntoIterator for &'a PendingMap {
     type Item = (&'a CheckpointId, &'a Pending);
     type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (CheckpointId, Pending)>,
-        fn(&'a (CheckpointId, Pending)) -> (&'a CheckpointId, &'a Pending),
+        std::slice::Iter<'a, (CheckpointId, triomphe::Arc<Pending>)>,
+        fn(&'a (CheckpointId, triomphe::Arc<Pending>)) -> (&'a CheckpointId, &'a Pending),
     >;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter().map(|(k, v)| (k, v))
+        self.0.iter().map(|(k, v)| (k, &**v))
     }
 }
 
 impl PartialEq for PendingMap {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+        triomphe::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
     }
 }
 
@@ -332,8 +338,11 @@ pub struct CoordinatorState {
     pub(crate) shutdown: bool,
     pub(crate) periodic: bool,
     pub(crate) timers: OrdMap<Timer, Millis>,
-    /// Indexed by task id.
-    pub(crate) tasks: Vector<TaskStatus>,
+    /// Indexed by task id. Behind one more pointer: `imbl::Vector` holds
+    /// five `Arc`s once it outgrows its inline buffer, and the state is
+    /// cloned on every pure step while tasks change only on a failure or a
+    /// restart (one reference-count bump per clone instead of five).
+    pub(crate) tasks: triomphe::Arc<Vector<TaskStatus>>,
     pub(crate) next_request: u64,
     pub(crate) in_flight: Option<Request>,
     /// Sorted by priority (highest first), FIFO within a priority.
@@ -440,7 +449,7 @@ impl PartialEq for CoordinatorState {
             && *in_doubt == other.in_doubt
             && (Arc::ptr_eq(config, &other.config) || config == &other.config)
             && (timers.ptr_eq(&other.timers) || *timers == other.timers)
-            && vec_eq(tasks, &other.tasks)
+            && (triomphe::Arc::ptr_eq(tasks, &other.tasks) || vec_eq(tasks, &other.tasks))
             && vec_eq(queue, &other.queue)
             && *pending == other.pending
             && vec_eq(completed, &other.completed)
@@ -504,12 +513,14 @@ impl CoordinatorState {
     /// A fresh coordinator: scheduler off, every configured task running at
     /// attempt 0, nothing pending.
     pub fn new(config: CoordinatorConfig) -> Self {
-        let tasks = (0..config.task_slots())
-            .map(|_| TaskStatus {
-                attempt: AttemptNo(0),
-                running: true,
-            })
-            .collect();
+        let tasks = triomphe::Arc::new(
+            (0..config.task_slots())
+                .map(|_| TaskStatus {
+                    attempt: AttemptNo(0),
+                    running: true,
+                })
+                .collect(),
+        );
         CoordinatorState {
             config: Arc::new(config),
             now: Millis(0),

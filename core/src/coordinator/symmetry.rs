@@ -71,7 +71,7 @@ impl CoordinatorState {
             let image = perm.get(old)?.0 as usize;
             *tasks.get_mut(image)? = *status;
         }
-        next.tasks = tasks.into_iter().collect();
+        next.tasks = triomphe::Arc::new(tasks.into_iter().collect());
         for (id, p) in &self.pending {
             let mut q = p.clone();
             let mut attempts = p.attempts.to_vec();
@@ -80,7 +80,7 @@ impl CoordinatorState {
             }
             q.attempts = attempts.into();
             for (s, a) in p.acks.iter().enumerate() {
-                *q.acks.get_mut(*new_slot.get(s)?)? = renamed(*a, rename);
+                q.acks.set(*new_slot.get(s)?, renamed(a, rename))?;
             }
             next.pending.insert(*id, q);
         }
@@ -91,7 +91,7 @@ impl CoordinatorState {
             let shaped = c.handles.len() == new_slot.len();
             for (s, a) in c.handles.iter().enumerate() {
                 let to = if shaped { *new_slot.get(s)? } else { s };
-                *d.handles.get_mut(to)? = renamed(*a, rename);
+                d.handles.set(to, renamed(a, rename))?;
             }
             Some(d)
         };
@@ -160,7 +160,7 @@ mod tests {
             .unwrap_or_else(|| panic!("a symmetry"));
         let acks: Vec<_> = swapped
             .pending_checkpoint(CheckpointId(1))
-            .map(|p| p.acks().copied().collect())
+            .map(|p| p.acks().collect())
             .unwrap_or_default();
         assert_eq!(
             acks,

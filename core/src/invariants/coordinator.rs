@@ -120,7 +120,7 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
     })?;
     let mut completing = 0usize;
     for p in s.pending() {
-        let waiting = p.acks().filter(|a| **a == AckSlot::Waiting).count();
+        let waiting = p.acks().filter(|a| *a == AckSlot::Waiting).count();
         ensure(waiting == p.remaining(), names::ACK_COUNT, || {
             format!(
                 "checkpoint {}: {waiting} waiting slots, remaining {}",

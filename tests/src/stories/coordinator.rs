@@ -282,7 +282,7 @@ impl CoordDriver {
             .map(|p| {
                 p.acks()
                     .zip(self.settings.tasks_to_wait.iter())
-                    .filter(|(a, _)| **a == AckSlot::Waiting)
+                    .filter(|(a, _)| *a == AckSlot::Waiting)
                     .map(|(_, t)| *t)
                     .collect()
             })
