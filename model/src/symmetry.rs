@@ -120,8 +120,8 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
         coord: crate::world::Sealed::new(coord),
         tasks,
         net,
-        ledger: s.ledger.rename_handles(&rename),
-        durable,
+        ledger: crate::world::Sealed::new(s.ledger.rename_handles(&rename)),
+        durable: crate::world::Sealed::new(durable),
         ..s.clone()
     })
 }

@@ -281,13 +281,13 @@ impl Sim {
             used: Used::default(),
             scheduler_stopped: false,
             history: History::default(),
-            ledger: HandleLedger::new(),
-            durable: Durable {
+            ledger: Sealed::new(HandleLedger::new()),
+            durable: Sealed::new(Durable {
                 ledger: DurableLedger::new(usize::from(self.cfg.retained.max(1))),
                 counter: None,
                 metadata: Vec::new(),
                 in_doubt: None,
-            },
+            }),
             job_failover_due: false,
             violation: None,
             ordered_net: self.cfg.network == Network::Ordered,
@@ -1219,7 +1219,7 @@ impl Sim {
             Ok(c) => Sealed::new(c),
             Err(e) => panic!("settings rejected after validation: {e}"),
         };
-        n.ledger = HandleLedger::new();
+        n.ledger = Sealed::new(HandleLedger::new());
         let checkpoints = n
             .durable
             .ledger

@@ -2,7 +2,6 @@
 
 use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
-use std::sync::Arc;
 
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
 use ckpt_core::invariants::coordinator::HandleLedger;
@@ -234,10 +233,13 @@ impl TaskSide {
 /// if it is shared and forgets the cached hash, which [`Sealed::seal`] (run
 /// at the end of every step, [`World::seal`]) computes again. `Hash` writes
 /// the part's own 64-bit hash: equal parts write equal bytes, and
-/// collections inside still have their length prefixes.
+/// collections inside still have their length prefixes. The `Arc` is
+/// `triomphe`'s (no weak count): a step makes several mutable accesses, and
+/// each one's "is this shared?" check is then a load instead of the
+/// compare-and-swap of `std::sync::Arc::make_mut`.
 #[derive(Clone)]
 pub struct Sealed<T> {
-    inner: Arc<T>,
+    inner: triomphe::Arc<T>,
     /// The part's hash; 0 while not computed.
     digest: u64,
 }
@@ -250,7 +252,7 @@ impl<T: Hash + Clone> Sealed<T> {
     #[must_use]
     pub fn new(inner: T) -> Sealed<T> {
         let mut s = Sealed {
-            inner: Arc::new(inner),
+            inner: triomphe::Arc::new(inner),
             digest: 0,
         };
         s.seal();
@@ -288,7 +290,7 @@ impl<T> Deref for Sealed<T> {
 impl<T: Clone> DerefMut for Sealed<T> {
     fn deref_mut(&mut self) -> &mut T {
         self.digest = 0;
-        Arc::make_mut(&mut self.inner)
+        triomphe::Arc::make_mut(&mut self.inner)
     }
 }
 
@@ -300,7 +302,7 @@ impl<T: Hash + Clone> From<T> for Sealed<T> {
 
 impl<T: PartialEq> PartialEq for Sealed<T> {
     fn eq(&self, other: &Sealed<T>) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner) || *self.inner == *other.inner
+        triomphe::Arc::ptr_eq(&self.inner, &other.inner) || *self.inner == *other.inner
     }
 }
 
@@ -416,10 +418,12 @@ pub struct World {
     pub scheduler_stopped: bool,
     /// History for the witnesses.
     pub history: History,
-    /// The core's handle ledger (of the current coordinator).
-    pub ledger: HandleLedger,
-    /// What is durable.
-    pub durable: Durable,
+    /// The core's handle ledger (of the current coordinator). Shared
+    /// copy-on-write like the task sides: task steps leave it alone.
+    pub ledger: Sealed<HandleLedger>,
+    /// What is durable. Shared copy-on-write: most steps leave it alone,
+    /// and a clone of a world would otherwise copy its sets and lists.
+    pub durable: Sealed<Durable>,
     /// A `FailJob` was emitted and the job has not failed over yet.
     pub job_failover_due: bool,
     /// The first invariant violation (the state is then terminal).
@@ -433,6 +437,8 @@ impl World {
     /// Computes the cached hash of every task side a step changed.
     pub fn seal(&mut self) {
         self.coord.seal();
+        self.ledger.seal();
+        self.durable.seal();
         for t in &mut self.tasks {
             t.seal();
         }
