@@ -55,8 +55,8 @@ fn pinned() -> Vec<(&'static str, ModelConfig, bool, usize, usize)> {
     };
     vec![
         ("small", small(), false, 652, 639),
-        ("three", three.clone(), false, 12_953, 12_876),
-        ("three, symmetry", three.clone(), true, 6_838, 6_790),
+        ("three", three.clone(), false, 12_953, 12_835),
+        ("three, symmetry", three.clone(), true, 6_838, 6_764),
         (
             "three, ordered, symmetry",
             ModelConfig {
@@ -139,7 +139,7 @@ fn pinned() -> Vec<(&'static str, ModelConfig, bool, usize, usize)> {
             },
             false,
             5141,
-            5108,
+            5100,
         ),
         (
             "a scheduler restart",
@@ -160,7 +160,7 @@ fn pinned() -> Vec<(&'static str, ModelConfig, bool, usize, usize)> {
             },
             false,
             26_731,
-            21_232,
+            20_880,
         ),
         (
             "end of input",
@@ -170,7 +170,7 @@ fn pinned() -> Vec<(&'static str, ModelConfig, bool, usize, usize)> {
             },
             false,
             1474,
-            1467,
+            1465,
         ),
     ]
 }

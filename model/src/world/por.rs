@@ -20,7 +20,11 @@
 //!   Each of those rewrites `t`'s state or drops its queues.
 //! * **No new local action of `t` can appear before one of `A` runs.** Its
 //!   mailbox is not empty (a delivered mail only queues behind the head,
-//!   and `Mailbox(t)` is already in `A`), every input channel is not empty
+//!   and `Mailbox(t)` is already in `A`) or no mail can reach it (none is in
+//!   flight to `t` and the coordinator will never emit another: shut down,
+//!   or nothing pending, requested or outstanding and nothing left in the
+//!   budgets that could start a checkpoint: `Sim::coordinator_done`),
+//!   every input channel is not empty
 //!   (an upstream item only queues behind the head), and `A` holds no fault
 //!   variant (a failing writer / async part draws from the fault budget all
 //!   fault actions share; with budget left, such a task is not used).
@@ -174,10 +178,35 @@ impl Sim {
     }
 
     /// Whether an RPC mail may still reach `t`: one is in flight, or the
-    /// coordinator is not shut down (a shut-down coordinator emits nothing,
-    /// and no failover is left to replace it).
+    /// coordinator may still emit one (it is not [`Sim::coordinator_done`]).
     fn may_mail(&self, s: &World, t: TaskId) -> bool {
-        !s.coord.is_shutdown() || s.net.iter().any(|m| !m.to_coordinator() && m.task() == t)
+        !self.coordinator_done(s) || s.net.iter().any(|m| !m.to_coordinator() && m.task() == t)
+    }
+
+    /// Whether the coordinator will never emit another mail, whatever
+    /// happens next (asked only where no failover is left,
+    /// [`Sim::nothing_rewrites_tasks`]). Either it is shut down (a
+    /// shut-down coordinator emits nothing), or it has nothing left to say:
+    /// no checkpoint pending (the mails of a completion or an abort, to
+    /// every task, are sent in the step that ends it), no request in flight
+    /// or queued, no I/O outstanding, and nothing left in the run's budgets
+    /// that could start a checkpoint (periodic firings, savepoints, user
+    /// checkpoints, a scheduler restart, an end of input). What may still
+    /// reach it then, a late ack or decline or a stale timeout, finds no
+    /// checkpoint and is ignored, so this stays true until the run ends.
+    fn coordinator_done(&self, s: &World) -> bool {
+        let cfg = &self.cfg;
+        s.coord.is_shutdown()
+            || (s.used.triggers >= cfg.checkpoints
+                && s.used.savepoints >= cfg.savepoints
+                && s.used.user_checkpoints >= cfg.user_checkpoints
+                && s.used.scheduler_stops >= cfg.scheduler_restarts
+                && !s.scheduler_stopped
+                && s.used.end_of_input >= cfg.end_of_input
+                && s.io.is_empty()
+                && s.coord.pending_count() == 0
+                && s.coord.in_flight().is_none()
+                && s.coord.queued().next().is_none())
     }
 
     /// Whether task `u` will never step again: no mail may reach it, its
