@@ -60,9 +60,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
 use crate::coordinator::{
-    AckSlot, Completed, ConfigError, CoordinatorConfig, CoordinatorSettings, CoordinatorState,
-    FailureCounter, Pending, PendingMap, PendingPhase, Request, RequestId, TaskStatus, Timer,
-    TriggerKind,
+    AckSlot, Cold, Completed, ConfigError, CoordinatorConfig, CoordinatorSettings,
+    CoordinatorState, FailureCounter, Pending, PendingMap, PendingPhase, Request, RequestId,
+    Shared, TaskStatus, Timer, TriggerKind,
 };
 use crate::invariants::{self, Violation};
 use crate::task::{Lifecycle, ResultStatus, TaskConfig, TaskError, TaskState};
@@ -409,19 +409,22 @@ impl CoordinatorState {
             timers,
             tasks,
             next_request,
-            in_flight,
-            queue,
+            cold,
             pending,
             completing,
-            completed,
-            recent,
             last_id,
             last_completion,
             latest_completed,
             consecutive_trigger_failures,
             failures,
-            in_doubt,
         } = self;
+        let Cold {
+            in_flight,
+            queue,
+            completed,
+            recent,
+            in_doubt,
+        } = &**cold;
         let FailureCounter { count, job_failed } = failures;
         CoordinatorSnapshot {
             version: SNAPSHOT_VERSION,
@@ -565,12 +568,15 @@ impl CoordinatorState {
             timers: timers.into_iter().collect(),
             tasks: triomphe::Arc::new(tasks.into_iter().collect()),
             next_request,
-            in_flight: in_flight.map(Request::from),
-            queue: queue.into_iter().map(Request::from).collect(),
+            cold: Shared::new(Cold {
+                in_flight: in_flight.map(Request::from),
+                queue: queue.into_iter().map(Request::from).collect(),
+                completed: completed.into_iter().map(Completed::from).collect(),
+                recent: recent.into_iter().collect(),
+                in_doubt: in_doubt.map(Completed::from),
+            }),
             pending: pending_map,
             completing,
-            completed: completed.into_iter().map(Completed::from).collect(),
-            recent: recent.into_iter().collect(),
             last_id,
             last_completion,
             latest_completed,
@@ -579,7 +585,6 @@ impl CoordinatorState {
                 count: counted_failures,
                 job_failed,
             },
-            in_doubt: in_doubt.map(Completed::from),
         };
         invariants::coordinator::check_state(&state).map_err(SnapshotError::Invariant)?;
         Ok(state)

@@ -171,13 +171,13 @@ impl CoordinatorState {
     }
 
     fn drop_requests(&mut self, reason: AbortReason, fx: &mut Fx) {
-        if let Some(r) = self.in_flight.take() {
+        if let Some(r) = self.cold.in_flight.take() {
             fx.push(E::RequestFailed {
                 request: r.id,
                 reason,
             });
         }
-        for r in std::mem::take(&mut self.queue) {
+        for r in std::mem::take(&mut self.cold.queue) {
             fx.push(E::RequestFailed {
                 request: r.id,
                 reason,
@@ -251,21 +251,26 @@ impl CoordinatorState {
     }
 
     fn non_forced_outstanding(&self) -> bool {
-        self.queue.iter().any(|r| !r.kind.is_forced())
-            || self.in_flight.as_ref().is_some_and(|r| !r.kind.is_forced())
+        self.cold.queue.iter().any(|r| !r.kind.is_forced())
+            || self
+                .cold
+                .in_flight
+                .as_ref()
+                .is_some_and(|r| !r.kind.is_forced())
     }
 
     fn enqueue(&mut self, request: Request) -> bool {
-        if self.queue.len() >= self.config.queue_max {
+        if self.cold.queue.len() >= self.config.queue_max {
             return false;
         }
         let prio = request.kind.priority();
         let at = self
+            .cold
             .queue
             .iter()
             .position(|r| r.kind.priority() < prio)
-            .unwrap_or(self.queue.len());
-        self.queue.insert(at, request);
+            .unwrap_or(self.cold.queue.len());
+        self.cold.queue.insert(at, request);
         true
     }
 
@@ -308,7 +313,7 @@ impl CoordinatorState {
                 return reject(TriggerRejection::MinimumTimeBetweenCheckpoints);
             }
         }
-        if self.in_flight.is_some() {
+        if self.cold.in_flight.is_some() {
             return if self.enqueue(request) {
                 Applied::Queued {
                     request: id,
@@ -322,7 +327,7 @@ impl CoordinatorState {
             return reject(TriggerRejection::NotAllRequiredTasksRunning);
         }
         fx.push(E::AllocateCheckpointId { request: id });
-        self.in_flight = Some(request);
+        self.cold.in_flight = Some(request);
         Applied::AllocatingId { request: id }
     }
 
@@ -349,16 +354,17 @@ impl CoordinatorState {
     /// `scheduleAtFixedRate(0, interval)`).
     fn resume_queued(&mut self, fx: &mut Fx) {
         // Each round removes one request, so this ends within the bound.
-        while self.in_flight.is_none() {
+        while self.cold.in_flight.is_none() {
             let slot_free = self.pending.len() < self.config.max_concurrent;
             let Some(pos) = self
+                .cold
                 .queue
                 .iter()
                 .position(|r| r.kind.is_forced() || slot_free)
             else {
                 return;
             };
-            let request = self.queue.remove(pos);
+            let request = self.cold.queue.remove(pos);
             // FIX: the seed re-schedules the periodic trigger whenever it
             // resumes the queued request (`triggerQueuedRequests`). Re-arming
             // only for a resumed *periodic* request left periodic scheduling
@@ -410,7 +416,7 @@ impl CoordinatorState {
         result: Result<CheckpointId, IoFailure>,
         fx: &mut Fx,
     ) -> Outcome {
-        if self.in_flight.as_ref().map(|r| r.id) != Some(request) {
+        if self.cold.in_flight.as_ref().map(|r| r.id) != Some(request) {
             return Outcome::Ignored(Ignored::UnknownRequest);
         }
         let id = match result {
@@ -418,7 +424,11 @@ impl CoordinatorState {
             Err(_) => {
                 // FIX: savepoints never count towards the tolerable-failure
                 // limit (as in `abort`); this path passed `false` for them.
-                let savepoint = self.in_flight.take().is_some_and(|r| r.kind.is_savepoint());
+                let savepoint = self
+                    .cold
+                    .in_flight
+                    .take()
+                    .is_some_and(|r| r.kind.is_savepoint());
                 self.consecutive_trigger_failures =
                     self.consecutive_trigger_failures.saturating_add(1);
                 let reason = AbortReason::IdAllocationFailed;
@@ -433,7 +443,7 @@ impl CoordinatorState {
                 return Outcome::Rejected(CoordinatorError::NonIncreasingId { got: id, last });
             }
         }
-        let Some(req) = self.in_flight.take() else {
+        let Some(req) = self.cold.in_flight.take() else {
             return unreachable_branch(Unreachable::InFlightVanished);
         };
         self.last_id = Some(id);
@@ -473,7 +483,7 @@ impl CoordinatorState {
         if marker.is_some() {
             // Legacy (FLINK-26394): the trigger counts as in progress until
             // the hooks answer; an expiry in between never clears it.
-            self.in_flight = marker;
+            self.cold.in_flight = marker;
         }
         self.resume_queued(fx);
         Outcome::Applied(Applied::CheckpointTriggered {
@@ -603,6 +613,7 @@ impl CoordinatorState {
             return Outcome::Ignored(why);
         }
         if self
+            .cold
             .in_flight
             .as_ref()
             .is_some_and(|r| r.hooks_for == Some(id))
@@ -610,7 +621,7 @@ impl CoordinatorState {
             // Legacy (FLINK-26394): the trigger stayed "in progress" until
             // the hooks of a checkpoint still pending answered; an expiry in
             // between left it set for good.
-            self.in_flight = None;
+            self.cold.in_flight = None;
             self.resume_queued(fx);
         }
         if result.is_err() {
@@ -649,7 +660,7 @@ impl CoordinatorState {
 
     /// The answer for a message about a checkpoint that is not pending.
     fn gone(&self, id: CheckpointId) -> Ignored {
-        if self.recent.contains(&id) {
+        if self.cold.recent.contains(&id) {
             Ignored::LateMessage
         } else {
             Ignored::UnknownCheckpoint
@@ -911,7 +922,7 @@ impl CoordinatorState {
         self.completing = None;
         self.remember(id);
         let savepoint = p.kind.is_savepoint();
-        self.completed.push_back(Completed {
+        self.cold.completed.push_back(Completed {
             id,
             request: Some(p.request),
             savepoint,
@@ -960,8 +971,8 @@ impl CoordinatorState {
     }
 
     fn evict_completed(&mut self, fx: &mut Fx) {
-        while self.completed.len() > self.config.retained_max {
-            if let Some(old) = self.completed.pop_front() {
+        while self.cold.completed.len() > self.config.retained_max {
+            if let Some(old) = self.cold.completed.pop_front() {
                 let mut handles: Vec<StateHandle> = old.handles().collect();
                 self.discard_unheld(old.id, &mut handles, fx);
             }
@@ -969,10 +980,10 @@ impl CoordinatorState {
     }
 
     fn remember(&mut self, id: CheckpointId) {
-        if self.recent.len() >= RECENT_IDS_MAX {
-            self.recent.pop_front();
+        if self.cold.recent.len() >= RECENT_IDS_MAX {
+            self.cold.recent.pop_front();
         }
-        self.recent.push_back(id);
+        self.cold.recent.push_back(id);
     }
 
     /// Abort one pending checkpoint: cancel its timeout, discard its state,
@@ -1129,7 +1140,7 @@ impl CoordinatorState {
     fn on_restore(&mut self, source: RestoreSource, fx: &mut Fx) -> Outcome {
         match source {
             RestoreSource::Latest { error_if_none } => {
-                let Some(latest) = self.completed.last() else {
+                let Some(latest) = self.cold.completed.last() else {
                     return if error_if_none {
                         Outcome::Rejected(CoordinatorError::NoCheckpointToRestore)
                     } else {
@@ -1152,7 +1163,7 @@ impl CoordinatorState {
                     return Outcome::Rejected(CoordinatorError::IdOverflow(checkpoint));
                 };
                 let conflict = !self.pending.is_empty()
-                    || self.in_flight.is_some()
+                    || self.cold.in_flight.is_some()
                     || self.last_id.is_some_and(|l| checkpoint <= l);
                 if conflict {
                     return Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(
@@ -1168,7 +1179,7 @@ impl CoordinatorState {
                     self.latest_completed = Some(checkpoint);
                 }
                 self.remember(checkpoint);
-                self.completed.push_back(Completed {
+                self.cold.completed.push_back(Completed {
                     id: checkpoint,
                     request: None,
                     savepoint: true,
@@ -1193,11 +1204,11 @@ impl CoordinatorState {
         last_id: Option<CheckpointId>,
     ) -> Outcome {
         let fresh = self.last_id.is_none()
-            && self.completed.is_empty()
+            && self.cold.completed.is_empty()
             && self.pending.is_empty()
-            && self.in_flight.is_none()
-            && self.queue.is_empty()
-            && self.recent.is_empty();
+            && self.cold.in_flight.is_none()
+            && self.cold.queue.is_empty()
+            && self.cold.recent.is_empty();
         let problem = if !fresh {
             Some(RecoverProblem::NotFresh)
         } else if checkpoints.len() > self.config.retained_max {
@@ -1223,7 +1234,7 @@ impl CoordinatorState {
             if self.latest_completed.is_none_or(|l| l < c.checkpoint) {
                 self.latest_completed = Some(c.checkpoint);
             }
-            self.completed.push_back(Completed {
+            self.cold.completed.push_back(Completed {
                 id: c.checkpoint,
                 request: None,
                 savepoint: c.savepoint,
@@ -1242,12 +1253,12 @@ impl CoordinatorState {
         // Legacy (FLINK-20992 / FLINK-18290): the request allocating its id
         // was not cancelled; its late answer still creates a checkpoint.
         let in_flight = if self.config.semantics().is(LegacyBug::EffectsAfterShutdown) {
-            self.in_flight.take()
+            self.cold.in_flight.take()
         } else {
             None
         };
         self.drop_requests(AbortReason::Shutdown, fx);
-        self.in_flight = in_flight;
+        self.cold.in_flight = in_flight;
         if let Some(id) = self.completing_kept() {
             // Never discard: the store may hold (or still commit) it. The
             // state stays owned here, in doubt, for the host to resolve.
@@ -1258,7 +1269,7 @@ impl CoordinatorState {
                     checkpoint: id,
                     handles: p.handles().collect(),
                 });
-                self.in_doubt = Some(Completed {
+                self.cold.in_doubt = Some(Completed {
                     id,
                     request: Some(p.request),
                     savepoint: p.kind.is_savepoint(),

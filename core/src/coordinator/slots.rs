@@ -138,11 +138,24 @@ impl Branch {
     }
 }
 
-/// The root: a lone leaf (up to [`LEAF`] slots) or a branch.
+/// The root: a lone leaf (up to [`LEAF`] slots) or a branch held in place
+/// (not behind its own `Arc`): the table, and so each pending checkpoint,
+/// carries its root's children itself, which saves one allocation per kept
+/// state (copying a pending checkpoint copies its root anyway).
 #[derive(Clone)]
 enum Node {
     Leaf(Arc<Leaf>),
-    Branch(Arc<Branch>),
+    Branch(Branch),
+}
+
+impl Branch {
+    /// The children as untyped pointers (identity only).
+    fn child_ptrs(&self) -> [*const (); FAN] {
+        match self {
+            Branch::Leaves(ls) => std::array::from_fn(|k| Arc::as_ptr(&ls[k]).cast()),
+            Branch::Branches(bs) => std::array::from_fn(|k| Arc::as_ptr(&bs[k]).cast()),
+        }
+    }
 }
 
 impl Node {
@@ -152,14 +165,14 @@ impl Node {
         if depth == 0 {
             Node::Leaf(Arc::new(Leaf::filled(slot)))
         } else {
-            Node::Branch(Branch::uniform(depth, slot))
+            Node::Branch(Arc::unwrap_or_clone(Branch::uniform(depth, slot)))
         }
     }
 
     fn ptr_eq(&self, other: &Node) -> bool {
         match (self, other) {
             (Node::Leaf(a), Node::Leaf(b)) => Arc::ptr_eq(a, b),
-            (Node::Branch(a), Node::Branch(b)) => Arc::ptr_eq(a, b),
+            (Node::Branch(a), Node::Branch(b)) => a.child_ptrs() == b.child_ptrs(),
             (Node::Leaf(_), Node::Branch(_)) | (Node::Branch(_), Node::Leaf(_)) => false,
         }
     }
@@ -241,7 +254,7 @@ impl AckTable {
     fn leaf(&self, i: usize) -> Option<&Leaf> {
         let mut branch = match &self.root {
             Node::Leaf(l) => return Some(l),
-            Node::Branch(b) => &**b,
+            Node::Branch(b) => b,
         };
         let mut shift = self.shift;
         loop {
@@ -262,7 +275,7 @@ impl AckTable {
         let mut shift = self.shift;
         let mut branch = match &mut self.root {
             Node::Leaf(l) => return Some(Arc::make_mut(l)),
-            Node::Branch(b) => Arc::make_mut(b),
+            Node::Branch(b) => b,
         };
         loop {
             let k = (i >> shift) & FAN_MASK;
@@ -370,7 +383,7 @@ impl FromIterator<AckSlot> for AckTable {
                 .collect();
         }
         let root = match level.into_iter().next() {
-            Some(root) => Node::Branch(root),
+            Some(root) => Node::Branch(Arc::unwrap_or_clone(root)),
             None => Node::uniform(depth, AckSlot::Waiting),
         };
         AckTable {
@@ -568,10 +581,7 @@ mod tests {
 
     /// The children of a branch, as untyped pointers (for sharing checks).
     fn children(b: &Branch) -> Vec<*const ()> {
-        match b {
-            Branch::Leaves(ls) => ls.iter().map(|l| Arc::as_ptr(l).cast()).collect(),
-            Branch::Branches(bs) => bs.iter().map(|b| Arc::as_ptr(b).cast()).collect(),
-        }
+        b.child_ptrs().to_vec()
     }
 
     #[test]
@@ -595,8 +605,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Arc::count(root), 1);
-        // A clone shares the root.
+        // A clone shares the root's children (the root is held in place).
         let u = t.clone();
         assert!(u.root.ptr_eq(&t.root));
         // Writing one slot copies only its path: the other children stay

@@ -95,12 +95,12 @@ impl CoordinatorState {
             }
             Some(d)
         };
-        let mut completed = self.completed.clone();
-        for (i, c) in self.completed.iter().enumerate() {
+        let mut completed = self.cold.completed.clone();
+        for (i, c) in self.cold.completed.iter().enumerate() {
             completed.set(i, move_slots(c)?);
         }
-        next.completed = completed;
-        next.in_doubt = match &self.in_doubt {
+        next.cold.completed = completed;
+        next.cold.in_doubt = match &self.cold.in_doubt {
             Some(c) => Some(move_slots(c)?),
             None => None,
         };

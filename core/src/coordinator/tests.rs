@@ -2764,7 +2764,7 @@ fn invariant_attempts_only_move_forward_can_fail() {
 fn invariant_at_most_one_queued_can_fail() {
     let mut s = base().s;
     for n in [10, 11] {
-        s.queue.push_back(Request {
+        s.cold.queue.push_back(Request {
             id: rq(n),
             kind: user(),
             requested_at: ms(0),
@@ -2778,7 +2778,7 @@ fn invariant_at_most_one_queued_can_fail() {
 fn invariant_queue_bounded_can_fail() {
     let mut s = base().s;
     for n in [10, 11, 12] {
-        s.queue.push_back(Request {
+        s.cold.queue.push_back(Request {
             id: rq(n),
             kind: savepoint(),
             requested_at: ms(0),
@@ -2823,12 +2823,12 @@ fn invariant_one_completing_can_fail() {
 fn invariant_completed_retained_ordered_can_fail() {
     let mut s = base().s;
     for id in [1, 2, 3] {
-        s.completed.push_back(fake_completed(id, false));
+        s.cold.completed.push_back(fake_completed(id, false));
     }
     assert_eq!(violated(check_state(&s)), names::COMPLETED);
     let mut s = base().s;
-    s.completed.push_back(fake_completed(5, false));
-    s.completed.push_back(fake_completed(4, false));
+    s.cold.completed.push_back(fake_completed(5, false));
+    s.cold.completed.push_back(fake_completed(4, false));
     assert_eq!(violated(check_state(&s)), names::COMPLETED);
     // The same id twice is out of order too (each id completes once), even
     // where every other bound holds.
@@ -2837,9 +2837,9 @@ fn invariant_completed_retained_ordered_can_fail() {
     s.latest_completed = Some(cp(4));
     s.pending = PendingMap::default();
     s.timers.remove(&Timer::Timeout(cp(1)));
-    s.completed.push_back(fake_completed(4, false));
+    s.cold.completed.push_back(fake_completed(4, false));
     assert_eq!(check_state(&s), Ok(()));
-    s.completed.push_back(fake_completed(4, false));
+    s.cold.completed.push_back(fake_completed(4, false));
     assert_eq!(violated(check_state(&s)), names::COMPLETED);
 }
 
@@ -2847,7 +2847,7 @@ fn invariant_completed_retained_ordered_can_fail() {
 fn invariant_recent_ids_bounded_can_fail() {
     let mut s = base().s;
     for id in 100..117 {
-        s.recent.push_back(cp(id));
+        s.cold.recent.push_back(cp(id));
     }
     assert_eq!(violated(check_state(&s)), names::RECENT);
 }
@@ -2928,7 +2928,7 @@ fn invariant_completed_ids_increase_can_fail() {
     let mut h = base();
     h.step(0, ack(1, 1, 101));
     let mut before = h.s;
-    before.completed.push_back(fake_completed(5, false));
+    before.cold.completed.push_back(fake_completed(5, false));
     let step = fake_step(
         vec![e_completed(1, 0, false)],
         applied(Applied::Completed { checkpoint: cp(1) }),
@@ -2939,8 +2939,8 @@ fn invariant_completed_ids_increase_can_fail() {
     );
     // The same id completing again is not an increase either.
     let mut again = before.clone();
-    again.completed = Default::default();
-    again.completed.push_back(fake_completed(1, false));
+    again.cold.completed = Default::default();
+    again.cold.completed.push_back(fake_completed(1, false));
     assert_eq!(
         violated(check_step(&again, &store(1, true), &step, &again)),
         names::COMPLETED_INCREASE
