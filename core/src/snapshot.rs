@@ -402,12 +402,9 @@ impl CoordinatorState {
     #[must_use]
     pub fn snapshot(&self) -> CoordinatorSnapshot {
         let CoordinatorState {
-            config,
             now,
             shutdown,
             periodic,
-            timers,
-            tasks,
             next_request,
             cold,
             pending,
@@ -419,6 +416,9 @@ impl CoordinatorState {
             failures,
         } = self;
         let Cold {
+            config,
+            timers,
+            tasks,
             in_flight,
             queue,
             completed,
@@ -561,14 +561,14 @@ impl CoordinatorState {
             }
         }
         let state = CoordinatorState {
-            config: std::sync::Arc::new(config),
             now,
             shutdown,
             periodic,
-            timers: timers.into_iter().collect(),
-            tasks: triomphe::Arc::new(tasks.into_iter().collect()),
             next_request,
             cold: Shared::new(Cold {
+                config: std::sync::Arc::new(config),
+                timers: timers.into_iter().collect(),
+                tasks: triomphe::Arc::new(tasks.into_iter().collect()),
                 in_flight: in_flight.map(Request::from),
                 queue: queue.into_iter().map(Request::from).collect(),
                 completed: completed.into_iter().map(Completed::from).collect(),

@@ -43,7 +43,11 @@ impl CoordinatorState {
         };
         let mut fx = Vec::new();
         let late_answer_slips_through = self.shutdown
-            && self.config.semantics().is(LegacyBug::EffectsAfterShutdown)
+            && self
+                .cold
+                .config
+                .semantics()
+                .is(LegacyBug::EffectsAfterShutdown)
             && matches!(event, CoordinatorEvent::CheckpointIdAllocated { .. });
         let outcome = if self.shutdown && !late_answer_slips_through {
             Outcome::Ignored(Ignored::Shutdown)
@@ -110,12 +114,12 @@ impl CoordinatorState {
     // ----- scheduling -------------------------------------------------------
 
     fn arm(&mut self, timer: Timer, at: Millis, fx: &mut Fx) {
-        self.timers.insert(timer, at);
+        self.cold.timers.insert(timer, at);
         fx.push(E::ScheduleTimer { timer, at });
     }
 
     fn disarm(&mut self, timer: Timer, fx: &mut Fx) {
-        if self.timers.remove(&timer).is_some() {
+        if self.cold.timers.remove(&timer).is_some() {
             fx.push(E::CancelTimer { timer });
         }
     }
@@ -124,7 +128,7 @@ impl CoordinatorState {
         // The seed stops first (aborting pending checkpoints), then starts.
         self.stop_scheduler(fx);
         self.periodic = true;
-        let at = self.now.saturating_add(self.config.interval_ms);
+        let at = self.now.saturating_add(self.cold.config.interval_ms);
         self.arm(Timer::Periodic, at, fx);
         Outcome::Applied(Applied::SchedulerStarted)
     }
@@ -163,7 +167,12 @@ impl CoordinatorState {
     /// durability rule protects it (always, but in the legacy semantics that
     /// discarded it).
     fn completing_kept(&self) -> Option<CheckpointId> {
-        if self.config.semantics().is(LegacyBug::DiscardWhileStoring) {
+        if self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::DiscardWhileStoring)
+        {
             None
         } else {
             self.completing
@@ -186,7 +195,7 @@ impl CoordinatorState {
     }
 
     fn on_timer(&mut self, timer: Timer, fx: &mut Fx) -> Outcome {
-        let Some(deadline) = self.timers.get(&timer).copied() else {
+        let Some(deadline) = self.cold.timers.get(&timer).copied() else {
             return Outcome::Ignored(Ignored::TimerNotArmed);
         };
         if self.now < deadline {
@@ -197,12 +206,12 @@ impl CoordinatorState {
                 return Outcome::Ignored(Ignored::TimerNotArmed);
             }
         }
-        self.timers.remove(&timer);
+        self.cold.timers.remove(&timer);
         match timer {
             Timer::Periodic => {
                 // Fixed rate: the next firing is one interval after this
                 // deadline, or after now when the host fired late.
-                let interval = self.config.interval_ms;
+                let interval = self.cold.config.interval_ms;
                 let next = deadline.saturating_add(interval);
                 let at = if next <= self.now {
                     self.now.saturating_add(interval)
@@ -260,7 +269,7 @@ impl CoordinatorState {
     }
 
     fn enqueue(&mut self, request: Request) -> bool {
-        if self.cold.queue.len() >= self.config.queue_max {
+        if self.cold.queue.len() >= self.cold.config.queue_max {
             return false;
         }
         let prio = request.kind.priority();
@@ -275,15 +284,15 @@ impl CoordinatorState {
     }
 
     fn tasks_ready(&self) -> bool {
-        let running = |t: &TaskId| self.tasks.get(t.0 as usize).is_some_and(|s| s.running);
-        self.config.trigger.iter().all(running) && self.config.wait.iter().all(running)
+        let running = |t: &TaskId| self.cold.tasks.get(t.0 as usize).is_some_and(|s| s.running);
+        self.cold.config.trigger.iter().all(running) && self.cold.config.wait.iter().all(running)
     }
 
     /// Earliest time the minimum pause allows a non-forced trigger, when that
     /// is still in the future.
     fn pause_until(&self) -> Option<Millis> {
         let last = self.last_completion?;
-        let earliest = last.saturating_add(self.config.min_pause_ms);
+        let earliest = last.saturating_add(self.cold.config.min_pause_ms);
         (earliest > self.now).then_some(earliest)
     }
 
@@ -303,7 +312,7 @@ impl CoordinatorState {
             if fresh && self.non_forced_outstanding() {
                 return reject(TriggerRejection::AlreadyQueued);
             }
-            if self.pending.len() >= self.config.max_concurrent {
+            if self.pending.len() >= self.cold.config.max_concurrent {
                 return self.queue_too_many(request, fx);
             }
             if let Some(at) = self.pause_until() {
@@ -355,7 +364,7 @@ impl CoordinatorState {
     fn resume_queued(&mut self, fx: &mut Fx) {
         // Each round removes one request, so this ends within the bound.
         while self.cold.in_flight.is_none() {
-            let slot_free = self.pending.len() < self.config.max_concurrent;
+            let slot_free = self.pending.len() < self.cold.config.max_concurrent;
             let Some(pos) = self
                 .cold
                 .queue
@@ -375,12 +384,12 @@ impl CoordinatorState {
             let rearm = match request.kind {
                 TriggerKind::Periodic => true,
                 TriggerKind::Checkpoint { forced: false } => {
-                    !self.timers.contains_key(&Timer::Periodic)
+                    !self.cold.timers.contains_key(&Timer::Periodic)
                 }
                 TriggerKind::Checkpoint { forced: true } | TriggerKind::Savepoint { .. } => false,
             };
             if rearm && self.periodic {
-                let at = self.now.saturating_add(self.config.interval_ms);
+                let at = self.now.saturating_add(self.cold.config.interval_ms);
                 self.arm(Timer::Periodic, at, fx);
             }
             let id = request.id;
@@ -469,8 +478,9 @@ impl CoordinatorState {
                 }
             }
         }
-        let wedge = self.config.master_hooks > 0
+        let wedge = self.cold.config.master_hooks > 0
             && self
+                .cold
                 .config
                 .semantics()
                 .is(LegacyBug::HookExpiryWedgesTrigger);
@@ -497,7 +507,7 @@ impl CoordinatorState {
             return Some(Recheck::Reject(TriggerRejection::PeriodicSchedulerShutdown));
         }
         if !req.kind.is_forced() {
-            if self.pending.len() >= self.config.max_concurrent {
+            if self.pending.len() >= self.cold.config.max_concurrent {
                 return Some(Recheck::Queue);
             }
             if let Some(at) = self.pause_until() {
@@ -519,17 +529,19 @@ impl CoordinatorState {
 
     fn create_pending(&mut self, req: Request, id: CheckpointId, fx: &mut Fx) {
         let attempts: Vec<AttemptNo> = self
+            .cold
             .config
             .wait
             .iter()
             .map(|t| {
-                self.tasks
+                self.cold
+                    .tasks
                     .get(t.0 as usize)
                     .map_or(AttemptNo(0), |s| s.attempt)
             })
             .collect();
         let slots = attempts.len();
-        let hooks = self.config.master_hooks > 0;
+        let hooks = self.cold.config.master_hooks > 0;
         let pending = Pending {
             id,
             request: req.id,
@@ -546,7 +558,7 @@ impl CoordinatorState {
         };
         let timestamp = pending.timestamp;
         self.pending.insert(id, pending);
-        let at = self.now.saturating_add(self.config.timeout_ms);
+        let at = self.now.saturating_add(self.cold.config.timeout_ms);
         self.arm(Timer::Timeout(id), at, fx);
         if hooks {
             fx.push(E::TriggerMasterHooks {
@@ -580,8 +592,8 @@ impl CoordinatorState {
         options: CheckpointOptions,
         fx: &mut Fx,
     ) {
-        for t in &self.config.trigger {
-            if let Some(s) = self.tasks.get(t.0 as usize) {
+        for t in &self.cold.config.trigger {
+            if let Some(s) = self.cold.tasks.get(t.0 as usize) {
                 fx.push(E::TriggerTask {
                     task: *t,
                     attempt: s.attempt,
@@ -602,7 +614,11 @@ impl CoordinatorState {
         if let Err(why) = self.awaits(id, PendingPhase::AwaitingHooks) {
             if why == Ignored::LateMessage
                 && result.is_ok()
-                && self.config.semantics().is(LegacyBug::LateHooksTriggerTasks)
+                && self
+                    .cold
+                    .config
+                    .semantics()
+                    .is(LegacyBug::LateHooksTriggerTasks)
             {
                 // Legacy (FLINK-27148): the coordinator's snapshot completed
                 // for a checkpoint already disposed, and the tasks were
@@ -648,11 +664,11 @@ impl CoordinatorState {
     // ----- acks and declines -------------------------------------------------
 
     fn check_job(&self, job: JobId) -> Result<(), CoordinatorError> {
-        if job == self.config.job {
+        if job == self.cold.config.job {
             Ok(())
         } else {
             Err(CoordinatorError::WrongJob {
-                expected: self.config.job,
+                expected: self.cold.config.job,
                 got: job,
             })
         }
@@ -727,7 +743,7 @@ impl CoordinatorState {
         if let Err(e) = self.check_job(job) {
             return Outcome::Rejected(e);
         }
-        let slot = self.config.wait_slot(task);
+        let slot = self.cold.config.wait_slot(task);
         let Some(p) = self.pending.get_mut(&id) else {
             // Late or unknown: discard, unless a live checkpoint holds the
             // handle (a duplicated ack that arrives after completion must
@@ -801,14 +817,14 @@ impl CoordinatorState {
         let Some(p) = self.pending.get(&id) else {
             return Outcome::Ignored(self.gone(id));
         };
-        if !self.config.is_known(task) {
+        if !self.cold.config.is_known(task) {
             return Outcome::Ignored(Ignored::UnknownTask);
         }
-        if let Some(slot) = self.config.wait_slot(task) {
+        if let Some(slot) = self.cold.config.wait_slot(task) {
             if p.attempts.get(slot) != Some(&attempt) {
                 return Outcome::Ignored(Ignored::StaleAttempt);
             }
-        } else if self.tasks.get(task.0 as usize).map(|s| s.attempt) != Some(attempt) {
+        } else if self.cold.tasks.get(task.0 as usize).map(|s| s.attempt) != Some(attempt) {
             return Outcome::Ignored(Ignored::StaleAttempt);
         }
         if p.fully_acked() && p.phase != PendingPhase::AwaitingHooks {
@@ -849,7 +865,7 @@ impl CoordinatorState {
         let Some(id) = next else {
             return;
         };
-        let externalized = self.config.externalized;
+        let externalized = self.cold.config.externalized;
         if let Some(p) = self.pending.get_mut(&id) {
             p.phase = PendingPhase::Finalizing;
             let handles = p.handles().collect();
@@ -955,8 +971,8 @@ impl CoordinatorState {
             request: p.request,
             savepoint,
         });
-        for t in &self.config.commit {
-            if let Some(s) = self.tasks.get(t.0 as usize) {
+        for t in &self.cold.config.commit {
+            if let Some(s) = self.cold.tasks.get(t.0 as usize) {
                 fx.push(E::NotifyComplete {
                     task: *t,
                     attempt: s.attempt,
@@ -971,7 +987,7 @@ impl CoordinatorState {
     }
 
     fn evict_completed(&mut self, fx: &mut Fx) {
-        while self.cold.completed.len() > self.config.retained_max {
+        while self.cold.completed.len() > self.cold.config.retained_max {
             if let Some(old) = self.cold.completed.pop_front() {
                 let mut handles: Vec<StateHandle> = old.handles().collect();
                 self.discard_unheld(old.id, &mut handles, fx);
@@ -1005,8 +1021,8 @@ impl CoordinatorState {
             reason,
         });
         if reason != AbortReason::Shutdown {
-            for t in &self.config.commit {
-                if let Some(s) = self.tasks.get(t.0 as usize) {
+            for t in &self.cold.config.commit {
+                if let Some(s) = self.cold.tasks.get(t.0 as usize) {
                     if s.running {
                         fx.push(E::NotifyAborted {
                             task: *t,
@@ -1030,7 +1046,7 @@ impl CoordinatorState {
             return;
         }
         self.failures.count = self.failures.count.saturating_add(1);
-        if self.failures.count > self.config.tolerable_failures && !self.failures.job_failed {
+        if self.failures.count > self.cold.config.tolerable_failures && !self.failures.job_failed {
             self.failures.job_failed = true;
             fx.push(E::FailJob {
                 reason: FailJobReason::TolerableFailuresExceeded {
@@ -1043,10 +1059,10 @@ impl CoordinatorState {
     // ----- tasks, restore, shutdown -----------------------------------------
 
     fn on_task_running(&mut self, task: TaskId, attempt: AttemptNo, fx: &mut Fx) -> Outcome {
-        let Some(s) = self.tasks.get(task.0 as usize).copied() else {
+        let Some(s) = self.cold.tasks.get(task.0 as usize).copied() else {
             return Outcome::Rejected(CoordinatorError::UnknownTask(task));
         };
-        if !self.config.is_known(task) {
+        if !self.cold.config.is_known(task) {
             return Outcome::Rejected(CoordinatorError::UnknownTask(task));
         }
         // The known attempt again is a duplicate while it runs, and a late
@@ -1063,7 +1079,7 @@ impl CoordinatorState {
         // them expire.
         let aborted = if s.running {
             // The old attempt is gone: no notification goes to it.
-            triomphe::Arc::make_mut(&mut self.tasks).set(
+            triomphe::Arc::make_mut(&mut self.cold.tasks).set(
                 task.0 as usize,
                 super::TaskStatus {
                     attempt: s.attempt,
@@ -1074,7 +1090,7 @@ impl CoordinatorState {
         } else {
             0
         };
-        triomphe::Arc::make_mut(&mut self.tasks).set(
+        triomphe::Arc::make_mut(&mut self.cold.tasks).set(
             task.0 as usize,
             super::TaskStatus {
                 attempt,
@@ -1088,7 +1104,7 @@ impl CoordinatorState {
     /// already finalizing have every ack and are left alone); resumes the
     /// queue when any was aborted. Returns how many were aborted.
     fn abort_unacked_by(&mut self, task: TaskId, fx: &mut Fx) -> usize {
-        let victims: Vec<CheckpointId> = match self.config.wait_slot(task) {
+        let victims: Vec<CheckpointId> = match self.cold.config.wait_slot(task) {
             Some(slot) => self
                 .pending
                 .values()
@@ -1107,6 +1123,7 @@ impl CoordinatorState {
         // which had cancelled the periodic timer, was never resumed.
         if !victims.is_empty()
             && !self
+                .cold
                 .config
                 .semantics()
                 .is(LegacyBug::AbortAllLeavesQueueStuck)
@@ -1117,16 +1134,16 @@ impl CoordinatorState {
     }
 
     fn on_task_failed(&mut self, task: TaskId, attempt: AttemptNo, fx: &mut Fx) -> Outcome {
-        let Some(s) = self.tasks.get(task.0 as usize).copied() else {
+        let Some(s) = self.cold.tasks.get(task.0 as usize).copied() else {
             return Outcome::Rejected(CoordinatorError::UnknownTask(task));
         };
-        if !self.config.is_known(task) {
+        if !self.cold.config.is_known(task) {
             return Outcome::Rejected(CoordinatorError::UnknownTask(task));
         }
         if attempt != s.attempt || !s.running {
             return Outcome::Ignored(Ignored::StaleAttempt);
         }
-        triomphe::Arc::make_mut(&mut self.tasks).set(
+        triomphe::Arc::make_mut(&mut self.cold.tasks).set(
             task.0 as usize,
             super::TaskStatus {
                 attempt,
@@ -1211,7 +1228,7 @@ impl CoordinatorState {
             && self.cold.recent.is_empty();
         let problem = if !fresh {
             Some(RecoverProblem::NotFresh)
-        } else if checkpoints.len() > self.config.retained_max {
+        } else if checkpoints.len() > self.cold.config.retained_max {
             Some(RecoverProblem::TooMany)
         } else if !recoverable_order(&checkpoints) {
             Some(RecoverProblem::OutOfOrder)
@@ -1252,7 +1269,12 @@ impl CoordinatorState {
         self.periodic = false;
         // Legacy (FLINK-20992 / FLINK-18290): the request allocating its id
         // was not cancelled; its late answer still creates a checkpoint.
-        let in_flight = if self.config.semantics().is(LegacyBug::EffectsAfterShutdown) {
+        let in_flight = if self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::EffectsAfterShutdown)
+        {
             self.cold.in_flight.take()
         } else {
             None
@@ -1282,7 +1304,7 @@ impl CoordinatorState {
         for id in ids {
             self.abort(id, AbortReason::Shutdown, fx);
         }
-        let timers: Vec<Timer> = self.timers.keys().copied().collect();
+        let timers: Vec<Timer> = self.cold.timers.keys().copied().collect();
         for t in timers {
             self.disarm(t, fx);
         }

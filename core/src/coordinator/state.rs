@@ -333,18 +333,12 @@ impl Hash for FailureCounter {
 /// The whole coordinator. Cheap to clone (persistent collections).
 #[derive(Clone, Debug)]
 pub struct CoordinatorState {
-    pub(crate) config: Arc<CoordinatorConfig>,
     pub(crate) now: Millis,
     pub(crate) shutdown: bool,
     pub(crate) periodic: bool,
-    pub(crate) timers: OrdMap<Timer, Millis>,
-    /// Indexed by task id. Behind one more pointer: `imbl::Vector` holds
-    /// five `Arc`s once it outgrows its inline buffer, and the state is
-    /// cloned on every pure step while tasks change only on a failure or a
-    /// restart (one reference-count bump per clone instead of five).
-    pub(crate) tasks: triomphe::Arc<Vector<TaskStatus>>,
     pub(crate) next_request: u64,
-    /// Requests, retained checkpoints, recent ids, the in-doubt checkpoint.
+    /// The configuration, timers, tasks, requests, retained checkpoints,
+    /// recent ids and the in-doubt checkpoint ([`Cold`]).
     pub(crate) cold: Shared<Cold>,
     pub(crate) pending: PendingMap,
     pub(crate) completing: Option<CheckpointId>,
@@ -395,14 +389,21 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Shared<T> {
 }
 
 /// The parts of the coordinator's state that change at most a few times
-/// per checkpoint: requests, the retained completed checkpoints, the recent
-/// ids and the in-doubt checkpoint. Behind one pointer ([`Shared`]): the
-/// pure reducer clones the whole state for every event (every ack), and
-/// these five fields are most of its bytes (about 320 of 490); an ack now
-/// copies 8 of them and bumps one count, and a step that writes one of them
-/// copies the five once.
-#[derive(Clone, Debug, Default)]
+/// per checkpoint (never on an ack): the configuration, the timers, the
+/// tasks, requests, the retained completed checkpoints, the recent ids and
+/// the in-doubt checkpoint. Behind one pointer ([`Shared`]): the pure
+/// reducer clones the whole state for every event (every ack), and these
+/// fields are most of its bytes (about 370 of 490) and four of its five
+/// reference counts; an ack now copies 8 of those bytes and bumps one
+/// count, and a step that writes one of them copies them once.
+#[derive(Clone, Debug)]
 pub(crate) struct Cold {
+    pub(crate) config: Arc<CoordinatorConfig>,
+    pub(crate) timers: OrdMap<Timer, Millis>,
+    /// Indexed by task id. Behind one more pointer: `imbl::Vector` holds
+    /// five `Arc`s once it outgrows its inline buffer, and tasks change only
+    /// on a failure or a restart.
+    pub(crate) tasks: triomphe::Arc<Vector<TaskStatus>>,
     pub(crate) in_flight: Option<Request>,
     /// Sorted by priority (highest first), FIFO within a priority.
     pub(crate) queue: Vector<Request>,
@@ -433,13 +434,19 @@ impl PartialEq for Cold {
     fn eq(&self, other: &Self) -> bool {
         // Destructured so that a new field cannot silently drop out.
         let Cold {
+            config,
+            timers,
+            tasks,
             in_flight,
             queue,
             completed,
             recent,
             in_doubt,
         } = self;
-        *in_flight == other.in_flight
+        (Arc::ptr_eq(config, &other.config) || config == &other.config)
+            && (timers.ptr_eq(&other.timers) || *timers == other.timers)
+            && (triomphe::Arc::ptr_eq(tasks, &other.tasks) || vec_eq(tasks, &other.tasks))
+            && *in_flight == other.in_flight
             && *in_doubt == other.in_doubt
             && vec_eq(queue, &other.queue)
             && vec_eq(completed, &other.completed)
@@ -490,12 +497,9 @@ impl PartialEq for CoordinatorState {
     fn eq(&self, other: &Self) -> bool {
         // Destructured so that a new field cannot silently drop out.
         let CoordinatorState {
-            config,
             now,
             shutdown,
             periodic,
-            timers,
-            tasks,
             next_request,
             cold,
             pending,
@@ -517,9 +521,6 @@ impl PartialEq for CoordinatorState {
             && *consecutive_trigger_failures == other.consecutive_trigger_failures
             && *failures == other.failures
             && *cold == other.cold
-            && (Arc::ptr_eq(config, &other.config) || config == &other.config)
-            && (timers.ptr_eq(&other.timers) || *timers == other.timers)
-            && (triomphe::Arc::ptr_eq(tasks, &other.tasks) || vec_eq(tasks, &other.tasks))
             && *pending == other.pending
     }
 }
@@ -535,12 +536,9 @@ impl Hash for CoordinatorState {
         // Destructured so that a new field cannot silently drop out of the
         // hash (stateright keeps only 64-bit fingerprints of states).
         let CoordinatorState {
-            config: _,
             now,
             shutdown,
             periodic,
-            timers,
-            tasks,
             next_request,
             cold,
             pending,
@@ -552,6 +550,9 @@ impl Hash for CoordinatorState {
             failures,
         } = self;
         let Cold {
+            config: _,
+            timers,
+            tasks,
             in_flight,
             queue,
             completed,
@@ -592,14 +593,20 @@ impl CoordinatorState {
                 .collect(),
         );
         CoordinatorState {
-            config: Arc::new(config),
             now: Millis(0),
             shutdown: false,
             periodic: false,
-            timers: OrdMap::new(),
-            tasks,
             next_request: 0,
-            cold: Shared::default(),
+            cold: Shared::new(Cold {
+                config: Arc::new(config),
+                timers: OrdMap::new(),
+                tasks,
+                in_flight: None,
+                queue: Vector::new(),
+                completed: Vector::new(),
+                recent: Vector::new(),
+                in_doubt: None,
+            }),
             pending: PendingMap::default(),
             completing: None,
             last_id: None,
@@ -617,7 +624,7 @@ impl CoordinatorState {
 
     /// The configuration.
     pub fn config(&self) -> &CoordinatorConfig {
-        &self.config
+        &self.cold.config
     }
     /// The last time seen.
     pub fn now(&self) -> Millis {
@@ -633,17 +640,18 @@ impl CoordinatorState {
     }
     /// Armed timers and their deadlines.
     pub fn timers(&self) -> impl Iterator<Item = (&Timer, &Millis)> + '_ {
-        self.timers.iter()
+        self.cold.timers.iter()
     }
     /// The deadline of an armed timer.
     pub fn timer_deadline(&self, timer: Timer) -> Option<Millis> {
-        self.timers.get(&timer).copied()
+        self.cold.timers.get(&timer).copied()
     }
     /// The armed timer due first and its deadline (ties in [`Timer`]
     /// order, the order a host fires timers due at the same instant): what a
     /// host sleeps until. `None` when nothing is armed.
     pub fn next_deadline(&self) -> Option<(Timer, Millis)> {
-        self.timers
+        self.cold
+            .timers
             .iter()
             .map(|(t, at)| (*t, *at))
             .min_by_key(|(t, at)| (*at, *t))
@@ -702,7 +710,7 @@ impl CoordinatorState {
     }
     /// A task's status.
     pub fn task_status(&self, task: crate::types::TaskId) -> Option<TaskStatus> {
-        self.tasks.get(task.0 as usize).copied()
+        self.cold.tasks.get(task.0 as usize).copied()
     }
     /// The checkpoint in finalize / store, if any.
     pub fn completing(&self) -> Option<CheckpointId> {

@@ -34,9 +34,9 @@ impl CoordinatorState {
         perm: &[TaskId],
         rename: &dyn Fn(StateHandle) -> StateHandle,
     ) -> Option<CoordinatorState> {
-        let cfg = &self.config;
+        let cfg = &self.cold.config;
         let n = cfg.task_slots();
-        if perm.len() != n || self.tasks.len() != n {
+        if perm.len() != n || self.cold.tasks.len() != n {
             return None;
         }
         let mut seen = vec![false; n];
@@ -66,12 +66,12 @@ impl CoordinatorState {
             new_slot.push(cfg.wait_slot(*image)?);
         }
         let mut next = self.clone();
-        let mut tasks: Vec<TaskStatus> = self.tasks.iter().copied().collect();
-        for (old, status) in self.tasks.iter().enumerate() {
+        let mut tasks: Vec<TaskStatus> = self.cold.tasks.iter().copied().collect();
+        for (old, status) in self.cold.tasks.iter().enumerate() {
             let image = perm.get(old)?.0 as usize;
             *tasks.get_mut(image)? = *status;
         }
-        next.tasks = triomphe::Arc::new(tasks.into_iter().collect());
+        next.cold.tasks = triomphe::Arc::new(tasks.into_iter().collect());
         for (id, p) in &self.pending {
             let mut q = p.clone();
             let mut attempts = p.attempts.to_vec();

@@ -1012,7 +1012,7 @@ fn recheck_queue_state() -> H {
     other.user_cp(0, 9);
     let p = other.s.pending_checkpoint(cp(9)).expect("pending").clone();
     h.s.pending.insert(cp(9), p);
-    h.s.timers.insert(Timer::Timeout(cp(9)), ms(10_000));
+    h.s.cold.timers.insert(Timer::Timeout(cp(9)), ms(10_000));
     h.s.last_id = Some(cp(9));
     h
 }
@@ -2724,7 +2724,7 @@ fn invariant_pending_bounded_can_fail() {
         let mut p = s.pending_checkpoint(cp(1)).expect("pending").clone();
         p.id = cp(id);
         s.pending.insert(cp(id), p);
-        s.timers.insert(Timer::Timeout(cp(id)), ms(1));
+        s.cold.timers.insert(Timer::Timeout(cp(id)), ms(1));
     }
     assert_eq!(violated(check_state(&s)), names::PENDING_BOUNDED);
 }
@@ -2735,7 +2735,7 @@ fn invariant_attempts_only_move_forward_can_fail() {
     h.step(0, failed(1, 0));
     let before = h.s.clone();
     let mut revived = h.s.clone();
-    triomphe::Arc::make_mut(&mut revived.tasks).set(
+    triomphe::Arc::make_mut(&mut revived.cold.tasks).set(
         1,
         TaskStatus {
             attempt: AttemptNo(0),
@@ -2749,7 +2749,7 @@ fn invariant_attempts_only_move_forward_can_fail() {
     h.step(0, running(1, 3));
     let newer = h.s.clone();
     let mut older = h.s.clone();
-    triomphe::Arc::make_mut(&mut older.tasks).set(
+    triomphe::Arc::make_mut(&mut older.cold.tasks).set(
         1,
         TaskStatus {
             attempt: AttemptNo(2),
@@ -2800,10 +2800,10 @@ fn invariant_ack_count_can_fail() {
 #[test]
 fn invariant_timeout_timers_can_fail() {
     let mut s = base().s;
-    s.timers.remove(&Timer::Timeout(cp(1)));
+    s.cold.timers.remove(&Timer::Timeout(cp(1)));
     assert_eq!(violated(check_state(&s)), names::TIMERS);
     let mut s = base().s;
-    s.timers.insert(Timer::Timeout(cp(99)), ms(1));
+    s.cold.timers.insert(Timer::Timeout(cp(99)), ms(1));
     assert_eq!(violated(check_state(&s)), names::TIMERS);
 }
 
@@ -2836,7 +2836,7 @@ fn invariant_completed_retained_ordered_can_fail() {
     s.last_id = Some(cp(4));
     s.latest_completed = Some(cp(4));
     s.pending = PendingMap::default();
-    s.timers.remove(&Timer::Timeout(cp(1)));
+    s.cold.timers.remove(&Timer::Timeout(cp(1)));
     s.cold.completed.push_back(fake_completed(4, false));
     assert_eq!(check_state(&s), Ok(()));
     s.cold.completed.push_back(fake_completed(4, false));
