@@ -159,6 +159,15 @@ pub struct Sim {
     /// by default; false leaves them empty, for callers that keep only the
     /// trace lines and would otherwise pay for `Debug` formatting per step).
     pub render: bool,
+    /// Each task side records the order of the events it was given
+    /// ([`super::TaskSide::order`]), so runs that end alike but gave a task
+    /// its events in different orders end in different states. Off for
+    /// checking (it multiplies the states); on for the partial-order
+    /// reduction's validation ([`crate::exact::exact_run_ends`]), where it
+    /// turns "the reduction keeps every run end" into "it keeps every order
+    /// of each task's own events that some run ends with". Not meant with
+    /// symmetry (the digest is not renamed).
+    pub record_task_order: bool,
 }
 
 impl Sim {
@@ -193,6 +202,7 @@ impl Sim {
             rigor: Rigor::Invariants,
             coverage: None,
             render: true,
+            record_task_order: false,
         }
     }
 
@@ -268,6 +278,7 @@ impl Sim {
                         })
                         .collect(),
                     monitor: TaskMonitor::new(),
+                    order: 0,
                     attempt: AttemptNo(0),
                 })
             })
@@ -532,6 +543,9 @@ impl Sim {
             return;
         };
         let attempt = side.attempt;
+        if self.record_task_order {
+            side.record(&ev);
+        }
         let (tr, verdict) = checked::task_step(&mut side.monitor, &side.st, now, &ev, self.rigor);
         let mut found = verdict.err();
         if self.coverage.is_some() {

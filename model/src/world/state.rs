@@ -203,9 +203,17 @@ pub struct TaskSide {
     /// its mailbox and input channels are discarded, and anything sent to it
     /// is dropped.
     pub attempt: AttemptNo,
+    /// With [`super::Sim::record_task_order`] (validation only): a digest of
+    /// every event this task was given, in order; always 0 otherwise.
+    pub order: u64,
 }
 
 impl TaskSide {
+    /// Folds `event` into [`TaskSide::order`].
+    pub fn record(&mut self, event: &TaskEvent) {
+        self.order = digest(&(self.order, event));
+    }
+
     /// Whether the attempt failed and has not been restarted yet.
     #[must_use]
     pub fn is_down(&self) -> bool {
