@@ -624,6 +624,19 @@ mod tests {
     }
 
     #[test]
+    fn depth_is_the_fewest_levels_that_hold_the_slots() {
+        // Each level more copies one more node per kept state.
+        let mut capacity = LEAF;
+        for depth in 0..6 {
+            assert_eq!(depth_for(capacity), depth, "{capacity} slots");
+            assert_eq!(depth_for(capacity + 1), depth + 1, "{} slots", capacity + 1);
+            capacity *= FAN;
+        }
+        assert_eq!(depth_for(0), 0);
+        assert_eq!(depth_for(1), 0);
+    }
+
+    #[test]
     fn unshared_writes_do_not_copy() {
         let mut t = AckTable::filled(10_000, AckSlot::Waiting);
         // First write un-shares the path; a second write to the same leaf
