@@ -16,8 +16,9 @@
 //! * Branches are narrow ([`FAN`] = 4). Copying a branch bumps the reference
 //!   count of every child, each in its own cache line, and those bumps were
 //!   most of the cost of a kept state: at 10 000 slots, four levels of 4
-//!   children (16 bumps, four 48-byte nodes) beat two levels of 16 (32
-//!   bumps) by about 10 % and three of 8 by about 10 % more, measured with
+//!   children (16 bumps; the root held in the table, then three 48-byte
+//!   nodes) beat two levels of 16 (32 bumps) by about 10 % and three of 8
+//!   by about 10 % more, measured with
 //!   `profile pure_retained 10000 N` (`benches/src/bin/profile.rs`);
 //!   64-slot leaves beat 32-slot ones (one level fewer). The in-place ack
 //!   pays a little for the extra levels (about 10 %).
@@ -50,6 +51,8 @@ const FAN_BITS: u32 = 2;
 pub const FAN: usize = 1 << FAN_BITS;
 const LEAF_MASK: usize = LEAF - 1;
 const FAN_MASK: usize = FAN - 1;
+// A leaf's masks are one `u64` each.
+const _: () = assert!(LEAF <= 64);
 
 /// [`LEAF`] slots. Slot `k` is `Waiting` when bit `k` of `acked` is clear;
 /// otherwise `Acked(Some(handles[k]))` when bit `k` of `held` is set and

@@ -1,5 +1,7 @@
-//! The coordinator's state: persistent (`imbl`) collections so that `reduce`
-//! returns a new state cheaply and every past state can be kept.
+//! The coordinator's state: persistent (`imbl`) collections and
+//! copy-on-write parts behind `triomphe` pointers (the ack tables, each
+//! pending checkpoint, the cold fields), so that `reduce` returns a new
+//! state cheaply and every past state can be kept.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
