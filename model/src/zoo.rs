@@ -8,8 +8,9 @@
 //! combinations can reach their bug at all ([`needs`]).
 
 use ckpt_core::{LegacyBug, Semantics};
+use stateright::{Expectation, Model};
 
-use crate::system::props;
+use crate::system::{props, SysModel};
 use crate::world::{ModelConfig, Network, Topology};
 
 /// One race of the zoo.
@@ -294,11 +295,18 @@ impl Row {
     }
 }
 
-/// Whether `property` is an `eventually` (judged by stateright at terminal
-/// states, found by a depth-first run rather than the shortest-path search).
+/// Whether `property` is an `eventually` in the model of `cfg` (judged at
+/// terminal states, found by a depth-first run rather than the
+/// shortest-path search, which checks the `always` properties only). Read
+/// from the model's own property list: the names do not say it (the
+/// run-end properties are `always`s named "at run end ...", the one
+/// `eventually` is "every run ends quiet").
 #[must_use]
-pub fn is_liveness(property: &str) -> bool {
-    property.starts_with("eventually")
+pub fn is_liveness(cfg: &ModelConfig, property: &str) -> bool {
+    SysModel::new(cfg.clone())
+        .properties()
+        .iter()
+        .any(|p| p.name == property && p.expectation == Expectation::Eventually)
 }
 
 /// Checks one entry: the fixed semantics in the entry's world, then the
@@ -327,7 +335,7 @@ pub fn check_entry_reduced(
         ..CheckOptions::default()
     };
     let start = std::time::Instant::now();
-    let found = if is_liveness(entry.property) {
+    let found = if is_liveness(&entry.config, entry.property) {
         let r = run_check(
             &entry.config,
             &CheckOptions {
@@ -363,5 +371,21 @@ pub fn check_entry_reduced(
         fixed_seconds: start.elapsed().as_secs_f64(),
         found,
         seconds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn liveness_is_read_from_the_model_not_from_the_name() {
+        let cfg = ModelConfig::default();
+        // The one `eventually`: its name does not start with "eventually"
+        // (what this function used to test, so it never said yes).
+        assert!(!props::E_QUIET.starts_with("eventually"));
+        assert!(is_liveness(&cfg, props::E_QUIET));
+        assert!(!is_liveness(&cfg, props::NO_SPURIOUS_FAILURE));
+        assert!(!is_liveness(&cfg, "no such property"));
     }
 }
