@@ -1079,7 +1079,7 @@ impl CoordinatorState {
         // them expire.
         let aborted = if s.running {
             // The old attempt is gone: no notification goes to it.
-            triomphe::Arc::make_mut(&mut self.cold.tasks).set(
+            self.cold.tasks.set(
                 task.0 as usize,
                 super::TaskStatus {
                     attempt: s.attempt,
@@ -1090,7 +1090,7 @@ impl CoordinatorState {
         } else {
             0
         };
-        triomphe::Arc::make_mut(&mut self.cold.tasks).set(
+        self.cold.tasks.set(
             task.0 as usize,
             super::TaskStatus {
                 attempt,
@@ -1143,7 +1143,7 @@ impl CoordinatorState {
         if attempt != s.attempt || !s.running {
             return Outcome::Ignored(Ignored::StaleAttempt);
         }
-        triomphe::Arc::make_mut(&mut self.cold.tasks).set(
+        self.cold.tasks.set(
             task.0 as usize,
             super::TaskStatus {
                 attempt,

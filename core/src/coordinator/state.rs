@@ -198,7 +198,7 @@ impl Completed {
 /// and removing rebuild the slice (once per checkpoint). The subset of
 /// `imbl::OrdMap`'s interface the coordinator uses, iterating in id order.
 #[derive(Clone)]
-pub(crate) struct PendingMap(triomphe::Arc<[(CheckpointId, triomphe::Arc<Pending>)]>);
+pub(crate) struct PendingMap(triomphe::Arc<[(CheckpointId, Shared<Pending>)]>);
 
 impl Default for PendingMap {
     fn default() -> Self {
@@ -230,7 +230,7 @@ impl PendingMap {
         }
         triomphe::Arc::get_mut(&mut self.0)?
             .get_mut(i)
-            .map(|(_, p)| triomphe::Arc::make_mut(p))
+            .map(|(_, p)| &mut **p)
     }
     /// Inserts or replaces; returns the replaced value.
     pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
@@ -238,10 +238,10 @@ impl PendingMap {
         let old = match self.find(&id) {
             Ok(i) => v
                 .get_mut(i)
-                .map(|(_, old)| std::mem::replace(old, triomphe::Arc::new(p)))
-                .map(triomphe::Arc::unwrap_or_clone),
+                .map(|(_, old)| std::mem::replace(old, Shared::new(p)))
+                .map(Shared::into_inner),
             Err(i) => {
-                v.insert(i.min(v.len()), (id, triomphe::Arc::new(p)));
+                v.insert(i.min(v.len()), (id, Shared::new(p)));
                 None
             }
         };
@@ -251,7 +251,7 @@ impl PendingMap {
     pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
         let i = self.find(id).ok()?;
         let mut v = self.0.to_vec();
-        let removed = (i < v.len()).then(|| triomphe::Arc::unwrap_or_clone(v.remove(i).1));
+        let removed = (i < v.len()).then(|| v.remove(i).1.into_inner());
         self.0 = v.into();
         removed
     }
@@ -269,8 +269,8 @@ impl PendingMap {
 impl<'a> IntoIterator for &'a PendingMap {
     type Item = (&'a CheckpointId, &'a Pending);
     type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (CheckpointId, triomphe::Arc<Pending>)>,
-        fn(&'a (CheckpointId, triomphe::Arc<Pending>)) -> (&'a CheckpointId, &'a Pending),
+        std::slice::Iter<'a, (CheckpointId, Shared<Pending>)>,
+        fn(&'a (CheckpointId, Shared<Pending>)) -> (&'a CheckpointId, &'a Pending),
     >;
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter().map(|(k, v)| (k, &**v))
@@ -351,15 +351,29 @@ pub struct CoordinatorState {
     pub(crate) failures: FailureCounter,
 }
 
-/// A part of the coordinator's state behind one `Arc`, copied on the first
-/// write to a shared one (`DerefMut` is `make_mut`; reads go through
-/// `Deref`). Equal when it is the same allocation or equal inside.
+/// A part of the coordinator's state behind one `Arc` (each pending
+/// checkpoint, the cold part, the task list), copied on the first write to
+/// a shared one (`DerefMut` is `make_mut`; reads go through `Deref`). Equal
+/// when it is the same allocation or equal inside.
 #[derive(Clone, Default)]
 pub(crate) struct Shared<T>(triomphe::Arc<T>);
 
 impl<T> Shared<T> {
     pub(crate) fn new(inner: T) -> Shared<T> {
         Shared(triomphe::Arc::new(inner))
+    }
+
+    /// Whether both are the same allocation.
+    pub(crate) fn ptr_eq(&self, other: &Shared<T>) -> bool {
+        triomphe::Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The value, cloned if another `Shared` still points at it.
+    pub(crate) fn into_inner(self) -> T
+    where
+        T: Clone,
+    {
+        triomphe::Arc::unwrap_or_clone(self.0)
     }
 }
 
@@ -378,7 +392,7 @@ impl<T: Clone> std::ops::DerefMut for Shared<T> {
 
 impl<T: PartialEq> PartialEq for Shared<T> {
     fn eq(&self, other: &Self) -> bool {
-        triomphe::Arc::ptr_eq(&self.0, &other.0) || *self.0 == *other.0
+        self.ptr_eq(other) || *self.0 == *other.0
     }
 }
 
@@ -402,10 +416,10 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Shared<T> {
 pub(crate) struct Cold {
     pub(crate) config: Arc<CoordinatorConfig>,
     pub(crate) timers: OrdMap<Timer, Millis>,
-    /// Indexed by task id. Behind one more pointer: `imbl::Vector` holds
-    /// five `Arc`s once it outgrows its inline buffer, and tasks change only
-    /// on a failure or a restart.
-    pub(crate) tasks: triomphe::Arc<Vector<TaskStatus>>,
+    /// Indexed by task id. Behind one more pointer ([`Shared`]):
+    /// `imbl::Vector` holds five `Arc`s once it outgrows its inline buffer,
+    /// and tasks change only on a failure or a restart.
+    pub(crate) tasks: Shared<Vector<TaskStatus>>,
     pub(crate) in_flight: Option<Request>,
     /// Sorted by priority (highest first), FIFO within a priority.
     pub(crate) queue: Vector<Request>,
@@ -447,7 +461,7 @@ impl PartialEq for Cold {
         } = self;
         (Arc::ptr_eq(config, &other.config) || config == &other.config)
             && (timers.ptr_eq(&other.timers) || *timers == other.timers)
-            && (triomphe::Arc::ptr_eq(tasks, &other.tasks) || vec_eq(tasks, &other.tasks))
+            && (tasks.ptr_eq(&other.tasks) || vec_eq(tasks, &other.tasks))
             && *in_flight == other.in_flight
             && *in_doubt == other.in_doubt
             && vec_eq(queue, &other.queue)
@@ -586,7 +600,7 @@ impl CoordinatorState {
     /// A fresh coordinator: scheduler off, every configured task running at
     /// attempt 0, nothing pending.
     pub fn new(config: CoordinatorConfig) -> Self {
-        let tasks = triomphe::Arc::new(
+        let tasks = Shared::new(
             (0..config.task_slots())
                 .map(|_| TaskStatus {
                     attempt: AttemptNo(0),

@@ -2735,7 +2735,7 @@ fn invariant_attempts_only_move_forward_can_fail() {
     h.step(0, failed(1, 0));
     let before = h.s.clone();
     let mut revived = h.s.clone();
-    triomphe::Arc::make_mut(&mut revived.cold.tasks).set(
+    revived.cold.tasks.set(
         1,
         TaskStatus {
             attempt: AttemptNo(0),
@@ -2749,7 +2749,7 @@ fn invariant_attempts_only_move_forward_can_fail() {
     h.step(0, running(1, 3));
     let newer = h.s.clone();
     let mut older = h.s.clone();
-    triomphe::Arc::make_mut(&mut older.cold.tasks).set(
+    older.cold.tasks.set(
         1,
         TaskStatus {
             attempt: AttemptNo(2),
