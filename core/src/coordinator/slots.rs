@@ -155,8 +155,8 @@ impl Branch {
     /// The children as untyped pointers (identity only).
     fn child_ptrs(&self) -> [*const (); FAN] {
         match self {
-            Branch::Leaves(ls) => std::array::from_fn(|k| Arc::as_ptr(&ls[k]).cast()),
-            Branch::Branches(bs) => std::array::from_fn(|k| Arc::as_ptr(&bs[k]).cast()),
+            Branch::Leaves(ls) => ls.each_ref().map(|l| Arc::as_ptr(l).cast()),
+            Branch::Branches(bs) => bs.each_ref().map(|b| Arc::as_ptr(b).cast()),
         }
     }
 }
