@@ -24,9 +24,10 @@
 //!   the state unchanged. Nothing panics on input.
 //! * **Deterministic.** Same state and event, same output. No hash-ordered
 //!   iteration anywhere.
-//! * **Persistent.** States are built from `imbl` collections: `reduce`
-//!   returns a new state and the old one stays valid and cheap to keep. The
-//!   in-place forms (`apply`) share the same code.
+//! * **Persistent.** The coordinator's state is built from `imbl`
+//!   collections and copy-on-write parts, a task's from small inline sets
+//!   ([`ids`]): `reduce` returns a new state and the old one stays valid and
+//!   cheap to keep. The in-place forms (`apply`) share the same code.
 //!
 //! ## Driving contract (what a host does)
 //!
@@ -233,6 +234,7 @@
 pub mod coordinator;
 #[cfg(feature = "host")]
 pub mod host;
+pub mod ids;
 pub mod invariants;
 pub mod route;
 pub mod snapshot;

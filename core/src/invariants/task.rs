@@ -4,8 +4,7 @@
 
 use core::hash::{Hash, Hasher};
 
-use imbl::{OrdMap, OrdSet};
-
+use crate::ids::{IdMap, IdSet};
 use crate::task::{Lifecycle, Outcome, ResultStatus, Step, TaskEffect, TaskEvent, TaskState};
 use crate::types::{CheckpointId, StateHandle, Thread};
 
@@ -132,12 +131,14 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
         );
     }
     let results = s.write_results();
-    let active: Vec<CheckpointId> = results
-        .iter()
-        .filter(|(_, st)| !matches!(st, ResultStatus::Failed(_)))
-        .map(|(id, _)| *id)
-        .collect();
-    if active.len() > 1 {
+    let active = || {
+        results
+            .iter()
+            .filter(|(_, st)| !matches!(st, ResultStatus::Failed(_)))
+            .map(|(id, _)| *id)
+    };
+    if active().nth(1).is_some() {
+        let active: Vec<CheckpointId> = active().collect();
         return violation(
             names::SINGLE_ACTIVE_RESULT,
             format!("active results {active:?}"),
@@ -254,24 +255,24 @@ pub struct TaskMonitor {
     ended: bool,
     last_executed: Option<CheckpointId>,
     last_complete: Option<CheckpointId>,
-    tracks: OrdMap<CheckpointId, Track>,
+    tracks: IdMap<Track>,
     /// The highest checkpoint the task thread executed (async part started,
     /// or declined while executing its mail / trigger).
     floor: Option<CheckpointId>,
     /// Async parts started and not yet completed, failed or cancelled.
-    running: OrdSet<CheckpointId>,
-    acked: OrdSet<CheckpointId>,
-    declined: OrdSet<CheckpointId>,
+    running: IdSet,
+    acked: IdSet,
+    declined: IdSet,
     /// Checkpoints the task was told are aborted before it executed them
     /// (forgotten once executed past, or once a newer checkpoint started:
     /// then they can never execute).
-    told_aborted: OrdSet<CheckpointId>,
+    told_aborted: IdSet,
 }
 
 impl Hash for TaskMonitor {
     fn hash<H: Hasher>(&self, h: &mut H) {
         // Destructured so that a new field cannot silently drop out of the
-        // hash; imbl collections get a length prefix (TOOLING pitfall 1).
+        // hash; every collection writes its length (TOOLING pitfall 1).
         let TaskMonitor {
             ended,
             last_executed,
@@ -286,24 +287,13 @@ impl Hash for TaskMonitor {
         ended.hash(h);
         last_executed.hash(h);
         last_complete.hash(h);
-        // Empty imbl collections are not iterated (an iterator seeks its
-        // first leaf even on an empty tree): the bytes written are the same.
-        h.write_usize(tracks.len());
-        if !tracks.is_empty() {
-            for (k, v) in tracks {
-                k.hash(h);
-                v.hash(h);
-            }
-        }
+        // Each collection writes its length, then its entries ascending.
+        tracks.hash(h);
         floor.hash(h);
-        for set in [running, acked, declined, told_aborted] {
-            h.write_usize(set.len());
-            if !set.is_empty() {
-                for x in set {
-                    x.hash(h);
-                }
-            }
-        }
+        running.hash(h);
+        acked.hash(h);
+        declined.hash(h);
+        told_aborted.hash(h);
     }
 }
 
@@ -322,11 +312,11 @@ impl TaskMonitor {
         if self.ended {
             return Ok(());
         }
-        let held: Vec<CheckpointId> = state.write_results().iter().map(|(id, _)| *id).collect();
+        let held = state.write_results();
         match self
             .tracks
             .iter()
-            .find(|(id, t)| !t.removed && !held.contains(id))
+            .find(|(id, t)| !t.removed && !held.iter().any(|(h, _)| h == *id))
         {
             Some((id, _)) => violation(
                 names::RESULT_NOT_VANISHED,
@@ -384,15 +374,9 @@ impl TaskMonitor {
         let Some(floor) = self.floor else {
             return;
         };
+        let running = &self.running;
         for set in [&mut self.acked, &mut self.declined] {
-            let stale: Vec<CheckpointId> = set
-                .range(..=floor)
-                .filter(|id| !self.running.contains(*id))
-                .copied()
-                .collect();
-            for id in stale {
-                set.remove(&id);
-            }
+            set.retain(|id| id > floor || running.contains(&id));
         }
     }
 
@@ -416,11 +400,8 @@ impl TaskMonitor {
             }
             TaskEvent::BarrierReceived { checkpoint, .. }
             | TaskEvent::TriggerCheckpoint { checkpoint } => {
-                let older: Vec<CheckpointId> =
-                    self.told_aborted.range(..*checkpoint).copied().collect();
-                for id in older {
-                    self.told_aborted.remove(&id);
-                }
+                let newer = *checkpoint;
+                self.told_aborted.retain(|id| id >= newer);
             }
             TaskEvent::CheckpointMail { .. }
             | TaskEvent::CancelMarker { .. }
@@ -523,11 +504,8 @@ impl TaskMonitor {
                         );
                     }
                     self.last_executed = Some(*checkpoint);
-                    let past: Vec<CheckpointId> =
-                        self.told_aborted.range(..=*checkpoint).copied().collect();
-                    for id in past {
-                        self.told_aborted.remove(&id);
-                    }
+                    let executed = *checkpoint;
+                    self.told_aborted.retain(|id| id > executed);
                     self.raise_floor(*checkpoint);
                     self.running.insert(*checkpoint);
                     self.track(*checkpoint, |t| {

@@ -265,7 +265,8 @@ impl TaskState {
             && self.start_guard(id).is_none()
             && self
                 .results
-                .range(..id)
+                .below(id)
+                .iter()
                 .any(|(_, st)| *st == ResultStatus::Failed(ResultFailure::Aborted))
         {
             return Some(self.fail_skipping(FailureReason::UnfinishedResultAtStart, fx));
@@ -292,9 +293,12 @@ impl TaskState {
     /// `start(id)`: subsume older unfinished results, create the result
     /// unless `id` is already aborted. Returns whether a result was created.
     fn start(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> bool {
-        let older: Vec<CheckpointId> = self
+        // At most one result is active (`single_active_result`): collected
+        // inline, no allocation.
+        let older: smallvec::SmallVec<[CheckpointId; crate::ids::IDS_INLINE]> = self
             .results
-            .range(..id)
+            .below(id)
+            .iter()
             .filter(|(_, st)| !matches!(st, ResultStatus::Failed(_)))
             .map(|(k, _)| *k)
             .collect();
@@ -549,8 +553,8 @@ impl TaskState {
         for id in &self.async_parts {
             fx.push(TaskEffect::CancelAsyncPart { checkpoint: *id });
         }
-        self.results = imbl::OrdMap::new();
-        self.async_parts = imbl::OrdSet::new();
-        self.pending_mails = imbl::OrdSet::new();
+        self.results.clear();
+        self.async_parts.clear();
+        self.pending_mails.clear();
     }
 }

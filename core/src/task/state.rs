@@ -2,10 +2,10 @@
 
 use core::hash::{Hash, Hasher};
 
-use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 
 use super::api::{ResultStatus, TaskConfig, TaskError};
+use crate::ids::{IdMap, IdSet};
 use crate::types::CheckpointId;
 
 /// Where the task is in its life.
@@ -37,13 +37,13 @@ pub struct TaskState {
     /// Highest id notified complete.
     pub(crate) last_completed: Option<CheckpointId>,
     /// The writer's results map.
-    pub(crate) results: OrdMap<CheckpointId, ResultStatus>,
+    pub(crate) results: IdMap<ResultStatus>,
     /// Checkpoint mails scheduled and not yet run.
-    pub(crate) pending_mails: OrdSet<CheckpointId>,
+    pub(crate) pending_mails: IdSet,
     /// Async snapshot parts running.
-    pub(crate) async_parts: OrdSet<CheckpointId>,
+    pub(crate) async_parts: IdSet,
     /// Ids notified aborted before they executed (bounded).
-    pub(crate) aborted: OrdSet<CheckpointId>,
+    pub(crate) aborted: IdSet,
     /// Every unexecuted id at or below the floor counts as aborted.
     pub(crate) aborted_floor: Option<CheckpointId>,
 }
@@ -51,7 +51,7 @@ pub struct TaskState {
 impl Hash for TaskState {
     fn hash<H: Hasher>(&self, h: &mut H) {
         // Destructured so that a new field cannot silently drop out of the
-        // hash; imbl collections get a length prefix (TOOLING pitfall 1).
+        // hash; every collection writes its length (TOOLING pitfall 1).
         let TaskState {
             config,
             lifecycle,
@@ -69,23 +69,11 @@ impl Hash for TaskState {
         last_started.hash(h);
         last_executed.hash(h);
         last_completed.hash(h);
-        // Empty imbl collections are not iterated (an iterator seeks its
-        // first leaf even on an empty tree): the bytes written are the same.
-        h.write_usize(results.len());
-        if !results.is_empty() {
-            for (id, st) in results {
-                id.hash(h);
-                st.hash(h);
-            }
-        }
-        for set in [pending_mails, async_parts, aborted] {
-            h.write_usize(set.len());
-            if !set.is_empty() {
-                for id in set {
-                    id.hash(h);
-                }
-            }
-        }
+        // Each collection writes its length, then its entries ascending.
+        results.hash(h);
+        pending_mails.hash(h);
+        async_parts.hash(h);
+        aborted.hash(h);
         aborted_floor.hash(h);
     }
 }
@@ -102,10 +90,10 @@ impl TaskState {
             last_started: None,
             last_executed: None,
             last_completed: None,
-            results: OrdMap::new(),
-            pending_mails: OrdSet::new(),
-            async_parts: OrdSet::new(),
-            aborted: OrdSet::new(),
+            results: IdMap::new(),
+            pending_mails: IdSet::new(),
+            async_parts: IdSet::new(),
+            aborted: IdSet::new(),
             aborted_floor: None,
         })
     }
@@ -142,8 +130,8 @@ impl TaskState {
 
     /// The writer's results, ascending by id.
     #[must_use]
-    pub fn write_results(&self) -> Vec<(CheckpointId, ResultStatus)> {
-        self.results.iter().map(|(k, v)| (*k, *v)).collect()
+    pub fn write_results(&self) -> &[(CheckpointId, ResultStatus)] {
+        self.results.as_slice()
     }
 
     /// Results the writer is still writing (writer work outstanding).
@@ -153,40 +141,36 @@ impl TaskState {
     }
 
     /// [`TaskState::writer_in_progress`] without the `Vec`, ascending (the
-    /// model lists every state's enabled actions through this: an empty map
-    /// costs no iterator, which in imbl allocates).
+    /// model lists every state's enabled actions through this).
     pub fn writer_in_progress_iter(&self) -> impl Iterator<Item = CheckpointId> + '_ {
-        let results = (!self.results.is_empty()).then(|| self.results.iter());
-        results
-            .into_iter()
-            .flatten()
+        self.results
+            .as_slice()
+            .iter()
             .filter(|(_, st)| matches!(st, ResultStatus::InProgress))
             .map(|(k, _)| *k)
     }
 
     /// Checkpoint mails scheduled and not yet run, ascending.
     #[must_use]
-    pub fn pending_mails(&self) -> Vec<CheckpointId> {
-        self.pending_mails.iter().copied().collect()
+    pub fn pending_mails(&self) -> &[CheckpointId] {
+        self.pending_mails.as_slice()
     }
 
     /// Async snapshot parts running, ascending.
     #[must_use]
-    pub fn async_parts(&self) -> Vec<CheckpointId> {
-        self.async_parts_iter().collect()
+    pub fn async_parts(&self) -> &[CheckpointId] {
+        self.async_parts.as_slice()
     }
 
-    /// [`TaskState::async_parts`] without the `Vec`, ascending (as
-    /// [`TaskState::writer_in_progress_iter`]).
+    /// [`TaskState::async_parts`] as ids, ascending.
     pub fn async_parts_iter(&self) -> impl Iterator<Item = CheckpointId> + '_ {
-        let parts = (!self.async_parts.is_empty()).then(|| self.async_parts.iter());
-        parts.into_iter().flatten().copied()
+        self.async_parts.iter().copied()
     }
 
     /// Ids remembered as aborted, ascending.
     #[must_use]
-    pub fn aborted_ids(&self) -> Vec<CheckpointId> {
-        self.aborted.iter().copied().collect()
+    pub fn aborted_ids(&self) -> &[CheckpointId] {
+        self.aborted.as_slice()
     }
 
     /// The aborted floor (ids evicted from the aborted memory).

@@ -175,7 +175,7 @@ impl TaskDriver {
 
     fn pick_checkpoint(&self, p: u8) -> CheckpointId {
         let s = &self.state;
-        let mut ids: Vec<CheckpointId> = s.pending_mails();
+        let mut ids: Vec<CheckpointId> = s.pending_mails().to_vec();
         ids.extend(s.async_parts());
         ids.extend(s.write_results().iter().map(|(id, _)| *id));
         ids.extend(s.aborted_ids());
