@@ -29,8 +29,16 @@ use crate::types::CheckpointId;
 pub const IDS_INLINE: usize = 4;
 
 /// A set of checkpoint ids, ascending, without duplicates.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct IdSet(SmallVec<[CheckpointId; IDS_INLINE]>);
+
+impl Clone for IdSet {
+    fn clone(&self) -> IdSet {
+        // `from_slice` copies the ids in one move (`SmallVec::clone` pushes
+        // them one by one through an iterator).
+        IdSet(SmallVec::from_slice(&self.0))
+    }
+}
 
 impl IdSet {
     /// The empty set.
@@ -156,17 +164,24 @@ impl Hash for IdSet {
     }
 }
 
-/// A map from checkpoint id to `V`, ascending by id.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IdMap<V>(SmallVec<[(CheckpointId, V); IDS_INLINE]>);
+/// A map from checkpoint id to `V`, ascending by id. The values are `Copy`
+/// (statuses and flags): a clone is one copy of the entries.
+#[derive(Debug, PartialEq, Eq)]
+pub struct IdMap<V: Copy>(SmallVec<[(CheckpointId, V); IDS_INLINE]>);
 
-impl<V> Default for IdMap<V> {
+impl<V: Copy> Clone for IdMap<V> {
+    fn clone(&self) -> IdMap<V> {
+        IdMap(SmallVec::from_slice(&self.0))
+    }
+}
+
+impl<V: Copy> Default for IdMap<V> {
     fn default() -> IdMap<V> {
         IdMap::new()
     }
 }
 
-impl<V> IdMap<V> {
+impl<V: Copy> IdMap<V> {
     /// The empty map.
     #[must_use]
     pub fn new() -> IdMap<V> {
@@ -257,7 +272,7 @@ impl<V> IdMap<V> {
     }
 }
 
-impl<V> FromIterator<(CheckpointId, V)> for IdMap<V> {
+impl<V: Copy> FromIterator<(CheckpointId, V)> for IdMap<V> {
     /// Sorted by id; of several entries for one id the last one wins (as
     /// inserting them in order would).
     fn from_iter<I: IntoIterator<Item = (CheckpointId, V)>>(iter: I) -> IdMap<V> {
@@ -269,7 +284,7 @@ impl<V> FromIterator<(CheckpointId, V)> for IdMap<V> {
     }
 }
 
-impl<V: Hash> Hash for IdMap<V> {
+impl<V: Copy + Hash> Hash for IdMap<V> {
     /// The length, then each entry ascending by id.
     fn hash<H: Hasher>(&self, h: &mut H) {
         h.write_usize(self.0.len());
