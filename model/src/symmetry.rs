@@ -17,10 +17,15 @@
 use ckpt_core::{StateHandle, TaskId};
 use stateright::Representative;
 
-use crate::system::{Msg, SysState};
-use crate::world::SharedSide;
-use crate::world::{rename_handle, Durable};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use ckpt_core::coordinator::CoordinatorState;
+use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::route::ToCoordinator;
+
+use crate::system::{Msg, SysState};
+use crate::world::{rename_handle, Durable, Sealed, SharedSide};
 
 fn class(s: &SysState) -> Vec<TaskId> {
     let n = u32::try_from(s.tasks.len()).unwrap_or(u32::MAX);
@@ -74,14 +79,46 @@ fn rename_msg(m: &Msg, perm: &[TaskId]) -> Msg {
 #[must_use]
 pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysState> {
     let rename = |h: StateHandle| rename_handle(h, perm);
-    let coord = s.coord.permute_tasks(perm, &rename)?;
+    let coord = Sealed::new(s.coord.permute_tasks(perm, &rename)?);
+    let ledger = Sealed::new(s.ledger.rename_handles(&rename));
+    let durable = Sealed::new(permute_durable(&s.durable, perm));
+    assemble(s, perm, ordered_net, coord, ledger, durable)
+}
+
+/// The store renamed by `perm`.
+fn permute_durable(d: &Durable, perm: &[TaskId]) -> Durable {
+    let rename = |h: StateHandle| rename_handle(h, perm);
+    let rename_all =
+        |v: &[StateHandle]| -> Vec<StateHandle> { v.iter().map(|h| rename(*h)).collect() };
+    Durable {
+        ledger: d.ledger.rename_handles(&rename),
+        counter: d.counter,
+        metadata: d
+            .metadata
+            .iter()
+            .map(|(c, hs)| (*c, rename_all(hs)))
+            .collect(),
+        in_doubt: d.in_doubt.as_ref().map(|(c, hs)| (*c, rename_all(hs))),
+    }
+}
+
+/// `s` renamed by `perm`, given its coordinator, handle ledger and store
+/// already renamed: the task sides move (a side whose inputs are renamed is
+/// copied and rehashed; the others stay shared with `s`), the messages are
+/// renamed and sorted again, the rest is copied.
+fn assemble(
+    s: &SysState,
+    perm: &[TaskId],
+    ordered_net: bool,
+    coord: Sealed<CoordinatorState>,
+    ledger: Sealed<HandleLedger>,
+    durable: Sealed<Durable>,
+) -> Option<SysState> {
     let image = |t: TaskId| perm.get(t.0 as usize).copied().unwrap_or(t);
     let mut tasks: Vec<Option<SharedSide>> = vec![None; s.tasks.len()];
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
         let mut side = side.clone();
-        // Only a side whose inputs are renamed is copied (and rehashed):
-        // the others stay shared with `s`, their hash cached.
         if side.inputs.iter().any(|c| image(c.from) != c.from) {
             for c in &mut side.inputs {
                 c.from = image(c.from);
@@ -99,31 +136,117 @@ pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysSt
     } else {
         net.sort();
     }
-    let rename_all =
-        |v: &[StateHandle]| -> Vec<StateHandle> { v.iter().map(|h| rename(*h)).collect() };
-    let durable = Durable {
-        ledger: s.durable.ledger.rename_handles(&rename),
-        counter: s.durable.counter,
-        metadata: s
-            .durable
-            .metadata
-            .iter()
-            .map(|(c, hs)| (*c, rename_all(hs)))
-            .collect(),
-        in_doubt: s
-            .durable
-            .in_doubt
-            .as_ref()
-            .map(|(c, hs)| (*c, rename_all(hs))),
-    };
+    // Every field named: a new one cannot be left out of the renaming.
+    let SysState {
+        now,
+        coord: _,
+        tasks: _,
+        net: _,
+        io,
+        used,
+        scheduler_stopped,
+        history,
+        ledger: _,
+        durable: _,
+        job_failover_due,
+        violation,
+        ordered_net: net_ordered,
+    } = s;
     Some(SysState {
-        coord: crate::world::Sealed::new(coord),
+        now: *now,
+        coord,
         tasks,
         net,
-        ledger: crate::world::Sealed::new(s.ledger.rename_handles(&rename)),
-        durable: crate::world::Sealed::new(durable),
-        ..s.clone()
+        io: io.clone(),
+        used: *used,
+        scheduler_stopped: *scheduler_stopped,
+        history: *history,
+        ledger,
+        durable,
+        job_failover_due: *job_failover_due,
+        violation: violation.clone(),
+        ordered_net: *net_ordered,
     })
+}
+
+/// The renamings of the interchangeable tasks of a run's worlds, but the
+/// identity, computed once per run (per thread) instead of once per state.
+struct Orbit {
+    /// What they were computed for: the task count and the coordinator's
+    /// tasks to trigger, which fix the class.
+    tasks: usize,
+    trigger: Vec<TaskId>,
+    /// Names the list for the parts' cached images ([`Sealed::images`]).
+    key: u64,
+    perms: Vec<Vec<TaskId>>,
+}
+
+thread_local! {
+    static ORBIT: RefCell<Option<Rc<Orbit>>> = const { RefCell::new(None) };
+}
+
+fn orbit(s: &SysState) -> Rc<Orbit> {
+    let trigger = s.coord.config().tasks_to_trigger();
+    let tasks = s.tasks.len();
+    ORBIT.with(|cell| {
+        if let Some(hit) = cell
+            .borrow()
+            .as_ref()
+            .filter(|o| o.tasks == tasks && o.trigger == trigger)
+        {
+            return Rc::clone(hit);
+        }
+        let class = class(s);
+        let perms: Vec<Vec<TaskId>> = if class.len() < 2 {
+            Vec::new()
+        } else {
+            permutations(&class, tasks)
+                .into_iter()
+                .filter(|perm| !perm.iter().enumerate().all(|(i, p)| p.0 as usize == i))
+                .collect()
+        };
+        let key = ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one(&perms);
+        let o = Rc::new(Orbit {
+            tasks,
+            trigger: trigger.to_vec(),
+            key,
+            perms,
+        });
+        *cell.borrow_mut() = Some(Rc::clone(&o));
+        o
+    })
+}
+
+/// `s` renamed by the orbit's renaming `i`, its coordinator, handle ledger
+/// and store taken from their cached images (computed once per part and
+/// shared by every state holding that part).
+fn permute_at(s: &SysState, orbit: &Orbit, i: usize) -> Option<SysState> {
+    let perm = orbit.perms.get(i)?;
+    let count = orbit.perms.len();
+    let renamer = |j: usize| {
+        let p = orbit.perms.get(j).map_or(&[][..], Vec::as_slice);
+        move |h: StateHandle| rename_handle(h, p)
+    };
+    let coord = match s.coord.images(orbit.key, count, |j, c| {
+        c.permute_tasks(orbit.perms.get(j)?, &renamer(j))
+    }) {
+        Some(images) => images.get(i)?.clone()?,
+        None => Sealed::new(s.coord.permute_tasks(perm, &renamer(i))?),
+    };
+    let ledger = match s
+        .ledger
+        .images(orbit.key, count, |j, l| Some(l.rename_handles(&renamer(j))))
+    {
+        Some(images) => images.get(i)?.clone()?,
+        None => Sealed::new(s.ledger.rename_handles(&renamer(i))),
+    };
+    let durable = match s.durable.images(orbit.key, count, |j, d| {
+        Some(permute_durable(d, orbit.perms.get(j)?))
+    }) {
+        Some(images) => images.get(i)?.clone()?,
+        None => Sealed::new(permute_durable(&s.durable, perm)),
+    };
+    assemble(s, perm, s.ordered_net, coord, ledger, durable)
 }
 
 /// The hash the representative minimises: aHash with fixed seeds (any
@@ -174,16 +297,8 @@ fn permutations(class: &[TaskId], n: usize) -> Vec<Vec<TaskId>> {
 /// its interchangeable tasks but the identity (none when the class has
 /// fewer than two tasks; a permutation the coordinator refuses is skipped).
 fn renamings(s: &SysState) -> impl Iterator<Item = SysState> + '_ {
-    let class = class(s);
-    let perms = if class.len() < 2 {
-        Vec::new()
-    } else {
-        permutations(&class, s.tasks.len())
-    };
-    perms
-        .into_iter()
-        .filter(|perm| !perm.iter().enumerate().all(|(i, p)| p.0 as usize == i))
-        .filter_map(move |perm| permute(s, &perm, s.ordered_net))
+    let orbit = orbit(s);
+    (0..orbit.perms.len()).filter_map(move |i| permute_at(s, &orbit, i))
 }
 
 /// The canonical representative of `s` under task permutations.
@@ -217,6 +332,74 @@ impl Representative for SysState {
 mod tests {
     use super::*;
     use crate::world::{ModelConfig, Sim, Topology};
+
+    /// Up to `max` states reachable from the initial one, breadth first.
+    fn reachable(cfg: &ModelConfig, max: usize) -> Vec<SysState> {
+        let sim = Sim::new(cfg.clone());
+        let mut seen = vec![sim.init()];
+        let mut at = 0;
+        let mut enabled = Vec::new();
+        while at < seen.len() && seen.len() < max {
+            enabled.clear();
+            sim.enabled(&seen[at], &mut enabled);
+            for a in enabled.clone() {
+                if let Some(n) = sim.step(&seen[at], a, None) {
+                    seen.push(n);
+                }
+            }
+            at += 1;
+        }
+        seen
+    }
+
+    #[test]
+    fn a_renaming_from_the_cached_images_equals_the_renaming_built_anew() {
+        for (tasks, topology) in [
+            (3, Topology::Fanout),
+            (4, Topology::Fanout),
+            (3, Topology::Join),
+        ] {
+            let cfg = ModelConfig {
+                tasks,
+                topology,
+                ..ModelConfig::default()
+            };
+            for s in reachable(&cfg, 3_000) {
+                let o = orbit(&s);
+                assert!(!o.perms.is_empty(), "{cfg:?}");
+                for (i, perm) in o.perms.iter().enumerate() {
+                    // Twice: the second comes from the images the first cached.
+                    let cached = permute_at(&s, &o, i);
+                    assert_eq!(cached, permute_at(&s, &o, i));
+                    let fresh = permute(&s, perm, s.ordered_net);
+                    assert_eq!(cached, fresh, "{cfg:?} renaming {perm:?}");
+                    assert_eq!(
+                        cached.as_ref().map(fingerprint),
+                        fresh.as_ref().map(fingerprint)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_part_changed_in_place_forgets_its_images() {
+        let mut part = Sealed::new(vec![1u32, 2]);
+        let reversed = |_: usize, v: &Vec<u32>| Some(v.iter().rev().copied().collect());
+        let first = part.images(7, 1, reversed).map(<[_]>::to_vec);
+        assert_eq!(
+            first.as_deref().and_then(|i| i[0].as_deref()),
+            Some(&vec![2, 1])
+        );
+        // Another key is refused: its renamings were not these.
+        assert!(part.images(8, 1, reversed).is_none());
+        drop(first);
+        // Not shared, so changed in place: the images must not survive.
+        part.push(3);
+        part.seal();
+        let again = part.images(7, 1, reversed);
+        assert_eq!(again.and_then(|i| i[0].as_deref()), Some(&vec![3, 2, 1]));
+    }
 
     #[test]
     fn reduces_exactly_when_a_class_has_two_tasks() {

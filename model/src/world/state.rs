@@ -2,6 +2,7 @@
 
 use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
+use std::sync::OnceLock;
 
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
 use ckpt_core::invariants::coordinator::HandleLedger;
@@ -245,11 +246,40 @@ impl TaskSide {
 /// `triomphe`'s (no weak count): a step makes several mutable accesses, and
 /// each one's "is this shared?" check is then a load instead of the
 /// compare-and-swap of `std::sync::Arc::make_mut`.
+///
+/// A part also keeps its images under the task renamings of the symmetry
+/// reduction once they are asked for ([`Sealed::images`]): every state
+/// that shares the part (a task's step leaves the coordinator, the ledger
+/// and the store alone) then renames it once, not once per state.
 #[derive(Clone)]
 pub struct Sealed<T> {
-    inner: triomphe::Arc<T>,
+    inner: triomphe::Arc<Part<T>>,
     /// The part's hash; 0 while not computed.
     digest: u64,
+}
+
+/// A [`Sealed`] part's value and its cached images.
+struct Part<T> {
+    value: T,
+    images: OnceLock<Images<T>>,
+}
+
+/// The images of a part under a list of renamings ([`Sealed::images`]).
+struct Images<T> {
+    /// Which list of renamings they are for.
+    key: u64,
+    /// One per renaming; `None` where the renaming does not apply.
+    parts: Box<[Option<Sealed<T>>]>,
+}
+
+impl<T: Clone> Clone for Part<T> {
+    /// A copy is about to be changed (`DerefMut`): its images start empty.
+    fn clone(&self) -> Part<T> {
+        Part {
+            value: self.value.clone(),
+            images: OnceLock::new(),
+        }
+    }
 }
 
 /// A task side inside a [`World`] ([`Sealed`]).
@@ -260,7 +290,10 @@ impl<T: Hash + Clone> Sealed<T> {
     #[must_use]
     pub fn new(inner: T) -> Sealed<T> {
         let mut s = Sealed {
-            inner: triomphe::Arc::new(inner),
+            inner: triomphe::Arc::new(Part {
+                value: inner,
+                images: OnceLock::new(),
+            }),
             digest: 0,
         };
         s.seal();
@@ -270,8 +303,29 @@ impl<T: Hash + Clone> Sealed<T> {
     /// Computes the cached hash if a mutable access forgot it.
     pub fn seal(&mut self) {
         if self.digest == 0 {
-            self.digest = digest(&*self.inner);
+            self.digest = digest(&self.inner.value);
         }
+    }
+
+    /// The part's images under `count` renamings, `image(i, part)` being
+    /// its image under renaming `i`, computed at the first call and shared
+    /// by every state that holds this part. `key` names the list of
+    /// renamings (the same key must always mean the same list); `None` if
+    /// the part's images were cached under another key (the caller then
+    /// computes what it needs itself).
+    pub fn images(
+        &self,
+        key: u64,
+        count: usize,
+        image: impl Fn(usize, &T) -> Option<T>,
+    ) -> Option<&[Option<Sealed<T>>]> {
+        let images = self.inner.images.get_or_init(|| Images {
+            key,
+            parts: (0..count)
+                .map(|i| image(i, &self.inner.value).map(Sealed::new))
+                .collect(),
+        });
+        (images.key == key).then_some(&images.parts[..])
     }
 }
 
@@ -291,14 +345,17 @@ fn digest<T: Hash + ?Sized>(part: &T) -> u64 {
 impl<T> Deref for Sealed<T> {
     type Target = T;
     fn deref(&self) -> &T {
-        &self.inner
+        &self.inner.value
     }
 }
 
 impl<T: Clone> DerefMut for Sealed<T> {
     fn deref_mut(&mut self) -> &mut T {
         self.digest = 0;
-        triomphe::Arc::make_mut(&mut self.inner)
+        let part = triomphe::Arc::make_mut(&mut self.inner);
+        // A part not shared is changed in place: its images go stale.
+        part.images.take();
+        &mut part.value
     }
 }
 
@@ -310,7 +367,7 @@ impl<T: Hash + Clone> From<T> for Sealed<T> {
 
 impl<T: PartialEq> PartialEq for Sealed<T> {
     fn eq(&self, other: &Sealed<T>) -> bool {
-        triomphe::Arc::ptr_eq(&self.inner, &other.inner) || *self.inner == *other.inner
+        triomphe::Arc::ptr_eq(&self.inner, &other.inner) || self.inner.value == other.inner.value
     }
 }
 
@@ -319,7 +376,7 @@ impl<T: Eq> Eq for Sealed<T> {}
 impl<T: Hash> Hash for Sealed<T> {
     fn hash<H: Hasher>(&self, h: &mut H) {
         let d = if self.digest == 0 {
-            digest(&*self.inner)
+            digest(&self.inner.value)
         } else {
             self.digest
         };
@@ -329,7 +386,7 @@ impl<T: Hash> Hash for Sealed<T> {
 
 impl<T: std::fmt::Debug> std::fmt::Debug for Sealed<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.inner.fmt(f)
+        self.inner.value.fmt(f)
     }
 }
 
