@@ -404,10 +404,11 @@ impl Sim {
         machine: &'static str,
         phase: &'static str,
         kind: &'static str,
+        key: u64,
         outcome: impl FnOnce(&mut String),
     ) {
         if let Some(c) = &self.coverage {
-            coverage::record(c, machine, phase, kind, outcome);
+            coverage::record(c, machine, phase, kind, key, outcome);
         }
     }
 
@@ -418,7 +419,8 @@ impl Sim {
         let mut found = verdict.err();
         if self.coverage.is_some() {
             let phase = coverage::coord_phase(&s.coord);
-            self.record("coordinator", phase, coord_event_kind(&ev), |w| {
+            let key = coverage::outcome_key(&t.step.outcome);
+            self.record("coordinator", phase, coord_event_kind(&ev), key, |w| {
                 coverage::write_coord_outcome_kind(w, &t.step.outcome);
             });
         }
@@ -550,7 +552,8 @@ impl Sim {
         let mut found = verdict.err();
         if self.coverage.is_some() {
             let phase = coverage::task_phase(&side.st);
-            self.record("task", phase, ev.kind(), |w| {
+            let key = coverage::outcome_key(&tr.step.outcome);
+            self.record("task", phase, ev.kind(), key, |w| {
                 use std::fmt::Write as _;
                 let _ = write!(w, "{:?}", tr.step.outcome);
             });
