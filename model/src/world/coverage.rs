@@ -155,17 +155,16 @@ pub(crate) fn record(
             local.buf.clear();
             outcome(&mut local.buf);
             let buf = &local.buf;
-            let i = match local
-                .counts
-                .iter()
-                .position(|(m, p, k, o, _)| *m == machine && *p == phase && *k == kind && o == buf)
-            {
-                Some(i) => i,
-                None => {
-                    local.counts.push((machine, phase, kind, buf.clone(), 0));
-                    local.counts.len() - 1
-                }
-            };
+            let i =
+                match local.counts.iter().position(|(m, p, k, o, _)| {
+                    *m == machine && *p == phase && *k == kind && o == buf
+                }) {
+                    Some(i) => i,
+                    None => {
+                        local.counts.push((machine, phase, kind, buf.clone(), 0));
+                        local.counts.len() - 1
+                    }
+                };
             local.memo.insert(memo_key, i);
             i
         };

@@ -67,7 +67,7 @@ impl Mail {
 /// delivery: the host finds no such execution), or the attempt that sent an
 /// ack / decline (delivered to the coordinator whatever the task's attempt
 /// is now, for it to judge). Derived order = the multiset's order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Msg {
     /// Coordinator -> task: an RPC that becomes a mail.
     ToTask {
@@ -87,6 +87,48 @@ pub enum Msg {
         /// What it says.
         msg: ToCoordinator,
     },
+}
+
+/// Three or four words per message (the derived hash made five or six
+/// writes: each discriminant, each id): the fingerprint hashes every message
+/// in flight of every generated state.
+impl Hash for Msg {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let ends =
+            |task: &TaskId, attempt: &AttemptNo| u64::from(task.0) | u64::from(attempt.0) << 32;
+        match self {
+            Msg::ToTask {
+                task,
+                attempt,
+                mail,
+            } => {
+                let (tag, checkpoint) = match mail {
+                    Mail::Trigger(c) => (0u64, c),
+                    Mail::Aborted(c) => (1, c),
+                    Mail::Complete(c) => (2, c),
+                    Mail::Checkpoint(c) => (3, c),
+                };
+                h.write_u64(ends(task, attempt));
+                h.write_u64(tag);
+                h.write_u64(checkpoint.0);
+            }
+            Msg::ToCoord { task, attempt, msg } => {
+                h.write_u64(ends(task, attempt));
+                match msg {
+                    ToCoordinator::Ack { checkpoint, handle } => {
+                        h.write_u64(4);
+                        h.write_u64(checkpoint.0);
+                        h.write_u64(handle.0);
+                    }
+                    ToCoordinator::Decline { checkpoint, reason } => {
+                        h.write_u64(5);
+                        h.write_u64(checkpoint.0);
+                        reason.hash(h);
+                    }
+                }
+            }
+        }
+    }
 }
 
 impl Msg {
@@ -392,7 +434,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Sealed<T> {
 
 /// What each budget of the run has used (every action that could repeat
 /// forever consumes one, so every run is finite).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Used {
     /// Periodic firings.
     pub triggers: u8,
@@ -414,8 +456,36 @@ pub struct Used {
     pub end_of_input: u8,
 }
 
+/// Two writes instead of nine (every generated state hashes it).
+impl Hash for Used {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let Used {
+            triggers,
+            faults,
+            savepoints,
+            user_checkpoints,
+            task_failures,
+            scheduler_stops,
+            coordinator_failovers,
+            job_failovers,
+            end_of_input,
+        } = *self;
+        h.write_u64(u64::from_le_bytes([
+            triggers,
+            faults,
+            savepoints,
+            user_checkpoints,
+            task_failures,
+            scheduler_stops,
+            coordinator_failovers,
+            job_failovers,
+        ]));
+        h.write_u8(end_of_input);
+    }
+}
+
 /// History bits the `sometimes` witnesses read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct History {
     /// Lowest aborted checkpoint id, until a later one completes.
     pub abort_seen: Option<CheckpointId>,
@@ -432,6 +502,28 @@ pub struct History {
     /// A message was lost, a task failed or a failover happened: barriers
     /// may legitimately never arrive (alignment is not judged then).
     pub disrupted: bool,
+}
+
+/// Two writes instead of seven (every generated state hashes it).
+impl Hash for History {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let History {
+            abort_seen,
+            abort_then_complete,
+            failover_complete,
+            restored,
+            in_doubt_kept,
+            disrupted,
+        } = *self;
+        let bits = u8::from(abort_seen.is_some())
+            | u8::from(abort_then_complete) << 1
+            | u8::from(failover_complete) << 2
+            | u8::from(restored) << 3
+            | u8::from(in_doubt_kept) << 4
+            | u8::from(disrupted) << 5;
+        h.write_u64(abort_seen.map_or(0, |c| c.0));
+        h.write_u8(bits);
+    }
 }
 
 impl World {
