@@ -98,9 +98,9 @@ impl LocalCoverage {
     }
 }
 
-/// The hash [`record`] keys an outcome by: equal outcomes, equal keys (two
-/// different outcomes sharing one would be counted under the first one's
-/// text, with the odds of a 64-bit collision).
+/// The hash a coverage record keys an outcome by: equal outcomes, equal
+/// keys (two different outcomes sharing one would be counted under the first
+/// one's text, with the odds of a 64-bit collision).
 #[must_use]
 pub fn outcome_key<T: std::hash::Hash>(outcome: &T) -> u64 {
     ahash::RandomState::with_seeds(11, 12, 13, 14).hash_one(outcome)
