@@ -346,6 +346,7 @@ mod tests {
         assert_eq!(m.remove(&cp(5)), Some(1));
         assert_eq!(m.remove(&cp(5)), None);
         assert!(!m.contains_key(&cp(5)) && m.contains_key(&cp(6)));
+        assert!(!m.is_empty() && IdMap::<u8>::new().is_empty());
         let last_wins: IdMap<u8> = [(cp(3), 1), (cp(1), 2), (cp(3), 3)].into_iter().collect();
         assert_eq!(last_wins.as_slice(), &[(cp(1), 2), (cp(3), 3)]);
     }
