@@ -25,6 +25,7 @@ use ckpt_core::{StateHandle, TaskId};
 use stateright::Representative;
 
 use std::cell::RefCell;
+use std::hash::Hash;
 use std::rc::Rc;
 
 use ckpt_core::coordinator::CoordinatorState;
@@ -85,11 +86,20 @@ fn rename_msg(m: &Msg, perm: &[TaskId]) -> Msg {
 /// refuses the permutation.
 #[must_use]
 pub fn permute(s: &SysState, perm: &[TaskId], ordered_net: bool) -> Option<SysState> {
-    let rename = |h: StateHandle| rename_handle(h, perm);
-    let coord = Sealed::new(s.coord.permute_tasks(perm, &rename)?);
-    let ledger = Sealed::new(s.ledger.rename_handles(&rename));
+    let coord = Sealed::new(permute_coordinator(&s.coord, perm)?);
+    let ledger = Sealed::new(permute_ledger(&s.ledger, perm));
     let durable = Sealed::new(permute_durable(&s.durable, perm));
     assemble(s, perm, ordered_net, coord, ledger, durable)
+}
+
+/// The coordinator renamed by `perm` (`None` if it refuses the renaming).
+fn permute_coordinator(c: &CoordinatorState, perm: &[TaskId]) -> Option<CoordinatorState> {
+    c.permute_tasks(perm, &|h| rename_handle(h, perm))
+}
+
+/// The handle ledger renamed by `perm`.
+fn permute_ledger(l: &HandleLedger, perm: &[TaskId]) -> HandleLedger {
+    l.rename_handles(&|h| rename_handle(h, perm))
 }
 
 /// The store renamed by `perm`.
@@ -226,34 +236,31 @@ fn orbit(s: &SysState) -> Rc<Orbit> {
 
 /// `s` renamed by the orbit's renaming `i`, its coordinator, handle ledger
 /// and store taken from their cached images (computed once per part and
-/// shared by every state holding that part).
+/// shared by every state holding that part). The same renaming as
+/// [`permute`] with the orbit's `i`-th permutation.
 fn permute_at(s: &SysState, orbit: &Orbit, i: usize) -> Option<SysState> {
     let perm = orbit.perms.get(i)?;
-    let count = orbit.perms.len();
-    let renamer = |j: usize| {
-        let p = orbit.perms.get(j).map_or(&[][..], Vec::as_slice);
-        move |h: StateHandle| rename_handle(h, p)
-    };
-    let coord = match s.coord.images(orbit.key, count, |j, c| {
-        c.permute_tasks(orbit.perms.get(j)?, &renamer(j))
-    }) {
-        Some(images) => images.get(i)?.clone()?,
-        None => Sealed::new(s.coord.permute_tasks(perm, &renamer(i))?),
-    };
-    let ledger = match s
-        .ledger
-        .images(orbit.key, count, |j, l| Some(l.rename_handles(&renamer(j))))
-    {
-        Some(images) => images.get(i)?.clone()?,
-        None => Sealed::new(s.ledger.rename_handles(&renamer(i))),
-    };
-    let durable = match s.durable.images(orbit.key, count, |j, d| {
-        Some(permute_durable(d, orbit.perms.get(j)?))
-    }) {
-        Some(images) => images.get(i)?.clone()?,
-        None => Sealed::new(permute_durable(&s.durable, perm)),
-    };
+    let coord = image(&s.coord, orbit, i, permute_coordinator)?;
+    let ledger = image(&s.ledger, orbit, i, |l, p| Some(permute_ledger(l, p)))?;
+    let durable = image(&s.durable, orbit, i, |d, p| Some(permute_durable(d, p)))?;
     assemble(s, perm, s.ordered_net, coord, ledger, durable)
+}
+
+/// `part` renamed by the orbit's renaming `i` through `rename`: its cached
+/// image ([`Sealed::images`], every renaming of the orbit computed at the
+/// first call), or, if the part's images were cached for another list of
+/// renamings, computed here. `None` where `rename` refuses.
+fn image<T: Hash + Clone>(
+    part: &Sealed<T>,
+    orbit: &Orbit,
+    i: usize,
+    rename: impl Fn(&T, &[TaskId]) -> Option<T>,
+) -> Option<Sealed<T>> {
+    let renamed = |j: usize, value: &T| rename(value, orbit.perms.get(j)?);
+    match part.images(orbit.key, orbit.perms.len(), renamed) {
+        Some(images) => images.get(i)?.clone(),
+        None => renamed(i, part).map(Sealed::new),
+    }
 }
 
 /// The hash the representative minimises: aHash with fixed seeds (any
