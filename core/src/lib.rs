@@ -231,6 +231,7 @@
     clippy::wildcard_enum_match_arm
 )]
 
+pub mod commit;
 pub mod coordinator;
 #[cfg(feature = "host")]
 pub mod host;

@@ -46,6 +46,14 @@ id_type!(
     JobId(u64)
 );
 id_type!(
+    /// A leader's generation (its term, fencing token): a coordinator that
+    /// took over from another runs under a higher one. Every write to
+    /// durable state and every RPC to a task carries the generation of the
+    /// coordinator that issued it, so the store, the id counter and the
+    /// tasks can refuse a deposed leader that is still running.
+    Generation(u64)
+);
+id_type!(
     /// An opaque reference to state a task wrote for a checkpoint (the host's
     /// handle to files / blobs). The reducers never look inside; they only
     /// decide who owns it: a pending checkpoint, a completed checkpoint, or
