@@ -111,6 +111,9 @@ impl SystemSpec {
             job_failovers: 4,
             savepoint_restore: false,
             end_of_input: u8::from(self.finish),
+            shared_state: self.retained % 2 == 1,
+            zombie_coordinators: 1,
+            dispose_savepoints: true,
         }
     }
 }
