@@ -184,6 +184,9 @@ public abstract class Harness {
 
         String failNextStore; // null, "exception", "inconsistent"
         boolean failNextFinalize;
+        boolean failNextId;
+        /** Master hooks' outstanding trigger futures, by checkpoint id, in hook order. */
+        final Map<Long, List<CompletableFuture<Object>>> hookFutures = new TreeMap<>();
         boolean shut;
         final Map<Long, PendingCheckpoint> known = new TreeMap<>();
         final List<Req> requests = new ArrayList<>();
@@ -307,8 +310,10 @@ public abstract class Harness {
     }
 
     private static void putId(ObjectNode o, String f, long v) {
-        if (v < 0) {
-            o.put(f, (Long) null); // Flink's "none" is -1 (INVALID_CHECKPOINT_ID)
+        if (v <= 0) {
+            // Flink's ids start at 1; "none" is -1 (INVALID_CHECKPOINT_ID) for lastSubsumed and 0
+            // (CompletedCheckpointStore.getLatestCheckpointId of an empty store) for latestCompleted.
+            o.put(f, (Long) null);
             o.put(f + "_raw", v);
         } else {
             o.put(f, v);
@@ -405,6 +410,82 @@ public abstract class Harness {
                     }
                     return ret;
                 });
+    }
+
+    /** The checkpoint id counter Flink sees: the real one, failing on command. */
+    protected CheckpointIDCounter wrapCounter(Seq s, CheckpointIDCounter real) {
+        return Proxies.forward(
+                real,
+                (m, a) -> {
+                    if (m.getName().equals("getAndIncrement") && s.failNextId) {
+                        s.failNextId = false;
+                        ObjectNode o = Json.obj();
+                        o.put("op", "allocate_id");
+                        o.put("result", "injected_failure");
+                        s.rec.storeOps.add(o);
+                        throw new Exception("ckpt harness: injected checkpoint id counter failure");
+                    }
+                    return Proxies.PASS;
+                });
+    }
+
+    /**
+     * The master hooks of the configuration: each answers triggerCheckpoint with a future the
+     * client completes with 'hook_done' (null state, so nothing is stored for the hook).
+     */
+    protected void addMasterHooks(Seq s) {
+        int n = (int) Json.optLong(s.cfg.raw, "hooks", 0);
+        for (int i = 0; i < n; i++) {
+            final String name = "hook" + i;
+            org.apache.flink.runtime.checkpoint.MasterTriggerRestoreHook<?> h =
+                    Proxies.of(
+                            org.apache.flink.runtime.checkpoint.MasterTriggerRestoreHook.class,
+                            (m, a) -> {
+                                switch (m.getName()) {
+                                    case "getIdentifier":
+                                        return name;
+                                    case "triggerCheckpoint":
+                                        {
+                                            CompletableFuture<Object> f = new CompletableFuture<>();
+                                            s.hookFutures.computeIfAbsent((Long) a[0], k -> new ArrayList<>()).add(f);
+                                            ObjectNode o = Json.obj();
+                                            o.put("rpc", "master_hook");
+                                            o.put("hook", name);
+                                            o.put("checkpoint", (Long) a[0]);
+                                            s.rec.putTs(o, "ts", (Long) a[1]);
+                                            s.rec.rpcs.add(o);
+                                            return f;
+                                        }
+                                    case "createCheckpointDataSerializer":
+                                        return null;
+                                    default:
+                                        return Proxies.PASS;
+                                }
+                            });
+            s.coord.addMasterHook(h);
+        }
+    }
+
+    private void hookDone(Seq s, JsonNode c, ObjectNode r) {
+        long id = Json.reqLong(c, "checkpoint");
+        List<CompletableFuture<Object>> fs = s.hookFutures.get(id);
+        if (fs == null || fs.stream().allMatch(CompletableFuture::isDone)) {
+            throw new Refusal("sequence_state", "no master hook waits for checkpoint " + id);
+        }
+        int which = (int) Json.optLong(c, "hook", -1);
+        boolean ok = Json.optBool(c, "ok", true);
+        int n = 0;
+        for (int i = 0; i < fs.size(); i++) {
+            if ((which < 0 || which == i) && !fs.get(i).isDone()) {
+                if (ok) {
+                    fs.get(i).complete(null);
+                } else {
+                    fs.get(i).completeExceptionally(new Exception("ckpt harness: master hook failed"));
+                }
+                n++;
+            }
+        }
+        r.put("completed_hooks", n);
     }
 
     /** The checkpoint storage Flink sees: the real one, whose metadata write fails on command. */
@@ -671,6 +752,12 @@ public abstract class Harness {
             case "fail_next_finalize":
                 s.failNextFinalize = true;
                 break;
+            case "fail_next_id":
+                s.failNextId = true;
+                break;
+            case "hook_done":
+                hookDone(s, c, r);
+                break;
             case "restore_latest":
                 restoreLatest(s, c, r);
                 break;
@@ -696,6 +783,7 @@ public abstract class Harness {
         s.rec.openTs(s.now());
         try {
             build(s);
+            addMasterHooks(s);
             s.exec.drain();
             for (Task t : s.tasks) {
                 register(s, t);
@@ -872,7 +960,7 @@ public abstract class Harness {
                                     "no periodic timer is armed (use via=call to make the periodic call anyway)");
                         }
                         r.put("timer_at", t.dueRelative());
-                        s.exec.fireOutOfBand(t);
+                        s.exec.fireNow(t);
                         return; // the periodic trigger drops its future
                     } else if (via.equals("call")) {
                         f = triggerPeriodicCall(s);
@@ -1224,6 +1312,9 @@ public abstract class Harness {
             o.put("checkpoint", id);
             o.put("savepoint", isSavepointProps(pendingProps(p)));
             if (f.isDone() && !f.isCompletedExceptionally()) {
+                // The completion future succeeded. In 1.11 it does so before the store is
+                // written, so say whether the store took it.
+                o.put("stored", storeIds(s, s.realStore).contains(id));
                 completed.add(o);
             } else {
                 CheckpointException ce = p.getFailureCause();
@@ -1232,7 +1323,18 @@ public abstract class Harness {
                     why = failureOf(f);
                     ce = checkpointException(why);
                 }
-                o.put("reason", ce != null ? ce.getCheckpointFailureReason().name() : null);
+                String reason = ce != null ? ce.getCheckpointFailureReason().name() : null;
+                if (reason == null) {
+                    // A failed store completes the future with the store's own exception; the
+                    // failure manager was told the reason.
+                    for (JsonNode fm : s.rec.failureManager) {
+                        if (fm.path("checkpoint").asLong(-1) == id && fm.has("reason")) {
+                            reason = fm.get("reason").asText();
+                            o.put("reason_from", "failure_manager");
+                        }
+                    }
+                }
+                o.put("reason", reason);
                 if (ce == null) {
                     o.put("message", why == null ? "removed without failure cause" : String.valueOf(why));
                 }
@@ -1377,6 +1479,19 @@ public abstract class Harness {
         }
         if (s.failNextFinalize) {
             armed.add("finalize");
+        }
+        if (s.failNextId) {
+            armed.add("id");
+        }
+        ArrayNode hooks = st.putArray("hooks_waiting");
+        for (Map.Entry<Long, List<CompletableFuture<Object>>> e : s.hookFutures.entrySet()) {
+            for (int i = 0; i < e.getValue().size(); i++) {
+                if (!e.getValue().get(i).isDone()) {
+                    ObjectNode o = hooks.addObject();
+                    o.put("checkpoint", e.getKey());
+                    o.put("hook", i);
+                }
+            }
         }
         return st;
     }

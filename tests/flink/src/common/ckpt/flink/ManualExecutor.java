@@ -242,9 +242,17 @@ public final class ManualExecutor extends AbstractExecutorService implements Sch
         return l;
     }
 
-    /** Fires one timer now (out of its schedule) without changing its schedule. */
-    public void fireOutOfBand(Timer t) {
-        t.run();
+    /**
+     * Fires one armed timer now, before its deadline, as if it had been due now: a one-shot timer
+     * is gone afterwards; a fixed-rate or fixed-delay one is re-armed one period after now.
+     */
+    public void fireNow(Timer t) {
+        if (!timers.remove(t)) {
+            throw new IllegalStateException("timer is not armed");
+        }
+        t.due = clock.absoluteTimeMillis();
+        timers.add(t);
+        fire(t);
         drain();
     }
 

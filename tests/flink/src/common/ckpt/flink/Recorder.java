@@ -102,7 +102,11 @@ public final class Recorder {
         open = true;
     }
 
-    public void closeTs(long manual) {
+    public void closeTs(long ignored) {
+        if (!open) {
+            return;
+        }
+        long manual = openManual;
         open = false;
         long w = System.currentTimeMillis();
         if (!ts.isEmpty()) {

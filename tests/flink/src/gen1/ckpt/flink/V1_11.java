@@ -115,7 +115,8 @@ public final class V1_11 extends Harness {
         StandaloneCompletedCheckpointStore real = new StandaloneCompletedCheckpointStore(cfg.retained);
         s.realStore = real;
         s.store = wrapStore(s, real);
-        StandaloneCheckpointIDCounter counter = new StandaloneCheckpointIDCounter();
+        org.apache.flink.runtime.checkpoint.CheckpointIDCounter counter =
+                wrapCounter(s, new StandaloneCheckpointIDCounter());
         s.counter = counter;
 
         ExecutionGraph g =

@@ -56,7 +56,7 @@ public abstract class Gen2 extends Harness {
     /** DefaultExecutionGraphBuilder.buildGraph, whose parameter list differs per version. */
     protected abstract DefaultExecutionGraph buildGraph(
             Seq s, JobGraph jobGraph, CompletedCheckpointStore store, CheckpointsCleaner cleaner,
-            StandaloneCheckpointIDCounter counter) throws Exception;
+            org.apache.flink.runtime.checkpoint.CheckpointIDCounter counter) throws Exception;
 
     protected abstract CheckpointStatsTracker statsTracker(Seq s);
 
@@ -133,7 +133,8 @@ public abstract class Gen2 extends Harness {
         StandaloneCompletedCheckpointStore real = new StandaloneCompletedCheckpointStore(cfg.retained);
         s.realStore = real;
         s.store = wrapStore(s, real);
-        StandaloneCheckpointIDCounter counter = new StandaloneCheckpointIDCounter();
+        org.apache.flink.runtime.checkpoint.CheckpointIDCounter counter =
+                wrapCounter(s, new StandaloneCheckpointIDCounter());
         s.counter = counter;
         CheckpointsCleaner cleaner = new CheckpointsCleaner();
         s.cleaner = cleaner;

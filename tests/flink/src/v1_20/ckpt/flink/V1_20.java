@@ -30,7 +30,7 @@ public final class V1_20 extends Gen2 {
     @Override
     protected DefaultExecutionGraph buildGraph(
             Seq s, JobGraph jg, CompletedCheckpointStore store, CheckpointsCleaner cleaner,
-            StandaloneCheckpointIDCounter counter) throws Exception {
+            org.apache.flink.runtime.checkpoint.CheckpointIDCounter counter) throws Exception {
         return DefaultExecutionGraphBuilder.buildGraph(
                 jg,
                 new Configuration(),
