@@ -203,6 +203,23 @@ public abstract class Harness {
             this.location = new TaskManagerLocation(ResourceID.generate(), InetAddress.getLoopbackAddress(), 1);
             exec.setClassifier(
                     t -> t.getClass().getName().contains("ScheduledTrigger") ? "periodic" : "other");
+            // A periodic trigger creates a request, whose timestamp Flink takes from the wall clock.
+            exec.fireHook =
+                    new ManualExecutor.FireListener() {
+                        @Override
+                        public void before(ManualExecutor.Timer t) {
+                            if (t.kind().equals("periodic")) {
+                                rec.openTs(t.dueRelative());
+                            }
+                        }
+
+                        @Override
+                        public void after(ManualExecutor.Timer t) {
+                            if (t.kind().equals("periodic")) {
+                                rec.closeTs(t.dueRelative());
+                            }
+                        }
+                    };
             exec.onUncaught =
                     t -> {
                         ObjectNode o = Json.obj();
@@ -628,13 +645,8 @@ public abstract class Harness {
             resp.set("tag", c.get("tag"));
         }
         Seq s = seq;
-        boolean bracket = s != null && !cmd.equals("advance");
-        long t0 = s == null ? 0 : s.now();
         if (s != null) {
             s.rec.reset();
-            if (bracket) {
-                s.rec.openTs(t0);
-            }
         }
         ObjectNode result = Json.obj();
         try {
@@ -672,10 +684,6 @@ public abstract class Harness {
                     u.set("error", describe(t2));
                     s.rec.uncaught.add(u);
                 }
-            }
-        } finally {
-            if (s != null && bracket && s == seq) {
-                s.rec.closeTs(t0);
             }
         }
         resp.set("result", result);
@@ -780,7 +788,6 @@ public abstract class Harness {
         Config cfg = parseConfig(c);
         Seq s = new Seq(++seqCounter, cfg);
         RecordingHandle.sink = s.rec;
-        s.rec.openTs(s.now());
         try {
             build(s);
             addMasterHooks(s);
@@ -801,8 +808,6 @@ public abstract class Harness {
             deleteTree(s.dir);
             RecordingHandle.sink = null;
             throw t;
-        } finally {
-            s.rec.closeTs(s.now());
         }
         seq = s;
         r.put("sequence", s.id);
@@ -937,6 +942,16 @@ public abstract class Harness {
     // ------------------------------------------------------------------ trigger
 
     private void trigger(Seq s, JsonNode c, ObjectNode r) throws Exception {
+        // Flink takes the request's timestamp from the wall clock inside this call.
+        s.rec.openTs(s.now());
+        try {
+            triggerInBracket(s, c, r);
+        } finally {
+            s.rec.closeTs(s.now());
+        }
+    }
+
+    private void triggerInBracket(Seq s, JsonNode c, ObjectNode r) throws Exception {
         String kind = Json.optStr(c, "kind", "checkpoint");
         CompletableFuture<?> f;
         switch (kind) {
@@ -1024,8 +1039,36 @@ public abstract class Harness {
             TaskStateSnapshot snap = snapshot(s, t, new RecordingHandle(st.asLong(), s.id));
             msg = new AcknowledgeCheckpoint(jobOf(s, c), a, id, new CheckpointMetrics(), snap);
         }
+        r.put("ack_class", ackClass(s, id, a, msg.getJob()));
         boolean accepted = s.coord.receiveAcknowledgeMessage(msg, "harness");
         r.put("accepted", accepted);
+    }
+
+    /**
+     * Which branch of the coordinator an ack takes, read from Flink's own pending checkpoint just
+     * before the call (PendingCheckpoint.acknowledgeTask's SUCCESS / DUPLICATE / UNKNOWN /
+     * DISCARDED, or the coordinator's late / unknown-checkpoint / wrong-job paths).
+     */
+    private String ackClass(Seq s, long id, ExecutionAttemptID a, JobID job) {
+        if (s.coord.isShutdown()) {
+            return "shutdown";
+        }
+        if (!job.equals(s.jobId)) {
+            return "wrong_job";
+        }
+        PendingCheckpoint p = s.coord.getPendingCheckpoints().get(id);
+        if (p == null) {
+            return "no_pending";
+        }
+        if ((Boolean) Proxies.field(p, Proxies.hasField(p, "disposed") ? "disposed" : "discarded")) {
+            return "discarded";
+        }
+        @SuppressWarnings("unchecked")
+        Map<ExecutionAttemptID, ?> na = (Map<ExecutionAttemptID, ?>) Proxies.field(p, "notYetAcknowledgedTasks");
+        if (na.containsKey(a)) {
+            return "success";
+        }
+        return p.isAcknowledgedBy(a) ? "duplicate" : "unknown";
     }
 
     /** ckpt's DeclineReason names with a Flink counterpart; see PROTOCOL.md for the others. */
@@ -1098,13 +1141,10 @@ public abstract class Harness {
                     @Override
                     public void before(ManualExecutor.Timer t) {
                         fired.add(describeTimer(s, t));
-                        s.rec.openTs(t.dueRelative());
                     }
 
                     @Override
-                    public void after(ManualExecutor.Timer t) {
-                        s.rec.closeTs(t.dueRelative());
-                    }
+                    public void after(ManualExecutor.Timer t) {}
                 });
     }
 

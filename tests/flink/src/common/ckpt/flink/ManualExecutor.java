@@ -256,12 +256,24 @@ public final class ManualExecutor extends AbstractExecutorService implements Sch
         drain();
     }
 
+    /** Told about every timer that fires (the harness brackets periodic triggers with it). */
+    public FireListener fireHook;
+
     private void fire(Timer t) {
         timers.remove(t);
         if (t.cancelled) {
             return;
         }
-        t.run();
+        if (fireHook != null) {
+            fireHook.before(t);
+        }
+        try {
+            t.run();
+        } finally {
+            if (fireHook != null) {
+                fireHook.after(t);
+            }
+        }
         if (t.period != 0 && !t.cancelled && !t.done) {
             t.due = t.period > 0 ? t.due + t.period : clock.absoluteTimeMillis() - t.period;
             timers.add(t);
