@@ -203,23 +203,6 @@ public abstract class Harness {
             this.location = new TaskManagerLocation(ResourceID.generate(), InetAddress.getLoopbackAddress(), 1);
             exec.setClassifier(
                     t -> t.getClass().getName().contains("ScheduledTrigger") ? "periodic" : "other");
-            // A periodic trigger creates a request, whose timestamp Flink takes from the wall clock.
-            exec.fireHook =
-                    new ManualExecutor.FireListener() {
-                        @Override
-                        public void before(ManualExecutor.Timer t) {
-                            if (t.kind().equals("periodic")) {
-                                rec.openTs(t.dueRelative());
-                            }
-                        }
-
-                        @Override
-                        public void after(ManualExecutor.Timer t) {
-                            if (t.kind().equals("periodic")) {
-                                rec.closeTs(t.dueRelative());
-                            }
-                        }
-                    };
             exec.onUncaught =
                     t -> {
                         ObjectNode o = Json.obj();
@@ -434,6 +417,9 @@ public abstract class Harness {
         return Proxies.forward(
                 real,
                 (m, a) -> {
+                    if (m.getName().equals("getAndIncrement")) {
+                        s.rec.markUsed();
+                    }
                     if (m.getName().equals("getAndIncrement") && s.failNextId) {
                         s.failNextId = false;
                         ObjectNode o = Json.obj();
@@ -645,8 +631,12 @@ public abstract class Harness {
             resp.set("tag", c.get("tag"));
         }
         Seq s = seq;
+        boolean bracket = s != null && !cmd.equals("advance"); // advance brackets each step itself
         if (s != null) {
             s.rec.reset();
+            if (bracket) {
+                s.rec.openTs(s.now());
+            }
         }
         ObjectNode result = Json.obj();
         try {
@@ -656,6 +646,9 @@ public abstract class Harness {
             } else if (cmd.equals("ping")) {
                 result.put("pong", true);
             } else {
+                if (!COMMANDS.contains(cmd)) {
+                    throw Refusal.bad("unknown command '" + cmd + "'");
+                }
                 if (s == null) {
                     throw new Refusal("no_sequence", "'" + cmd + "' needs a sequence: send 'begin' first");
                 }
@@ -685,6 +678,10 @@ public abstract class Harness {
                     s.rec.uncaught.add(u);
                 }
             }
+        } finally {
+            if (s != null && bracket) {
+                s.rec.closeTs();
+            }
         }
         resp.set("result", result);
         if (s != null) {
@@ -692,6 +689,14 @@ public abstract class Harness {
         }
         return resp;
     }
+
+    static final Set<String> COMMANDS =
+            new HashSet<>(
+                    List.of(
+                            "trigger", "ack", "decline", "advance", "task_failed", "task_running", "task_state",
+                            "task_finished", "restart", "stop_scheduler", "start_scheduler", "abort_pending",
+                            "shutdown", "fail_next_store", "fail_next_finalize", "fail_next_id", "hook_done",
+                            "restore_latest", "state", "end"));
 
     private void dispatch(Seq s, String cmd, JsonNode c, ObjectNode r) throws Exception {
         switch (cmd) {
@@ -788,6 +793,7 @@ public abstract class Harness {
         Config cfg = parseConfig(c);
         Seq s = new Seq(++seqCounter, cfg);
         RecordingHandle.sink = s.rec;
+        s.rec.openTs(s.now());
         try {
             build(s);
             addMasterHooks(s);
@@ -808,6 +814,8 @@ public abstract class Harness {
             deleteTree(s.dir);
             RecordingHandle.sink = null;
             throw t;
+        } finally {
+            s.rec.closeTs();
         }
         seq = s;
         r.put("sequence", s.id);
@@ -942,16 +950,6 @@ public abstract class Harness {
     // ------------------------------------------------------------------ trigger
 
     private void trigger(Seq s, JsonNode c, ObjectNode r) throws Exception {
-        // Flink takes the request's timestamp from the wall clock inside this call.
-        s.rec.openTs(s.now());
-        try {
-            triggerInBracket(s, c, r);
-        } finally {
-            s.rec.closeTs(s.now());
-        }
-    }
-
-    private void triggerInBracket(Seq s, JsonNode c, ObjectNode r) throws Exception {
         String kind = Json.optStr(c, "kind", "checkpoint");
         CompletableFuture<?> f;
         switch (kind) {
@@ -1145,6 +1143,17 @@ public abstract class Harness {
 
                     @Override
                     public void after(ManualExecutor.Timer t) {}
+                },
+                new ManualExecutor.Bracket() {
+                    @Override
+                    public void open(long relNow) {
+                        s.rec.openTs(relNow);
+                    }
+
+                    @Override
+                    public void close() {
+                        s.rec.closeTs();
+                    }
                 });
     }
 
@@ -1414,6 +1423,9 @@ public abstract class Harness {
             }
         }
         resp.set("requests", reqs);
+        if (s.rec.unbracketed > 0) {
+            resp.put("harness_warning", s.rec.unbracketed + " checkpoint id(s) allocated outside a timestamp bracket");
+        }
         if (s.rec.scheduler.size() > 0) {
             resp.set("scheduler", s.rec.scheduler);
         }

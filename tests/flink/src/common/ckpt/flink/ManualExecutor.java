@@ -256,24 +256,12 @@ public final class ManualExecutor extends AbstractExecutorService implements Sch
         drain();
     }
 
-    /** Told about every timer that fires (the harness brackets periodic triggers with it). */
-    public FireListener fireHook;
-
     private void fire(Timer t) {
         timers.remove(t);
         if (t.cancelled) {
             return;
         }
-        if (fireHook != null) {
-            fireHook.before(t);
-        }
-        try {
-            t.run();
-        } finally {
-            if (fireHook != null) {
-                fireHook.after(t);
-            }
-        }
+        t.run();
         if (t.period != 0 && !t.cancelled && !t.done) {
             t.due = t.period > 0 ? t.due + t.period : clock.absoluteTimeMillis() - t.period;
             timers.add(t);
@@ -323,10 +311,22 @@ public final class ManualExecutor extends AbstractExecutorService implements Sch
         void after(Timer t);
     }
 
-    public List<Timer> advanceTo(long relTarget, FireListener listener) {
+    /** Brackets each step of {@link #advanceTo} with the manual time it runs at. */
+    public interface Bracket {
+        void open(long relNow);
+
+        void close();
+    }
+
+    public List<Timer> advanceTo(long relTarget, FireListener listener, Bracket bracket) {
         long target = relTarget + baseMillis;
         List<Timer> fired = new ArrayList<>();
-        drain();
+        bracket.open(now());
+        try {
+            drain();
+        } finally {
+            bracket.close();
+        }
         while (true) {
             Timer t = timers.peek();
             if (t == null || t.due > target) {
@@ -335,15 +335,22 @@ public final class ManualExecutor extends AbstractExecutorService implements Sch
             setAbs(Math.max(t.due, clock.absoluteTimeMillis()));
             listener.before(t);
             fired.add(t);
+            bracket.open(now());
             try {
                 fire(t);
                 drain();
             } finally {
+                bracket.close();
                 listener.after(t);
             }
         }
         setAbs(Math.max(target, clock.absoluteTimeMillis()));
-        drain();
+        bracket.open(now());
+        try {
+            drain();
+        } finally {
+            bracket.close();
+        }
         return fired;
     }
 

@@ -75,18 +75,30 @@ public final class Recorder {
     // ------------------------------------------------------------------ timestamps
 
     /**
-     * Flink takes a checkpoint's timestamp from the wall clock when the trigger request is created.
-     * The harness brackets every call that can create a request with {@link #openTs()} / {@link
-     * #closeTs(long)} and maps a wall-clock value back to the manual-clock time of the bracket that
-     * contains it. Brackets with different manual times never share a wall-clock millisecond.
+     * Flink takes a checkpoint's timestamp from the wall clock (System.currentTimeMillis in
+     * CheckpointCoordinator.startTriggeringCheckpoint, when a trigger request starts, also when it
+     * starts from the queue later). The harness runs every command (and, within 'advance', every
+     * timer firing) inside a bracket that knows the manual-clock time, and marks a bracket used
+     * when Flink allocated a checkpoint id in it (the id is allocated right after the timestamp is
+     * taken). A wall-clock value maps back to the manual time of the used bracket that contains it.
+     * Before a bracket opens at another manual time than the last used one, the harness waits for
+     * the wall clock to pass that bracket's last millisecond, so used brackets with different
+     * manual times never share a millisecond (a wait of at most 1 ms, only right after a bracket
+     * that started a checkpoint).
      */
-    private final List<long[]> ts = new ArrayList<>(); // {wallLo, wallHi, manual}
+    private final List<long[]> ts = new ArrayList<>(); // used brackets: {wallLo, wallHi, manual}
 
     private long openLo;
     private long openManual;
     private boolean open;
+    private boolean openUsed;
+    /** Ids allocated outside any bracket (a harness bug if ever non-zero). */
+    public int unbracketed;
 
     public void openTs(long manual) {
+        if (open) {
+            closeTs();
+        }
         long w = System.currentTimeMillis();
         if (!ts.isEmpty()) {
             long[] last = ts.get(ts.size() - 1);
@@ -100,23 +112,35 @@ public final class Recorder {
         openLo = w;
         openManual = manual;
         open = true;
+        openUsed = false;
     }
 
-    public void closeTs(long ignored) {
+    /** Flink allocated a checkpoint id: the open bracket holds a checkpoint timestamp. */
+    public void markUsed() {
+        if (open) {
+            openUsed = true;
+        } else {
+            unbracketed++;
+        }
+    }
+
+    public void closeTs() {
         if (!open) {
             return;
         }
-        long manual = openManual;
         open = false;
+        if (!openUsed) {
+            return;
+        }
         long w = System.currentTimeMillis();
         if (!ts.isEmpty()) {
             long[] last = ts.get(ts.size() - 1);
-            if (last[2] == manual && openLo <= last[1] + 1) {
-                last[1] = w;
+            if (last[2] == openManual) {
+                last[1] = w; // same manual time: one bracket
                 return;
             }
         }
-        ts.add(new long[] {openLo, w, manual});
+        ts.add(new long[] {openLo, w, openManual});
     }
 
     /** The manual time for a Flink wall-clock timestamp, or null when no bracket holds it. */
