@@ -1066,7 +1066,10 @@ public abstract class Harness {
         if (na.containsKey(a)) {
             return "success";
         }
-        return p.isAcknowledgedBy(a) ? "duplicate" : "unknown";
+        // Not isAcknowledgedBy: that is "not waiting for it" (!notYetAcknowledged.containsKey).
+        @SuppressWarnings("unchecked")
+        Set<ExecutionAttemptID> acked = (Set<ExecutionAttemptID>) Proxies.field(p, "acknowledgedTasks");
+        return acked.contains(a) ? "duplicate" : "unknown";
     }
 
     /** ckpt's DeclineReason names with a Flink counterpart; see PROTOCOL.md for the others. */
