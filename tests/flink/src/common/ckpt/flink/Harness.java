@@ -611,6 +611,11 @@ public abstract class Harness {
 
     // ================================================================== protocol
 
+    /** Whether a sequence was begun and not ended (reported in the bye line). */
+    public boolean sequenceOpen() {
+        return seq != null;
+    }
+
     public ObjectNode hello() {
         ObjectNode o = Json.obj();
         o.put("type", "hello");

@@ -63,6 +63,7 @@ public final class Main {
                     ObjectNode bye = Json.obj();
                     bye.put("type", "bye");
                     bye.put("lines", n);
+                    bye.put("sequence_open", h.sequenceOpen());
                     out.println(Json.write(bye));
                     out.flush();
                     System.exit(0);
@@ -80,6 +81,7 @@ public final class Main {
         ObjectNode bye = Json.obj();
         bye.put("type", "bye");
         bye.put("lines", n);
+        bye.put("sequence_open", h.sequenceOpen());
         out.println(Json.write(bye));
         out.flush();
         System.exit(0);
