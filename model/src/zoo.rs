@@ -317,7 +317,7 @@ pub fn entry(bug: LegacyBug) -> Entry {
             },
         ),
         LegacyBug::SavepointExpiresWithRetention => (
-            "a newer checkpoint pushes a savepoint out of retention and its state is discarded",
+            "savepoints count towards retention: a savepoint pushes a checkpoint the store keeps out, or is pushed out, and the state goes",
             props::DURABLE,
             ModelConfig {
                 tasks: 1,
@@ -330,6 +330,7 @@ pub fn entry(bug: LegacyBug) -> Entry {
             props::RESTORE,
             ModelConfig {
                 tasks: 1,
+                max_concurrent: 2,
                 savepoints: 1,
                 coordinator_failovers: 1,
                 shutdown: false,
@@ -337,8 +338,8 @@ pub fn entry(bug: LegacyBug) -> Entry {
             },
         ),
         LegacyBug::NoFencing => (
-            "a deposed coordinator's store write lands after the new leader recovered",
-            props::DURABLE,
+            "a deposed coordinator's metadata and store writes land after the new leader recovered and restored",
+            props::RESTORE,
             ModelConfig {
                 tasks: 1,
                 coordinator_failovers: 1,
@@ -352,6 +353,7 @@ pub fn entry(bug: LegacyBug) -> Entry {
             props::COMMIT_ORDER,
             ModelConfig {
                 tasks: 1,
+                max_concurrent: 2,
                 savepoints: 1,
                 shutdown: false,
                 ..base()

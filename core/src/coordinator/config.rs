@@ -29,6 +29,12 @@ fn savepoints_max_default() -> i64 {
     SAVEPOINTS_MAX_DEFAULT
 }
 
+/// Settings written before `savepoints_max` existed read as the default,
+/// and the default is left out when written (traces stay as they were).
+fn is_savepoints_max_default(v: &i64) -> bool {
+    *v == SAVEPOINTS_MAX_DEFAULT
+}
+
 /// What the user configures. Validate with [`CoordinatorConfig::new`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -56,7 +62,10 @@ pub struct CoordinatorSettings {
     /// state: it stays until the user disposes of it
     /// (`CoordinatorEvent::DisposeSavepoint`); a savepoint trigger at the
     /// bound is refused (`TriggerRejection::TooManySavepoints`).
-    #[serde(default = "savepoints_max_default")]
+    #[serde(
+        default = "savepoints_max_default",
+        skip_serializing_if = "is_savepoints_max_default"
+    )]
     pub savepoints_max: i64,
     /// Bound on queued trigger requests (>= 1, capped at [`QUEUE_CAP`]).
     pub queue_max: i64,

@@ -25,9 +25,10 @@
 //! | [`CoordinatorEffect::NotifyComplete`] / [`CoordinatorEffect::NotifyAborted`] | send the RPC to that attempt | nothing |
 //! | [`CoordinatorEffect::CheckpointCompleted`] / [`CoordinatorEffect::CheckpointAborted`] / [`CoordinatorEffect::RequestFailed`] | complete the user's future / stats | nothing |
 //! | [`CoordinatorEffect::FailJob`] | fail the job (tolerable failures exceeded) | usually [`CoordinatorEvent::TaskFailed`]s, a restore |
-//! | [`CoordinatorEffect::ResetIdCounter`] / [`CoordinatorEffect::RestoreState`] | reset the counter; assign the checkpoint's state to tasks | nothing |
+//! | [`CoordinatorEffect::ResetIdCounter`] | move the counter forward (never back) | nothing |
+//! | [`CoordinatorEffect::RestoreState`] | start fresh task attempts from that checkpoint's state (or from scratch), then `TaskRunning` for each | [`CoordinatorEvent::TaskRunning`]s |
 //! | [`CoordinatorEffect::ShutdownServices`] | shut the store and the id counter down | nothing |
-//! | [`CoordinatorEffect::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: keep the handles if the store holds it, else discard them | nothing |
+//! | [`CoordinatorEffect::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: delete `discard_if_stored` if the store holds it, else its metadata and then `discard_if_not_stored` | nothing |
 //!
 //! # Durability: state that may be committed is never deleted
 //!
@@ -49,6 +50,17 @@
 //! `Semantics::Legacy(LegacyBug::DiscardWhileStoring)` reproduces the old
 //! behaviour (stop and shutdown discarded the completing checkpoint's state)
 //! so the checkers can show they catch it.
+//!
+//! A restore never picks a point behind a checkpoint that may be committed:
+//! `Restore { Latest }` while a finalize or store is outstanding waits for
+//! its answer ([`Applied::RestoreDeferred`]) and restores the latest
+//! checkpoint there is then (the highest id, [`crate::commit::latest`]).
+//! Savepoints are never discarded by retention: they stay until the user
+//! disposes of them ([`CoordinatorEvent::DisposeSavepoint`]). The step
+//! invariants `restore-not-behind-a-commit`, `hand-over-spares-shared-state`
+//! and `savepoint-state-kept` check these rules; `LegacyBug::RestoreBehindCompletion`,
+//! `InDoubtListsSharedState`, `SavepointExpiresWithRetention` and
+//! `RestoreLastCommitted` reproduce what they forbid.
 //!
 //! State handles carried by acknowledgements are owned by the coordinator from
 //! the moment an ack is `Applied` or answered with a discard; an ack that is
@@ -310,7 +322,9 @@ pub enum CoordinatorEvent {
         /// ([`CoordinatorState::generation`]): the host writes to the store,
         /// the id counter and the tasks on its behalf, and they refuse an
         /// older generation, so a deposed leader that keeps running can
-        /// change nothing.
+        /// change nothing. (Absent in a trace written before generations
+        /// existed: 0.)
+        #[serde(default)]
         generation: Generation,
     },
     /// The user disposes of a savepoint the coordinator keeps (savepoints

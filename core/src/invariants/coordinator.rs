@@ -433,6 +433,16 @@ fn check_retention(
             format!("{now} checkpoints retained after a completion (bound {max})")
         })?;
     }
+    // Retention counts checkpoints only: it evicts down to the bound, never
+    // below it (a savepoint's completion does not push a checkpoint out).
+    let evicted = before
+        .completed()
+        .any(|c| !c.is_savepoint() && !after.completed().any(|a| a.id() == c.id()));
+    if evicted && !after.is_shutdown() {
+        ensure(now == max, names::SAVEPOINT_KEPT, || {
+            format!("{event:?} evicted checkpoints down to {now}, below the bound {max} (a savepoint counted)")
+        })?;
+    }
     // Savepoints leave only when the user disposes of them.
     let disposed = if let CoordinatorEvent::DisposeSavepoint { checkpoint } = event {
         Some(*checkpoint)

@@ -235,7 +235,7 @@ pub const COORD_EVENT_KINDS: [&str; 20] = [
 ];
 
 /// Every task event kind the world can deliver.
-pub const TASK_EVENT_KINDS: [&str; 13] = [
+pub const TASK_EVENT_KINDS: [&str; 14] = [
     "BarrierReceived",
     "TriggerCheckpoint",
     "CheckpointMail",
@@ -245,6 +245,7 @@ pub const TASK_EVENT_KINDS: [&str; 13] = [
     "WriterCompleted",
     "WriterFailed",
     "AsyncPartCompleted",
+    "AsyncPartReused",
     "AsyncPartFailed",
     "OperatorFailed",
     "EndOfInput",

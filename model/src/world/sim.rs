@@ -691,7 +691,12 @@ impl Sim {
                 },
                 TaskRoute::Downstream(item) => self.broadcast(s, t, item),
                 TaskRoute::Coordinator(msg) => {
-                    if let ToCoordinator::Ack { checkpoint, handle } = msg {
+                    // What a task may report again (kept only when the
+                    // world lets tasks share state: it would split states
+                    // for nothing otherwise).
+                    if let (true, ToCoordinator::Ack { checkpoint, handle }) =
+                        (self.cfg.shared_state, msg)
+                    {
                         if let Some(side) = s.tasks.get_mut(t.0 as usize) {
                             side.last_ack = Some((checkpoint, handle));
                         }
@@ -819,13 +824,12 @@ impl Sim {
                     out.push(Action::Writer(t, cp, false));
                 }
             }
-            let reusable = self.cfg.shared_state && side.reusable().is_some();
             for cp in side.st.async_parts_iter() {
                 out.push(Action::Async(t, cp, true));
                 if faults {
                     out.push(Action::Async(t, cp, false));
                 }
-                if reusable {
+                if self.cfg.shared_state && side.reusable_for(cp).is_some() {
                     out.push(Action::AsyncReused(t, cp));
                 }
             }
@@ -964,14 +968,15 @@ impl Sim {
                 }
             }
             Action::AsyncReused(t, checkpoint) => {
-                let handle = n.tasks.get(t.0 as usize)?.reusable()?;
-                if !self.cfg.shared_state {
+                let side = n.tasks.get(t.0 as usize)?;
+                let handle = side.reusable_for(checkpoint)?;
+                if !self.cfg.shared_state || !side.st.async_parts().contains(&checkpoint) {
                     return None;
                 }
                 self.task_event(
                     n,
                     t,
-                    TEv::AsyncPartCompleted { checkpoint, handle },
+                    TEv::AsyncPartReused { checkpoint, handle },
                     log.as_deref_mut(),
                 );
             }
@@ -1262,7 +1267,9 @@ impl Sim {
                 None => failed("not finalizing"),
             },
             Io::Store(checkpoint) => {
-                if self.commit(n, checkpoint) {
+                // A store write that already committed (the old leader's,
+                // whose answer a failover overtook) answers as it did.
+                if n.durable.ledger.holds(checkpoint) || self.commit(n, checkpoint) {
                     IoAnswer::Ok { id: checkpoint }
                 } else {
                     failed("refused")

@@ -42,6 +42,7 @@ impl Mail {
             | TaskEvent::WriterCompleted { .. }
             | TaskEvent::WriterFailed { .. }
             | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartReused { .. }
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
@@ -267,13 +268,15 @@ impl TaskSide {
         matches!(self.st.lifecycle(), Lifecycle::Failed | Lifecycle::Closed)
     }
 
-    /// The state this attempt may acknowledge again unchanged (the host
-    /// rule for incremental state): the handle of its last acknowledgement,
-    /// once it was notified that checkpoint completed.
+    /// The state this attempt may acknowledge again, unchanged, for
+    /// checkpoint `checkpoint` (the host rule for incremental state, see
+    /// `TaskEvent::AsyncPartReused`): the handle of its own last
+    /// acknowledgement, once it was notified that that checkpoint
+    /// completed, and only for a newer checkpoint.
     #[must_use]
-    pub fn reusable(&self) -> Option<StateHandle> {
+    pub fn reusable_for(&self, checkpoint: CheckpointId) -> Option<StateHandle> {
         self.last_ack
-            .filter(|(c, _)| Some(*c) == self.st.last_completed())
+            .filter(|(c, _)| Some(*c) == self.st.last_completed() && *c < checkpoint)
             .map(|(_, h)| h)
     }
 
