@@ -9,10 +9,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use ckpt_core::coordinator::IoRequest;
 use ckpt_core::coordinator::{
     reduce, Applied, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState,
     Outcome, PendingPhase, RequestId, Step, TriggerKind,
 };
+use ckpt_core::route::TaskMessage;
 use ckpt_core::task::{self, TaskConfig, TaskEvent, TaskState};
 use ckpt_core::{AttemptNo, CheckpointId, JobId, Millis, StateHandle, TaskId, Thread};
 
@@ -121,7 +123,10 @@ pub fn coordinator(tasks: u32) -> CoordinatorState {
 
 fn requested_id(step: &Step) -> Option<RequestId> {
     step.effects.iter().find_map(|e| match e {
-        CoordinatorEffect::AllocateCheckpointId { request } => Some(*request),
+        CoordinatorEffect::Io {
+            request: IoRequest::AllocateId { request },
+            ..
+        } => Some(*request),
         _ => None,
     })
 }
@@ -495,10 +500,15 @@ impl Cycle {
             if matches!(step.outcome, Outcome::Applied(Applied::Acknowledged { .. })) {
                 count.acked += 1;
             }
-            finalize |= step
-                .effects
-                .iter()
-                .any(|e| matches!(e, CoordinatorEffect::FinalizeCheckpoint { .. }));
+            finalize |= step.effects.iter().any(|e| {
+                matches!(
+                    e,
+                    CoordinatorEffect::Io {
+                        request: IoRequest::Finalize { .. },
+                        ..
+                    }
+                )
+            });
             std::hint::black_box(step);
         }
         if !finalize {
@@ -517,8 +527,11 @@ impl Cycle {
             let step = self.state.apply(now, ev);
             for e in &step.effects {
                 match e {
-                    CoordinatorEffect::NotifyComplete { .. } => count.notified += 1,
-                    CoordinatorEffect::DiscardState { .. } => count.discarded += 1,
+                    CoordinatorEffect::Rpc {
+                        message: TaskMessage::NotifyComplete { .. },
+                        ..
+                    } => count.notified += 1,
+                    CoordinatorEffect::Discard { .. } => count.discarded += 1,
                     _ => {}
                 }
             }

@@ -7,7 +7,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ckpt_core::coordinator::CoordinatorEffect;
 use ckpt_core::coordinator::{CoordinatorEvent, CoordinatorSettings, CoordinatorState, Timer};
+use ckpt_core::coordinator::{IoAnswer, IoRequest};
 use ckpt_core::host::fs::{Fs, MemFs, StdFs};
 use ckpt_core::host::runtime::statefile::{StateFileError, TaskSnapshot};
 use ckpt_core::host::runtime::Record;
@@ -15,8 +17,8 @@ use ckpt_core::host::store::{
     state_path, write_state, Discarded, FileStore, Metadata, MetadataError, StoreError,
     CHECKPOINT_DIR,
 };
-use ckpt_core::route::{self, CoordinatorRoute, IoAnswer, IoRequest, ToCoordinator};
-use ckpt_core::task::TaskEvent;
+use ckpt_core::route::TaskMessage;
+use ckpt_core::route::ToCoordinator;
 use ckpt_core::{
     AttemptNo, CheckpointId, JobId, LegacyBug, Millis, Semantics, StateHandle, TaskId,
 };
@@ -314,15 +316,17 @@ fn stop_while_storing(
         now = now.saturating_add(1_000);
         let step = coord.apply(now, ev);
         for e in &step.effects {
-            match route::coordinator(e) {
-                CoordinatorRoute::Io(req) => {
-                    let id = match &req {
+            match e {
+                CoordinatorEffect::Io { request: req, .. } => {
+                    let id = match req {
                         IoRequest::AllocateId { .. } => store.allocate_id().unwrap(),
                         IoRequest::Finalize {
                             checkpoint,
+                            timestamp,
                             handles,
+                            ..
                         } => {
-                            store.finalize(*checkpoint, now, handles).unwrap();
+                            store.finalize(*checkpoint, *timestamp, handles).unwrap();
                             *checkpoint
                         }
                         IoRequest::Store { checkpoint } => {
@@ -334,14 +338,15 @@ fn stop_while_storing(
                             queue.push(CoordinatorEvent::StopScheduler);
                             continue;
                         }
-                        IoRequest::MasterHooks { checkpoint } => *checkpoint,
+                        IoRequest::MasterHooks { checkpoint, .. } => *checkpoint,
                     };
                     queue.push(req.answer(IoAnswer::Ok { id }));
                 }
-                CoordinatorRoute::Rpc {
-                    event: TaskEvent::TriggerCheckpoint { checkpoint },
+                CoordinatorEffect::Rpc {
+                    message: TaskMessage::Trigger { checkpoint, .. },
                     ..
                 } => {
+                    let checkpoint = *checkpoint;
                     for t in 0..2u32 {
                         let handle = h(u64::from(t) + 100);
                         write_state(&**fs, handle, b"s").unwrap();
@@ -349,15 +354,15 @@ fn stop_while_storing(
                         queue.insert(0, ack.event(JOB, TaskId(t), AttemptNo(0)));
                     }
                 }
-                CoordinatorRoute::Discard { handle, .. } => {
-                    if let Discarded::Refused { .. } = store.discard(handle).unwrap() {
+                CoordinatorEffect::Discard { handle, .. } => {
+                    if let Discarded::Refused { .. } = store.discard(*handle).unwrap() {
                         refused += 1;
                     }
                 }
-                CoordinatorRoute::Rpc { .. }
-                | CoordinatorRoute::Timer { .. }
-                | CoordinatorRoute::Job(_)
-                | CoordinatorRoute::Report(_) => {}
+                CoordinatorEffect::Rpc { .. }
+                | CoordinatorEffect::Timer { .. }
+                | CoordinatorEffect::Job(_)
+                | CoordinatorEffect::Report(_) => {}
             }
         }
     }

@@ -74,13 +74,14 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::coordinator::{
-    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
-    Outcome as COutcome, RecoveredCheckpoint, RestoreSource, Timer, TriggerKind,
+    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, IoAnswer,
+    IoRequest, JobCommand, JobStatus, Outcome as COutcome, RecoveredCheckpoint, Report,
+    RestoreSource, Timer, TriggerKind,
 };
 use crate::host::fs::Fs;
 use crate::host::store::{read_state, Discarded, FileStore, Recovery, StoreError, StoreStats};
 use crate::invariants::coordinator::{check_all as check_coordinator, HandleLedger};
-use crate::route::{self, CoordinatorRoute, IoAnswer, IoRequest, JobCommand, Report};
+
 use crate::task::TaskConfig;
 use crate::trace::{Trace, TraceLine};
 use crate::types::{
@@ -718,20 +719,20 @@ impl Driver {
     }
 
     fn carry_out(&mut self, e: CoordinatorEffect) {
-        match route::coordinator(&e) {
-            CoordinatorRoute::Timer {
+        match e {
+            CoordinatorEffect::Timer {
                 timer,
                 at: Some(at),
             } => {
                 self.timers.insert(timer, at);
             }
-            CoordinatorRoute::Timer { timer, at: None } => {
+            CoordinatorEffect::Timer { timer, at: None } => {
                 self.timers.remove(&timer);
             }
-            CoordinatorRoute::Io(req) => {
+            CoordinatorEffect::Io { request: req, .. } => {
                 let answer = match &req {
                     IoRequest::AllocateId { .. } => self.store.allocate_id(),
-                    IoRequest::MasterHooks { checkpoint } => {
+                    IoRequest::MasterHooks { checkpoint, .. } => {
                         let checkpoint = *checkpoint;
                         match self.spec.hooks.iter().try_for_each(|h| h(checkpoint)) {
                             Ok(()) => Ok(checkpoint),
@@ -744,13 +745,13 @@ impl Driver {
                     }
                     IoRequest::Finalize {
                         checkpoint,
+                        timestamp,
                         handles,
-                    } => {
-                        let now = self.ctx.now();
-                        self.store
-                            .finalize(*checkpoint, now, handles)
-                            .map(|()| *checkpoint)
-                    }
+                        ..
+                    } => self
+                        .store
+                        .finalize(*checkpoint, *timestamp, handles)
+                        .map(|()| *checkpoint),
                     IoRequest::Store { checkpoint } => {
                         let stored = self.store.store(*checkpoint).map(|_| *checkpoint);
                         self.ctx.stats().store_latest = self.store.latest();
@@ -763,13 +764,16 @@ impl Driver {
                 };
                 self.answers.push_back(req.answer(answer));
             }
-            CoordinatorRoute::Rpc {
+            CoordinatorEffect::Rpc {
                 task,
                 attempt,
-                event,
-            } => self.ctx.net.to_task(task, attempt, event),
-            CoordinatorRoute::Discard { handle, checkpoint } => self.discard(handle, checkpoint),
-            CoordinatorRoute::Report(Report::Completed { checkpoint, .. }) => {
+                message,
+                ..
+            } => self.ctx.net.to_task(task, attempt, message.event()),
+            CoordinatorEffect::Discard {
+                handle, checkpoint, ..
+            } => self.discard(handle, checkpoint),
+            CoordinatorEffect::Report(Report::Completed { checkpoint, .. }) => {
                 let completed = {
                     let mut s = self.ctx.stats();
                     s.completed += 1;
@@ -778,23 +782,23 @@ impl Driver {
                 };
                 self.ctx.completed.send_replace(completed);
             }
-            CoordinatorRoute::Report(Report::Aborted { .. }) => {
+            CoordinatorEffect::Report(Report::Aborted { .. }) => {
                 self.ctx.stats().aborted += 1;
             }
-            CoordinatorRoute::Report(Report::RequestFailed { .. })
-            | CoordinatorRoute::Job(JobCommand::ShutdownServices(_)) => {}
-            CoordinatorRoute::Job(JobCommand::Fail(_)) => self.fail_job = true,
-            CoordinatorRoute::Job(JobCommand::ResetIdCounter(next)) => {
+            CoordinatorEffect::Report(Report::RequestFailed { .. })
+            | CoordinatorEffect::Job(JobCommand::ShutdownServices(_)) => {}
+            CoordinatorEffect::Job(JobCommand::Fail(_)) => self.fail_job = true,
+            CoordinatorEffect::Job(JobCommand::ResetIdCounter { next, .. }) => {
                 if let Err(e) = self.store.reset_counter(next) {
                     self.ctx
                         .violation(format!("id counter reset to {next} failed: {e}"));
                 }
             }
-            CoordinatorRoute::Job(JobCommand::Restore {
+            CoordinatorEffect::Job(JobCommand::Restore {
                 checkpoint,
                 handles,
             }) => self.restore_target = checkpoint.map(|c| (c, handles)),
-            CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
+            CoordinatorEffect::Job(JobCommand::ResolveInDoubt {
                 checkpoint,
                 discard_if_stored,
                 discard_if_not_stored,
