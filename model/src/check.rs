@@ -190,6 +190,10 @@ pub struct CheckReport {
     pub reduction: bool,
     /// The checker that searched (breadth-first: always stateright's).
     pub engine: Engine,
+    /// The run had no state of its own to search (a shard that owns none
+    /// of the frontier states): complete, but an answer about nothing, so
+    /// its verdict is never "holds".
+    pub searched_nothing: bool,
 }
 
 impl CheckReport {
@@ -205,7 +209,7 @@ impl CheckReport {
     pub fn verdict(&self) -> Verdict {
         if self.properties.iter().any(|p| p.status == "violated") {
             Verdict::Violated
-        } else if self.completion == Completion::Complete {
+        } else if self.completion == Completion::Complete && !self.searched_nothing {
             Verdict::Holds
         } else {
             Verdict::Inconclusive
@@ -472,6 +476,7 @@ fn finish<C: Checker<SysModel>>(
             if let Some(p) = progress.as_mut() {
                 p.finish();
             }
+            flush_coverage_here();
             return Finished {
                 states: checker.state_count(),
                 unique: checker.unique_state_count(),
@@ -485,6 +490,7 @@ fn finish<C: Checker<SysModel>>(
             if let Some(p) = progress.as_mut() {
                 p.finish();
             }
+            flush_coverage_here();
             // The discoveries so far are taken before the model is told to
             // stop: once it is, every successor is out of bounds and every
             // state looks terminal (which would fake `eventually` failures).
@@ -718,6 +724,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         } else {
             opts.engine
         },
+        searched_nothing: opts.roots.as_ref().is_some_and(|r| r.is_empty()),
     }
 }
 
@@ -1078,14 +1085,15 @@ pub fn to_trace(cfg: &ModelConfig, actions: &[Action]) -> Trace {
     }
 }
 
-/// Writes the trace as JSON lines.
-pub fn write_trace_file(
-    path: &std::path::Path,
-    cfg: &ModelConfig,
-    actions: &[Action],
-) -> std::io::Result<()> {
-    let f = std::fs::File::create(path)?;
-    write_trace(std::io::BufWriter::new(f), &to_trace(cfg, actions))
+/// The trace as JSON lines (what `--trace-out` writes).
+#[must_use]
+pub fn trace_bytes(cfg: &ModelConfig, actions: &[Action]) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing into memory cannot fail: the trace's parts all serialize.
+    if write_trace(&mut out, &to_trace(cfg, actions)).is_err() {
+        out.clear();
+    }
+    out
 }
 
 fn mermaid_text(s: &str) -> String {

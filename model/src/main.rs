@@ -17,7 +17,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,13 +27,17 @@ use ckpt_core::task::{LegacyBug, Semantics};
 use ckpt_core::trace::{Replayer, TraceReader};
 use ckpt_model::check::{
     expected_holds, flags, format_steps, make_reachable, plain_ids, plural, run_check, step_count,
-    structured_steps, to_mermaid, validate, write_trace_file, CheckOptions, CheckReport,
-    Completion, Engine, Progress, Verdict,
+    structured_steps, to_mermaid, trace_bytes, validate, CheckOptions, CheckReport, Completion,
+    Engine, Progress, Verdict,
 };
 use ckpt_model::explorer::explorer_fragment;
 use ckpt_model::system::{semantics_name, ModelConfig, Network, SysModel, Topology};
 use ckpt_model::world::{legacy_name, Reduction, Sim};
 use clap::{Args, Parser, Subcommand};
+
+mod cli;
+
+use cli::output::Output;
 use stateright::Model;
 
 /// Every property holds / the replay is clean.
@@ -374,14 +378,21 @@ struct ReplayArgs {
     progress_every: Option<Duration>,
 }
 
+/// The longest duration a seconds flag takes: one year. Longer limits are
+/// no limit on any machine this runs on, and a bound keeps every duration
+/// representable.
+const SECS_MAX: f64 = 365.0 * 24.0 * 3600.0;
+
 fn positive_secs(s: &str) -> Result<Duration, String> {
     let v: f64 = s
         .parse()
         .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if v.is_finite() && v > 0.0 && v <= 1e9 {
+    if v.is_finite() && v > 0.0 && v <= SECS_MAX {
         Ok(Duration::from_secs_f64(v))
     } else {
-        Err(format!("`{s}`: expected a number of seconds above 0"))
+        Err(format!(
+            "`{s}`: expected a number of seconds above 0 and at most {SECS_MAX:.0} (one year)"
+        ))
     }
 }
 
@@ -438,7 +449,8 @@ fn usage_error(msg: &str) -> u8 {
     EXIT_USAGE
 }
 
-/// A flag set by the first Ctrl-C; a second one exits at once.
+/// A flag set by the first Ctrl-C, SIGTERM or SIGHUP; a second one exits at
+/// once.
 fn interrupt_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let f = Arc::clone(&flag);
@@ -449,7 +461,9 @@ fn interrupt_flag() -> Arc<AtomicBool> {
         }
     });
     if let Err(e) = installed {
-        eprintln!("warning: no Ctrl-C handler ({e}): an interrupt ends the run without a report");
+        eprintln!(
+            "warning: no interrupt handler ({e}): Ctrl-C or SIGTERM ends the run without a report"
+        );
     }
     flag
 }
@@ -693,58 +707,6 @@ fn summarize(names: &[&str]) -> String {
 
 // ----- check ------------------------------------------------------------------
 
-/// Writes an output file's contents to the path given.
-type WriteFn<'a> = &'a dyn Fn(&Path) -> std::io::Result<()>;
-
-/// An output file asked for with `--trace-out` / `--diagram`: opened before
-/// the search (so an unwritable path fails at once, with exit 2), written
-/// only when there is a counterexample, removed otherwise (a stale file from
-/// an earlier run must not pass for this run's counterexample).
-struct OutFile {
-    path: PathBuf,
-    existed: bool,
-}
-
-impl OutFile {
-    fn prepare(path: &Path) -> Result<OutFile, String> {
-        let existed = path.exists();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        Ok(OutFile {
-            path: path.to_path_buf(),
-            existed,
-        })
-    }
-
-    /// Writes `what`, or removes the file when there is nothing to write;
-    /// returns what was done, for the report.
-    fn finish(&self, what: Option<WriteFn<'_>>, label: &str) -> Result<String, String> {
-        match what {
-            Some(write) => {
-                write(&self.path)
-                    .map_err(|e| format!("cannot write {}: {e}", self.path.display()))?;
-                Ok(format!("wrote the {label} to {}", self.path.display()))
-            }
-            None => {
-                std::fs::remove_file(&self.path)
-                    .map_err(|e| format!("cannot remove {}: {e}", self.path.display()))?;
-                Ok(if self.existed {
-                    format!(
-                        "no counterexample: removed the earlier {} (stale {label})",
-                        self.path.display()
-                    )
-                } else {
-                    format!("no counterexample: {} not written", self.path.display())
-                })
-            }
-        }
-    }
-}
-
 fn check(args: &CheckArgs, started: Instant) -> u8 {
     let m = &args.model;
     let interrupt = interrupt_flag();
@@ -794,7 +756,7 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
     let mut outputs = Vec::new();
     for (p, label) in [(&args.trace_out, "trace"), (&args.diagram, "diagram")] {
         if let Some(p) = p {
-            match OutFile::prepare(p) {
+            match Output::prepare(p) {
                 Ok(o) => outputs.push((o, label)),
                 Err(e) => return usage_error(&e),
             }
@@ -826,22 +788,21 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
     }
     let mut done = Vec::new();
     let mut write_failed = false;
-    for (o, label) in &outputs {
-        let r = match (&report.counterexample, *label) {
-            (Some(cx), "trace") => {
-                let w = |p: &Path| write_trace_file(p, &cfg, &cx.actions);
-                o.finish(Some(&w), "counterexample trace")
-            }
+    for (o, label) in outputs {
+        let r = match (&report.counterexample, label) {
+            (Some(cx), "trace") => o.write(&trace_bytes(&cfg, &cx.actions), "counterexample trace"),
             (Some(cx), _) => {
                 let title = format!(
                     "{} violated ({})",
                     cx.property,
                     semantics_name(cfg.semantics)
                 );
-                let w = |p: &Path| std::fs::write(p, to_mermaid(&cfg, &cx.actions, &title));
-                o.finish(Some(&w), "counterexample diagram")
+                o.write(
+                    to_mermaid(&cfg, &cx.actions, &title).as_bytes(),
+                    "counterexample diagram",
+                )
             }
-            (None, _) => o.finish(None, label),
+            (None, _) => Ok(o.discard(&format!("counterexample {label}"))),
         };
         match r {
             Ok(msg) => done.push(msg),
@@ -870,7 +831,7 @@ fn check(args: &CheckArgs, started: Instant) -> u8 {
         }
         println!("{v}");
     } else {
-        print_report(&report);
+        print_report(&report, shard_info.is_some());
         if let Some(i) = &shard_info {
             println!(
                 "  shard {}/{} at split depth {}: owns {} of {} frontier states ({} unique states \
@@ -925,7 +886,7 @@ fn simulate(args: &SimulateArgs) -> u8 {
     if let Err(e) = validate(&cfg) {
         return usage_error(&e);
     }
-    let out = match args.trace_out.as_deref().map(OutFile::prepare).transpose() {
+    let out = match args.trace_out.as_deref().map(Output::prepare).transpose() {
         Ok(o) => o,
         Err(e) => return usage_error(&e),
     };
@@ -948,13 +909,13 @@ fn simulate(args: &SimulateArgs) -> u8 {
         )
     };
     let mut wrote = None;
-    if let Some(o) = &out {
+    if let Some(o) = out {
         let res = match first {
-            Some(v) => {
-                let w = |p: &Path| write_trace_file(p, &cfg, &v.counterexample.actions);
-                o.finish(Some(&w), "counterexample trace")
-            }
-            None => o.finish(None, "trace"),
+            Some(v) => o.write(
+                &trace_bytes(&cfg, &v.counterexample.actions),
+                "counterexample trace",
+            ),
+            None => Ok(o.discard("counterexample trace")),
         };
         match res {
             Ok(msg) => wrote = Some(msg),
@@ -1282,6 +1243,11 @@ fn verdict_text(v: Verdict, note: &str) -> String {
 
 fn verdict_note(r: &CheckReport) -> String {
     let what = match r.completion {
+        Completion::Complete if r.searched_nothing => {
+            return "searched nothing: this shard owns none of the frontier states (every state \
+                    above the split depth was checked, as every shard checks them)"
+                .into();
+        }
         Completion::Complete => return String::new(),
         Completion::StoppedAtViolation => {
             "the search stopped at the first violation (a legacy semantics asks only whether its \
@@ -1328,7 +1294,25 @@ fn gap_reason(kind: &str) -> &'static str {
     }
 }
 
-fn print_report(r: &CheckReport) {
+/// Why a report's coverage is of part of the space only (then it cannot
+/// say what was never delivered), or `None` for a complete search.
+fn coverage_partial(r: &CheckReport, sharded: bool) -> Option<&'static str> {
+    if sharded {
+        return Some("a shard searches part of the space below its frontier");
+    }
+    match r.completion {
+        Completion::Complete => None,
+        Completion::StoppedAtViolation => Some("the search stopped at its first violation"),
+        Completion::TimeLimit => Some("the time limit cut the search"),
+        Completion::MaxDepth => Some("--max-depth cut the search"),
+        Completion::Interrupted => Some("the search was interrupted"),
+        Completion::StateLimit | Completion::MemoryLimit => {
+            Some("a resource limit stopped the search")
+        }
+    }
+}
+
+fn print_report(r: &CheckReport, sharded: bool) {
     println!("ckpt-model check {}", flags(&r.config));
     println!(
         "  {} states, {} unique{}, depth {}; search {:.2} s, total {:.2} s",
@@ -1381,7 +1365,9 @@ fn print_report(r: &CheckReport) {
         };
         let c = gaps("coordinator", &ckpt_model::system::COORD_EVENT_KINDS);
         let t = gaps("task", &ckpt_model::system::TASK_EVENT_KINDS);
-        if c.is_empty() && t.is_empty() {
+        if let Some(why) = coverage_partial(r, sharded) {
+            println!("  coverage is partial ({why}): what was never delivered is not known");
+        } else if c.is_empty() && t.is_empty() {
             println!("  every event kind was delivered");
         } else {
             println!("  never delivered:");
@@ -1690,8 +1676,9 @@ fn zoo(args: &ZooArgs) -> u8 {
         );
         if let (Some(dir), Some(cx)) = (&args.traces, &row.found) {
             let path = dir.join(format!("{}.jsonl", trace_name(entry.bug)));
-            if let Err(e) = write_trace_file(&path, &entry.config, &cx.actions) {
-                eprintln!("cannot write {}: {e}", path.display());
+            let bytes = trace_bytes(&entry.config, &cx.actions);
+            if let Err(e) = cli::output::write_file(&path, &bytes, "counterexample trace") {
+                eprintln!("{e}");
                 code = worse(code, EXIT_USAGE);
             }
         }

@@ -39,7 +39,15 @@ pub struct ShardSpec {
     pub split_depth: usize,
 }
 
-/// Parses `K/N` (`0 <= K < N`).
+/// The most shards a check may be split into. A shard owns the frontier
+/// states whose fingerprint is `K` modulo `N`; at the default split depth
+/// the default configuration's frontier has a few hundred states, and a
+/// frontier of millions needs a split depth whose shared prefix alone takes
+/// longer than the subtrees below it, so more shards than this only make
+/// shards that own nothing.
+pub const SHARD_COUNT_MAX: u64 = 65_536;
+
+/// Parses `K/N` (`0 <= K < N <= SHARD_COUNT_MAX`).
 pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     let (k, n) = s
         .split_once('/')
@@ -54,6 +62,11 @@ pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
         .map_err(|_| format!("`{s}`: N is not a number"))?;
     if n == 0 || k >= n {
         return Err(format!("`{s}`: expected 0 <= K < N"));
+    }
+    if n > SHARD_COUNT_MAX {
+        return Err(format!(
+            "`{s}`: at most {SHARD_COUNT_MAX} shards (more would own no frontier state)"
+        ));
     }
     Ok((k, n))
 }
@@ -211,6 +224,9 @@ pub fn run_shard(
         ..opts.clone()
     };
     let mut report = run_check(cfg, &o);
+    // With an empty frontier the prefix was the whole space; otherwise a
+    // shard that owns none of it searched nothing of its own.
+    report.searched_nothing = info.owned == 0 && info.frontier > 0;
     report.states += prefix.states;
     report.unique += prefix.unique;
     report.depth += spec.split_depth;

@@ -338,6 +338,36 @@ fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
 }
 
 #[test]
+fn sigterm_is_an_interrupt_with_the_partial_report() {
+    // What Kubernetes sends to stop a pod; stdout is a file, as in a job.
+    let d = scratch("sigterm");
+    let out = d.join("report.txt");
+    let file = std::fs::File::create(&out).unwrap_or_else(|e| panic!("{e}"));
+    let mut child = bin()
+        .args(long_check(&["--quiet"]))
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_millis(1_500));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(killed.success());
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("verdict: inconclusive: interrupted"),
+        "{text}"
+    );
+    assert!(text.contains("unique"), "{text}");
+    assert!(text.contains("coverage is partial"), "{text}");
+    assert!(!text.contains("never delivered:"), "{text}");
+}
+
+#[test]
 fn an_unwritable_output_fails_before_the_search() {
     let t0 = Instant::now();
     for flag in ["--trace-out", "--diagram"] {
@@ -356,22 +386,94 @@ fn an_unwritable_output_fails_before_the_search() {
 }
 
 #[test]
-fn a_stale_output_file_is_removed_when_nothing_is_violated() {
-    let d = scratch("stale");
-    let trace = d.join("bug.jsonl");
-    let diagram = d.join("bug.mmd");
-    std::fs::write(&trace, "stale").unwrap_or_else(|e| panic!("{e}"));
+fn an_existing_file_survives_a_clean_run_and_no_file_is_created() {
+    // The tool replaces a path only with what it wrote in this run: a clean
+    // run writes nothing, so what was there (a file, a link to one) stays.
+    let d = scratch("survives");
+    let trace = d.join("notes.txt");
+    let target = d.join("target.txt");
+    let link = d.join("link.mmd");
+    std::fs::write(&trace, "mine").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&target, "also mine").unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&target, &link).unwrap_or_else(|e| panic!("{e}"));
+    let t = trace.to_string_lossy().into_owned();
+    let m = link.to_string_lossy().into_owned();
     let mut args = vec!["check"];
     args.extend(SMALL);
-    let t = trace.to_string_lossy().into_owned();
-    let m = diagram.to_string_lossy().into_owned();
     args.extend(["--trace-out", &t, "--diagram", &m]);
     let o = run(&args);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
-    assert!(!trace.exists() && !diagram.exists());
-    let out = stdout(&o);
-    assert!(out.contains("removed the earlier"), "{out}");
-    assert!(out.contains("not written"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(&trace).ok().as_deref(),
+        Some("mine")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).ok().as_deref(),
+        Some("also mine")
+    );
+    assert!(std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
+    assert!(
+        stdout(&o).contains("is not from this run"),
+        "{}",
+        stdout(&o)
+    );
+    // Nothing else was left in the directory (no temporary file).
+    let names: Vec<String> = std::fs::read_dir(&d)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    // A path that does not exist is not created by a clean run.
+    let fresh = d.join("fresh.jsonl");
+    let f = fresh.to_string_lossy().into_owned();
+    let mut args = vec!["simulate", "--walks", "20", "--trace-out", &f];
+    args.extend(&SMALL[..4]);
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(!fresh.exists());
+    assert!(stdout(&o).contains("not written"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_counterexample_is_written_through_a_symbolic_link() {
+    let d = scratch("through-link");
+    let target = d.join("real.jsonl");
+    let link = d.join("bug.jsonl");
+    std::fs::write(&target, "old").unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&target, &link).unwrap_or_else(|e| panic!("{e}"));
+    let l = link.to_string_lossy().into_owned();
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--checkpoints",
+        "1",
+        "--faults",
+        "0",
+        "--quiet",
+        "--trace-out",
+        &l,
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
+    let text = std::fs::read_to_string(&target).unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.starts_with("{\"kind\":\"header\""), "{text}");
+    let r = run(&["replay", &l, "--quiet"]);
+    assert_eq!(code(&r), 1, "{}", stdout(&r));
+}
+
+#[test]
+fn a_directory_as_an_output_is_refused_before_the_search() {
+    let d = scratch("dir-output");
+    let p = d.to_string_lossy().into_owned();
+    for flag in ["--trace-out", "--diagram"] {
+        let o = run(&["check", flag, &p]);
+        assert_eq!(code(&o), 2, "{}", stdout(&o));
+        assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "searched anyway: {}", stdout(&o));
+    }
+    assert!(d.is_dir());
 }
 
 // ----- replay ---------------------------------------------------------------------
@@ -935,4 +1037,55 @@ fn merged_legacy_shards_report_the_violation() {
         "{out}"
     );
     assert!(out.contains("verdict: violated"), "{out}");
+}
+
+#[test]
+fn a_shard_that_owns_nothing_is_never_holds_and_absurd_counts_are_refused() {
+    let o = run(&["check", "--shard", "0/18446744073709551615"]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("at most 65536 shards"),
+        "{}",
+        stderr(&o)
+    );
+    // At split depth 1 the small world's frontier is one state: one shard
+    // of ten owns it, the other nine search nothing of their own.
+    let mut owners = 0;
+    let mut nothing = 0;
+    for k in 0..10 {
+        let shard = format!("{k}/10");
+        let mut args = vec!["check"];
+        args.extend(SMALL);
+        args.extend(["--shard", &shard, "--split-depth", "1"]);
+        let o = run(&args);
+        let out = stdout(&o);
+        assert!(out.contains("coverage is partial"), "{out}");
+        assert!(!out.contains("never delivered:"), "{out}");
+        if out.contains("owns 0 of 1 frontier states") {
+            assert_eq!(code(&o), 3, "{out}");
+            assert!(
+                out.contains("verdict: inconclusive: searched nothing"),
+                "{out}"
+            );
+            nothing += 1;
+        } else {
+            assert_eq!(code(&o), 0, "{out}");
+            assert!(out.contains("verdict: holds"), "{out}");
+            owners += 1;
+        }
+    }
+    assert_eq!((owners, nothing), (1, 9));
+}
+
+#[test]
+fn a_seconds_flag_names_its_bound() {
+    for flag in ["--time-limit", "--progress-every"] {
+        let o = run(&["check", flag, "1e300"]);
+        assert_eq!(code(&o), 2, "{}", stdout(&o));
+        assert!(
+            stderr(&o).contains("at most 31536000 (one year)"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
