@@ -1,6 +1,7 @@
 //! Sharded checks: `check --shard K/N` searches a deterministic part of the
-//! state space, `ckpt-model merge REPORTS...` combines the shards' JSON
-//! reports into one verdict.
+//! state space; `ckpt-model merge REPORTS...` combines the shards' JSON
+//! reports into one verdict (by [`crate::search::report::Verdict::decide`],
+//! the rule a single check uses).
 //!
 //! The split: every shard explores the states of depth below the split
 //! depth itself (breadth-first, every property judged on them, as `check`
@@ -24,8 +25,11 @@ use std::sync::Arc;
 
 use stateright::{Expectation, Model};
 
-use crate::check::{run_check, CheckOptions, CheckReport, Counterexample};
-use crate::system::{Action, ModelConfig, SysModel, World};
+use crate::search::options::CheckOptions;
+use crate::search::report::{CheckReport, Counterexample, Kind, Status};
+use crate::search::run::run_check;
+use crate::search::system::SysModel;
+use crate::world::{Action, ModelConfig, World};
 
 /// Which shard of how many, split at which depth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +89,7 @@ pub fn split_fingerprint(s: &World, symmetry: bool) -> u64 {
         .hash_one(x)
     };
     if symmetry {
-        h(&crate::symmetry::canonical(s))
+        h(&crate::search::symmetry::canonical(s))
     } else {
         h(s)
     }
@@ -205,7 +209,7 @@ pub fn run_shard(
     opts: &CheckOptions,
     spec: ShardSpec,
 ) -> (CheckReport, ShardInfo) {
-    let symmetry = opts.symmetry && !opts.bfs && crate::symmetry::reduces(cfg);
+    let symmetry = opts.symmetry && !opts.bfs && crate::search::symmetry::reduces(cfg);
     let prefix = explore_prefix(cfg, spec.split_depth, symmetry);
     let frontier = prefix.frontier.len();
     let owned: Vec<(World, Vec<Action>)> = prefix
@@ -236,9 +240,9 @@ pub fn run_shard(
             continue;
         };
         match p.kind {
-            "sometimes" => p.status = "witnessed",
-            _ => {
-                p.status = "violated";
+            Kind::Sometimes => p.status = Status::Witnessed,
+            Kind::Always | Kind::Eventually => {
+                p.status = Status::Violated;
                 let shorter = report
                     .counterexample
                     .as_ref()
@@ -253,6 +257,7 @@ pub fn run_shard(
             }
         }
     }
+    report.decide();
     (report, info)
 }
 
@@ -263,13 +268,4 @@ fn violation_at(cfg: &ModelConfig, actions: &[Action]) -> Option<ckpt_core::inva
         s = sim.step(&s, *a, None)?;
     }
     s.violation
-}
-
-/// The frontier state (and its prefix) a search from `roots` started at.
-#[must_use]
-pub fn prefix_of<'a>(roots: &'a [(World, Vec<Action>)], first: &World) -> Option<&'a [Action]> {
-    roots
-        .iter()
-        .find(|(s, _)| s == first)
-        .map(|(_, p)| p.as_slice())
 }
