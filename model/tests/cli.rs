@@ -1089,3 +1089,150 @@ fn a_seconds_flag_names_its_bound() {
         );
     }
 }
+
+// ----- one vocabulary, one list of choices, one address ----------------------
+
+/// The values clap lists after `[possible values: ` on stderr.
+fn possible_values(err: &str) -> Vec<String> {
+    err.split("[possible values: ")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .unwrap_or_else(|| panic!("no list in {err}"))
+        .split(", ")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_semantics_error_lists_exactly_the_values_the_command_accepts() {
+    let mut one: Vec<String> = vec!["fixed".into()];
+    one.extend(
+        ckpt_model::zoo::entries()
+            .iter()
+            .map(|e| ckpt_model::world::legacy_name(e.bug).to_string()),
+    );
+    assert_eq!(one.len(), 17);
+    for cmd in [
+        vec!["explore", "--port", "0"],
+        vec!["simulate"],
+        vec!["replay", "x.jsonl"],
+    ] {
+        let mut args = cmd.clone();
+        args.extend(["--semantics", "bogus"]);
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert_eq!(possible_values(&stderr(&o)), one, "{cmd:?}");
+    }
+    // `all` is check's only: the others refuse it with the same list.
+    let o = run(&["explore", "--semantics", "all", "--port", "0"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(possible_values(&stderr(&o)), one, "{}", stderr(&o));
+    let o = run(&["check", "--semantics", "bogus"]);
+    assert_eq!(code(&o), 2);
+    let mut all = one.clone();
+    all.push("all".into());
+    assert_eq!(possible_values(&stderr(&o)), all);
+}
+
+#[test]
+fn zoo_and_check_count_actions_and_steps_alike() {
+    let o = run(&["zoo", "--only", "legacy-netty-abort"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let out = stdout(&o);
+    let header = out.lines().next().unwrap_or_default();
+    assert!(header.contains("| actions | steps |"), "{header}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("`legacy-netty-abort`"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy-netty-abort",
+        "--checkpoints",
+        "1",
+        "--faults",
+        "0",
+        "--quiet",
+    ]);
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.contains("shortest counterexample: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    // "..., shortest counterexample: 9 actions, 8 steps"
+    let counts: Vec<&str> = line
+        .split("shortest counterexample: ")
+        .nth(1)
+        .unwrap_or_default()
+        .split(", ")
+        .map(|w| w.split(' ').next().unwrap_or_default())
+        .collect();
+    assert_eq!(counts.len(), 2, "{line}");
+    assert!(
+        row.contains(&format!("| {} | {} |", counts[0], counts[1])),
+        "zoo: {row}\ncheck: {line}"
+    );
+}
+
+#[test]
+fn the_readme_shows_the_explorer_address_check_prints() {
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--quiet",
+        "--threads",
+        "1",
+    ]);
+    assert_eq!(code(&o), 1);
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("open it in the Explorer"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(readme.contains(&line), "README.md should show\n{line}");
+}
+
+#[test]
+fn a_trace_cut_at_a_line_boundary_is_an_error_not_a_clean_replay() {
+    let d = scratch("truncated");
+    let _ = legacy_counterexample(&d);
+    let whole = std::fs::read_to_string(d.join("bug.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = whole.lines().collect();
+    assert!(lines.last().is_some_and(|l| l.contains("\"kind\":\"end\"")));
+    let t = d.join("bug.jsonl").to_string_lossy().into_owned();
+    let o = run(&["replay", &t, "--quiet"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stdout(&o).contains("as recorded in the trace: invariant `no_spurious_failure`"),
+        "{}",
+        stdout(&o)
+    );
+    // Every cut before the end line: exit 2, never "every invariant holds".
+    for keep in 1..lines.len() {
+        let cut = d.join(format!("cut-{keep}.jsonl"));
+        let text: String = lines[..keep].iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&cut, text).unwrap_or_else(|e| panic!("{e}"));
+        let o = run(&["replay", &cut.to_string_lossy(), "--quiet"]);
+        assert_eq!(code(&o), 2, "cut after {keep} lines: {}", stdout(&o));
+        assert!(stderr(&o).contains("cut short"), "{}", stderr(&o));
+        assert!(
+            !stdout(&o).contains("every invariant holds"),
+            "{}",
+            stdout(&o)
+        );
+    }
+    // A version-1 trace (no end line) replays, with a warning.
+    let v1 = d.join("v1.jsonl");
+    let text: String = lines[..lines.len() - 1]
+        .iter()
+        .map(|l| format!("{}\n", l.replacen("\"version\":2", "\"version\":1", 1)))
+        .collect();
+    std::fs::write(&v1, text).unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&["replay", &v1.to_string_lossy(), "--quiet"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stderr(&o).contains("version-1 trace"), "{}", stderr(&o));
+}
