@@ -1236,3 +1236,63 @@ fn a_trace_cut_at_a_line_boundary_is_an_error_not_a_clean_replay() {
     assert_eq!(code(&o), 1, "{}", stdout(&o));
     assert!(stderr(&o).contains("version-1 trace"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_explorer_serves_ckpts_page_in_plain_text_and_forwards_the_rest() {
+    let mut child = KillOnDrop(
+        bin()
+            .args([
+                "explore",
+                "--port",
+                "0",
+                "--checkpoints",
+                "1",
+                "--faults",
+                "0",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+    let mut banner = String::new();
+    for _ in 0..2 {
+        let _ = lines.read_line(&mut banner);
+    }
+    let port: u16 = banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let page = http_get(port, "/");
+    let script = http_get(port, "/app.js");
+    let status = http_get(port, "/.status");
+    drop(child);
+    // The start page says what to click, names the world by its flags.
+    assert!(page.contains("How to explore"), "{page}");
+    assert!(page.contains("Next Action Choices"), "{page}");
+    assert!(
+        page.contains("ckpt-model explore --semantics fixed --tasks 2"),
+        "{page}"
+    );
+    // No glyph that needs an emoji font (stateright's marks are U+1F50E,
+    // U+2705, U+26A0, U+2B06, U+2B07).
+    for text in [&page, &script] {
+        assert!(
+            !text
+                .chars()
+                .any(|c| ('\u{2600}'..='\u{2BFF}').contains(&c) || c > '\u{1F000}'),
+            "an emoji in the page"
+        );
+    }
+    assert!(script.contains("[VIOLATED]") && script.contains("Loading the path"));
+    // The API is stateright's, passed through.
+    let v: serde_json::Value =
+        serde_json::from_str(&status).unwrap_or_else(|e| panic!("{e}: {status}"));
+    assert!(
+        v["properties"].as_array().is_some_and(|p| !p.is_empty()),
+        "{v}"
+    );
+}
