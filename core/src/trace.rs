@@ -71,18 +71,18 @@ pub enum TraceLine {
     },
     /// An event delivered to the coordinator.
     Coordinator {
-        /// When.
+        /// The logical time the event was delivered at.
         now: Millis,
-        /// What.
+        /// The event the coordinator's reducer is given.
         event: CoordinatorEvent,
     },
     /// An event delivered to one task.
     Task {
-        /// When.
+        /// The logical time the event was delivered at.
         now: Millis,
-        /// Which task.
+        /// The task machine it is delivered to (declared in the header).
         task: TaskId,
-        /// What.
+        /// The event the task's reducer is given.
         event: TaskEvent,
     },
     /// The last line of a version-2 trace: proof that the trace is whole.
@@ -607,11 +607,11 @@ pub struct ReplayedStep {
     pub step: usize,
     /// `coordinator` or `task N`.
     pub machine: String,
-    /// The event.
+    /// The event, as `Debug` writes it.
     pub event: String,
     /// The effects, one string each.
     pub effects: Vec<String>,
-    /// The outcome.
+    /// The reducer's outcome, as `Debug` writes it.
     pub outcome: String,
     /// The host misuse the reducer refused the event for (`Rejected`), if
     /// any: a recorded trace should contain none.
@@ -640,9 +640,9 @@ pub enum ReplayError {
     /// A task configuration in the header is invalid.
     #[error("invalid configuration for task {task}: {error}")]
     Task {
-        /// Which task.
+        /// The task whose configuration is refused.
         task: TaskId,
-        /// Why.
+        /// Why the task's reducer refused it.
         error: task::TaskError,
     },
     /// A step for a machine the trace does not declare, or a header or an

@@ -90,7 +90,7 @@ fn check_semantics() -> impl TypedValueParser<Value = SemanticsArg> {
 pub enum SemanticsArg {
     /// Fixed and every legacy variant, as a table.
     All,
-    /// One semantics.
+    /// One semantics: fixed or a knob.
     One(Semantics),
 }
 

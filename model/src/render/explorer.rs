@@ -323,7 +323,7 @@ pub struct Arrow {
     pub to: String,
     /// The step numbers (`4`, `4-5`, or `-` when nothing was delivered).
     pub steps: String,
-    /// What happened.
+    /// What the action did, with the events it delivered (its label).
     pub text: String,
     /// Violations found, with the lane they show on.
     pub violations: Vec<(String, String)>,

@@ -116,7 +116,7 @@ pub struct CounterexampleJson {
     pub step_count: usize,
     /// The invariant violation at the last step (safety properties).
     pub violation: Option<ViolationJson>,
-    /// Every step.
+    /// Every step, setup first.
     pub steps: Vec<StepJson>,
     /// How to open it in the Explorer.
     pub explorer: Option<ExplorerJson>,
@@ -198,7 +198,7 @@ pub struct CoverageJson {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShardJson {
-    /// This shard.
+    /// This shard's index (`0..count`).
     pub index: u64,
     /// Number of shards.
     pub count: u64,
@@ -234,7 +234,7 @@ impl ShardJson {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckJson {
-    /// [`SCHEMA_VERSION`].
+    /// The shape's version, [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// `check`.
     pub command: String,
@@ -245,7 +245,7 @@ pub struct CheckJson {
     /// What the check asked (absent from reports written before it was
     /// added: then the flags' `--semantics` says it).
     pub question: Option<Question>,
-    /// The answer.
+    /// The answer: holds, violated or inconclusive.
     pub verdict: Verdict,
     /// Why the verdict is what it is, when that is not plain.
     pub verdict_note: String,
@@ -253,7 +253,7 @@ pub struct CheckJson {
     pub completion: Completion,
     /// States generated (with repeats).
     pub states: usize,
-    /// Unique states.
+    /// Unique states (fingerprints; representatives under symmetry).
     pub unique_states: usize,
     /// Longest path, in states.
     pub depth: usize,
@@ -272,13 +272,13 @@ pub struct CheckJson {
     /// A shard that owned no frontier state: it searched nothing of its own.
     #[serde(default)]
     pub searched_nothing: bool,
-    /// Every property.
+    /// Every property, in the model's order.
     pub properties: Vec<PropertyJson>,
     /// Opt-in witnesses left out, with the flag that adds each.
     pub not_checked: Vec<NotCheckedJson>,
     /// The counterexample, if a property was violated.
     pub counterexample: Option<CounterexampleJson>,
-    /// Transition coverage.
+    /// Transition coverage: how often each (machine, phase, event, outcome) was met.
     pub coverage: Option<Vec<CoverageJson>>,
     /// Why the coverage covers part of the space only (`null`: the whole).
     pub coverage_partial: Option<String>,
@@ -362,7 +362,7 @@ pub struct VariantJson {
     pub semantics: String,
     /// The flags changed to reach its bug, if any.
     pub changed_to: Option<String>,
-    /// The answer.
+    /// The variant's answer.
     pub verdict: Verdict,
     /// The answer expected (`holds` for fixed, `violated` for a knob).
     pub expected: Verdict,
@@ -376,7 +376,7 @@ pub struct VariantJson {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AllJson {
-    /// [`SCHEMA_VERSION`].
+    /// The shape's version, [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// `check`.
     pub command: String,
@@ -414,7 +414,7 @@ pub struct WalkJson {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SimulateJson {
-    /// [`SCHEMA_VERSION`].
+    /// The shape's version, [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// `simulate`.
     pub command: String,
@@ -426,7 +426,7 @@ pub struct SimulateJson {
     pub seed: u64,
     /// Actions per walk at most.
     pub depth: u32,
-    /// Walks done.
+    /// Walks taken.
     pub walks: u64,
     /// Walks per second.
     pub walks_per_second: f64,
@@ -438,7 +438,7 @@ pub struct SimulateJson {
     pub cut: u64,
     /// The longest walk, in actions.
     pub longest: usize,
-    /// Seconds.
+    /// Seconds the walks took.
     pub seconds: f64,
     /// The walks were stopped early.
     pub stopped: bool,
@@ -458,7 +458,7 @@ pub struct SimulateJson {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MergeJson {
-    /// [`SCHEMA_VERSION`].
+    /// The shape's version, [`SCHEMA_VERSION`].
     pub schema_version: u32,
     /// `merge`.
     pub command: String,
@@ -468,9 +468,9 @@ pub struct MergeJson {
     pub shards: u64,
     /// The frontier's depth in actions.
     pub split_depth: usize,
-    /// Reports read.
+    /// Shard reports read.
     pub reports: usize,
-    /// Shards missing.
+    /// The indices of the shards with no report.
     pub missing: Vec<u64>,
     /// The answer over every shard.
     pub verdict: Verdict,

@@ -33,7 +33,7 @@ pub struct Replay {
 /// One checker action of a replay.
 #[derive(Clone, Debug)]
 pub struct ActionRecord {
-    /// The action.
+    /// The action taken.
     pub action: Action,
     /// What it does, as the world describes it.
     pub text: String,

@@ -221,7 +221,7 @@ impl Status {
 pub struct PropertyResult {
     /// The property's name (`search::system::props`).
     pub name: &'static str,
-    /// Its expectation.
+    /// Its expectation: always, sometimes or eventually.
     pub kind: Kind,
     /// What it came to.
     pub status: Status,

@@ -190,7 +190,7 @@ pub fn explore_prefix(cfg: &ModelConfig, split_depth: usize, symmetry: bool) -> 
 /// What a shard searched, besides its check report.
 #[derive(Clone, Debug)]
 pub struct ShardInfo {
-    /// The split.
+    /// The shard and the split it belongs to.
     pub spec: ShardSpec,
     /// States in the whole frontier.
     pub frontier: usize,

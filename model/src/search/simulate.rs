@@ -72,7 +72,7 @@ pub struct WalkViolation {
 pub struct SimulateReport {
     /// The configuration walked.
     pub config: ModelConfig,
-    /// Walks done.
+    /// Walks taken (fewer than asked when stopped early).
     pub walks: u64,
     /// Actions taken over all walks.
     pub steps: u64,
@@ -82,7 +82,7 @@ pub struct SimulateReport {
     pub cut: u64,
     /// Longest walk, in actions.
     pub longest: usize,
-    /// Wall time.
+    /// Seconds the walks took.
     pub seconds: f64,
     /// Violations found (the first only, unless `keep_going`).
     pub violations: Vec<WalkViolation>,
@@ -352,6 +352,19 @@ fn replay_violation(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first draws below 1,000 of the walk with seed 1.
+    const PINNED: [usize; 8] = [856, 137, 470, 726, 369, 557, 391, 739];
+
+    #[test]
+    fn a_walk_generator_draws_the_same_stream_on_every_build() {
+        // Pinned: a change of this stream (another crate version, another
+        // seeding) changes which walk finds what, and the pinned walks of
+        // the README and the tests with it.
+        let mut r = WalkRng::new(1);
+        let got: Vec<usize> = (0..8).map(|_| r.below(1_000)).collect();
+        assert_eq!(got, PINNED, "{got:?}");
+    }
 
     #[test]
     fn a_walk_generator_is_deterministic_and_in_range() {

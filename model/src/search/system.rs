@@ -21,7 +21,7 @@ pub type SysState = World;
 /// The model: the world's dynamics plus the choice of properties.
 #[derive(Clone, Debug)]
 pub struct SysModel {
-    /// The world.
+    /// The world: the configuration and its dynamics.
     pub sim: Sim,
     /// Only the `always` properties (for shortest counterexamples).
     pub safety_only: bool,
