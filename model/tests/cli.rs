@@ -464,6 +464,39 @@ fn a_counterexample_is_written_through_a_symbolic_link() {
 }
 
 #[test]
+fn a_link_to_dev_stdout_is_written_to_the_output_not_over_it() {
+    // stdout is a regular file here, as in `check ... > report.txt`: the
+    // trace is added to it, the file is not replaced by the trace.
+    let d = scratch("dev-stdout");
+    let link = d.join("trace.jsonl");
+    std::os::unix::fs::symlink("/dev/stdout", &link).unwrap_or_else(|e| panic!("{e}"));
+    let out = d.join("report.txt");
+    let file = std::fs::File::create(&out).unwrap_or_else(|e| panic!("{e}"));
+    let l = link.to_string_lossy().into_owned();
+    let status = bin()
+        .args([
+            "check",
+            "--semantics",
+            "legacy",
+            "--checkpoints",
+            "1",
+            "--faults",
+            "0",
+            "--quiet",
+            "--trace-out",
+            &l,
+        ])
+        .stdout(Stdio::from(file))
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(1));
+    let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.contains("\"kind\":\"end\""), "{text}");
+    assert!(text.contains("verdict: violated"), "{text}");
+    assert!(std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
+}
+
+#[test]
 fn a_directory_as_an_output_is_refused_before_the_search() {
     let d = scratch("dir-output");
     let p = d.to_string_lossy().into_owned();

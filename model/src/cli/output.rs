@@ -38,6 +38,8 @@ enum Target {
     /// Something writable that is not a regular file (a device, a FIFO):
     /// written in place.
     Stream(File),
+    /// The process's own output (1: stdout, 2: stderr).
+    Own(u8),
 }
 
 impl Output {
@@ -47,6 +49,29 @@ impl Output {
     pub fn prepare(path: &Path) -> Result<Output, String> {
         let shown = path.to_path_buf();
         let cannot = |e: &dyn std::fmt::Display| format!("cannot write {}: {e}", path.display());
+        let system = through_the_system(path);
+        if let Some(fd) = system.and_then(|s| s.own) {
+            // The process's own stdout or stderr, which may be a regular file
+            // (`> report.txt`): written through the process's handle, after
+            // what it printed, never replaced.
+            return Ok(Output {
+                shown,
+                target: Target::Own(fd),
+                existed: false,
+            });
+        }
+        if system.is_some() {
+            // `/dev/null` and the like: appended to, never replaced.
+            let f = OpenOptions::new()
+                .append(true)
+                .open(path)
+                .map_err(|e| cannot(&e))?;
+            return Ok(Output {
+                shown,
+                target: Target::Stream(f),
+                existed: false,
+            });
+        }
         match std::fs::metadata(path) {
             Ok(m) if m.is_dir() => Err(format!(
                 "cannot write {}: it is a directory (give a file name)",
@@ -70,7 +95,7 @@ impl Output {
             Ok(_) => {
                 // A device, a FIFO or a socket: written, never replaced.
                 let f = OpenOptions::new()
-                    .write(true)
+                    .append(true)
                     .open(path)
                     .map_err(|e| cannot(&e))?;
                 Ok(Output {
@@ -115,6 +140,18 @@ impl Output {
                 f.write_all(bytes).map_err(|e| cannot(&e))?;
                 f.flush().map_err(|e| cannot(&e))?;
             }
+            Target::Own(1) => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes)
+                    .and_then(|()| out.flush())
+                    .map_err(|e| cannot(&e))?;
+            }
+            Target::Own(_) => {
+                let mut err = std::io::stderr().lock();
+                err.write_all(bytes)
+                    .and_then(|()| err.flush())
+                    .map_err(|e| cannot(&e))?;
+            }
         }
         Ok(format!("wrote the {label} to {}", self.shown.display()))
     }
@@ -132,6 +169,43 @@ impl Output {
             format!("no {label}: {} not written", self.shown.display())
         }
     }
+}
+
+/// A path that goes through `/dev` or `/proc`.
+#[derive(Clone, Copy, Debug)]
+struct System {
+    /// It names the process's own stdout (1) or stderr (2).
+    own: Option<u8>,
+}
+
+/// Whether `path`, or a link on the way to what it names, is in `/dev` or
+/// `/proc` (`/dev/null`, `/dev/stdout`, `/proc/self/fd/1`): written in
+/// place whatever it resolves to.
+fn through_the_system(path: &Path) -> Option<System> {
+    let mut p = path.to_path_buf();
+    let mut system = false;
+    // Links resolve in at most 40 hops (the kernel's own bound).
+    for _ in 0..40 {
+        system |= p.starts_with("/dev") || p.starts_with("/proc");
+        for (fd, names) in [
+            (1, ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]),
+            (2, ["/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"]),
+        ] {
+            if names.iter().any(|n| p == Path::new(n)) {
+                return Some(System { own: Some(fd) });
+            }
+        }
+        match std::fs::read_link(&p) {
+            Ok(target) => {
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Err(_) => break,
+        }
+    }
+    system.then_some(System { own: None })
 }
 
 /// A temporary file in the directory of `path`, with `permissions` (those
