@@ -12,7 +12,7 @@
 //!   counts are checked against.
 //! * [`shard`], [`simulate`]: a search split by frontier fingerprints, and
 //!   seeded random walks.
-//! * [`watch`], [`progress`], [`memory`]: watching a running checker (limits,
+//! * `watch`, [`progress`], [`memory`]: watching a running checker (limits,
 //!   interrupts, the progress line, the process's memory).
 //!
 //! Nothing here renders a counterexample: that is [`crate::render`]'s.

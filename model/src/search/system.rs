@@ -2,8 +2,8 @@
 //! Its actions are the world's enabled actions, its transitions the world's
 //! steps; what this module adds is the properties (each `always` paired
 //! with a `sometimes` witness) and the liveness check at run ends. What the
-//! Explorer shows of it is added above, by
-//! [`crate::render::explorer::ExplorerModel`].
+//! Explorer shows of it is given from above, as a [`Presenter`] (the render
+//! layer's `render::explorer::View`).
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +30,7 @@ pub struct SysModel {
     pub stop: Option<Arc<AtomicBool>>,
     /// Search from these states (each with the actions that reach it from
     /// the initial state) instead of the initial state: a shard's
-    /// frontier ([`crate::shard`]).
+    /// frontier ([`crate::search::shard`]).
     pub roots: Option<Roots>,
     /// Partial-order reduction: expand an ample set of one task's local
     /// steps where one exists ([`Sim::ample`]).
@@ -41,8 +41,8 @@ pub struct SysModel {
 }
 
 /// How the Explorer shows the model: given by the layer that renders
-/// ([`crate::render::explorer::View`]), so that the model, below it, does
-/// not depend on it.
+/// (`render::explorer::View`), so that the model, below it, does not depend
+/// on it.
 pub trait Presenter: std::fmt::Debug + Send + Sync {
     /// An action's label in the lists of actions.
     fn action(&self, sim: &Sim, action: &Action) -> String;
