@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cli::exit::ExitStatus;
 
+/// The command line: one subcommand.
 #[derive(Parser)]
 #[command(
     name = "ckpt-model",
@@ -23,6 +24,7 @@ pub struct Cli {
     pub cmd: Cmd,
 }
 
+/// The subcommands.
 #[derive(Subcommand)]
 pub enum Cmd {
     /// Check every property (exit 0 holds, 1 violated, 3 inconclusive).
@@ -222,6 +224,7 @@ pub enum EngineArg {
     Stateright,
 }
 
+/// The flags of `check`.
 #[derive(Args)]
 pub struct CheckArgs {
     /// `fixed`, a knob of the bug zoo (`legacy` is the seed FLINK-17869;
@@ -299,6 +302,7 @@ pub struct CheckArgs {
     pub progress_every: Option<Duration>,
 }
 
+/// The flags of `explore`.
 #[derive(Args)]
 pub struct ExploreArgs {
     /// `fixed` or a knob of the bug zoo (one model: `all` is for check).
@@ -311,6 +315,7 @@ pub struct ExploreArgs {
     pub port: u16,
 }
 
+/// The flags of `replay`.
 #[derive(Args)]
 pub struct ReplayArgs {
     /// The trace file.
@@ -333,6 +338,7 @@ pub struct ReplayArgs {
     pub progress_every: Option<Duration>,
 }
 
+/// The flags of `zoo`.
 #[derive(Args)]
 pub struct ZooArgs {
     /// Write each counterexample as a JSON-lines trace into DIR, named after
@@ -359,6 +365,7 @@ pub struct ZooArgs {
     pub only: Option<String>,
 }
 
+/// The flags of `simulate`.
 #[derive(Args)]
 pub struct SimulateArgs {
     /// `fixed` or a knob of the bug zoo (one model: `all` is for check).
@@ -394,6 +401,7 @@ pub struct SimulateArgs {
     pub json: bool,
 }
 
+/// The flags of `merge`.
 #[derive(Args)]
 pub struct MergeArgs {
     /// The shards' JSON reports (one file per shard).
@@ -405,6 +413,7 @@ pub struct MergeArgs {
     pub json: bool,
 }
 
+/// The flags of `schema`.
 #[derive(Args)]
 pub struct SchemaArgs {
     /// Which output: `check`, `check-all`, `simulate` or `merge`.
