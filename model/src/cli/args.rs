@@ -181,6 +181,19 @@ pub struct ModelArgs {
     /// Sources that may finish their input per run (EndOfInput) (0..=2).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub end_of_input: u8,
+    /// Tasks may re-report unchanged state (incremental backends): an
+    /// acknowledgement may carry the handle of the task's last acknowledged
+    /// checkpoint once that one was notified complete.
+    #[arg(long)]
+    pub shared_state: bool,
+    /// Coordinator failovers whose old coordinator keeps running (a deposed
+    /// leader): its outstanding I/O lands late unless its generation is
+    /// refused (0..=1; needs --coordinator-failovers).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub zombie_coordinators: u8,
+    /// The user may dispose of each kept savepoint (DisposeSavepoint).
+    #[arg(long)]
+    pub dispose_savepoints: bool,
     /// Checker threads (1..=64).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
@@ -210,6 +223,9 @@ impl ModelArgs {
             job_failovers: self.job_failovers,
             savepoint_restore: self.savepoint_restore,
             end_of_input: self.end_of_input,
+            shared_state: self.shared_state,
+            zombie_coordinators: self.zombie_coordinators,
+            dispose_savepoints: self.dispose_savepoints,
             ..ModelConfig::default()
         }
     }

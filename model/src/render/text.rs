@@ -102,6 +102,7 @@ fn gap_reason(kind: &str) -> &'static str {
         "Recover" => " (needs --coordinator-failovers)",
         "Restore" => " (needs a failover or --savepoint-restore)",
         "EndOfInput" => " (needs --end-of-input)",
+        "DisposeSavepoint" => " (needs --dispose-savepoints and --savepoints)",
         "Close" => " (needs --coordinator-failovers or --job-failovers)",
         "CheckpointIdAllocated(err)" | "FinalizeDone(err)" | "StoreDone(err)" => {
             " (needs --faults and I/O faults)"

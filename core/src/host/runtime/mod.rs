@@ -75,7 +75,7 @@ use tokio::time::Instant;
 
 use crate::coordinator::{
     CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
-    Outcome as COutcome, RestoreSource, Timer, TriggerKind,
+    Outcome as COutcome, RecoveredCheckpoint, RestoreSource, Timer, TriggerKind,
 };
 use crate::host::fs::Fs;
 use crate::host::store::{read_state, Discarded, FileStore, Recovery, StoreError, StoreStats};
@@ -83,7 +83,9 @@ use crate::invariants::coordinator::{check_all as check_coordinator, HandleLedge
 use crate::route::{self, CoordinatorRoute, IoAnswer, IoRequest, JobCommand, Report};
 use crate::task::TaskConfig;
 use crate::trace::{Trace, TraceLine};
-use crate::types::{AttemptNo, CheckpointId, IoFailure, JobId, Millis, StateHandle, TaskId};
+use crate::types::{
+    AttemptNo, CheckpointId, Generation, IoFailure, JobId, Millis, StateHandle, TaskId,
+};
 
 use statefile::{task_of, TaskSnapshot};
 use task::{Attempt, AttemptSpec};
@@ -552,19 +554,45 @@ impl Job {
             restore_target: None,
             fail_job: false,
         };
-        for cp in &recovery.retained {
-            let outcome = d.apply(CoordinatorEvent::Restore {
-                source: RestoreSource::Savepoint {
+        // The crate docs' recovery recipe: `Recover` from what the store
+        // holds, then `Restore { Latest }` (answered at once: a fresh
+        // coordinator has nothing in flight).
+        let recover = CoordinatorEvent::Recover {
+            checkpoints: recovery
+                .retained
+                .iter()
+                .map(|cp| RecoveredCheckpoint {
                     checkpoint: cp.id,
+                    savepoint: false,
+                    timestamp: Millis(0),
                     handles: cp.handles.clone(),
-                },
+                })
+                .collect(),
+            last_id: recovery
+                .next_id
+                .0
+                .checked_sub(1)
+                .filter(|l| *l > 0)
+                .map(CheckpointId),
+            generation: Generation(0),
+        };
+        let outcome = d.apply(recover);
+        if !outcome.is_applied() {
+            return Err(JobError::Restore {
+                checkpoint: recovery.latest().map_or(CheckpointId(0), |c| c.id),
+                why: format!("{outcome:?}"),
             });
-            if !outcome.is_applied() {
-                return Err(JobError::Restore {
-                    checkpoint: cp.id,
-                    why: format!("{outcome:?}"),
-                });
-            }
+        }
+        let outcome = d.apply(CoordinatorEvent::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: false,
+            },
+        });
+        if !outcome.is_applied() {
+            return Err(JobError::Restore {
+                checkpoint: recovery.latest().map_or(CheckpointId(0), |c| c.id),
+                why: format!("{outcome:?}"),
+            });
         }
         d.ctx.stats().restored_at_start = d.restore_target.as_ref().map(|(id, _)| *id);
         d.ctx.stats().last_completed = d.restore_target.as_ref().map(|(id, _)| *id);
@@ -765,18 +793,23 @@ impl Driver {
             CoordinatorRoute::Job(JobCommand::Restore {
                 checkpoint,
                 handles,
-            }) => self.restore_target = Some((checkpoint, handles)),
+            }) => self.restore_target = checkpoint.map(|c| (c, handles)),
             CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
                 checkpoint,
-                handles,
+                discard_if_stored,
+                discard_if_not_stored,
             }) => {
                 // This driver answers its own store I/O before it reads the
-                // next message, so the outcome is known here: keep the state
-                // if the store holds the checkpoint, else delete it.
-                if !self.store.stored().any(|(c, _)| c == checkpoint) {
-                    for h in handles {
-                        self.discard(h, checkpoint);
-                    }
+                // next message, so the outcome is known here: discard the
+                // list for what the store holds.
+                let stored = self.store.stored().any(|(c, _)| c == checkpoint);
+                let list = if stored {
+                    discard_if_stored
+                } else {
+                    discard_if_not_stored
+                };
+                for h in list {
+                    self.discard(h, checkpoint);
                 }
             }
         }
