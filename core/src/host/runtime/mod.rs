@@ -74,18 +74,23 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::coordinator::{
-    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
-    Outcome as COutcome, RestoreSource, Timer, TriggerKind,
+    CoordinatorEffect, CoordinatorError, CoordinatorEvent, CoordinatorSettings, CoordinatorState,
+    JobStatus, Outcome as COutcome, RecoverProblem, RestoreSource, Timer, TriggerKind,
 };
 use crate::host::fs::Fs;
-use crate::host::store::{read_state, Discarded, FileStore, Recovery, StoreError, StoreStats};
+use crate::host::store::{
+    read_state, state_path, Discarded, FileStore, OpenOptions, Recovery, StateCheck, StoreError,
+    StoreStats,
+};
 use crate::invariants::coordinator::{check_all as check_coordinator, HandleLedger};
 use crate::route::{self, CoordinatorRoute, IoAnswer, IoRequest, JobCommand, Report};
 use crate::task::TaskConfig;
 use crate::trace::{Trace, TraceLine};
-use crate::types::{AttemptNo, CheckpointId, IoFailure, JobId, Millis, StateHandle, TaskId};
+use crate::types::{
+    AttemptNo, CheckpointId, Generation, IoFailure, JobId, Millis, StateHandle, TaskId,
+};
 
-use statefile::{task_of, TaskSnapshot};
+use statefile::TaskSnapshot;
 use task::{Attempt, AttemptSpec};
 
 /// One record flowing between tasks.
@@ -170,6 +175,16 @@ pub trait Operator: Send + 'static {
     ) -> Result<(), OperatorError>;
     /// The checkpoint was aborted.
     fn notify_aborted(&mut self, _checkpoint: CheckpointId) {}
+    /// An exactly-once sink's answer to "how far is your output already
+    /// committed?": the newest checkpoint whose output it has committed
+    /// externally (read from `fs` or the external system), `None` when
+    /// nothing is committed or the operator commits nothing. [`Job::start`]
+    /// asks every task's operator before it recovers and refuses to restore
+    /// an older checkpoint (that would commit the same output again). An
+    /// operator that wraps another must forward this.
+    fn committed_epoch(&mut self, _fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
+        Ok(None)
+    }
 }
 
 /// Builds the operator of one task (called for every attempt).
@@ -245,12 +260,23 @@ pub enum JobError {
         why: String,
     },
     /// A state file of the restored checkpoint is unreadable or invalid.
-    #[error("state {handle} of checkpoint {checkpoint}: {why}")]
+    #[error("state file {} of checkpoint {checkpoint}: {why}", state_path(*handle))]
     State {
         /// The checkpoint.
         checkpoint: CheckpointId,
         /// The handle.
         handle: StateHandle,
+        /// Why.
+        why: String,
+    },
+    /// The coordinator refused what the store recovered.
+    #[error("the coordinator refused the recovered checkpoints: {0}")]
+    Recover(String),
+    /// An operator could not say how far its output is committed.
+    #[error("task {task} cannot tell its committed output: {why}")]
+    CommittedEpoch {
+        /// The task.
+        task: TaskId,
         /// Why.
         why: String,
     },
@@ -485,6 +511,17 @@ struct Driver {
     next_attempt: Vec<AttemptNo>,
     restore_target: Option<(CheckpointId, Vec<StateHandle>)>,
     fail_job: bool,
+    /// The leader generation this driver claimed; every store write names it.
+    generation: Generation,
+    /// Stored checkpoints the coordinator did not take in `Recover` (it
+    /// accepts at most `retained_max`): when the store evicts one, the
+    /// driver discards its state, as the coordinator does for its own.
+    store_only: BTreeMap<CheckpointId, Vec<StateHandle>>,
+}
+
+/// The store's check of the state files of the checkpoint to restore.
+fn state_check() -> StateCheck {
+    Arc::new(|checkpoint, handle, bytes| statefile::decode_for(checkpoint, handle, bytes).map(|_| ()))
 }
 
 impl Job {
@@ -508,7 +545,34 @@ impl Job {
             }
         }
         let retained = usize::try_from(spec.settings.retained_max.max(1)).unwrap_or(1);
-        let (store, recovery) = FileStore::open(Arc::clone(&fs), spec.settings.job, retained)?;
+        // How far an exactly-once sink has committed its output: recovery
+        // must not restore anything older.
+        let mut committed: Option<CheckpointId> = None;
+        for t in 0..spec.tasks {
+            let task = TaskId(t);
+            let epoch = (spec.operators)(task)
+                .committed_epoch(&*fs)
+                .map_err(|e| JobError::CommittedEpoch { task, why: e.0 })?;
+            committed = committed.max(epoch);
+        }
+        let newest = FileStore::newest_generation(&*fs)?;
+        let generation = match newest {
+            None => Generation(1),
+            Some(g) => Generation(g.0.checked_add(1).ok_or(StoreError::GenerationTaken {
+                requested: g,
+                newest,
+            })?),
+        };
+        let (store, recovery) = FileStore::open(
+            Arc::clone(&fs),
+            OpenOptions {
+                job: spec.settings.job,
+                retained_max: retained,
+                generation,
+                committed,
+                check_state: Some(state_check()),
+            },
+        )?;
         let (tx, rx) = mpsc::channel(COORDINATOR_INBOX_MAX);
         let (fail_tx, fail_rx) = mpsc::unbounded_channel();
         let net = net::Net::new(spec.options.faults, n, tx.clone());
@@ -551,21 +615,10 @@ impl Job {
             next_attempt: vec![AttemptNo(0); n],
             restore_target: None,
             fail_job: false,
+            generation,
+            store_only: BTreeMap::new(),
         };
-        for cp in &recovery.retained {
-            let outcome = d.apply(CoordinatorEvent::Restore {
-                source: RestoreSource::Savepoint {
-                    checkpoint: cp.id,
-                    handles: cp.handles.clone(),
-                },
-            });
-            if !outcome.is_applied() {
-                return Err(JobError::Restore {
-                    checkpoint: cp.id,
-                    why: format!("{outcome:?}"),
-                });
-            }
-        }
+        d.recover(&recovery)?;
         d.ctx.stats().restored_at_start = d.restore_target.as_ref().map(|(id, _)| *id);
         d.ctx.stats().last_completed = d.restore_target.as_ref().map(|(id, _)| *id);
         d.start_attempts(&upstream)?;
@@ -668,6 +721,47 @@ impl Drop for JobHandle {
 }
 
 impl Driver {
+    /// Hands the store's recovery to the fresh coordinator (`Recover`, then
+    /// `Restore { Latest }`). Today's coordinator takes at most
+    /// `retained_max` checkpoints in `Recover`; when the store holds more
+    /// (written with a higher bound, a crash between a commit and its
+    /// eviction, savepoints), it gets the newest `retained_max` and the
+    /// driver keeps the others' state until the store evicts them.
+    fn recover(&mut self, recovery: &Recovery) -> Result<(), JobError> {
+        let mut outcome = self.apply(recovery.recover_event());
+        if matches!(
+            outcome,
+            COutcome::Rejected(CoordinatorError::RecoverConflict(RecoverProblem::TooMany))
+        ) {
+            let bound = self.state.config().retained_max();
+            let split = recovery.checkpoints.len().saturating_sub(bound);
+            let (older, newest) = recovery.checkpoints.split_at(split);
+            for c in older {
+                self.store_only.insert(c.checkpoint, c.handles.clone());
+            }
+            outcome = self.apply(CoordinatorEvent::Recover {
+                checkpoints: newest.to_vec(),
+                last_id: recovery.last_id,
+            });
+        }
+        if !outcome.is_applied() {
+            return Err(JobError::Recover(format!("{outcome:?}")));
+        }
+        let latest = recovery.latest().map(|c| c.checkpoint);
+        self.apply(CoordinatorEvent::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: false,
+            },
+        });
+        let restored = self.restore_target.as_ref().map(|(id, _)| *id);
+        if restored != latest {
+            return Err(JobError::Recover(format!(
+                "the coordinator restores {restored:?}, the store's latest is {latest:?}"
+            )));
+        }
+        Ok(())
+    }
+
     fn apply(&mut self, event: CoordinatorEvent) -> COutcome {
         let now = self.ctx.now();
         self.ctx.record_coordinator(now, &event);
@@ -702,7 +796,7 @@ impl Driver {
             }
             CoordinatorRoute::Io(req) => {
                 let answer = match &req {
-                    IoRequest::AllocateId { .. } => self.store.allocate_id(),
+                    IoRequest::AllocateId { .. } => self.store.allocate_id(self.generation),
                     IoRequest::MasterHooks { checkpoint } => {
                         let checkpoint = *checkpoint;
                         match self.spec.hooks.iter().try_for_each(|h| h(checkpoint)) {
@@ -718,15 +812,32 @@ impl Driver {
                         checkpoint,
                         handles,
                     } => {
-                        let now = self.ctx.now();
+                        // The metadata records what the coordinator knows of
+                        // the checkpoint: its kind and its trigger time.
+                        let Some(p) = self.state.pending_checkpoint(*checkpoint) else {
+                            let why = format!("checkpoint {checkpoint} to finalize is not pending");
+                            self.answers
+                                .push_back(req.answer(IoAnswer::Failed(IoFailure(why))));
+                            return;
+                        };
+                        let (savepoint, timestamp) = (p.kind().is_savepoint(), p.timestamp());
                         self.store
-                            .finalize(*checkpoint, now, handles)
+                            .finalize(self.generation, *checkpoint, savepoint, timestamp, handles)
                             .map(|()| *checkpoint)
                     }
                     IoRequest::Store { checkpoint } => {
-                        let stored = self.store.store(*checkpoint).map(|_| *checkpoint);
+                        let stored = self.store.store(self.generation, *checkpoint);
                         self.ctx.stats().store_latest = self.store.latest();
-                        stored
+                        if let Ok(evicted) = &stored {
+                            for id in evicted {
+                                if let Some(handles) = self.store_only.remove(id) {
+                                    for h in handles {
+                                        self.discard(h, *id);
+                                    }
+                                }
+                            }
+                        }
+                        stored.map(|_| *checkpoint)
                     }
                 };
                 let answer = match answer {
@@ -757,7 +868,7 @@ impl Driver {
             | CoordinatorRoute::Job(JobCommand::ShutdownServices(_)) => {}
             CoordinatorRoute::Job(JobCommand::Fail(_)) => self.fail_job = true,
             CoordinatorRoute::Job(JobCommand::ResetIdCounter(next)) => {
-                if let Err(e) = self.store.reset_counter(next) {
+                if let Err(e) = self.store.reset_counter(self.generation, next) {
                     self.ctx
                         .violation(format!("id counter reset to {next} failed: {e}"));
                 }
@@ -783,14 +894,19 @@ impl Driver {
     }
 
     fn discard(&mut self, handle: StateHandle, checkpoint: CheckpointId) {
-        match self.store.discard(handle) {
+        match self.store.discard(self.generation, handle) {
             Ok(Discarded::Deleted | Discarded::AlreadyGone) => {}
+            Ok(Discarded::Savepoint { savepoint }) => self.ctx.log(format!(
+                "DiscardState of {} (checkpoint {checkpoint}) declined: savepoint {savepoint} holds it",
+                state_path(handle)
+            )),
             Ok(Discarded::Refused { checkpoint: held }) => {
                 self.ctx.violation(format!(
-                    "durability guard: DiscardState of {handle} (checkpoint {checkpoint}) refused: stored checkpoint {held} holds it"
+                    "durability guard: DiscardState of {} (checkpoint {checkpoint}) refused: stored checkpoint {held} holds it",
+                    state_path(handle)
                 ));
             }
-            Err(e) => self.ctx.log(format!("discard {handle}: {e}")),
+            Err(e) => self.ctx.log(format!("discard {}: {e}", state_path(handle))),
         }
     }
 
@@ -815,21 +931,13 @@ impl Driver {
                 handle: *h,
                 why: e.to_string(),
             })?;
-            let snap = TaskSnapshot::decode(&bytes).map_err(|e| JobError::State {
-                checkpoint: *checkpoint,
-                handle: *h,
-                why: e.to_string(),
-            })?;
-            if snap.task != task_of(*h) || snap.checkpoint != *checkpoint {
-                return Err(JobError::State {
+            let snap = statefile::decode_for(*checkpoint, *h, &bytes).map_err(|why| {
+                JobError::State {
                     checkpoint: *checkpoint,
                     handle: *h,
-                    why: format!(
-                        "file of task {} checkpoint {} under this handle",
-                        snap.task, snap.checkpoint
-                    ),
-                });
-            }
+                    why,
+                }
+            })?;
             out.insert(snap.task, snap);
         }
         Ok(out)
