@@ -20,6 +20,7 @@ use ckpt_core::host::runtime::{Job, JobOptions};
 use ckpt_core::task::TaskEvent;
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{CheckpointId, Millis, TaskId};
+use ckpt_tests::host::open_store;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -236,7 +237,6 @@ fn a_restarted_job_reports_the_stores_latest_and_its_trace_from_either_view() {
 #[test]
 fn state_written_for_an_aborted_checkpoint_is_deleted_not_orphaned() {
     use ckpt_core::host::pipeline::PIPELINE_JOB;
-    use ckpt_core::host::store::FileStore;
     let rt = runtime();
     let (stats, orphans) = rt.block_on(async {
         let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
@@ -248,7 +248,7 @@ fn state_written_for_an_aborted_checkpoint_is_deleted_not_orphaned() {
         let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
         tokio::time::sleep(Duration::from_millis(400)).await;
         let stats = job.shutdown(JobStatus::Canceled).await;
-        let (_, rec) = FileStore::open(Arc::clone(&fs), PIPELINE_JOB, 2).expect("store");
+        let (_, rec) = open_store(&fs, PIPELINE_JOB, 2).expect("store");
         (stats, rec.removed_orphans)
     });
     assert!(stats.aborted >= 5, "{stats:?}");

@@ -12,14 +12,15 @@ use ckpt_core::host::fs::{Fs, MemFs, StdFs};
 use ckpt_core::host::runtime::statefile::{StateFileError, TaskSnapshot};
 use ckpt_core::host::runtime::Record;
 use ckpt_core::host::store::{
-    state_path, write_state, Discarded, FileStore, Metadata, MetadataError, StoreError,
-    CHECKPOINT_DIR,
+    state_path, write_state, Damage, Damaged, Discarded, FileStore, Metadata, MetadataError,
+    Recovery, StoreError, CHECKPOINT_DIR,
 };
 use ckpt_core::route::{self, CoordinatorRoute, IoAnswer, IoRequest, ToCoordinator};
 use ckpt_core::task::TaskEvent;
 use ckpt_core::{
     AttemptNo, CheckpointId, JobId, LegacyBug, Millis, Semantics, StateHandle, TaskId,
 };
+use ckpt_tests::host::open_store;
 use proptest::prelude::*;
 
 const JOB: JobId = JobId(7);
@@ -38,8 +39,8 @@ fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
-fn open(fs: &Arc<dyn Fs>, retained: usize) -> (FileStore, ckpt_core::host::store::Recovery) {
-    FileStore::open(Arc::clone(fs), JOB, retained).unwrap()
+fn open(fs: &Arc<dyn Fs>, retained: usize) -> (FileStore, Recovery) {
+    open_store(fs, JOB, retained).unwrap()
 }
 
 /// Writes the state files and commits checkpoint `id` with `handles`.
@@ -47,8 +48,10 @@ fn commit(store: &mut FileStore, fs: &dyn Fs, id: CheckpointId, handles: &[State
     for handle in handles {
         write_state(fs, *handle, b"state").unwrap();
     }
-    store.finalize(id, Millis(1), handles).unwrap();
-    store.store(id).unwrap();
+    store
+        .finalize(store.generation(), id, false, Millis(1), handles)
+        .unwrap();
+    store.store(store.generation(), id).unwrap();
 }
 
 #[test]
@@ -56,9 +59,9 @@ fn stores_retains_n_and_restores_the_latest_on_the_real_disk() {
     let dir = tmpdir("retain");
     let fs: Arc<dyn Fs> = Arc::new(StdFs::new(&dir).unwrap());
     let (mut store, rec) = open(&fs, 2);
-    assert!(rec.retained.is_empty());
+    assert!(rec.checkpoints.is_empty());
     for n in 1..=3 {
-        let id = store.allocate_id().unwrap();
+        let id = store.allocate_id(store.generation()).unwrap();
         assert_eq!(id, cp(n));
         commit(&mut store, &*fs, id, &[h(n * 10), h(n * 10 + 1)]);
     }
@@ -68,17 +71,20 @@ fn stores_retains_n_and_restores_the_latest_on_the_real_disk() {
         store.stored().map(|(id, _)| id).collect::<Vec<_>>(),
         [cp(2), cp(3)]
     );
-    assert_eq!(store.discard(h(10)).unwrap(), Discarded::Deleted);
+    assert_eq!(
+        store.discard(store.generation(), h(10)).unwrap(),
+        Discarded::Deleted
+    );
     drop(store);
 
     let (store, rec) = open(&fs, 2);
-    assert_eq!(rec.latest().map(|c| c.id), Some(cp(3)));
-    assert_eq!(rec.retained.len(), 2);
-    assert_eq!(rec.retained[0].handles, [h(20), h(21)]);
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(cp(3)));
+    assert_eq!(rec.checkpoints.len(), 2);
+    assert_eq!(rec.checkpoints[0].handles, [h(20), h(21)]);
     // h(11) was never discarded by anyone but belongs to no retained
     // checkpoint: an orphan, deleted on start.
     assert_eq!(rec.removed_orphans, [h(11)]);
-    assert!(rec.rejected.is_empty() && rec.missing_state.is_empty());
+    assert!(rec.damaged.is_empty() && rec.quarantined.is_empty());
     assert_eq!(store.next_id(), cp(4));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -88,37 +94,37 @@ fn the_id_counter_never_reissues_an_id_after_a_crash() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let (mut store, _) = open(&fs, 1);
     for n in 1..=5 {
-        assert_eq!(store.allocate_id().unwrap(), cp(n));
+        assert_eq!(store.allocate_id(store.generation()).unwrap(), cp(n));
     }
     // Crash: nothing completed, the store object is simply gone.
     drop(store);
     let (mut store, rec) = open(&fs, 1);
-    assert_eq!(rec.next_id, cp(6));
-    assert_eq!(store.allocate_id().unwrap(), cp(6));
+    assert_eq!(rec.last_id, Some(cp(5)));
+    assert_eq!(store.allocate_id(store.generation()).unwrap(), cp(6));
     // A reset (restore of a savepoint) never moves the counter back.
-    store.reset_counter(cp(3)).unwrap();
-    assert_eq!(store.allocate_id().unwrap(), cp(7));
-    store.reset_counter(cp(100)).unwrap();
-    assert_eq!(store.allocate_id().unwrap(), cp(100));
+    store.reset_counter(store.generation(), cp(3)).unwrap();
+    assert_eq!(store.allocate_id(store.generation()).unwrap(), cp(7));
+    store.reset_counter(store.generation(), cp(100)).unwrap();
+    assert_eq!(store.allocate_id(store.generation()).unwrap(), cp(100));
 }
 
 #[test]
 fn a_corrupt_counter_is_an_error_never_a_silent_reset() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let (mut store, _) = open(&fs, 1);
-    store.allocate_id().unwrap();
+    store.allocate_id(store.generation()).unwrap();
     drop(store);
     let mut bytes = fs.read("ids").unwrap();
     bytes[12] ^= 0x40;
     fs.write("ids", &bytes).unwrap();
-    match FileStore::open(Arc::clone(&fs), JOB, 1) {
+    match open_store(&fs, JOB, 1) {
         Err(StoreError::BadCounter { why, .. }) => assert!(why.contains("checksum"), "{why}"),
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("a corrupt counter was accepted"),
     }
     fs.write("ids", b"short").unwrap();
     assert!(matches!(
-        FileStore::open(Arc::clone(&fs), JOB, 1),
+        open_store(&fs, JOB, 1),
         Err(StoreError::BadCounter { .. })
     ));
 }
@@ -127,13 +133,15 @@ fn a_corrupt_counter_is_an_error_never_a_silent_reset() {
 fn half_written_checkpoints_are_cleaned_up_and_never_restored() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let (mut store, _) = open(&fs, 1);
-    let one = store.allocate_id().unwrap();
+    let one = store.allocate_id(store.generation()).unwrap();
     commit(&mut store, &*fs, one, &[h(1)]);
     // Checkpoint 2 was finalized (its state written) but the process died
     // before the store step; a temporary file of another write is left too.
-    let two = store.allocate_id().unwrap();
+    let two = store.allocate_id(store.generation()).unwrap();
     write_state(&*fs, h(2), b"state").unwrap();
-    store.finalize(two, Millis(2), &[h(2)]).unwrap();
+    store
+        .finalize(store.generation(), two, false, Millis(2), &[h(2)])
+        .unwrap();
     fs.write(
         &format!("{CHECKPOINT_DIR}/chk-00000000000000000003.meta.tmp"),
         b"par",
@@ -142,7 +150,7 @@ fn half_written_checkpoints_are_cleaned_up_and_never_restored() {
     drop(store);
 
     let (store, rec) = open(&fs, 1);
-    assert_eq!(rec.latest().map(|c| c.id), Some(one));
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(one));
     assert_eq!(rec.removed_partial.len(), 2, "{:?}", rec.removed_partial);
     assert_eq!(rec.removed_orphans, [h(2)]);
     assert!(!fs.exists(&state_path(h(2))));
@@ -164,24 +172,29 @@ fn recover_with_damaged_latest(
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let (mut store, _) = open(&fs, 2);
     for n in 1..=2 {
-        let id = store.allocate_id().unwrap();
+        let id = store.allocate_id(store.generation()).unwrap();
         commit(&mut store, &*fs, id, &[h(n)]);
     }
     drop(store);
     let bytes = fs.read(&meta_path(2)).unwrap();
     fs.write(&meta_path(2), &damage(bytes)).unwrap();
     let (_, rec) = open(&fs, 2);
-    assert_eq!(rec.latest().map(|c| c.id), Some(cp(1)), "{rec:?}");
-    assert_eq!(rec.rejected.len(), 1, "{rec:?}");
-    assert!(
-        expect(&rec.rejected[0].error),
-        "{:?}",
-        rec.rejected[0].error
-    );
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(cp(1)), "{rec:?}");
+    assert_eq!(rec.damaged.len(), 1, "{rec:?}");
+    assert_eq!(rec.damaged[0].checkpoint, Some(cp(2)));
+    assert_eq!(rec.damaged[0].file, meta_path(2));
+    match &rec.damaged[0].damage {
+        Damage::Metadata(e) => assert!(expect(e), "{e:?}"),
+        other => panic!("{other:?}"),
+    }
     assert!(fs.exists(&format!("{}.corrupt", meta_path(2))));
-    // Reported once, not again on the next start.
+    // Quarantined with its state: the state file is not an orphan.
+    assert!(rec.removed_orphans.is_empty(), "{rec:?}");
+    // Reported once, not again on the next start; the state stays.
     let (_, rec) = open(&fs, 2);
-    assert!(rec.rejected.is_empty());
+    assert!(rec.damaged.is_empty());
+    assert_eq!(rec.quarantined, [format!("{}.corrupt", meta_path(2))]);
+    assert!(fs.exists(&state_path(h(2))));
 }
 
 #[test]
@@ -219,6 +232,7 @@ fn foreign_metadata_is_reported_and_never_loaded() {
             Metadata {
                 job: JobId(99),
                 checkpoint: cp(2),
+                savepoint: false,
                 timestamp: Millis(0),
                 handles: vec![h(2)],
             }
@@ -240,6 +254,7 @@ fn foreign_metadata_is_reported_and_never_loaded() {
             Metadata {
                 job: JOB,
                 checkpoint: cp(9),
+                savepoint: false,
                 timestamp: Millis(0),
                 handles: vec![h(2)],
             }
@@ -254,38 +269,54 @@ fn a_checkpoint_with_a_missing_state_file_is_reported_and_not_restored() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let (mut store, _) = open(&fs, 2);
     for n in 1..=2 {
-        let id = store.allocate_id().unwrap();
+        let id = store.allocate_id(store.generation()).unwrap();
         commit(&mut store, &*fs, id, &[h(n)]);
     }
     drop(store);
     fs.remove(&state_path(h(2))).unwrap();
     let (_, rec) = open(&fs, 2);
-    assert_eq!(rec.missing_state, [(cp(2), h(2))]);
-    assert_eq!(rec.latest().map(|c| c.id), Some(cp(1)));
+    assert_eq!(
+        rec.damaged,
+        [Damaged {
+            checkpoint: Some(cp(2)),
+            file: state_path(h(2)),
+            damage: Damage::MissingState {
+                handle: h(2),
+                why: "no such file".into()
+            },
+        }]
+    );
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(cp(1)));
 }
 
 #[test]
 fn the_guard_refuses_to_delete_state_of_a_stored_checkpoint() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let (mut store, _) = open(&fs, 1);
-    let one = store.allocate_id().unwrap();
+    let one = store.allocate_id(store.generation()).unwrap();
     commit(&mut store, &*fs, one, &[h(1)]);
     assert_eq!(
-        store.discard(h(1)).unwrap(),
+        store.discard(store.generation(), h(1)).unwrap(),
         Discarded::Refused { checkpoint: one }
     );
     assert!(fs.exists(&state_path(h(1))), "stored state was deleted");
     assert_eq!(store.stats().guard_refusals, 1);
     assert_eq!(store.stats().refused, [(h(1), one)]);
     // When the store itself evicts checkpoint 1, the deferred discard runs.
-    let two = store.allocate_id().unwrap();
+    let two = store.allocate_id(store.generation()).unwrap();
     commit(&mut store, &*fs, two, &[h(2)]);
     assert!(!fs.exists(&state_path(h(1))));
     assert!(fs.exists(&state_path(h(2))));
     // A handle no stored checkpoint holds is deleted at once.
     write_state(&*fs, h(77), b"x").unwrap();
-    assert_eq!(store.discard(h(77)).unwrap(), Discarded::Deleted);
-    assert_eq!(store.discard(h(77)).unwrap(), Discarded::AlreadyGone);
+    assert_eq!(
+        store.discard(store.generation(), h(77)).unwrap(),
+        Discarded::Deleted
+    );
+    assert_eq!(
+        store.discard(store.generation(), h(77)).unwrap(),
+        Discarded::AlreadyGone
+    );
 }
 
 /// Drives a coordinator of `semantics` over this store: a checkpoint whose
@@ -317,18 +348,22 @@ fn stop_while_storing(
             match route::coordinator(e) {
                 CoordinatorRoute::Io(req) => {
                     let id = match &req {
-                        IoRequest::AllocateId { .. } => store.allocate_id().unwrap(),
+                        IoRequest::AllocateId { .. } => {
+                            store.allocate_id(store.generation()).unwrap()
+                        }
                         IoRequest::Finalize {
                             checkpoint,
                             handles,
                         } => {
-                            store.finalize(*checkpoint, now, handles).unwrap();
+                            store
+                                .finalize(store.generation(), *checkpoint, false, now, handles)
+                                .unwrap();
                             *checkpoint
                         }
                         IoRequest::Store { checkpoint } => {
                             // The store's I/O commits, but before its
                             // answer is delivered the scheduler is stopped.
-                            store.store(*checkpoint).unwrap();
+                            store.store(store.generation(), *checkpoint).unwrap();
                             stored = Some(*checkpoint);
                             queue.push(req.answer(IoAnswer::Ok { id: *checkpoint }));
                             queue.push(CoordinatorEvent::StopScheduler);
@@ -350,7 +385,9 @@ fn stop_while_storing(
                     }
                 }
                 CoordinatorRoute::Discard { handle, .. } => {
-                    if let Discarded::Refused { .. } = store.discard(handle).unwrap() {
+                    if let Discarded::Refused { .. } =
+                        store.discard(store.generation(), handle).unwrap()
+                    {
                         refused += 1;
                     }
                 }
@@ -377,8 +414,8 @@ fn stop_while_storing_keeps_the_committed_checkpoint() {
     assert_eq!(coord.latest_completed(), Some(stored), "it completed");
     drop(store);
     let (_, rec) = open(&fs, 1);
-    assert_eq!(rec.latest().map(|c| c.id), Some(stored));
-    assert!(rec.missing_state.is_empty());
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(stored));
+    assert!(rec.damaged.is_empty());
 }
 
 /// The same story against the legacy reducer (the discard-while-storing
@@ -395,8 +432,8 @@ fn the_store_guard_refuses_the_legacy_discard_while_storing() {
     assert_eq!(coord.latest_completed(), None, "the reducer aborted it");
     drop(store);
     let (_, rec) = open(&fs, 1);
-    assert_eq!(rec.latest().map(|c| c.id), Some(stored));
-    assert!(rec.missing_state.is_empty());
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(stored));
+    assert!(rec.damaged.is_empty());
     for handle in [h(100), h(101)] {
         assert!(fs.exists(&state_path(handle)));
     }
@@ -441,18 +478,33 @@ proptest! {
     #[test]
     fn metadata_roundtrips_and_every_truncation_is_refused(
         id in 1u64..1_000_000,
+        savepoint in any::<bool>(),
         handles in proptest::collection::vec(any::<u64>(), 0..20),
     ) {
         let m = Metadata {
             job: JOB,
             checkpoint: cp(id),
+            savepoint,
             timestamp: Millis(id * 3),
             handles: handles.into_iter().map(StateHandle).collect(),
         };
         let b = m.encode();
-        prop_assert_eq!(Metadata::decode(&b), Ok(m));
+        prop_assert_eq!(Metadata::decode(&b), Ok(m.clone()));
         for cut in 0..b.len() {
             prop_assert!(Metadata::decode(&b[..cut]).is_err());
+        }
+        // The version-1 format (no savepoint flag) is still read, as a
+        // checkpoint; a savepoint cannot be written in it.
+        match m.encode_v1() {
+            Some(v1) => {
+                prop_assert!(!savepoint);
+                prop_assert_eq!(Metadata::decode(&v1), Ok(m.clone()));
+                prop_assert_eq!(v1.len() + 4, b.len());
+                for cut in 0..v1.len() {
+                    prop_assert!(Metadata::decode(&v1[..cut]).is_err());
+                }
+            }
+            None => prop_assert!(savepoint),
         }
         // Bytes after the checksum (outside what it covers) are refused too.
         let mut longer = b.clone();
@@ -475,11 +527,16 @@ fn the_two_phase_sink_debug_form_shows_its_task_and_pending_commits() {
     assert!(shown.contains("pending: {}"), "{shown}");
 }
 
-/// A damaged state file of the checkpoint to restore stops the job's start
-/// with a typed error naming it; nothing is loaded from it.
+/// A damaged state file of the checkpoint to restore is treated as damaged
+/// metadata is: reported with its path (the handle in hex, as the file is
+/// named), the checkpoint quarantined with its state files, the previous
+/// one restored (none here); nothing is loaded from it. When the sink has
+/// already committed that checkpoint's output, the start is refused with
+/// nothing changed on disk.
 #[test]
-fn a_damaged_state_file_of_the_restored_checkpoint_is_a_typed_start_error() {
-    use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig, PIPELINE_JOB};
+fn a_damaged_state_file_of_the_restored_checkpoint_is_reported_and_never_loaded() {
+    use ckpt_core::coordinator::JobStatus;
+    use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig, COMMITTED_DIR, PIPELINE_JOB};
     use ckpt_core::host::runtime::statefile::handle_for;
     use ckpt_core::host::runtime::{Job, JobError};
     use std::sync::atomic::AtomicU64;
@@ -488,8 +545,8 @@ fn a_damaged_state_file_of_the_restored_checkpoint_is_a_typed_start_error() {
         .enable_time()
         .build()
         .unwrap();
-    type Damage = fn(TaskId) -> Vec<u8>;
-    let cases: [(&str, Damage); 3] = [
+    type Spoil = fn(TaskId) -> Vec<u8>;
+    let cases: [(&str, Spoil); 3] = [
         ("garbage", |_| b"not a state file".to_vec()),
         ("truncated", |t| {
             let b = TaskSnapshot {
@@ -511,34 +568,87 @@ fn a_damaged_state_file_of_the_restored_checkpoint_is_a_typed_start_error() {
             .encode()
         }),
     ];
-    for (what, bytes) in cases {
-        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-        let (mut store, _) = FileStore::open(Arc::clone(&fs), PIPELINE_JOB, 2).unwrap();
-        let id = store.allocate_id().unwrap();
-        let handles: Vec<StateHandle> =
-            (0..3).map(|t| handle_for(id, TaskId(t)).unwrap()).collect();
-        for (t, h) in handles.iter().enumerate() {
-            write_state(&*fs, *h, &bytes(TaskId(u32::try_from(t).unwrap()))).unwrap();
-        }
-        store.finalize(id, Millis(1), &handles).unwrap();
-        store.store(id).unwrap();
-        drop(store);
-        let spec = pipeline_spec(
-            &PipelineConfig::default(),
-            Arc::clone(&fs),
-            Arc::new(AtomicU64::new(0)),
-        );
-        match rt.block_on(Job::start(spec, Arc::clone(&fs))) {
-            Err(JobError::State {
-                checkpoint,
-                handle,
-                why,
-            }) => {
-                assert_eq!(checkpoint, id, "{what}");
-                assert_eq!(handle, handles[0], "{what}: {why}");
+    let listing = |fs: &Arc<dyn Fs>| -> Vec<(String, Vec<u8>)> {
+        let mut all = Vec::new();
+        for dir in [CHECKPOINT_DIR, "state", "sink/committed", "sink/pending"] {
+            for name in fs.list(dir).unwrap() {
+                let path = format!("{dir}/{name}");
+                let bytes = fs.read(&path).unwrap();
+                all.push((path, bytes));
             }
-            Err(e) => panic!("{what}: unexpected error {e}"),
-            Ok(_) => panic!("{what}: a damaged state file was loaded"),
+        }
+        all
+    };
+    for sink_committed in [false, true] {
+        for (what, bytes) in cases {
+            let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+            let (mut store, _) = open_store(&fs, PIPELINE_JOB, 2).unwrap();
+            let id = store.allocate_id(store.generation()).unwrap();
+            let handles: Vec<StateHandle> =
+                (0..3).map(|t| handle_for(id, TaskId(t)).unwrap()).collect();
+            for (t, h) in handles.iter().enumerate() {
+                write_state(&*fs, *h, &bytes(TaskId(u32::try_from(t).unwrap()))).unwrap();
+            }
+            store
+                .finalize(store.generation(), id, false, Millis(1), &handles)
+                .unwrap();
+            store.store(store.generation(), id).unwrap();
+            drop(store);
+            if sink_committed {
+                // The sink committed checkpoint 1's transaction.
+                fs.write(&format!("{COMMITTED_DIR}/txn-{:020}-{:08}", id.0, 2), b"t")
+                    .unwrap();
+            }
+            let before = listing(&fs);
+            let spec = pipeline_spec(
+                &PipelineConfig::default(),
+                Arc::clone(&fs),
+                Arc::new(AtomicU64::new(0)),
+            );
+            let started = rt.block_on(Job::start(spec, Arc::clone(&fs)));
+            let first = &state_path(handles[0]);
+            assert!(first.ends_with("0000000001000000"), "{first}");
+            match (sink_committed, started) {
+                (false, Ok(job)) => {
+                    let rec = job.recovery().clone();
+                    assert_eq!(job.stats().restored_at_start, None, "{what}");
+                    assert_eq!(rec.damaged.len(), 3, "{what}: {rec:?}");
+                    assert_eq!(&rec.damaged[0].file, first, "{what}");
+                    assert!(
+                        matches!(rec.damaged[0].damage, Damage::DamagedState { handle, .. } if handle == handles[0]),
+                        "{what}: {:?}",
+                        rec.damaged[0]
+                    );
+                    assert!(rec.damaged[0].to_string().contains(first.as_str()));
+                    assert_eq!(rec.quarantined, [format!("{}.corrupt", meta_path(1))]);
+                    rt.block_on(job.shutdown(JobStatus::Finished));
+                    for h in &handles {
+                        assert!(
+                            fs.exists(&state_path(*h)),
+                            "{what}: quarantined state deleted"
+                        );
+                    }
+                }
+                (
+                    true,
+                    Err(JobError::Store(StoreError::BehindCommitted {
+                        committed,
+                        restorable,
+                        damaged,
+                    })),
+                ) => {
+                    assert_eq!((committed, restorable), (id, None), "{what}");
+                    assert_eq!(damaged.len(), 3, "{what}");
+                    assert_eq!(&damaged[0].file, first, "{what}");
+                    assert_eq!(
+                        listing(&fs),
+                        before,
+                        "{what}: the refused start changed files"
+                    );
+                }
+                (_, Ok(_)) => panic!("{what}: started although the sink committed checkpoint {id}"),
+                (_, Err(e)) => panic!("{what}: unexpected error {e}"),
+            }
         }
     }
 }

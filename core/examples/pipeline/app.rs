@@ -147,12 +147,16 @@ fn run(args: &Args) -> Result<(), Fail> {
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && args.verify => {
-            return Err(fail(EXIT_USAGE, format!("{}: no such directory", dir.display())))
+            return Err(fail(
+                EXIT_USAGE,
+                format!("{}: no such directory", dir.display()),
+            ))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(fail(EXIT_FAILED, format!("{}: {e}", dir.display()))),
     }
-    let std_fs = StdFs::new(dir).map_err(|e| fail(EXIT_FAILED, format!("{}: {e}", dir.display())))?;
+    let std_fs =
+        StdFs::new(dir).map_err(|e| fail(EXIT_FAILED, format!("{}: {e}", dir.display())))?;
     let _lock = lock(dir)?;
     let fs: Arc<dyn Fs> = Arc::new(std_fs);
     if args.verify {
@@ -374,9 +378,12 @@ async fn run_dir(fs: Arc<dyn Fs>, args: &Args) -> Result<(), Fail> {
             format!("the committed output is not exactly once: {e}"),
         )
     })?;
-    let report = verifier
-        .report(&*fs, !unbounded)
-        .map_err(|e| fail(EXIT_FAILED, format!("the committed output is incomplete: {e}")))?;
+    let report = verifier.report(&*fs, !unbounded).map_err(|e| {
+        fail(
+            EXIT_FAILED,
+            format!("the committed output is incomplete: {e}"),
+        )
+    })?;
     let at_shutdown = stats.aborted.saturating_sub(aborted_running);
     println!(
         "done: {} records committed exactly once in {} transactions; {} checkpoints completed, {} aborted{}, \

@@ -34,7 +34,9 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::fs::{join, write_durable, Fs};
-use super::runtime::{JobOptions, JobSpec, Operator, OperatorError, OperatorFactory, Record, SourcePoll};
+use super::runtime::{
+    JobOptions, JobSpec, Operator, OperatorError, OperatorFactory, Record, SourcePoll,
+};
 use crate::coordinator::CoordinatorSettings;
 use crate::task::TaskConfig;
 use crate::types::{CheckpointId, JobId, TaskId};
@@ -510,7 +512,9 @@ impl OutputVerifier {
     /// them. A transaction committed out of checkpoint order (named before
     /// one already read) is an error.
     pub fn advance(&mut self, fs: &dyn Fs) -> Result<(), OutputError> {
-        let names = fs.list(COMMITTED_DIR).map_err(|e| io_error(COMMITTED_DIR, &e))?;
+        let names = fs
+            .list(COMMITTED_DIR)
+            .map_err(|e| io_error(COMMITTED_DIR, &e))?;
         let mut before = 0u64;
         for name in names {
             if self.last_txn.as_ref().is_some_and(|last| name <= *last) {
@@ -589,7 +593,9 @@ impl OutputVerifier {
                 first: self.next_id,
             });
         }
-        let pending = fs.list(PENDING_DIR).map_err(|e| io_error(PENDING_DIR, &e))?;
+        let pending = fs
+            .list(PENDING_DIR)
+            .map_err(|e| io_error(PENDING_DIR, &e))?;
         Ok(OutputReport {
             records: self.next_id,
             transactions: self.transactions,
@@ -693,7 +699,6 @@ pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<Atomi
         options: cfg.options.clone(),
     }
 }
-
 
 /// The pending (pre-committed, not yet committed) transactions of every
 /// sink task on disk, as `(checkpoint, task)`.

@@ -210,7 +210,9 @@ pub enum MetadataError {
     #[error("foreign file: bad magic")]
     Foreign,
     /// A format version this reader does not know.
-    #[error("unsupported metadata version {0} (this reader knows {META_VERSION_MIN} to {META_VERSION})")]
+    #[error(
+        "unsupported metadata version {0} (this reader knows {META_VERSION_MIN} to {META_VERSION})"
+    )]
     UnsupportedVersion(u32),
     /// Flag bits this reader does not know (version 2).
     #[error("unknown metadata flags {0:#x}")]
@@ -821,9 +823,7 @@ impl Scan {
 
     /// The counter after recovery: above every id handed out or named on disk.
     fn next_id(&self) -> u64 {
-        let named = self
-            .max_id_named
-            .map_or(1, |id| id.0.saturating_add(1));
+        let named = self.max_id_named.map_or(1, |id| id.0.saturating_add(1));
         self.counter.max(named).max(1)
     }
 
@@ -881,6 +881,22 @@ impl FileStore {
     pub fn newest_generation(fs: &dyn Fs) -> Result<Option<Generation>, StoreError> {
         let names = fs.list(LEADER_DIR).map_err(io_err("list", LEADER_DIR))?;
         Ok(names.iter().filter_map(|n| parse_leader_name(n)).max())
+    }
+
+    /// The generation a new leader claims on `fs`: one above the newest
+    /// claimed (1 on a fresh store).
+    pub fn next_generation(fs: &dyn Fs) -> Result<Generation, StoreError> {
+        match Self::newest_generation(fs)? {
+            None => Ok(Generation(1)),
+            Some(g) => {
+                g.0.checked_add(1)
+                    .map(Generation)
+                    .ok_or(StoreError::GenerationTaken {
+                        requested: g,
+                        newest: Some(g),
+                    })
+            }
+        }
     }
 
     fn claim(fs: &dyn Fs, job: JobId, generation: Generation) -> Result<(), StoreError> {
@@ -996,8 +1012,12 @@ impl FileStore {
         for name in names {
             let path = join(CHECKPOINT_DIR, &name);
             let parsed = parse_meta_name(&name);
-            if let Some((id, _)) = parsed {
-                scan.max_id_named = scan.max_id_named.max(Some(id));
+            // Ids of stored and quarantined checkpoints (a quarantined one
+            // may be repaired and read again): the counter stays above them.
+            if let Some((id, ext)) = parsed {
+                if ext == "meta" || ext.ends_with(".corrupt") {
+                    scan.max_id_named = scan.max_id_named.max(Some(id));
+                }
             }
             if name.ends_with(".corrupt") {
                 let bytes = fs.read(&path).map_err(io_err("read", &path))?;

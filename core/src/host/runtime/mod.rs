@@ -521,7 +521,9 @@ struct Driver {
 
 /// The store's check of the state files of the checkpoint to restore.
 fn state_check() -> StateCheck {
-    Arc::new(|checkpoint, handle, bytes| statefile::decode_for(checkpoint, handle, bytes).map(|_| ()))
+    Arc::new(|checkpoint, handle, bytes| {
+        statefile::decode_for(checkpoint, handle, bytes).map(|_| ())
+    })
 }
 
 impl Job {
@@ -555,14 +557,7 @@ impl Job {
                 .map_err(|e| JobError::CommittedEpoch { task, why: e.0 })?;
             committed = committed.max(epoch);
         }
-        let newest = FileStore::newest_generation(&*fs)?;
-        let generation = match newest {
-            None => Generation(1),
-            Some(g) => Generation(g.0.checked_add(1).ok_or(StoreError::GenerationTaken {
-                requested: g,
-                newest,
-            })?),
-        };
+        let generation = FileStore::next_generation(&*fs)?;
         let (store, recovery) = FileStore::open(
             Arc::clone(&fs),
             OpenOptions {
@@ -931,13 +926,12 @@ impl Driver {
                 handle: *h,
                 why: e.to_string(),
             })?;
-            let snap = statefile::decode_for(*checkpoint, *h, &bytes).map_err(|why| {
-                JobError::State {
+            let snap =
+                statefile::decode_for(*checkpoint, *h, &bytes).map_err(|why| JobError::State {
                     checkpoint: *checkpoint,
                     handle: *h,
                     why,
-                }
-            })?;
+                })?;
             out.insert(snap.task, snap);
         }
         Ok(out)
