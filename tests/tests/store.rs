@@ -830,3 +830,394 @@ fn every_damaged_committed_transaction_is_refused_by_the_output_check() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// The durability rules the store shares with the coordinator, on the real
+// disk: one commit order, savepoints kept out of retention, the recovery
+// list as `Recover` takes it, retention lowered across a restart, and the
+// fence against a deposed leader.
+
+fn real_disk(name: &str) -> (PathBuf, Arc<dyn Fs>) {
+    let dir = tmpdir(name);
+    let fs: Arc<dyn Fs> = Arc::new(StdFs::new(&dir).unwrap());
+    (dir, fs)
+}
+
+/// Finalizes and stores `id` (a savepoint when `savepoint`) triggered at
+/// `at`, its state files written first.
+fn commit_kind(
+    store: &mut FileStore,
+    fs: &dyn Fs,
+    id: CheckpointId,
+    savepoint: bool,
+    at: u64,
+    handles: &[StateHandle],
+) {
+    for handle in handles {
+        write_state(fs, *handle, b"state").unwrap();
+    }
+    let g = store.generation();
+    store
+        .finalize(g, id, savepoint, Millis(at), handles)
+        .unwrap();
+    store.store(g, id).unwrap();
+}
+
+/// Every file under the store's directories, with its contents, except the
+/// leader records (which every open adds to).
+fn files(fs: &dyn Fs) -> Vec<(String, Vec<u8>)> {
+    let mut all = Vec::new();
+    for dir in ["", CHECKPOINT_DIR, "state"] {
+        for name in fs.list(dir).unwrap() {
+            let path = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            let bytes = fs.read(&path).unwrap();
+            all.push((path, bytes));
+        }
+    }
+    all
+}
+
+/// A savepoint pending since before a newer checkpoint completed commits
+/// after it (the coordinator allows it, and so does the store: one rule,
+/// `ckpt_core::commit::check_next`); a checkpoint after a newer one does not.
+#[test]
+fn a_savepoint_may_commit_after_a_newer_checkpoint_and_a_checkpoint_may_not() {
+    let (dir, fs) = real_disk("order");
+    let (mut store, _) = open(&fs, 2);
+    let g = store.generation();
+    let sp = store.allocate_id(g).unwrap();
+    let older = store.allocate_id(g).unwrap();
+    let newer = store.allocate_id(g).unwrap();
+    write_state(&*fs, h(1), b"s").unwrap();
+    write_state(&*fs, h(2), b"s").unwrap();
+    // Both finalized while nothing is stored; checkpoint 3 commits first.
+    store.finalize(g, sp, true, Millis(10), &[h(1)]).unwrap();
+    store
+        .finalize(g, older, false, Millis(20), &[h(2)])
+        .unwrap();
+    commit_kind(&mut store, &*fs, newer, false, 30, &[h(3)]);
+    store.store(g, sp).unwrap();
+    match store.store(g, older) {
+        Err(StoreError::CommitOrder(ckpt_core::commit::CommitOrderError::NotNewer {
+            id,
+            newest,
+        })) => {
+            assert_eq!((id, newest), (older, newer));
+        }
+        other => panic!("checkpoint 2 after 3: {other:?}"),
+    }
+    // Refused before the rename: checkpoint 2 is definitely not stored.
+    assert!(!fs.exists(&meta_path(2)));
+    assert!(!fs.exists(&format!("{CHECKPOINT_DIR}/chk-{:020}.prepared", 2)));
+    // A checkpoint not above what is held is refused at finalize already.
+    assert!(matches!(
+        store.finalize(g, older, false, Millis(20), &[h(2)]),
+        Err(StoreError::CommitOrder(_))
+    ));
+    drop(store);
+    let (_, rec) = open(&fs, 2);
+    let got: Vec<(CheckpointId, bool, Millis)> = rec
+        .checkpoints
+        .iter()
+        .map(|c| (c.checkpoint, c.savepoint, c.timestamp))
+        .collect();
+    assert_eq!(got, [(sp, true, Millis(10)), (newer, false, Millis(30))]);
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(newer));
+    assert!(ckpt_core::commit::is_legal_order(
+        rec.checkpoints.iter().map(|c| (c.checkpoint, c.savepoint))
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Savepoints do not count towards `retained_max` and retention never
+/// removes one; a discard of a savepoint's state is declined; only
+/// `dispose_savepoint` removes it, metadata first, then the state files no
+/// other stored checkpoint references.
+#[test]
+fn savepoints_are_kept_out_of_retention_until_the_user_disposes_of_them() {
+    let (dir, fs) = real_disk("savepoints");
+    let (mut store, _) = open(&fs, 1);
+    let g = store.generation();
+    let sp = store.allocate_id(g).unwrap();
+    // The savepoint shares h(7) with checkpoint 4 (a file referenced twice).
+    commit_kind(&mut store, &*fs, sp, true, 1, &[h(1), h(7)]);
+    let mut evicted = Vec::new();
+    for n in 2..=4 {
+        let id = store.allocate_id(g).unwrap();
+        let hs = if n == 4 { vec![h(n), h(7)] } else { vec![h(n)] };
+        for handle in &hs {
+            write_state(&*fs, *handle, b"state").unwrap();
+        }
+        store.finalize(g, id, false, Millis(n), &hs).unwrap();
+        evicted.extend(store.store(g, id).unwrap());
+    }
+    assert_eq!(evicted, [cp(2), cp(3)], "only checkpoints are evicted");
+    assert_eq!(
+        store.stored().map(|(id, _)| id).collect::<Vec<_>>(),
+        [sp, cp(4)]
+    );
+    assert_eq!(
+        store.discard(g, h(1)).unwrap(),
+        Discarded::Savepoint { savepoint: sp }
+    );
+    assert!(fs.exists(&state_path(h(1))));
+    assert_eq!(store.stats().guard_refusals, 0);
+    // Kept across a restart, with its flag.
+    drop(store);
+    let (mut store, rec) = open(&fs, 1);
+    let g = store.generation();
+    assert_eq!(
+        rec.checkpoints
+            .iter()
+            .map(|c| (c.checkpoint, c.savepoint))
+            .collect::<Vec<_>>(),
+        [(sp, true), (cp(4), false)]
+    );
+    assert_eq!(store.is_savepoint(sp), Some(true));
+    // Only savepoints, and not the latest checkpoint, are disposed of here.
+    assert!(matches!(
+        store.dispose_savepoint(g, cp(4)),
+        Err(StoreError::NotASavepoint(_))
+    ));
+    assert!(matches!(
+        store.dispose_savepoint(g, cp(2)),
+        Err(StoreError::NotStored(_))
+    ));
+    assert_eq!(store.dispose_savepoint(g, sp).unwrap(), [h(1)]);
+    assert!(!fs.exists(&meta_path(1)));
+    assert!(!fs.exists(&state_path(h(1))));
+    assert!(
+        fs.exists(&state_path(h(7))),
+        "checkpoint 4 still holds h(7)"
+    );
+    // A savepoint that is the latest is refused (the next start would
+    // restore something older).
+    let last = store.allocate_id(g).unwrap();
+    commit_kind(&mut store, &*fs, last, true, 9, &[h(9)]);
+    assert!(matches!(
+        store.dispose_savepoint(g, last),
+        Err(StoreError::LatestSavepoint(_))
+    ));
+    drop(store);
+    let (_, rec) = open(&fs, 1);
+    assert_eq!(
+        rec.checkpoints
+            .iter()
+            .map(|c| c.checkpoint)
+            .collect::<Vec<_>>(),
+        [cp(4), last]
+    );
+    assert!(rec.removed_orphans.is_empty(), "{rec:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The metadata records the savepoint flag and the trigger time; a
+/// version-1 file (no flag) is still read, as a checkpoint.
+#[test]
+fn metadata_keeps_the_savepoint_flag_and_the_trigger_time_and_version_1_is_read() {
+    let (dir, fs) = real_disk("meta-v1");
+    let (mut store, _) = open(&fs, 3);
+    let g = store.generation();
+    let one = store.allocate_id(g).unwrap();
+    commit_kind(&mut store, &*fs, one, true, 1234, &[h(1)]);
+    let meta = Metadata::decode(&fs.read(&meta_path(1)).unwrap()).unwrap();
+    assert!(meta.savepoint);
+    assert_eq!(meta.timestamp, Millis(1234));
+    assert_eq!(
+        u32::from_le_bytes(fs.read(&meta_path(1)).unwrap()[8..12].try_into().unwrap()),
+        2
+    );
+    let two = store.allocate_id(g).unwrap();
+    drop(store);
+    // Checkpoint 2 as an older writer left it.
+    write_state(&*fs, h(2), b"state").unwrap();
+    let v1 = Metadata {
+        job: JOB,
+        checkpoint: two,
+        savepoint: false,
+        timestamp: Millis(777),
+        handles: vec![h(2)],
+    }
+    .encode_v1()
+    .unwrap();
+    fs.write(&meta_path(2), &v1).unwrap();
+    let (_, rec) = open(&fs, 3);
+    assert!(rec.damaged.is_empty(), "{rec:?}");
+    let got: Vec<(CheckpointId, bool, Millis)> = rec
+        .checkpoints
+        .iter()
+        .map(|c| (c.checkpoint, c.savepoint, c.timestamp))
+        .collect();
+    assert_eq!(got, [(one, true, Millis(1234)), (two, false, Millis(777))]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The recovery list is what `Recover` takes: a fresh coordinator accepts
+/// it as it is, and `Restore { Latest }` then names the store's latest.
+#[test]
+fn the_recovery_list_goes_to_recover_without_conversion() {
+    use ckpt_core::coordinator::{CoordinatorEffect, RestoreSource};
+    let (dir, fs) = real_disk("recover");
+    let (mut store, _) = open(&fs, 2);
+    let g = store.generation();
+    for n in 1..=3 {
+        let id = store.allocate_id(g).unwrap();
+        commit_kind(&mut store, &*fs, id, false, n * 100, &[h(n)]);
+    }
+    store.allocate_id(g).unwrap(); // id 4 handed out, never completed
+    drop(store);
+    let (_, rec) = open(&fs, 2);
+    assert_eq!(rec.last_id, Some(cp(4)));
+    let mut coord = CoordinatorState::from_settings({
+        let mut s = CoordinatorSettings::with_tasks(JOB, 1);
+        s.retained_max = 2;
+        s
+    })
+    .unwrap();
+    let step = coord.apply(Millis(0), rec.recover_event());
+    assert!(step.outcome.is_applied(), "{:?}", step.outcome);
+    assert_eq!(coord.last_id(), Some(cp(4)));
+    let step = coord.apply(
+        Millis(0),
+        CoordinatorEvent::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: true,
+            },
+        },
+    );
+    assert!(step.effects.iter().any(|e| matches!(
+        e,
+        CoordinatorEffect::RestoreState { checkpoint, handles } if *checkpoint == cp(3) && handles == &[h(3)]
+    )), "{:?}", step.effects);
+    let completed: Vec<(CheckpointId, Millis)> =
+        coord.completed().map(|c| (c.id(), c.timestamp())).collect();
+    assert_eq!(completed, [(cp(2), Millis(200)), (cp(3), Millis(300))]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A store written with `retained_max` 3 and opened with 1 recovers every
+/// stored checkpoint; the next commit evicts down to the new bound.
+#[test]
+fn retention_lowered_across_a_restart_keeps_everything_until_the_next_commit() {
+    let (dir, fs) = real_disk("lowered");
+    let (mut store, _) = open(&fs, 3);
+    let g = store.generation();
+    for n in 1..=3 {
+        let id = store.allocate_id(g).unwrap();
+        commit_kind(&mut store, &*fs, id, false, n, &[h(n)]);
+    }
+    drop(store);
+    let (mut store, rec) = open(&fs, 1);
+    assert_eq!(
+        rec.checkpoints
+            .iter()
+            .map(|c| c.checkpoint)
+            .collect::<Vec<_>>(),
+        [cp(1), cp(2), cp(3)]
+    );
+    assert!(rec.removed_orphans.is_empty());
+    for n in 1..=3 {
+        assert!(fs.exists(&meta_path(n)));
+    }
+    let g = store.generation();
+    let four = store.allocate_id(g).unwrap();
+    for handle in [h(4)] {
+        write_state(&*fs, handle, b"state").unwrap();
+    }
+    store.finalize(g, four, false, Millis(4), &[h(4)]).unwrap();
+    assert_eq!(store.store(g, four).unwrap(), [cp(1), cp(2), cp(3)]);
+    assert_eq!(store.stored().map(|(id, _)| id).collect::<Vec<_>>(), [four]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A deposed leader keeps running: every kind of write it makes after a
+/// newer generation was claimed is refused with `StaleGeneration`, and
+/// nothing it attempted changes what the new leader recovers.
+#[test]
+fn a_deposed_leader_is_refused_every_write_and_changes_nothing_the_new_one_recovers() {
+    let (dir, fs) = real_disk("fence");
+    let (mut old, rec) = open(&fs, 2);
+    assert_eq!(rec.generation, ckpt_core::Generation(1));
+    let g1 = old.generation();
+    let sp = old.allocate_id(g1).unwrap();
+    commit_kind(&mut old, &*fs, sp, true, 1, &[h(1)]);
+    let two = old.allocate_id(g1).unwrap();
+    commit_kind(&mut old, &*fs, two, false, 2, &[h(2)]);
+    // Checkpoint 3 is finalized by the old leader when it loses leadership.
+    let three = old.allocate_id(g1).unwrap();
+    write_state(&*fs, h(3), b"state").unwrap();
+    old.finalize(g1, three, false, Millis(3), &[h(3)]).unwrap();
+
+    let (new, rec) = open(&fs, 2);
+    let g2 = new.generation();
+    assert_eq!(g2, ckpt_core::Generation(2));
+    assert_eq!(FileStore::newest_generation(&*fs).unwrap(), Some(g2));
+    let recovered = (rec.checkpoints.clone(), rec.last_id);
+    let before = files(&*fs);
+    // State of a checkpoint that never committed: the new leader deleted it.
+    assert_eq!(rec.removed_orphans, [h(3)]);
+
+    let stale = |r: Result<(), StoreError>, what: &str| match r {
+        Err(StoreError::StaleGeneration { writer, current }) => {
+            assert_eq!((writer, current), (g1, g2), "{what}");
+        }
+        other => panic!("{what}: {other:?}"),
+    };
+    stale(old.allocate_id(g1).map(|_| ()), "allocate_id");
+    stale(old.reset_counter(g1, cp(1000)), "reset_counter");
+    write_state(&*fs, h(5), b"state").unwrap();
+    let before_with_h5 = files(&*fs);
+    stale(
+        old.finalize(g1, cp(5), false, Millis(5), &[h(5)]),
+        "finalize",
+    );
+    stale(
+        old.store(g1, three).map(|_| ()),
+        "store (the commit rename)",
+    );
+    stale(
+        old.discard(g1, h(2)).map(|_| ()),
+        "discard of a stored checkpoint's state",
+    );
+    stale(
+        old.discard(g1, h(5)).map(|_| ()),
+        "discard of an unreferenced file",
+    );
+    stale(
+        old.dispose_savepoint(g1, sp).map(|_| ()),
+        "dispose_savepoint",
+    );
+    // Writing for the new generation through the old handle is refused too.
+    assert!(matches!(
+        old.allocate_id(g2),
+        Err(StoreError::NotThisGeneration { .. })
+    ));
+    assert_eq!(old.stats().fenced, 7);
+    assert_eq!(
+        files(&*fs),
+        before_with_h5,
+        "the deposed leader changed files"
+    );
+    fs.remove(&state_path(h(5))).unwrap();
+    assert_eq!(files(&*fs), before);
+    // Claims of a generation that exists, or not above the newest, fail.
+    for g in [1, 2] {
+        let claim = FileStore::open(
+            Arc::clone(&fs),
+            ckpt_core::host::store::OpenOptions::new(JOB, 2, ckpt_core::Generation(g)),
+        );
+        assert!(
+            matches!(claim, Err(StoreError::GenerationTaken { newest: Some(n), .. }) if n == g2),
+            "claim of generation {g}: {claim:?}"
+        );
+    }
+    drop(new);
+    let (_, rec) = open(&fs, 2);
+    assert_eq!((rec.checkpoints.clone(), rec.last_id), recovered);
+    assert_eq!(rec.generation, ckpt_core::Generation(3));
+    let _ = std::fs::remove_dir_all(&dir);
+}
