@@ -255,3 +255,108 @@ fn state_written_for_an_aborted_checkpoint_is_deleted_not_orphaned() {
     assert!(stats.violations.is_empty(), "{:?}", stats.violations);
     assert_eq!(orphans, vec![], "{stats:?}");
 }
+
+/// The host claims a leader generation on start and writes for it: a job
+/// started on the same store while another still runs deposes it. The old
+/// job keeps running, but every store write it makes is refused (its id
+/// allocations among them), so it completes nothing the new one did not
+/// recover, and the new job runs and completes checkpoints as usual.
+///
+/// On a multi-thread runtime with every wait bounded, and the runtime shut
+/// down with a timeout: a broken fence may leave a driver busy for good,
+/// which must fail the test, not hang it.
+#[test]
+fn a_second_job_on_the_store_deposes_the_first_which_can_no_longer_write() {
+    use ckpt_core::host::pipeline::{KeyedCounter, PIPELINE_JOB};
+    use ckpt_core::host::runtime::Operator;
+    use tokio::time::timeout;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let spec = || {
+        let mut cfg = config(u64::MAX, 0);
+        cfg.options.record_trace = false;
+        let mut spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
+        // No sink: two jobs' sinks would share one output directory.
+        let inner = Arc::clone(&spec.operators);
+        spec.operators = Arc::new(move |task: TaskId| -> Box<dyn Operator> {
+            if task == TaskId(2) {
+                Box::new(KeyedCounter::default())
+            } else {
+                inner(task)
+            }
+        });
+        spec
+    };
+    let limit = Duration::from_secs(60);
+    let outcome: Result<(), String> = rt.block_on(async {
+        let old = Job::start(spec(), Arc::clone(&fs))
+            .await
+            .map_err(|e| format!("first job: {e}"))?;
+        let mut done = old.completions();
+        timeout(limit, done.wait_for(|n| *n >= 2))
+            .await
+            .map_err(|_| "the first job completed nothing".to_string())?
+            .map_err(|e| e.to_string())?;
+        let new = Job::start(spec(), Arc::clone(&fs))
+            .await
+            .map_err(|e| format!("second job: {e}"))?;
+        let rec = new.recovery().clone();
+        if rec.generation.0 != old.recovery().generation.0 + 1 {
+            return Err(format!(
+                "generations {:?} then {:?}",
+                old.recovery().generation,
+                rec.generation
+            ));
+        }
+        let recovered_last = rec.last_id.ok_or("no id was handed out")?;
+        let mut done = new.completions();
+        timeout(limit, done.wait_for(|n| *n >= 3))
+            .await
+            .map_err(|_| "the second job completed fewer than 3 checkpoints".to_string())?
+            .map_err(|e| e.to_string())?;
+        // The old job tried to write (its periodic trigger allocates ids).
+        timeout(limit, async {
+            while old.stats().store.fenced == 0 {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+        .await
+        .map_err(|_| "the deposed job was never refused a write".to_string())?;
+        let old_stats = timeout(limit, old.shutdown(JobStatus::Canceled))
+            .await
+            .map_err(|_| "the deposed job does not stop".to_string())?;
+        let new_stats = timeout(limit, new.shutdown(JobStatus::Finished))
+            .await
+            .map_err(|_| "the new job does not stop".to_string())?;
+        if old_stats.last_completed > Some(recovered_last) {
+            return Err(format!(
+                "the deposed job completed {:?} after the new one recovered up to {recovered_last}",
+                old_stats.last_completed
+            ));
+        }
+        if !new_stats.violations.is_empty() {
+            return Err(format!("{:?}", new_stats.violations));
+        }
+        if new_stats.last_completed <= Some(recovered_last) {
+            return Err(format!("the new job completed nothing: {new_stats:?}"));
+        }
+        // What the store holds is the new job's.
+        let (_, after) = open_store(&fs, PIPELINE_JOB, 2).map_err(|e| e.to_string())?;
+        if after.latest().map(|c| c.checkpoint) != new_stats.last_completed {
+            return Err(format!(
+                "the store's latest is {:?}, the new job's {:?}",
+                after.latest(),
+                new_stats.last_completed
+            ));
+        }
+        Ok(())
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    if let Err(why) = outcome {
+        panic!("{why}");
+    }
+}
