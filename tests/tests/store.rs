@@ -1125,9 +1125,7 @@ fn retention_lowered_across_a_restart_keeps_everything_until_the_next_commit() {
     }
     let g = store.generation();
     let four = store.allocate_id(g).unwrap();
-    for handle in [h(4)] {
-        write_state(&*fs, handle, b"state").unwrap();
-    }
+    write_state(&*fs, h(4), b"state").unwrap();
     store.finalize(g, four, false, Millis(4), &[h(4)]).unwrap();
     assert_eq!(store.store(g, four).unwrap(), [cp(1), cp(2), cp(3)]);
     assert_eq!(store.stored().map(|(id, _)| id).collect::<Vec<_>>(), [four]);
