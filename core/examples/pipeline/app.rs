@@ -82,7 +82,7 @@ struct Args {
     rate: u64,
     /// Check every step of every reducer against ckpt_core::invariants
     /// (slower); a violation ends the run with status 1.
-    #[arg(long, alias = "check")]
+    #[arg(long, visible_alias = "check")]
     check_invariants: bool,
     /// Record every reducer event and write the trace (JSON lines, which
     /// `ckpt-model replay FILE` reads) when the run ends. The trace is kept

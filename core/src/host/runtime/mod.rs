@@ -4,12 +4,18 @@
 //!
 //! # Shape
 //!
-//! [`Job::start`] opens the store (recovery: see [`crate::host::store`]),
-//! feeds every retained checkpoint to a fresh coordinator
-//! (`Restore { Savepoint }`, oldest first, so the reducer and the store
-//! retain the same checkpoints; the id counter only moves up), starts one
-//! attempt of every task restored from the latest one, and starts the
-//! periodic scheduler.
+//! [`Job::start`] asks every operator how far its output is already
+//! committed ([`Operator::committed_epoch`]), opens the store as a new
+//! leader (it claims the generation above the newest and makes every store
+//! write for it, so a deposed host still running is refused) and recovers
+//! (see [`crate::host::store`]: a restore behind the committed output is
+//! refused before anything is written; the state files of the checkpoint to
+//! restore are checked with [`statefile::decode_for`]), hands the recovered
+//! list to a fresh coordinator as it is (`Recover`, then
+//! `Restore { Latest }`), starts one attempt of every task restored from
+//! the latest checkpoint, and starts the periodic scheduler. Finalize
+//! records each checkpoint's kind (savepoint or not) and trigger time from
+//! the coordinator's pending checkpoint.
 //!
 //! * **Coordinator driver** (one tokio task): an event channel in (acks and
 //!   declines from tasks, user triggers, task failures, shutdown); for each
@@ -187,7 +193,9 @@ pub trait Operator: Send + 'static {
     }
 }
 
-/// Builds the operator of one task (called for every attempt).
+/// Builds the operator of one task: called for every attempt, and once per
+/// task when the job starts, to ask [`Operator::committed_epoch`] before
+/// recovery.
 pub type OperatorFactory = Arc<dyn Fn(TaskId) -> Box<dyn Operator> + Send + Sync>;
 
 /// A master hook (run for `TriggerMasterHooks`).
@@ -251,14 +259,6 @@ pub enum JobError {
     /// The store failed to open or recover.
     #[error("checkpoint store: {0}")]
     Store(#[from] StoreError),
-    /// A retained checkpoint could not be restored into the coordinator.
-    #[error("restore of checkpoint {checkpoint} refused: {why}")]
-    Restore {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// The reducer's answer.
-        why: String,
-    },
     /// A state file of the restored checkpoint is unreadable or invalid.
     #[error("state file {} of checkpoint {checkpoint}: {why}", state_path(*handle))]
     State {
