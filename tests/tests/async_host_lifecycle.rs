@@ -360,3 +360,61 @@ fn a_second_job_on_the_store_deposes_the_first_which_can_no_longer_write() {
         panic!("{why}");
     }
 }
+
+/// A job restarted with a lower `retained_max` than its store was written
+/// with recovers every stored checkpoint and keeps them until the next
+/// completion evicts down to the new bound; the state of the evicted ones
+/// is deleted then, not left for the next start's sweep, and nothing is
+/// reported as a violation.
+#[test]
+fn a_restart_with_fewer_retained_checkpoints_recovers_and_evicts_at_the_next_commit() {
+    use ckpt_core::host::pipeline::PIPELINE_JOB;
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let mut cfg = config(u64::MAX, 0);
+        cfg.options.record_trace = false;
+        cfg.retained = 3;
+        let job = Job::start(
+            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
+            Arc::clone(&fs),
+        )
+        .await
+        .expect("job starts");
+        let mut done = job.completions();
+        done.wait_for(|n| *n >= 4).await.expect("completions");
+        let first = job.shutdown(JobStatus::Finished).await;
+        assert!(first.violations.is_empty(), "{:?}", first.violations);
+
+        cfg.retained = 1;
+        let job = Job::start(
+            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
+            Arc::clone(&fs),
+        )
+        .await
+        .expect("a store written with 3 retained opens with 1");
+        let rec = job.recovery().clone();
+        assert_eq!(rec.checkpoints.len(), 3, "{rec:?}");
+        let held: Vec<CheckpointId> = rec.checkpoints.iter().map(|c| c.checkpoint).collect();
+        assert_eq!(job.stats().restored_at_start, held.last().copied());
+        let mut done = job.completions();
+        done.wait_for(|n| *n >= 1).await.expect("a completion");
+        let stats = job.shutdown(JobStatus::Finished).await;
+        assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+        assert_eq!(stats.store.guard_refusals, 0);
+        let (_, after) = open_store(&fs, PIPELINE_JOB, 1).expect("store");
+        assert_eq!(after.checkpoints.len(), 1, "{after:?}");
+        assert!(
+            after
+                .checkpoints
+                .iter()
+                .all(|c| !held.contains(&c.checkpoint)),
+            "{after:?}"
+        );
+        assert_eq!(
+            after.removed_orphans,
+            vec![],
+            "evicted state was left behind"
+        );
+    });
+}

@@ -569,6 +569,9 @@ impl Operator for FailOnce {
     ) -> Result<(), OperatorError> {
         self.inner.notify_complete(checkpoint, fs)
     }
+    fn committed_epoch(&mut self, fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
+        self.inner.committed_epoch(fs)
+    }
 }
 
 /// A genuine operator failure in the counter: one global failover (every
