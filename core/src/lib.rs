@@ -174,34 +174,93 @@
 //!
 //! `FailJob` (too many consecutive counted checkpoint failures) is emitted
 //! once; the coordinator keeps running and waits for the host. What the
-//! async host does, and what every host should do unless it stops the job
-//! for good (then `Shutdown { status: Failed }`):
+//! async host and the model's world do, and what every host should do
+//! unless it stops the job for good (then `Shutdown { status: Failed }`):
 //!
 //! 1. Stop every running task attempt. Messages still in flight from them
 //!    are stale from now on (the coordinator ignores an old attempt's acks).
 //! 2. Send `TaskFailed { task, attempt }` for each stopped attempt and
 //!    carry out the effects: the checkpoints waiting for those attempts are
 //!    aborted, their acknowledged state discarded, their futures failed.
-//! 3. Send `Restore { source: Latest { error_if_none: false } }`: it emits
-//!    `RestoreState { checkpoint, handles }` for the latest completed
-//!    checkpoint (nothing if none completed: start from scratch).
-//! 4. Start a fresh [`task::TaskState::new`] per task under the next
-//!    attempt number, its operators restored from those handles.
-//! 5. Send `TaskRunning { task, attempt }` for each; triggering resumes on
-//!    the next periodic timer. The failure count resets with the next
-//!    completed checkpoint.
+//! 3. Send `Restore { source: Latest { error_if_none: false } }`. Every
+//!    checkpoint of the old run that is not out for storing ends
+//!    (`AbortReason::Restored`). If a finalize or store is outstanding, the
+//!    restore waits for its answer (`Applied::RestoreDeferred`): that
+//!    checkpoint may be committed, and restoring an older one would rewind
+//!    the job behind it. Keep answering I/O as usual.
+//! 4. Wait for `RestoreState { checkpoint, handles }` (in the same step, or
+//!    in the step that answers the outstanding I/O): the latest retained
+//!    checkpoint, the highest id ([`commit::latest`]), or `None`: start from
+//!    scratch. Until then no checkpoint can be triggered.
+//! 5. Start a fresh [`task::TaskState::new`] per task under the next
+//!    attempt number, its operators restored from those handles, and send
+//!    `TaskRunning { task, attempt }` for each; triggering resumes on the
+//!    next periodic timer. The failure count resets with the next completed
+//!    checkpoint.
 //!
-//! ## Recovery after a crash, and persisting the states
+//! ## A shutdown in doubt: `ResolveInDoubt`
+//!
+//! A shutdown while a finalize or store is outstanding hands that
+//! checkpoint over: no coordinator will hear the answer. Wait until the
+//! operation has ended, read the store, and delete exactly one list (each
+//! already leaves out the handles another checkpoint still needs): the store
+//! holds the checkpoint, `discard_if_stored` (the state of the checkpoints
+//! its commit pushed out of retention); it does not, its metadata, then
+//! `discard_if_not_stored`.
+//!
+//! ## Recovery after a crash, or a new leader
 //!
 //! The durable truth is the completed-checkpoint store and the id counter,
-//! not a reducer's state. A new coordinator ([`coordinator::CoordinatorState::new`])
-//! takes its first event `Recover { checkpoints, last_id }` from them, then
-//! `Restore { source: Latest { .. } }` (or `Savepoint { .. }` to start from
-//! a savepoint) and `TaskRunning` for fresh task attempts, as in the steps
-//! above. The reducers' states also serialize with serde as validated,
-//! versioned snapshots, for a hand-over or a debugger, not as a
-//! replacement for the store: see [`snapshot`].
+//! not a reducer's state. A new coordinator, in this order:
 //!
+//! 1. Claims a generation above every earlier leader's in the store
+//!    (create-if-absent), so that a deposed leader that keeps running is
+//!    refused from then on: every write to the store, the id counter and the
+//!    state files is made on behalf of [`coordinator::CoordinatorState::generation`],
+//!    and a write on behalf of an older generation is refused. A leader's
+//!    RPCs go to task attempts it deployed; a deposed leader's reach none.
+//! 2. Cleans up what the store does not reference: half-written metadata,
+//!    and state files no stored checkpoint holds (the old leader's pending
+//!    state, acks still in flight), as `host::store::FileStore::open` does.
+//! 3. Takes its first event `Recover { checkpoints, last_id, generation }`
+//!    from the store (commit order, oldest first), then `Restore { Latest }`
+//!    (answered at once: nothing is in flight) or `Savepoint { .. }`, then
+//!    starts fresh task attempts from `RestoreState` and sends `TaskRunning`
+//!    for each, as in the steps above.
+//!
+//! The reducers' states also serialize with serde as validated, versioned
+//! snapshots, for a hand-over or a debugger, not as a replacement for the
+//! store: see [`snapshot`].
+//!
+//! ## Savepoints are the user's
+//!
+//! A savepoint completes like a checkpoint (finalize, store, notify), but
+//! retention never discards it: `retained_max` counts checkpoints only, and
+//! the coordinator keeps every savepoint (at most `savepoints_max`, beyond
+//! which a savepoint trigger is refused) until the user disposes of it:
+//! remove it from the store first, then send `DisposeSavepoint`, whose
+//! `DiscardState`s delete what no other checkpoint holds. A savepoint may
+//! commit after a newer checkpoint ([`commit`]); "latest" is always the
+//! highest id.
+//!
+//! ## Shared state (incremental state backends)
+//!
+//! A task whose state did not change may report an earlier checkpoint's
+//! handle again (`TaskEvent::AsyncPartReused`) instead of writing a new
+//! file. The coordinator then never discards a handle while any live
+//! checkpoint holds it, and every discard list and hand-over leaves shared
+//! handles out. The host rule: reuse only the handle of the task attempt's
+//! own last acknowledgement, only once the task was notified that
+//! checkpoint completed, and only for a newer checkpoint.
+//!
+//! ## What a cleaner may delete
+//!
+//! A file no checkpoint the store holds references and that
+//! [`coordinator::CoordinatorState::owned_handles`] does not list (pending
+//! acks, retained checkpoints and savepoints, a checkpoint in doubt): an
+//! ack's file whose message was lost, or one the coordinator refused after
+//! shutdown.
+
 //! ## Methods by kind (quinn-proto style)
 //!
 //! * Construction: [`coordinator::CoordinatorConfig::new`] (validation),

@@ -129,23 +129,27 @@ pub enum JobCommand {
     Fail(FailJobReason),
     /// Reset the id counter so the next id is `next`.
     ResetIdCounter(CheckpointId),
-    /// Assign this checkpoint's state to the tasks.
+    /// Start the tasks from this checkpoint's state, or from scratch when
+    /// `checkpoint` is `None`.
     Restore {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
+        /// The checkpoint, or `None`.
+        checkpoint: Option<CheckpointId>,
         /// Its state handles.
         handles: Vec<StateHandle>,
     },
     /// Shut the completed store and the id counter down.
     ShutdownServices(JobStatus),
-    /// Once the outstanding finalize / store of `checkpoint` has ended, keep
-    /// `handles` if the store holds it, discard them otherwise (see
+    /// Once the outstanding finalize / store of `checkpoint` has ended,
+    /// discard `discard_if_stored` if the store holds it, else its metadata
+    /// and then `discard_if_not_stored` (see
     /// `CoordinatorEffect::ResolveInDoubt`).
     ResolveInDoubt {
         /// The checkpoint.
         checkpoint: CheckpointId,
-        /// Its state handles.
-        handles: Vec<StateHandle>,
+        /// What to delete once the store holds it.
+        discard_if_stored: Vec<StateHandle>,
+        /// What to delete once the store definitely does not hold it.
+        discard_if_not_stored: Vec<StateHandle>,
     },
 }
 
@@ -300,10 +304,12 @@ pub fn coordinator(effect: &CoordinatorEffect) -> CoordinatorRoute {
         }
         E::ResolveInDoubt {
             checkpoint,
-            handles,
+            discard_if_stored,
+            discard_if_not_stored,
         } => CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
             checkpoint: *checkpoint,
-            handles: handles.clone(),
+            discard_if_stored: discard_if_stored.clone(),
+            discard_if_not_stored: discard_if_not_stored.clone(),
         }),
         E::CheckpointCompleted {
             checkpoint,

@@ -66,16 +66,21 @@ use crate::coordinator::{
 };
 use crate::invariants::{self, Violation};
 use crate::task::{Lifecycle, ResultStatus, TaskConfig, TaskError, TaskState};
-use crate::types::{AttemptNo, CheckpointId, Millis};
+use crate::types::{AttemptNo, CheckpointId, Generation, Millis};
 
-/// The snapshot format version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// The snapshot format version this build writes. It reads every version
+/// from 1 up to this one: version 2 added the coordinator's deferred
+/// restore and generation, which a version-1 snapshot reads as "no restore
+/// waiting" and generation 0.
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// Why a snapshot was refused.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum SnapshotError {
     /// Written by another version of the format.
-    #[error("snapshot version {found} is not supported (this build reads version {supported})")]
+    #[error(
+        "snapshot version {found} is not supported (this build reads versions 1 to {supported})"
+    )]
     Version {
         /// The snapshot's version.
         found: u32,
@@ -99,6 +104,9 @@ pub enum SnapshotError {
 /// The structural damage [`SnapshotError::Corrupt`] names.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum Corruption {
+    /// A restore waits for a completion, but none is outstanding.
+    #[error("a restore waits for a completion, but no checkpoint is completing")]
+    RestoreDeferredWithoutCompletion,
     /// A collection is not in strictly increasing order (duplicates
     /// included), so it cannot be the image of an ordered map or set.
     #[error("`{0}` is not in strictly increasing order")]
@@ -252,6 +260,12 @@ pub struct CoordinatorSnapshot {
     pub job_failed: bool,
     /// The checkpoint in doubt at shutdown.
     pub in_doubt: Option<CompletedSnapshot>,
+    /// A `Restore { Latest }` waits for the completion in flight (version 2).
+    #[serde(default)]
+    pub restore_deferred: bool,
+    /// The coordinator's generation (version 2).
+    #[serde(default)]
+    pub generation: Generation,
 }
 
 /// A [`TaskState`], as persisted. Build it with [`TaskState::snapshot`];
@@ -284,7 +298,7 @@ pub struct TaskSnapshot {
 }
 
 fn version(found: u32) -> Result<(), SnapshotError> {
-    if found == SNAPSHOT_VERSION {
+    if (1..=SNAPSHOT_VERSION).contains(&found) {
         Ok(())
     } else {
         Err(SnapshotError::Version {
@@ -424,6 +438,8 @@ impl CoordinatorState {
             completed,
             recent,
             in_doubt,
+            restore_deferred,
+            generation,
         } = &**cold;
         let FailureCounter { count, job_failed } = failures;
         CoordinatorSnapshot {
@@ -448,6 +464,8 @@ impl CoordinatorState {
             counted_failures: *count,
             job_failed: *job_failed,
             in_doubt: in_doubt.as_ref().map(CompletedSnapshot::from),
+            restore_deferred: *restore_deferred,
+            generation: *generation,
         }
     }
 
@@ -477,6 +495,8 @@ impl CoordinatorState {
             counted_failures,
             job_failed,
             in_doubt,
+            restore_deferred,
+            generation,
         } = snap;
         version(v)?;
         let config = CoordinatorConfig::new(settings).map_err(SnapshotError::Config)?;
@@ -546,6 +566,9 @@ impl CoordinatorState {
                 },
             );
         }
+        if restore_deferred && completing.is_none() {
+            return Err(corrupt(Corruption::RestoreDeferredWithoutCompletion));
+        }
         if let Some(c) = completing {
             let completes = pending_map.get(&c).is_some_and(|p| {
                 matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing)
@@ -574,6 +597,8 @@ impl CoordinatorState {
                 completed: completed.into_iter().map(Completed::from).collect(),
                 recent: recent.into_iter().collect(),
                 in_doubt: in_doubt.map(Completed::from),
+                restore_deferred,
+                generation,
             }),
             pending: pending_map,
             completing,

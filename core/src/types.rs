@@ -245,11 +245,39 @@ pub enum LegacyBug {
     /// a checkpoint is finalizing or storing aborts it and discards its state,
     /// though the store may have committed (or may still commit) it.
     DiscardWhileStoring,
+    /// Coordinator, a job failover while a newer checkpoint is storing:
+    /// `Restore { Latest }` restores the latest completed checkpoint at once
+    /// and leaves the old run's checkpoints pending, so a checkpoint whose
+    /// store was outstanding commits after the job restarted from an older
+    /// one (its tasks are told it completed though they run on older state).
+    RestoreBehindCompletion,
+    /// Coordinator, the in-doubt hand-over at shutdown lists every handle of
+    /// the checkpoint whose store was outstanding, including state a
+    /// retained checkpoint shares with it: the host, told the store does not
+    /// hold it, deletes committed state.
+    InDoubtListsSharedState,
+    /// Coordinator, savepoints count towards retention: a savepoint pushed
+    /// out by newer checkpoints has its state discarded, though a savepoint
+    /// belongs to the user (Flink never discards one on subsumption).
+    SavepointExpiresWithRetention,
+    /// Coordinator, two meanings of "latest": `Restore { Latest }` restores
+    /// the checkpoint committed last, which is a savepoint committed after a
+    /// newer checkpoint, rewinding the job behind committed state.
+    RestoreLastCommitted,
+    /// Coordinator and host, no fencing of a deposed leader: the new
+    /// coordinator writes under the old one's generation, so the store and
+    /// the id counter cannot refuse the old one, which keeps running and
+    /// writing (Arroyo's leader mode before its PR 1051).
+    NoFencing,
+    /// Host, two definitions of a legal commit order: the store refuses a
+    /// savepoint committed after a newer checkpoint, which the coordinator
+    /// allows (an older savepoint may finish after a newer checkpoint).
+    StoreRefusesOlderSavepoint,
 }
 
 impl LegacyBug {
     /// Every bug, in the bug zoo's order.
-    pub const ALL: [LegacyBug; 16] = [
+    pub const ALL: [LegacyBug; 22] = [
         LegacyBug::AbortRemovesResult,
         LegacyBug::CancelForgetsAbort,
         LegacyBug::StaleMailExecutes,
@@ -266,6 +294,12 @@ impl LegacyBug {
         LegacyBug::AbortAllLeavesQueueStuck,
         LegacyBug::EffectsAfterShutdown,
         LegacyBug::DiscardWhileStoring,
+        LegacyBug::RestoreBehindCompletion,
+        LegacyBug::InDoubtListsSharedState,
+        LegacyBug::SavepointExpiresWithRetention,
+        LegacyBug::RestoreLastCommitted,
+        LegacyBug::NoFencing,
+        LegacyBug::StoreRefusesOlderSavepoint,
     ];
 
     /// The public tickets of the race (Apache Flink's JIRA).
@@ -287,6 +321,12 @@ impl LegacyBug {
             LegacyBug::AbortAllLeavesQueueStuck => "FLINK-13256",
             LegacyBug::EffectsAfterShutdown => "FLINK-20992, FLINK-18290",
             LegacyBug::DiscardWhileStoring => "ckpt-issue-11",
+            LegacyBug::RestoreBehindCompletion
+            | LegacyBug::InDoubtListsSharedState
+            | LegacyBug::SavepointExpiresWithRetention
+            | LegacyBug::RestoreLastCommitted
+            | LegacyBug::StoreRefusesOlderSavepoint => "ckpt-issue-25",
+            LegacyBug::NoFencing => "ckpt-issue-25, arroyo-pr-1051",
         }
     }
 }
@@ -299,11 +339,13 @@ mod tests {
     fn every_legacy_bug_names_its_tickets() {
         for bug in LegacyBug::ALL {
             for ticket in bug.tickets().split(", ") {
-                // Flink's JIRA, or this project's issue for a race it found
-                // in its own first round.
+                // Flink's JIRA, Arroyo's tracker, or this project's issue
+                // for a race it found itself.
                 let number = ticket
                     .strip_prefix("FLINK-")
                     .or_else(|| ticket.strip_prefix("ckpt-issue-"))
+                    .or_else(|| ticket.strip_prefix("arroyo-issue-"))
+                    .or_else(|| ticket.strip_prefix("arroyo-pr-"))
                     .unwrap_or("");
                 assert!(
                     !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()),

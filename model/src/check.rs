@@ -313,13 +313,20 @@ pub fn flags(c: &ModelConfig) -> String {
         (c.coordinator_failovers, "--coordinator-failovers"),
         (c.job_failovers, "--job-failovers"),
         (c.end_of_input, "--end-of-input"),
+        (c.zombie_coordinators, "--zombie-coordinators"),
     ] {
         if n > 0 {
             f.push_str(&format!(" {flag} {n}"));
         }
     }
-    if c.savepoint_restore {
-        f.push_str(" --savepoint-restore");
+    for (on, flag) in [
+        (c.savepoint_restore, " --savepoint-restore"),
+        (c.shared_state, " --shared-state"),
+        (c.dispose_savepoints, " --dispose-savepoints"),
+    ] {
+        if on {
+            f.push_str(flag);
+        }
     }
     f
 }

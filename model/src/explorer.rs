@@ -217,11 +217,11 @@ pub fn state_view(cfg: &ModelConfig, w: &World) -> String {
         o,
         "store: id counter {}, metadata written {}{}",
         opt(w.durable.counter),
-        list(&w.durable.metadata, |(id, _)| id.to_string()),
+        list(&w.durable.metadata, |m| m.id.to_string()),
         w.durable
             .in_doubt
             .as_ref()
-            .map_or_else(String::new, |(id, _)| format!(", in doubt {id}"))
+            .map_or_else(String::new, |d| format!(", in doubt {}", d.checkpoint))
     );
     let u = &w.used;
     let budgets = [
@@ -433,7 +433,17 @@ pub fn arrows(cfg: &ModelConfig, actions: &[Action]) -> Vec<Arrow> {
             ),
             Action::Mailbox(t) => (format!("T{t}"), format!("T{t}"), format!("mail: {detail}")),
             Action::Writer(t, _, _) => (format!("W{t}"), format!("T{t}"), detail.clone()),
-            Action::Async(t, _, _) => (format!("A{t}"), format!("T{t}"), detail.clone()),
+            Action::Async(t, _, _) | Action::AsyncReused(t, _) => {
+                (format!("A{t}"), format!("T{t}"), detail.clone())
+            }
+            Action::ZombieAnswer(io) => (
+                "IO".into(),
+                "Z".into(),
+                format!("{io} (deposed coordinator): {detail}"),
+            ),
+            Action::DisposeSavepoint(_) => {
+                ("C".into(), "C".into(), format!("{}: {detail}", st.text))
+            }
             Action::Shutdown => ("C".into(), "C".into(), format!("shutdown: {detail}")),
             Action::Savepoint => ("C".into(), "C".into(), format!("savepoint: {detail}")),
             Action::StopScheduler

@@ -267,6 +267,19 @@ struct ModelArgs {
     /// Sources that may finish their input per run (EndOfInput) (0..=2).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
     end_of_input: u8,
+    /// Tasks may re-report unchanged state (incremental backends): an
+    /// acknowledgement may carry the handle of the task's last acknowledged
+    /// checkpoint once that one was notified complete.
+    #[arg(long)]
+    shared_state: bool,
+    /// Coordinator failovers whose old coordinator keeps running (a deposed
+    /// leader): its outstanding I/O lands late unless its generation is
+    /// refused (0..=1; needs --coordinator-failovers).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    zombie_coordinators: u8,
+    /// The user may dispose of each kept savepoint (DisposeSavepoint).
+    #[arg(long)]
+    dispose_savepoints: bool,
     /// Checker threads (1..=64).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     threads: u16,
@@ -415,6 +428,9 @@ fn config(m: &ModelArgs, semantics: Semantics) -> ModelConfig {
         job_failovers: m.job_failovers,
         savepoint_restore: m.savepoint_restore,
         end_of_input: m.end_of_input,
+        shared_state: m.shared_state,
+        zombie_coordinators: m.zombie_coordinators,
+        dispose_savepoints: m.dispose_savepoints,
         ..ModelConfig::default()
     }
 }
@@ -1318,6 +1334,7 @@ fn gap_reason(kind: &str) -> &'static str {
         "Recover" => " (needs --coordinator-failovers)",
         "Restore" => " (needs a failover or --savepoint-restore)",
         "EndOfInput" => " (needs --end-of-input)",
+        "DisposeSavepoint" => " (needs --dispose-savepoints and --savepoints)",
         "Close" => " (needs --coordinator-failovers or --job-failovers)",
         "CheckpointIdAllocated(err)" | "FinalizeDone(err)" | "StoreDone(err)" => {
             " (needs --faults and I/O faults)"

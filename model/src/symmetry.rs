@@ -33,7 +33,8 @@ use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::route::ToCoordinator;
 
 use crate::system::{Msg, SysState};
-use crate::world::{rename_handle, Durable, Sealed, SharedSide};
+use crate::world::{rename_handle, Durable, InDoubt, Sealed, SharedSide, Zombie};
+use ckpt_core::invariants::durability::Stored;
 
 fn class(s: &SysState) -> Vec<TaskId> {
     let n = u32::try_from(s.tasks.len()).unwrap_or(u32::MAX);
@@ -113,9 +114,17 @@ fn permute_durable(d: &Durable, perm: &[TaskId]) -> Durable {
         metadata: d
             .metadata
             .iter()
-            .map(|(c, hs)| (*c, rename_all(hs)))
+            .map(|m| Stored {
+                handles: rename_all(&m.handles),
+                ..m.clone()
+            })
             .collect(),
-        in_doubt: d.in_doubt.as_ref().map(|(c, hs)| (*c, rename_all(hs))),
+        in_doubt: d.in_doubt.as_ref().map(|i| InDoubt {
+            checkpoint: i.checkpoint,
+            if_stored: rename_all(&i.if_stored),
+            if_not_stored: rename_all(&i.if_not_stored),
+        }),
+        fence: d.fence,
     }
 }
 
@@ -136,11 +145,18 @@ fn assemble(
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
         let mut side = side.clone();
-        if side.inputs.iter().any(|c| image(c.from) != c.from) {
+        let renamed_ack = side
+            .last_ack
+            .map(|(c, h)| (c, rename_handle(h, perm)))
+            .filter(|a| Some(*a) != side.last_ack);
+        if renamed_ack.is_some() || side.inputs.iter().any(|c| image(c.from) != c.from) {
             for c in &mut side.inputs {
                 c.from = image(c.from);
             }
             side.inputs.sort_by_key(|c| c.from);
+            if renamed_ack.is_some() {
+                side.last_ack = renamed_ack;
+            }
             side.seal();
         }
         *tasks.get_mut(new.0 as usize)? = Some(side);
@@ -166,9 +182,19 @@ fn assemble(
         ledger: _,
         durable: _,
         job_failover_due,
+        awaiting_restore,
+        zombie,
         violation,
         ordered_net: net_ordered,
     } = s;
+    let zombie = match zombie {
+        Some(z) => Some(Zombie {
+            coord: Sealed::new(permute_coordinator(&z.coord, perm)?),
+            ledger: Sealed::new(permute_ledger(&z.ledger, perm)),
+            io: z.io.clone(),
+        }),
+        None => None,
+    };
     Some(SysState {
         now: *now,
         coord,
@@ -181,6 +207,8 @@ fn assemble(
         ledger,
         durable,
         job_failover_due: *job_failover_due,
+        awaiting_restore: *awaiting_restore,
+        zombie,
         violation: violation.clone(),
         ordered_net: *net_ordered,
     })

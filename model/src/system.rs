@@ -78,6 +78,9 @@ pub mod props {
     pub const IDS: &str = "checkpoint ids never repeat";
     /// Tasks hear of a completion only after the store committed it.
     pub const NOTIFY: &str = "completion is notified only after the store committed";
+    /// The store commits in the one legal order, and accepts every legal
+    /// commit (it agrees with the coordinator on what may be committed).
+    pub const COMMIT_ORDER: &str = "the store and the coordinator agree on the commit order";
     /// A checkpoint a task was told is aborted (before it executed) never
     /// executes.
     pub const ABORT_HONOURED: &str = "an aborted checkpoint never executes on a task";
@@ -114,6 +117,23 @@ pub mod props {
     /// Sometimes (only with `--task-failures` > 0): a checkpoint that waited
     /// for a restarted task attempt completes.
     pub const S_FAILOVER: &str = "a checkpoint completes after a task failover";
+    /// Sometimes (only with `--savepoints`): a savepoint commits after a
+    /// newer checkpoint.
+    pub const S_SAVEPOINT_AFTER_NEWER: &str = "a savepoint commits after a newer checkpoint";
+    /// Sometimes (savepoints and more checkpoints than retained): the
+    /// store's retention evicts a checkpoint and keeps an older savepoint.
+    pub const S_SAVEPOINT_OUTLIVED: &str = "a savepoint outlives the retention of checkpoints";
+    /// Sometimes (job failovers with concurrent checkpoints): a restore
+    /// waits for a completion in flight.
+    pub const S_RESTORE_WAITED: &str = "a restore waits for a checkpoint being stored";
+    /// Sometimes (`--zombie-coordinators`): a deposed coordinator's write
+    /// is refused.
+    pub const S_FENCED: &str = "a deposed coordinator's write is refused";
+    /// Sometimes (`--shared-state`): a checkpoint commits with state a
+    /// stored checkpoint holds.
+    pub const S_SHARED: &str = "a checkpoint commits state another stored checkpoint holds";
+    /// Sometimes (`--dispose-savepoints`): the user disposes of a savepoint.
+    pub const S_DISPOSED: &str = "a savepoint is disposed of";
     /// Eventually: every run ends quiet (no deadlock, nothing stuck).
     pub const E_QUIET: &str = "every run ends quiet";
     /// At every run end (a state with no action left): no task waits for
@@ -156,8 +176,26 @@ pub mod props {
     /// Opt-in pairs: (always, sometimes, the flag that must be > 0 for the
     /// `sometimes` to be checked). With the flag at 0 the `sometimes` is not
     /// part of the model (nothing could witness it) and `check` says so.
-    pub const OPT_IN_PAIRS: [(&str, &str, &str); 4] = [
+    pub const OPT_IN_PAIRS: [(&str, &str, &str); 10] = [
         (COMPLETED_INCREASE, S_SAVEPOINT, "--savepoints"),
+        (COMMIT_ORDER, S_SAVEPOINT_AFTER_NEWER, "--savepoints"),
+        (
+            DURABLE,
+            S_SAVEPOINT_OUTLIVED,
+            "--savepoints and more --checkpoints than --retained",
+        ),
+        (
+            RESTORE,
+            S_RESTORE_WAITED,
+            "--job-failovers with --max-concurrent 2 and --checkpoints 2",
+        ),
+        (
+            DURABLE,
+            S_FENCED,
+            "--zombie-coordinators and --coordinator-failovers",
+        ),
+        (DURABLE, S_SHARED, "--shared-state"),
+        (HANDLES, S_DISPOSED, "--dispose-savepoints and --savepoints"),
         (COMPLETE_ALL_ACKS, S_FAILOVER, "--task-failures"),
         (
             RESTORE,
@@ -200,10 +238,13 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         | c::DISCARD_ONCE
         | t::HANDLE_ONCE
         | d::HANDLE_ENDS_ONCE => props::HANDLES,
-        d::NO_DISCARD_COMMITTED | d::COMMITTED_STATE_EXISTS | c::NO_DISCARD_WHILE_STORING => {
-            props::DURABLE
-        }
-        d::RESTORE_LATEST => props::RESTORE,
+        d::NO_DISCARD_COMMITTED
+        | d::COMMITTED_STATE_EXISTS
+        | c::NO_DISCARD_WHILE_STORING
+        | c::HAND_OVER_SPARES_SHARED
+        | c::SAVEPOINT_KEPT => props::DURABLE,
+        d::RESTORE_LATEST | c::RESTORE_NOT_BEHIND => props::RESTORE,
+        d::COMMIT_ORDER => props::COMMIT_ORDER,
         d::IDS_NEVER_REPEAT => props::IDS,
         d::NOTIFY_AFTER_COMMIT => props::NOTIFY,
         t::ABORTED_NOT_EXECUTED => props::ABORT_HONOURED,
@@ -372,6 +413,9 @@ impl Model for SysModel {
             Property::<Self>::always(props::RESTORE, |_, s| !violated(s, props::RESTORE)),
             Property::<Self>::always(props::IDS, |_, s| !violated(s, props::IDS)),
             Property::<Self>::always(props::NOTIFY, |_, s| !violated(s, props::NOTIFY)),
+            Property::<Self>::always(props::COMMIT_ORDER, |_, s| {
+                !violated(s, props::COMMIT_ORDER)
+            }),
             Property::<Self>::always(props::ABORT_HONOURED, |_, s| {
                 !violated(s, props::ABORT_HONOURED)
             }),
@@ -464,6 +508,37 @@ impl Model for SysModel {
         if self.cfg.savepoints > 0 {
             p.push(Property::<Self>::sometimes(props::S_SAVEPOINT, |_, s| {
                 s.coord.completed().any(|c| c.is_savepoint())
+            }));
+            p.push(Property::<Self>::sometimes(
+                props::S_SAVEPOINT_AFTER_NEWER,
+                |_, s| s.history.savepoint_after_newer,
+            ));
+            if self.cfg.checkpoints > self.cfg.retained {
+                p.push(Property::<Self>::sometimes(
+                    props::S_SAVEPOINT_OUTLIVED,
+                    |_, s| s.history.savepoint_outlived,
+                ));
+            }
+            if self.cfg.dispose_savepoints {
+                p.push(Property::<Self>::sometimes(props::S_DISPOSED, |_, s| {
+                    s.history.disposed
+                }));
+            }
+        }
+        if self.cfg.job_failovers > 0 && self.cfg.max_concurrent > 1 && self.cfg.checkpoints > 1 {
+            p.push(Property::<Self>::sometimes(
+                props::S_RESTORE_WAITED,
+                |_, s| s.history.restore_waited,
+            ));
+        }
+        if self.cfg.zombie_coordinators > 0 && self.cfg.coordinator_failovers > 0 {
+            p.push(Property::<Self>::sometimes(props::S_FENCED, |_, s| {
+                s.history.fenced
+            }));
+        }
+        if self.cfg.shared_state {
+            p.push(Property::<Self>::sometimes(props::S_SHARED, |_, s| {
+                s.history.shared_committed
             }));
         }
         if self.cfg.task_failures > 0 {

@@ -123,6 +123,48 @@ pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
                 missing.push("shutdown or --scheduler-restarts 1");
             }
         }
+        LegacyBug::RestoreBehindCompletion => {
+            if cfg.job_failovers == 0 {
+                missing.push("--job-failovers 1");
+            }
+            if cfg.max_concurrent < 2 || cfg.checkpoints < 2 {
+                missing.push("--max-concurrent 2 --checkpoints 2 (one expires while one stores)");
+            }
+        }
+        LegacyBug::InDoubtListsSharedState => {
+            if !cfg.shared_state {
+                missing.push("--shared-state");
+            }
+            if !cfg.shutdown {
+                missing.push("shutdown (drop --no-shutdown)");
+            }
+            if cfg.checkpoints < 2 {
+                missing.push("--checkpoints 2");
+            }
+        }
+        LegacyBug::SavepointExpiresWithRetention => {
+            if cfg.savepoints == 0 {
+                missing.push("--savepoints 1");
+            }
+        }
+        LegacyBug::RestoreLastCommitted => {
+            if cfg.savepoints == 0 {
+                missing.push("--savepoints 1");
+            }
+            if cfg.coordinator_failovers == 0 && cfg.job_failovers == 0 {
+                missing.push("--coordinator-failovers 1 or --job-failovers 1");
+            }
+        }
+        LegacyBug::NoFencing => {
+            if cfg.zombie_coordinators == 0 || cfg.coordinator_failovers == 0 {
+                missing.push("--coordinator-failovers 1 --zombie-coordinators 1");
+            }
+        }
+        LegacyBug::StoreRefusesOlderSavepoint => {
+            if cfg.savepoints == 0 {
+                missing.push("--savepoints 1");
+            }
+        }
     }
     if missing.is_empty() {
         Ok(())
@@ -252,6 +294,70 @@ pub fn entry(bug: LegacyBug) -> Entry {
             "shutdown while finalizing discards the state the store may hold",
             props::DURABLE,
             base(),
+        ),
+        LegacyBug::RestoreBehindCompletion => (
+            "a job failover restores an older checkpoint while a newer one stores; it commits behind the restore",
+            props::RESTORE,
+            ModelConfig {
+                tasks: 1,
+                checkpoints: 2,
+                max_concurrent: 2,
+                job_failovers: 1,
+                ..base()
+            },
+        ),
+        LegacyBug::InDoubtListsSharedState => (
+            "the in-doubt hand-over lists state a retained checkpoint shares; the host deletes it",
+            props::DURABLE,
+            ModelConfig {
+                tasks: 1,
+                checkpoints: 2,
+                shared_state: true,
+                ..base()
+            },
+        ),
+        LegacyBug::SavepointExpiresWithRetention => (
+            "savepoints count towards retention: a savepoint pushes a checkpoint the store keeps out, or is pushed out, and the state goes",
+            props::DURABLE,
+            ModelConfig {
+                tasks: 1,
+                savepoints: 1,
+                ..base()
+            },
+        ),
+        LegacyBug::RestoreLastCommitted => (
+            "a savepoint commits after a newer checkpoint; a failover restores the savepoint",
+            props::RESTORE,
+            ModelConfig {
+                tasks: 1,
+                max_concurrent: 2,
+                savepoints: 1,
+                coordinator_failovers: 1,
+                shutdown: false,
+                ..base()
+            },
+        ),
+        LegacyBug::NoFencing => (
+            "a deposed coordinator's metadata and store writes land after the new leader recovered and restored",
+            props::RESTORE,
+            ModelConfig {
+                tasks: 1,
+                coordinator_failovers: 1,
+                zombie_coordinators: 1,
+                shutdown: false,
+                ..base()
+            },
+        ),
+        LegacyBug::StoreRefusesOlderSavepoint => (
+            "the store refuses a savepoint that finishes after a newer checkpoint",
+            props::COMMIT_ORDER,
+            ModelConfig {
+                tasks: 1,
+                max_concurrent: 2,
+                savepoints: 1,
+                shutdown: false,
+                ..base()
+            },
         ),
     };
     Entry {

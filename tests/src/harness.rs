@@ -381,6 +381,7 @@ fn creates_request(event: &CoordinatorEvent, outcome: &Outcome) -> bool {
         | CoordinatorEvent::TaskFailed { .. }
         | CoordinatorEvent::Restore { .. }
         | CoordinatorEvent::Recover { .. }
+        | CoordinatorEvent::DisposeSavepoint { .. }
         | CoordinatorEvent::Shutdown { .. } => false,
     }
 }

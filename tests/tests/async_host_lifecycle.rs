@@ -418,3 +418,84 @@ fn a_restart_with_fewer_retained_checkpoints_recovers_and_evicts_at_the_next_com
         );
     });
 }
+
+/// A savepoint stays through later checkpoints (it does not count towards
+/// `retained_max`) until the user disposes of it through the job: the store
+/// removes it first, then the coordinator forgets it; nothing is reported
+/// as a violation, and a restart recovers without it.
+#[test]
+fn a_savepoint_stays_until_disposed_of_through_the_job() {
+    use ckpt_core::coordinator::TriggerKind;
+    use ckpt_core::host::pipeline::PIPELINE_JOB;
+    use ckpt_core::host::runtime::JobError;
+    use ckpt_core::host::store::{state_path, FileStore, StoreError};
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let mut cfg = config(u64::MAX, 0);
+        cfg.options.record_trace = false;
+        cfg.retained = 1;
+        let job = Job::start(
+            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
+            Arc::clone(&fs),
+        )
+        .await
+        .expect("job starts");
+        let mut done = job.completions();
+        done.wait_for(|n| *n >= 1).await.expect("a completion");
+        job.trigger(TriggerKind::Savepoint {
+            target: "sp".into(),
+        })
+        .expect("trigger");
+        // Read-only: the running job stays the leader.
+        let stored = |fs: &Arc<dyn Fs>| {
+            FileStore::inspect(&**fs, PIPELINE_JOB, None, None)
+                .expect("inspect")
+                .checkpoints
+        };
+        let savepoint = loop {
+            if let Some(sp) = stored(&fs).into_iter().find(|c| c.savepoint) {
+                break sp;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        // Three more checkpoints: with one retained, a savepoint counted
+        // towards retention would be gone.
+        let now = *done.borrow();
+        done.wait_for(|n| *n >= now + 3).await.expect("completions");
+        let held = stored(&fs);
+        assert!(held.contains(&savepoint), "{held:?}");
+        assert_eq!(held.iter().filter(|c| !c.savepoint).count(), 1, "{held:?}");
+        for h in &savepoint.handles {
+            assert!(fs.exists(&state_path(*h)));
+        }
+        // Not a savepoint: refused, nothing changed.
+        let checkpoint = held
+            .iter()
+            .find(|c| !c.savepoint)
+            .expect("a checkpoint")
+            .checkpoint;
+        assert!(matches!(
+            job.dispose_savepoint(checkpoint).await,
+            Err(JobError::Store(StoreError::NotASavepoint(_)))
+        ));
+        let deleted = job
+            .dispose_savepoint(savepoint.checkpoint)
+            .await
+            .expect("disposed of");
+        assert_eq!(deleted, savepoint.handles);
+        for h in &savepoint.handles {
+            assert!(!fs.exists(&state_path(*h)));
+        }
+        let now = *done.borrow();
+        done.wait_for(|n| *n >= now + 1)
+            .await
+            .expect("the job goes on");
+        let stats = job.shutdown(JobStatus::Finished).await;
+        assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+        assert_eq!(stats.store.guard_refusals, 0);
+        let (_, rec) = open_store(&fs, PIPELINE_JOB, 1).expect("store");
+        assert!(rec.checkpoints.iter().all(|c| !c.savepoint), "{rec:?}");
+        assert!(rec.removed_orphans.is_empty(), "{rec:?}");
+    });
+}

@@ -465,7 +465,8 @@ fn shutdown_mid_completion_aborts_the_rest_leaves_the_completing_one_in_doubt_an
     }
     assert!(step.effects.contains(&E::ResolveInDoubt {
         checkpoint: cp(1),
-        handles: (0..3).map(|t| handle(1, t)).collect(),
+        discard_if_stored: vec![],
+        discard_if_not_stored: (0..3).map(|t| handle(1, t)).collect(),
     }));
     assert_eq!(h.state().in_doubt().map(|c| c.id()), Some(cp(1)));
     assert_eq!(h.discards_of(handle(2, 0)), 1);
@@ -512,15 +513,16 @@ fn restore_from_savepoint_then_checkpoint_ids_continue_above_it() {
     );
     h.allocate_in_flight(42);
     h.complete(42);
-    // The savepoint was evicted (one retained): its state freed once.
-    assert_eq!(h.discards_of(StateHandle(1)), 1);
+    // The savepoint is the user's: retention (one checkpoint retained) does
+    // not free it.
+    assert_eq!(h.discards_of(StateHandle(1)), 0);
     let step = h.restore(RestoreSource::Latest {
         error_if_none: true,
     });
     assert_eq!(
         step.effects,
         vec![E::RestoreState {
-            checkpoint: cp(42),
+            checkpoint: Some(cp(42)),
             handles: vec![handle(42, 0), handle(42, 1), handle(42, 2)],
         }]
     );

@@ -1081,6 +1081,7 @@ fn the_recovery_list_goes_to_recover_without_conversion() {
     let step = coord.apply(Millis(0), rec.recover_event());
     assert!(step.outcome.is_applied(), "{:?}", step.outcome);
     assert_eq!(coord.last_id(), Some(cp(4)));
+    assert_eq!(coord.generation(), rec.generation);
     let step = coord.apply(
         Millis(0),
         CoordinatorEvent::Restore {
@@ -1091,7 +1092,7 @@ fn the_recovery_list_goes_to_recover_without_conversion() {
     );
     assert!(step.effects.iter().any(|e| matches!(
         e,
-        CoordinatorEffect::RestoreState { checkpoint, handles } if *checkpoint == cp(3) && handles == &[h(3)]
+        CoordinatorEffect::RestoreState { checkpoint, handles } if *checkpoint == Some(cp(3)) && handles == &[h(3)]
     )), "{:?}", step.effects);
     let completed: Vec<(CheckpointId, Millis)> =
         coord.completed().map(|c| (c.id(), c.timestamp())).collect();

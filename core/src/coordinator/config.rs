@@ -17,6 +17,23 @@ pub const RECENT_IDS_MAX: usize = 16;
 pub const TASK_ID_MAX: u32 = 1 << 24;
 /// Upper bound on the trigger request queue, whatever the user asks for.
 pub const QUEUE_CAP: u32 = 1_024;
+/// Savepoints a coordinator keeps unless configured otherwise
+/// ([`CoordinatorSettings::savepoints_max`]).
+pub const SAVEPOINTS_MAX_DEFAULT: i64 = 16;
+/// Upper bound on kept savepoints, whatever the user asks for: each one is
+/// a retained entry (its handles) in the coordinator's state until the user
+/// disposes of it.
+pub const SAVEPOINTS_CAP: u32 = 1_024;
+
+fn savepoints_max_default() -> i64 {
+    SAVEPOINTS_MAX_DEFAULT
+}
+
+/// Settings written before `savepoints_max` existed read as the default,
+/// and the default is left out when written (traces stay as they were).
+fn is_savepoints_max_default(v: &i64) -> bool {
+    *v == SAVEPOINTS_MAX_DEFAULT
+}
 
 /// What the user configures. Validate with [`CoordinatorConfig::new`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -38,7 +55,18 @@ pub struct CoordinatorSettings {
     /// job is failed (>= 0).
     pub tolerable_failures: i64,
     /// Completed checkpoints retained; older ones are discarded (>= 1).
+    /// Savepoints do not count: they are the user's ([`Self::savepoints_max`]).
     pub retained_max: i64,
+    /// Savepoints the coordinator keeps (completed and pending, >= 1,
+    /// capped at [`SAVEPOINTS_CAP`]). Retention never discards a savepoint's
+    /// state: it stays until the user disposes of it
+    /// (`CoordinatorEvent::DisposeSavepoint`); a savepoint trigger at the
+    /// bound is refused (`TriggerRejection::TooManySavepoints`).
+    #[serde(
+        default = "savepoints_max_default",
+        skip_serializing_if = "is_savepoints_max_default"
+    )]
+    pub savepoints_max: i64,
     /// Bound on queued trigger requests (>= 1, capped at [`QUEUE_CAP`]).
     pub queue_max: i64,
     /// Persist periodic checkpoints externally (needs `checkpoint_dir`).
@@ -73,6 +101,7 @@ impl CoordinatorSettings {
             max_concurrent: 1,
             tolerable_failures: 0,
             retained_max: 1,
+            savepoints_max: SAVEPOINTS_MAX_DEFAULT,
             queue_max: 16,
             externalized: false,
             checkpoint_dir: None,
@@ -109,6 +138,9 @@ pub enum ConfigError {
     /// `queue_max` must be >= 1.
     #[error("trigger request queue bound must be >= 1 (got {0})")]
     QueueNotPositive(i64),
+    /// `savepoints_max` must be >= 1.
+    #[error("kept savepoints must be >= 1 (got {0})")]
+    SavepointsNotPositive(i64),
     /// Externalized checkpoints without a directory.
     #[error("externalized checkpoints are configured but no checkpoint directory is set")]
     ExternalizedWithoutDirectory,
@@ -146,6 +178,7 @@ pub struct CoordinatorConfig {
     pub(crate) max_concurrent: usize,
     pub(crate) tolerable_failures: u64,
     pub(crate) retained_max: usize,
+    pub(crate) savepoints_max: usize,
     pub(crate) queue_max: usize,
     pub(crate) externalized: bool,
     pub(crate) master_hooks: u32,
@@ -215,6 +248,7 @@ impl CoordinatorConfig {
         )?;
         let retained = positive(settings.retained_max, ConfigError::RetainedNotPositive)?;
         let queue = positive(settings.queue_max, ConfigError::QueueNotPositive)?;
+        let savepoints = positive(settings.savepoints_max, ConfigError::SavepointsNotPositive)?;
         check_list(&settings.tasks_to_trigger, "tasks to trigger")?;
         check_list(&settings.tasks_to_wait, "tasks to wait for")?;
         check_list(&settings.tasks_to_commit, "tasks to commit to")?;
@@ -253,6 +287,7 @@ impl CoordinatorConfig {
             max_concurrent: to_usize(max_concurrent),
             tolerable_failures: tolerable,
             retained_max: to_usize(retained),
+            savepoints_max: to_usize(savepoints.min(u64::from(SAVEPOINTS_CAP))),
             queue_max: to_usize(queue.min(u64::from(QUEUE_CAP))),
             externalized: settings.externalized,
             master_hooks: settings.master_hooks,
@@ -292,9 +327,13 @@ impl CoordinatorConfig {
     pub fn tolerable_failures(&self) -> u64 {
         self.tolerable_failures
     }
-    /// Retained completed checkpoints.
+    /// Retained completed checkpoints (savepoints not counted).
     pub fn retained_max(&self) -> usize {
         self.retained_max
+    }
+    /// Savepoints kept, completed and pending (capped at [`SAVEPOINTS_CAP`]).
+    pub fn savepoints_max(&self) -> usize {
+        self.savepoints_max
     }
     /// Trigger request queue bound.
     pub fn queue_max(&self) -> usize {

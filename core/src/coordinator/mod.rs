@@ -25,9 +25,10 @@
 //! | [`CoordinatorEffect::NotifyComplete`] / [`CoordinatorEffect::NotifyAborted`] | send the RPC to that attempt | nothing |
 //! | [`CoordinatorEffect::CheckpointCompleted`] / [`CoordinatorEffect::CheckpointAborted`] / [`CoordinatorEffect::RequestFailed`] | complete the user's future / stats | nothing |
 //! | [`CoordinatorEffect::FailJob`] | fail the job (tolerable failures exceeded) | usually [`CoordinatorEvent::TaskFailed`]s, a restore |
-//! | [`CoordinatorEffect::ResetIdCounter`] / [`CoordinatorEffect::RestoreState`] | reset the counter; assign the checkpoint's state to tasks | nothing |
+//! | [`CoordinatorEffect::ResetIdCounter`] | move the counter forward (never back) | nothing |
+//! | [`CoordinatorEffect::RestoreState`] | start fresh task attempts from that checkpoint's state (or from scratch), then `TaskRunning` for each | [`CoordinatorEvent::TaskRunning`]s |
 //! | [`CoordinatorEffect::ShutdownServices`] | shut the store and the id counter down | nothing |
-//! | [`CoordinatorEffect::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: keep the handles if the store holds it, else discard them | nothing |
+//! | [`CoordinatorEffect::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: delete `discard_if_stored` if the store holds it, else its metadata and then `discard_if_not_stored` | nothing |
 //!
 //! # Durability: state that may be committed is never deleted
 //!
@@ -49,6 +50,17 @@
 //! `Semantics::Legacy(LegacyBug::DiscardWhileStoring)` reproduces the old
 //! behaviour (stop and shutdown discarded the completing checkpoint's state)
 //! so the checkers can show they catch it.
+//!
+//! A restore never picks a point behind a checkpoint that may be committed:
+//! `Restore { Latest }` while a finalize or store is outstanding waits for
+//! its answer ([`Applied::RestoreDeferred`]) and restores the latest
+//! checkpoint there is then (the highest id, [`crate::commit::latest`]).
+//! Savepoints are never discarded by retention: they stay until the user
+//! disposes of them ([`CoordinatorEvent::DisposeSavepoint`]). The step
+//! invariants `restore-not-behind-a-commit`, `hand-over-spares-shared-state`
+//! and `savepoint-state-kept` check these rules; `LegacyBug::RestoreBehindCompletion`,
+//! `InDoubtListsSharedState`, `SavepointExpiresWithRetention` and
+//! `RestoreLastCommitted` reproduce what they forbid.
 //!
 //! State handles carried by acknowledgements are owned by the coordinator from
 //! the moment an ack is `Applied` or answered with a discard; an ack that is
@@ -76,7 +88,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::types::{
-    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
+    AttemptNo, CheckpointId, DeclineReason, Generation, IoFailure, JobId, Millis, StateHandle,
+    TaskId,
 };
 
 /// A coordinator timer. The timer table holds at most one deadline per key;
@@ -277,23 +290,51 @@ pub enum CoordinatorEvent {
         /// The attempt that failed.
         attempt: AttemptNo,
     },
-    /// Restore state (latest checkpoint, or a savepoint).
+    /// Restore state (latest checkpoint, or a savepoint). Ends every
+    /// pending checkpoint that is not finalizing or storing
+    /// ([`AbortReason::Restored`]): it belongs to the run before the
+    /// restore. `Latest` while a finalize or store is outstanding waits for
+    /// its outcome ([`Applied::RestoreDeferred`]): the checkpoint may be
+    /// committed, and restoring an older one would rewind the job behind it.
     Restore {
         /// From where.
         source: RestoreSource,
     },
     /// A new coordinator (after the old one's process died, or a new
     /// leader) learns what is durable: the checkpoints the completed store
-    /// holds and the id counter's last id. Only for a fresh coordinator, as
-    /// its first event; the recovered checkpoints are retained (their state
-    /// is owned from now on) and ids continue above `last_id`.
+    /// holds, the id counter's last id, and the generation it claimed in
+    /// the store. Only for a fresh coordinator, as its first event; the
+    /// recovered checkpoints are retained (their state is owned from now on)
+    /// and ids continue above `last_id`. More checkpoints than
+    /// `retained_max` are accepted (a host that lowered retention across a
+    /// restart): the next completion evicts down to the bound, as the store
+    /// does at its next commit.
     Recover {
         /// The store's checkpoints in the order it committed them, oldest
         /// first (a savepoint may follow a newer checkpoint: savepoints are
-        /// never subsumed, so one can complete after it).
+        /// never subsumed, so one can complete after it; see
+        /// [`crate::commit`]).
         checkpoints: Vec<RecoveredCheckpoint>,
         /// The last id the (durable) id counter handed out.
         last_id: Option<CheckpointId>,
+        /// The generation this coordinator claimed in the store, above every
+        /// earlier leader's. It is the coordinator's fencing token
+        /// ([`CoordinatorState::generation`]): the host writes to the store,
+        /// the id counter and the tasks on its behalf, and they refuse an
+        /// older generation, so a deposed leader that keeps running can
+        /// change nothing. (Absent in a trace written before generations
+        /// existed: 0.)
+        #[serde(default)]
+        generation: Generation,
+    },
+    /// The user disposes of a savepoint the coordinator keeps (savepoints
+    /// are the user's: retention never discards them). The host removes the
+    /// savepoint from its store **first**, then sends this event; the
+    /// coordinator forgets the savepoint and discards the handles no other
+    /// live checkpoint holds.
+    DisposeSavepoint {
+        /// The savepoint's id.
+        checkpoint: CheckpointId,
     },
     /// Shut down for good: aborts everything; afterwards every event is
     /// ignored and nothing is emitted.
@@ -342,6 +383,9 @@ pub enum AbortReason {
     Shutdown,
     /// A pre-check failed when a queued or in-flight request was resumed.
     Rejected(TriggerRejection),
+    /// The job was restored: a checkpoint triggered in the run before the
+    /// restore can no longer complete (Flink aborts them on failover).
+    Restored,
 }
 
 impl AbortReason {
@@ -359,7 +403,8 @@ impl AbortReason {
             | AbortReason::TaskFailed
             | AbortReason::SchedulerStopped
             | AbortReason::Shutdown
-            | AbortReason::Rejected(_) => false,
+            | AbortReason::Rejected(_)
+            | AbortReason::Restored => false,
         }
     }
 }
@@ -379,6 +424,10 @@ pub enum TriggerRejection {
     NotAllRequiredTasksRunning,
     /// The request queue is full.
     QueueFull,
+    /// A savepoint while the coordinator keeps `savepoints_max` savepoints
+    /// (completed and pending): dispose of one first
+    /// ([`CoordinatorEvent::DisposeSavepoint`]).
+    TooManySavepoints,
 }
 
 /// Why a request waits in the queue.
@@ -445,6 +494,11 @@ pub enum CoordinatorEffect {
     FinalizeCheckpoint {
         /// The checkpoint.
         checkpoint: CheckpointId,
+        /// What was triggered (a savepoint carries its target).
+        kind: TriggerKind,
+        /// When it was triggered (the store records this time; recovery
+        /// hands it back in [`RecoveredCheckpoint::timestamp`]).
+        timestamp: Millis,
         /// Whether it goes to an external location.
         externalized: bool,
         /// The state it holds, in ack-slot order.
@@ -517,16 +571,21 @@ pub enum CoordinatorEffect {
         /// Why.
         reason: FailJobReason,
     },
-    /// Reset the id counter so the next id is `next`.
+    /// Move the id counter forward so that the next id it hands out is at
+    /// least `next` (after a savepoint restore). Ids only grow: a counter
+    /// already beyond `next` stays where it is.
     ResetIdCounter {
-        /// The next id to hand out.
+        /// The lowest id the counter may hand out next.
         next: CheckpointId,
     },
-    /// Assign a completed checkpoint's state to the tasks.
+    /// Start the tasks from this checkpoint's state, or from scratch when
+    /// `checkpoint` is `None` (nothing was completed). The answer to
+    /// [`CoordinatorEvent::Restore`], at once or, when the restore waited
+    /// for an outstanding completion, when that completion ended.
     RestoreState {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// Its state.
+        /// The checkpoint, or `None`: start from scratch.
+        checkpoint: Option<CheckpointId>,
+        /// Its state (empty from scratch).
         handles: Vec<StateHandle>,
     },
     /// Shut down the completed store and the id counter.
@@ -535,15 +594,28 @@ pub enum CoordinatorEffect {
         status: JobStatus,
     },
     /// The coordinator shut down while this checkpoint's finalize or store
-    /// was outstanding: whether the store holds it is unknown here. Its state
-    /// belongs to the outcome of that I/O: the host keeps the handles if the
-    /// store holds the checkpoint once the operation ended, and discards them
-    /// (metadata first) only if the store definitely does not; never before.
+    /// was outstanding: whether the store holds it is unknown here, and no
+    /// coordinator will hear the answer. Once that operation has ended, the
+    /// host reads its store and discards exactly one of the two lists (a
+    /// state file is deleted after the metadata that references it):
+    ///
+    /// * the store holds the checkpoint: `discard_if_stored`, the state of
+    ///   the checkpoints its commit pushed out of retention that no
+    ///   checkpoint still stored holds;
+    /// * the store definitely does not hold it: its metadata, then
+    ///   `discard_if_not_stored`, its own state that no retained checkpoint
+    ///   or savepoint holds.
+    ///
+    /// Never before the operation ended. Both lists already leave out every
+    /// handle another checkpoint still needs (the coordinator subtracts
+    /// shared state, never the host).
     ResolveInDoubt {
         /// The checkpoint.
         checkpoint: CheckpointId,
-        /// Its state handles.
-        handles: Vec<StateHandle>,
+        /// What to delete once the store holds it.
+        discard_if_stored: Vec<StateHandle>,
+        /// What to delete once the store definitely does not hold it.
+        discard_if_not_stored: Vec<StateHandle>,
     },
 }
 
@@ -627,10 +699,24 @@ pub enum Applied {
         /// Pending checkpoints aborted because of it.
         aborted: usize,
     },
-    /// Restore effects emitted; `None` when there was nothing to restore.
+    /// [`CoordinatorEffect::RestoreState`] emitted; `None`: nothing was
+    /// completed, the tasks start from scratch.
     Restored {
         /// The checkpoint restored.
         checkpoint: Option<CheckpointId>,
+    },
+    /// `Restore { Latest }` waits for the outstanding finalize or store of
+    /// `awaiting`: `RestoreState` follows when that I/O has answered (the
+    /// checkpoint restored is then the latest completed, which may be this
+    /// one).
+    RestoreDeferred {
+        /// The checkpoint whose completion is outstanding.
+        awaiting: CheckpointId,
+    },
+    /// A savepoint was disposed of; its unshared state discarded.
+    SavepointDisposed {
+        /// The savepoint.
+        checkpoint: CheckpointId,
     },
     /// The coordinator shut down.
     ShutDown,
@@ -675,8 +761,9 @@ pub enum Ignored {
     UnknownRequest,
     /// The answer arrived for a checkpoint not waiting for it.
     NotAwaited,
-    /// Nothing to restore and no error was asked for.
-    NothingToRestore,
+    /// A restore while an earlier one still waits for its completion (the
+    /// first one's `RestoreState` answers both).
+    RestoreAlreadyDeferred,
     /// A branch the reducer's structure rules out was taken (a bug in
     /// `ckpt-core`, never the host's fault). Debug builds panic; release
     /// builds stay total and the `no-unreachable-branch` invariant reports it.
@@ -722,16 +809,19 @@ pub enum CoordinatorError {
     /// A task id not in the configuration.
     #[error("task {0} is not part of this job")]
     UnknownTask(TaskId),
-    /// Restore of the latest checkpoint with none available.
+    /// Restore of the latest checkpoint with none completed or completing.
     #[error("no completed checkpoint available to restore")]
     NoCheckpointToRestore,
+    /// `DisposeSavepoint` names a retained checkpoint that is not a
+    /// savepoint (retention owns those).
+    #[error("checkpoint {0} is not a savepoint: only savepoints are disposed of by the user")]
+    NotASavepoint(CheckpointId),
     /// A savepoint restore while checkpoints are pending or in flight, or
     /// with an id not above the ids already used.
     #[error("cannot restore savepoint {0}: checkpoints are active or newer ids were used")]
     SavepointRestoreConflict(CheckpointId),
     /// `Recover` for a coordinator that is not fresh, or with checkpoints
-    /// out of id order, more than `retained_max` of them, or an id above the
-    /// counter's last id.
+    /// out of commit order or with an id above the counter's last id.
     #[error("cannot recover: {0:?}")]
     RecoverConflict(RecoverProblem),
 }
@@ -743,10 +833,9 @@ pub enum RecoverProblem {
     NotFresh,
     /// An id appears twice, or a checkpoint that is not a savepoint is not
     /// newer than everything before it (a completion subsumes older pending
-    /// checkpoints, never savepoints, so no store commits in that order).
+    /// checkpoints, never savepoints, so no store commits in that order; see
+    /// [`crate::commit`]).
     OutOfOrder,
-    /// More checkpoints than `retained_max`.
-    TooMany,
     /// A checkpoint id above the id counter's last id.
     IdAboveCounter,
 }

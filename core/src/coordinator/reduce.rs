@@ -15,8 +15,8 @@ use super::{
     TriggerRejection, Unreachable,
 };
 use crate::types::{
-    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, LegacyBug, Millis, StateHandle,
-    TaskId,
+    AttemptNo, CheckpointId, DeclineReason, Generation, IoFailure, JobId, LegacyBug, Millis,
+    StateHandle, TaskId,
 };
 
 /// The pure entry point: `(state, now, event) -> (state', effects, outcome)`.
@@ -52,7 +52,15 @@ impl CoordinatorState {
         let outcome = if self.shutdown && !late_answer_slips_through {
             Outcome::Ignored(Ignored::Shutdown)
         } else {
-            self.dispatch(event, &mut fx)
+            let outcome = self.dispatch(event, &mut fx);
+            // Whatever ended the outstanding completion (its store answer, a
+            // failure, an abort), a restore that waited for it is answered
+            // in the same step, with the latest checkpoint there is now.
+            if self.cold.restore_deferred && self.completing.is_none() {
+                self.cold.restore_deferred = false;
+                self.emit_restore(&mut fx);
+            }
+            outcome
         };
         Step {
             effects: fx,
@@ -106,7 +114,11 @@ impl CoordinatorState {
             CoordinatorEvent::Recover {
                 checkpoints,
                 last_id,
-            } => self.on_recover(checkpoints, last_id),
+                generation,
+            } => self.on_recover(checkpoints, last_id, generation),
+            CoordinatorEvent::DisposeSavepoint { checkpoint } => {
+                self.on_dispose_savepoint(checkpoint, fx)
+            }
             CoordinatorEvent::Shutdown { status } => self.on_shutdown(status, fx),
         }
     }
@@ -259,6 +271,28 @@ impl CoordinatorState {
         }
     }
 
+    /// Savepoints kept or on their way: completed and not disposed of,
+    /// pending, queued or allocating their id.
+    fn savepoints_kept(&self) -> usize {
+        let cold = &self.cold;
+        cold.completed.iter().filter(|c| c.savepoint).count()
+            + self
+                .pending
+                .values()
+                .filter(|p| p.kind.is_savepoint())
+                .count()
+            + cold.queue.iter().filter(|r| r.kind.is_savepoint()).count()
+            + usize::from(
+                cold.in_flight
+                    .as_ref()
+                    .is_some_and(|r| r.kind.is_savepoint()),
+            )
+    }
+
+    fn savepoints_max(&self) -> usize {
+        self.cold.config.savepoints_max
+    }
+
     fn non_forced_outstanding(&self) -> bool {
         self.cold.queue.iter().any(|r| !r.kind.is_forced())
             || self
@@ -284,6 +318,11 @@ impl CoordinatorState {
     }
 
     fn tasks_ready(&self) -> bool {
+        // While a restore waits for its completion the job has no restore
+        // point yet: no task of the new run may checkpoint.
+        if self.cold.restore_deferred {
+            return false;
+        }
         let running = |t: &TaskId| self.cold.tasks.get(t.0 as usize).is_some_and(|s| s.running);
         self.cold.config.trigger.iter().all(running) && self.cold.config.wait.iter().all(running)
     }
@@ -307,6 +346,9 @@ impl CoordinatorState {
         };
         if matches!(request.kind, TriggerKind::Periodic) && !self.periodic {
             return reject(TriggerRejection::PeriodicSchedulerShutdown);
+        }
+        if fresh && request.kind.is_savepoint() && self.savepoints_kept() >= self.savepoints_max() {
+            return reject(TriggerRejection::TooManySavepoints);
         }
         if !request.kind.is_forced() {
             if fresh && self.non_forced_outstanding() {
@@ -412,6 +454,8 @@ impl CoordinatorState {
                 | Applied::Aborted { .. }
                 | Applied::TaskUpdated { .. }
                 | Applied::Restored { .. }
+                | Applied::RestoreDeferred { .. }
+                | Applied::SavepointDisposed { .. }
                 | Applied::ShutDown
                 | Applied::Recovered { .. }
                 | Applied::ClockExhausted => {}
@@ -873,6 +917,8 @@ impl CoordinatorState {
             self.completing = Some(id);
             fx.push(E::FinalizeCheckpoint {
                 checkpoint: id,
+                kind: p.kind.clone(),
+                timestamp: p.timestamp,
                 externalized,
                 handles,
             });
@@ -986,12 +1032,25 @@ impl CoordinatorState {
         Outcome::Applied(Applied::Completed { checkpoint: id })
     }
 
+    /// Retention: the oldest checkpoints beyond `retained_max` go, and
+    /// their state not held by another live checkpoint is discarded.
+    /// Savepoints neither count nor go: they are the user's until disposed
+    /// of ([`CoordinatorEvent::DisposeSavepoint`]).
     fn evict_completed(&mut self, fx: &mut Fx) {
-        while self.cold.completed.len() > self.cold.config.retained_max {
-            if let Some(old) = self.cold.completed.pop_front() {
-                let mut handles: Vec<StateHandle> = old.handles().collect();
-                self.discard_unheld(old.id, &mut handles, fx);
-            }
+        let legacy = self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::SavepointExpiresWithRetention);
+        let counts = |c: &Completed| legacy || !c.savepoint;
+        let max = self.cold.config.retained_max;
+        while self.cold.completed.iter().filter(|c| counts(c)).count() > max {
+            let Some(at) = self.cold.completed.iter().position(|c| counts(c)) else {
+                return;
+            };
+            let old = self.cold.completed.remove(at);
+            let mut handles: Vec<StateHandle> = old.handles().collect();
+            self.discard_unheld(old.id, &mut handles, fx);
         }
     }
 
@@ -1154,23 +1213,71 @@ impl CoordinatorState {
         Outcome::Applied(Applied::TaskUpdated { aborted })
     }
 
+    /// The checkpoint `Restore { Latest }` restores: the retained one with
+    /// the highest id ([`crate::commit::latest`]), or, in the legacy
+    /// semantics that had two meanings of "latest", the last one committed.
+    fn restore_point(&self) -> Option<&Completed> {
+        if self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::RestoreLastCommitted)
+        {
+            self.cold.completed.last()
+        } else {
+            self.latest_retained()
+        }
+    }
+
+    /// Emits the restore of the latest retained checkpoint (or from
+    /// scratch when there is none).
+    fn emit_restore(&self, fx: &mut Fx) -> Applied {
+        let (checkpoint, handles) = match self.restore_point() {
+            Some(c) => (Some(c.id), c.handles().collect()),
+            None => (None, Vec::new()),
+        };
+        fx.push(E::RestoreState {
+            checkpoint,
+            handles,
+        });
+        Applied::Restored { checkpoint }
+    }
+
     fn on_restore(&mut self, source: RestoreSource, fx: &mut Fx) -> Outcome {
         match source {
             RestoreSource::Latest { error_if_none } => {
-                let Some(latest) = self.cold.completed.last() else {
-                    return if error_if_none {
-                        Outcome::Rejected(CoordinatorError::NoCheckpointToRestore)
-                    } else {
-                        Outcome::Ignored(Ignored::NothingToRestore)
-                    };
-                };
-                fx.push(E::RestoreState {
-                    checkpoint: latest.id,
-                    handles: latest.handles().collect(),
-                });
-                Outcome::Applied(Applied::Restored {
-                    checkpoint: Some(latest.id),
-                })
+                if self.cold.restore_deferred {
+                    return Outcome::Ignored(Ignored::RestoreAlreadyDeferred);
+                }
+                let legacy = self
+                    .cold
+                    .config
+                    .semantics()
+                    .is(LegacyBug::RestoreBehindCompletion);
+                // A finalize or store in flight may commit: the restore
+                // point is not known until it answers.
+                let awaiting = self.completing.filter(|_| !legacy);
+                if error_if_none && self.restore_point().is_none() && awaiting.is_none() {
+                    return Outcome::Rejected(CoordinatorError::NoCheckpointToRestore);
+                }
+                if !legacy {
+                    // The run before the restore cannot complete anything
+                    // but what is already out for storing.
+                    let ids: Vec<CheckpointId> = self
+                        .pending
+                        .keys()
+                        .copied()
+                        .filter(|id| Some(*id) != self.completing)
+                        .collect();
+                    for id in ids {
+                        self.abort(id, AbortReason::Restored, fx);
+                    }
+                }
+                if let Some(c) = awaiting {
+                    self.cold.restore_deferred = true;
+                    return Outcome::Applied(Applied::RestoreDeferred { awaiting: c });
+                }
+                Outcome::Applied(self.emit_restore(fx))
             }
             RestoreSource::Savepoint {
                 checkpoint,
@@ -1205,7 +1312,7 @@ impl CoordinatorState {
                 });
                 self.evict_completed(fx);
                 fx.push(E::RestoreState {
-                    checkpoint,
+                    checkpoint: Some(checkpoint),
                     handles,
                 });
                 Outcome::Applied(Applied::Restored {
@@ -1219,6 +1326,7 @@ impl CoordinatorState {
         &mut self,
         checkpoints: Vec<RecoveredCheckpoint>,
         last_id: Option<CheckpointId>,
+        generation: Generation,
     ) -> Outcome {
         let fresh = self.last_id.is_none()
             && self.cold.completed.is_empty()
@@ -1228,9 +1336,9 @@ impl CoordinatorState {
             && self.cold.recent.is_empty();
         let problem = if !fresh {
             Some(RecoverProblem::NotFresh)
-        } else if checkpoints.len() > self.cold.config.retained_max {
-            Some(RecoverProblem::TooMany)
-        } else if !recoverable_order(&checkpoints) {
+        } else if !crate::commit::is_legal_order(
+            checkpoints.iter().map(|c| (c.checkpoint, c.savepoint)),
+        ) {
             Some(RecoverProblem::OutOfOrder)
         } else if checkpoints
             .iter()
@@ -1244,6 +1352,11 @@ impl CoordinatorState {
             return Outcome::Rejected(CoordinatorError::RecoverConflict(p));
         }
         self.last_id = last_id;
+        // Legacy: the new leader writes under the same token as the one it
+        // replaced, so nothing can tell a deposed leader's writes apart.
+        if !self.cold.config.semantics().is(LegacyBug::NoFencing) {
+            self.cold.generation = generation;
+        }
         for c in checkpoints {
             self.remember(c.checkpoint);
             // The newest completion, as the running coordinator keeps it: a
@@ -1264,6 +1377,57 @@ impl CoordinatorState {
         })
     }
 
+    /// The two discard lists of the in-doubt hand-over: what goes if the
+    /// store holds `c` (the state of the checkpoints its commit evicts,
+    /// by the same retention as [`Self::evict_completed`], that no
+    /// checkpoint still stored holds), and what goes if it definitely does
+    /// not (`c`'s own state that no retained checkpoint or savepoint holds).
+    fn in_doubt_lists(&self, c: &Completed) -> (Vec<StateHandle>, Vec<StateHandle>) {
+        let mine: Vec<StateHandle> = sorted(c.handles());
+        if self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::InDoubtListsSharedState)
+        {
+            // Legacy: every handle of the in-doubt checkpoint, shared or not.
+            return (Vec::new(), mine);
+        }
+        let retained: Vec<StateHandle> =
+            sorted(self.cold.completed.iter().flat_map(Completed::handles));
+        let if_not_stored = minus(&mine, &retained);
+        // Retention after the commit: the checkpoints (never savepoints)
+        // beyond the bound, oldest first, leave the store.
+        let max = self.cold.config.retained_max;
+        let mut counted =
+            self.cold.completed.iter().filter(|k| !k.savepoint).count() + usize::from(!c.savepoint);
+        let mut evicted = Vec::new();
+        let mut kept = mine;
+        for k in &self.cold.completed {
+            if !k.savepoint && counted > max {
+                counted -= 1;
+                evicted.extend(k.handles());
+            } else {
+                kept.extend(k.handles());
+            }
+        }
+        let kept = sorted(kept);
+        (minus(&sorted(evicted), &kept), if_not_stored)
+    }
+
+    fn on_dispose_savepoint(&mut self, id: CheckpointId, fx: &mut Fx) -> Outcome {
+        let Some(at) = self.cold.completed.iter().position(|c| c.id == id) else {
+            return Outcome::Ignored(Ignored::UnknownCheckpoint);
+        };
+        if !self.cold.completed.get(at).is_some_and(|c| c.savepoint) {
+            return Outcome::Rejected(CoordinatorError::NotASavepoint(id));
+        }
+        let gone = self.cold.completed.remove(at);
+        let mut handles: Vec<StateHandle> = gone.handles().collect();
+        self.discard_unheld(id, &mut handles, fx);
+        Outcome::Applied(Applied::SavepointDisposed { checkpoint: id })
+    }
+
     fn on_shutdown(&mut self, status: JobStatus, fx: &mut Fx) -> Outcome {
         self.shutdown = true;
         self.periodic = false;
@@ -1281,23 +1445,27 @@ impl CoordinatorState {
         };
         self.drop_requests(AbortReason::Shutdown, fx);
         self.cold.in_flight = in_flight;
+        self.cold.restore_deferred = false;
         if let Some(id) = self.completing_kept() {
             // Never discard: the store may hold (or still commit) it. The
             // state stays owned here, in doubt, for the host to resolve.
             if let Some(p) = self.pending.remove(&id) {
                 self.completing = None;
                 self.remember(id);
-                fx.push(E::ResolveInDoubt {
-                    checkpoint: id,
-                    handles: p.handles().collect(),
-                });
-                self.cold.in_doubt = Some(Completed {
+                let in_doubt = Completed {
                     id,
                     request: Some(p.request),
                     savepoint: p.kind.is_savepoint(),
                     timestamp: p.timestamp,
                     handles: p.acks,
+                };
+                let (discard_if_stored, discard_if_not_stored) = self.in_doubt_lists(&in_doubt);
+                fx.push(E::ResolveInDoubt {
+                    checkpoint: id,
+                    discard_if_stored,
+                    discard_if_not_stored,
                 });
+                self.cold.in_doubt = Some(in_doubt);
             }
         }
         let ids: Vec<CheckpointId> = self.pending.keys().copied().collect();
@@ -1327,17 +1495,18 @@ enum Recheck {
     Reject(TriggerRejection),
 }
 
-/// Whether `checkpoints` can be what a store holds, in the order it
-/// committed them: no id twice, and every checkpoint that is not a savepoint
-/// newer than everything committed before it (a completion subsumes the
-/// older checkpoints still pending, but never a savepoint, so only a
-/// savepoint may be committed after a newer checkpoint).
-fn recoverable_order(checkpoints: &[RecoveredCheckpoint]) -> bool {
-    let mut ids: Vec<CheckpointId> = checkpoints.iter().map(|c| c.checkpoint).collect();
-    ids.sort_unstable();
-    let distinct = ids.windows(2).all(|w| w[0] < w[1]);
-    distinct
-        && super::state::in_subsumption_order(
-            checkpoints.iter().map(|c| (c.checkpoint, c.savepoint)),
-        )
+/// The handles, sorted, without repeats.
+fn sorted(handles: impl IntoIterator<Item = StateHandle>) -> Vec<StateHandle> {
+    let mut v: Vec<StateHandle> = handles.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The handles of `a` (sorted) that are not in `b` (sorted).
+fn minus(a: &[StateHandle], b: &[StateHandle]) -> Vec<StateHandle> {
+    a.iter()
+        .copied()
+        .filter(|h| b.binary_search(h).is_err())
+        .collect()
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
 use super::slots::AckTable;
 use super::{RequestId, Timer, TriggerKind};
-use crate::types::{AttemptNo, CheckpointId, Millis, StateHandle};
+use crate::types::{AttemptNo, CheckpointId, Generation, Millis, StateHandle};
 
 /// Where a task attempt is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -430,6 +430,10 @@ pub(crate) struct Cold {
     /// coordinator will never hear. Still owned (never discarded here); the
     /// host resolves it against its store.
     pub(crate) in_doubt: Option<Completed>,
+    /// A `Restore { Latest }` waits for the outstanding completion.
+    pub(crate) restore_deferred: bool,
+    /// This coordinator's fencing token (set by `Recover`).
+    pub(crate) generation: Generation,
 }
 
 /// Small vectors compared without imbl's tree iterator, shared ones by
@@ -458,8 +462,12 @@ impl PartialEq for Cold {
             completed,
             recent,
             in_doubt,
+            restore_deferred,
+            generation,
         } = self;
-        (Arc::ptr_eq(config, &other.config) || config == &other.config)
+        *restore_deferred == other.restore_deferred
+            && *generation == other.generation
+            && (Arc::ptr_eq(config, &other.config) || config == &other.config)
             && (timers.ptr_eq(&other.timers) || *timers == other.timers)
             && (tasks.ptr_eq(&other.tasks) || vec_eq(tasks, &other.tasks))
             && *in_flight == other.in_flight
@@ -471,23 +479,6 @@ impl PartialEq for Cold {
 }
 
 impl Eq for Cold {}
-
-/// Whether completed checkpoints `(id, savepoint)`, in the order they
-/// completed, follow subsumption: a completion subsumes every older pending
-/// checkpoint but never a savepoint, so each checkpoint that is not a
-/// savepoint is newer than everything completed before it. Shared by the
-/// reducer (what `Recover` accepts from a store) and the state invariant
-/// (the coordinator's own retained list).
-pub(crate) fn in_subsumption_order(
-    completed: impl IntoIterator<Item = (CheckpointId, bool)>,
-) -> bool {
-    let mut newest: Option<CheckpointId> = None;
-    completed.into_iter().all(|(id, savepoint)| {
-        let ok = savepoint || newest.is_none_or(|n| n < id);
-        newest = newest.max(Some(id));
-        ok
-    })
-}
 
 fn hash_seq<H: Hasher, T: Hash, I: Iterator<Item = T>>(
     h: &mut H,
@@ -574,6 +565,8 @@ impl Hash for CoordinatorState {
             completed,
             recent,
             in_doubt,
+            restore_deferred,
+            generation,
         } = &**cold;
         now.hash(h);
         shutdown.hash(h);
@@ -593,6 +586,8 @@ impl Hash for CoordinatorState {
         consecutive_trigger_failures.hash(h);
         failures.hash(h);
         in_doubt.hash(h);
+        restore_deferred.hash(h);
+        generation.hash(h);
     }
 }
 
@@ -622,6 +617,8 @@ impl CoordinatorState {
                 completed: Vector::new(),
                 recent: Vector::new(),
                 in_doubt: None,
+                restore_deferred: false,
+                generation: Generation(0),
             }),
             pending: PendingMap::default(),
             completing: None,
@@ -684,9 +681,26 @@ impl CoordinatorState {
     pub fn pending_count(&self) -> usize {
         self.pending.len()
     }
-    /// Retained completed checkpoints, oldest first.
+    /// Retained completed checkpoints and kept savepoints, in the order
+    /// they completed (oldest first).
     pub fn completed(&self) -> impl Iterator<Item = &Completed> + '_ {
         self.cold.completed.iter()
+    }
+    /// The latest completed checkpoint retained: the highest id among the
+    /// retained checkpoints and kept savepoints ([`crate::commit::latest`]),
+    /// what `Restore { Latest }` restores.
+    pub fn latest_retained(&self) -> Option<&Completed> {
+        self.cold.completed.iter().max_by_key(|c| c.id)
+    }
+    /// Whether a `Restore { Latest }` waits for the outstanding completion.
+    pub fn is_restore_deferred(&self) -> bool {
+        self.cold.restore_deferred
+    }
+    /// This coordinator's generation (fencing token), from `Recover`; 0
+    /// for a coordinator that recovered nothing. A host writes to the store,
+    /// the id counter and the tasks on its behalf.
+    pub fn generation(&self) -> Generation {
+        self.cold.generation
     }
     /// The latest completed checkpoint id (notify-aborted carries it).
     pub fn latest_completed(&self) -> Option<CheckpointId> {

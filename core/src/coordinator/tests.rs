@@ -14,7 +14,8 @@ use crate::invariants::checked::{self, Rigor};
 use crate::invariants::coordinator::{check_state, check_step, names, HandleLedger};
 use crate::invariants::Violation;
 use crate::types::{
-    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
+    AttemptNo, CheckpointId, DeclineReason, Generation, IoFailure, JobId, LegacyBug, Millis,
+    Semantics, StateHandle, TaskId,
 };
 
 use CoordinatorEffect as E;
@@ -157,9 +158,15 @@ fn e_trig(task: u32, attempt: u32, id: u64, ts: u64, options: CheckpointOptions)
 fn e_full(id: u64, ts: u64) -> E {
     e_trig(0, 0, id, ts, CheckpointOptions::FullCheckpoint)
 }
-fn e_finalize(id: u64, externalized: bool, handles: &[u64]) -> E {
+/// The finalize of a user checkpoint (not forced) triggered at `ts`.
+fn e_finalize_at(id: u64, ts: u64, externalized: bool, handles: &[u64]) -> E {
+    e_finalize_kind(id, user(), ts, externalized, handles)
+}
+fn e_finalize_kind(id: u64, kind: TriggerKind, ts: u64, externalized: bool, handles: &[u64]) -> E {
     E::FinalizeCheckpoint {
         checkpoint: cp(id),
+        kind,
+        timestamp: ms(ts),
         externalized,
         handles: handles.iter().copied().map(hd).collect(),
     }
@@ -236,6 +243,16 @@ struct H {
 impl H {
     fn new() -> H {
         H::with(settings())
+    }
+
+    /// The finalize of pending checkpoint `id`, with the kind and trigger
+    /// time it was created with (the tests of those fields spell them out).
+    fn e_finalize(&self, id: u64, externalized: bool, handles: &[u64]) -> E {
+        let p = self
+            .s
+            .pending_checkpoint(cp(id))
+            .expect("finalized checkpoints are pending");
+        e_finalize_kind(id, p.kind().clone(), p.timestamp().0, externalized, handles)
     }
 
     fn with(settings: CoordinatorSettings) -> H {
@@ -1306,7 +1323,7 @@ fn acks_before_hooks_finish_complete_once_hooks_are_done() {
         vec![
             e_full(1, 0),
             cancel(Timer::Timeout(cp(1))),
-            e_finalize(1, false, &[100, 101]),
+            h.e_finalize(1, false, &[100, 101]),
         ],
         applied(Applied::HooksDone { checkpoint: cp(1) }),
     );
@@ -1363,7 +1380,7 @@ fn savepoint_is_finalized_externalized() {
         ack(1, 1, 101),
         vec![
             cancel(Timer::Timeout(cp(1))),
-            e_finalize(1, true, &[100, 101]),
+            h.e_finalize(1, true, &[100, 101]),
         ],
         applied(Applied::Acknowledged {
             checkpoint: cp(1),
@@ -1603,7 +1620,7 @@ fn full_ack_cancels_timeout_and_finalizes() {
         ack(1, 1, 101),
         vec![
             cancel(Timer::Timeout(cp(1))),
-            e_finalize(1, false, &[100, 101]),
+            h.e_finalize(1, false, &[100, 101]),
         ],
         applied(Applied::Acknowledged {
             checkpoint: cp(1),
@@ -1626,7 +1643,7 @@ fn externalized_config_finalizes_externalized() {
     h.user_cp(0, 1);
     h.step(1, ack(0, 1, 100));
     let step = h.step(1, ack(1, 1, 101));
-    assert_eq!(step.effects[1], e_finalize(1, true, &[100, 101]));
+    assert_eq!(step.effects[1], h.e_finalize(1, true, &[100, 101]));
 }
 
 #[test]
@@ -1835,7 +1852,7 @@ fn completions_run_one_at_a_time_in_id_order() {
             e_completed(1, r1, false),
             e_done(0, 1, 0),
             e_done(1, 1, 0),
-            e_finalize(2, false, &[200, 201]),
+            h.e_finalize(2, false, &[200, 201]),
         ],
         applied(Applied::Completed { checkpoint: cp(1) }),
     );
@@ -2524,7 +2541,7 @@ fn restore_latest_emits_the_latest_completed_state() {
             },
         },
         vec![E::RestoreState {
-            checkpoint: cp(1),
+            checkpoint: Some(cp(1)),
             handles: vec![hd(100), hd(101)],
         }],
         applied(Applied::Restored {
@@ -2553,8 +2570,11 @@ fn restore_latest_without_a_checkpoint_is_an_error_only_if_asked() {
                 error_if_none: false,
             },
         },
-        vec![],
-        ignored(Ignored::NothingToRestore),
+        vec![E::RestoreState {
+            checkpoint: None,
+            handles: vec![],
+        }],
+        applied(Applied::Restored { checkpoint: None }),
     );
 }
 
@@ -2572,7 +2592,7 @@ fn restore_from_savepoint_resets_the_id_counter_to_savepoint_id_plus_one() {
         vec![
             E::ResetIdCounter { next: cp(42) },
             E::RestoreState {
-                checkpoint: cp(41),
+                checkpoint: Some(cp(41)),
                 handles: vec![hd(7)],
             },
         ],
@@ -2593,9 +2613,25 @@ fn restore_from_savepoint_resets_the_id_counter_to_savepoint_id_plus_one() {
         }),
     );
     h.step(1, alloc(0, 42));
-    // A later completion evicts the savepoint (one retained) and frees it.
+    // The restored savepoint is the user's: a later completion does not
+    // evict it (one retained checkpoint, savepoints not counted) ...
     let step = h.complete(2, 42);
-    assert_eq!(step.effects[0], e_discard(41, 7));
+    assert!(
+        !step.effects.contains(&e_discard(41, 7)),
+        "{:?}",
+        step.effects
+    );
+    assert_eq!(
+        h.s.completed().map(|c| c.id()).collect::<Vec<_>>(),
+        [cp(41), cp(42)]
+    );
+    // ... only disposing of it frees its state.
+    h.expect(
+        3,
+        Ev::DisposeSavepoint { checkpoint: cp(41) },
+        vec![e_discard(41, 7)],
+        applied(Applied::SavepointDisposed { checkpoint: cp(41) }),
+    );
 }
 
 #[test]
@@ -3235,7 +3271,8 @@ fn shutdown_while_storing_leaves_the_state_in_doubt_for_every_job_status() {
         assert_eq!(discards(&down), vec![], "{status:?}");
         assert!(down.effects.contains(&E::ResolveInDoubt {
             checkpoint: cp(1),
-            handles: vec![hd(100), hd(101)],
+            discard_if_stored: vec![],
+            discard_if_not_stored: vec![hd(100), hd(101)],
         }));
         assert_eq!(down.effects.last(), Some(&E::ShutdownServices { status }));
         assert_eq!(h.s.in_doubt().map(Completed::id), Some(cp(1)));
@@ -3405,7 +3442,7 @@ fn expect_restores_latest(h: &mut H, id: u64, handles: &[u64]) {
             },
         },
         vec![E::RestoreState {
-            checkpoint: cp(id),
+            checkpoint: Some(cp(id)),
             handles: handles.iter().copied().map(hd).collect(),
         }],
         applied(Applied::Restored {
@@ -3425,6 +3462,7 @@ fn recover_takes_over_the_stores_checkpoints_and_continues_the_ids() {
         Ev::Recover {
             checkpoints: vec![recovered(3, &[300, 301]), recovered(5, &[500, 501])],
             last_id: Some(cp(6)),
+            generation: Generation(0),
         },
         vec![],
         applied(Applied::Recovered {
@@ -3453,8 +3491,13 @@ fn recover_takes_over_the_stores_checkpoints_and_continues_the_ids() {
 /// a newer checkpoint. The store then holds `[checkpoint 2, savepoint 1]` in
 /// commit order; recovery refused that order as `OutOfOrder`, the new
 /// coordinator owned nothing, and the stored state leaked.
+///
+/// Regression (issue 25, "two latests"): recovery answered `latest: 2` and
+/// `Restore { Latest }` then restored savepoint 1, the last commit,
+/// rewinding the job behind checkpoint 2. There is one latest now, the
+/// highest id.
 #[test]
-fn recover_accepts_a_savepoint_committed_after_a_newer_checkpoint() {
+fn recover_accepts_a_savepoint_committed_after_a_newer_checkpoint_and_restores_the_newer() {
     let mut h = H::with(CoordinatorSettings {
         retained_max: 2,
         ..settings()
@@ -3468,26 +3511,59 @@ fn recover_accepts_a_savepoint_committed_after_a_newer_checkpoint() {
         Ev::Recover {
             checkpoints: vec![recovered(2, &[200]), savepoint],
             last_id: Some(cp(2)),
+            generation: Generation(0),
         },
         vec![],
         applied(Applied::Recovered {
             latest: Some(cp(2)),
         }),
     );
-    // The newest completion is still checkpoint 2; what is restored is the
-    // store's last commit, as a running coordinator restores it.
     assert_eq!(h.s.latest_completed(), Some(cp(2)));
-    expect_restores_latest(&mut h, 1, &[100]);
+    expect_restores_latest(&mut h, 2, &[200]);
 }
 
 #[test]
-fn recover_is_refused_unless_fresh_ordered_bounded_and_below_the_counter() {
+fn legacy_restore_last_committed_restores_the_savepoint_behind_the_newer_checkpoint() {
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 2,
+        semantics: Semantics::Legacy(LegacyBug::RestoreLastCommitted),
+        ..settings()
+    });
+    let savepoint = RecoveredCheckpoint {
+        savepoint: true,
+        ..recovered(1, &[100])
+    };
+    h.step(
+        0,
+        Ev::Recover {
+            checkpoints: vec![recovered(2, &[200]), savepoint],
+            last_id: Some(cp(2)),
+            generation: Generation(0),
+        },
+    );
+    let latest = Ev::Restore {
+        source: RestoreSource::Latest {
+            error_if_none: true,
+        },
+    };
+    let (t, verdict) = checked::coordinator_step(&mut h.ledger, &h.s, ms(0), &latest, Rigor::Full);
+    assert!(t.step.effects.contains(&E::RestoreState {
+        checkpoint: Some(cp(1)),
+        handles: vec![hd(100)],
+    }));
+    let v = verdict.expect_err("restoring behind a commit is caught");
+    assert_eq!(v.invariant, names::RESTORE_NOT_BEHIND, "{v}");
+}
+
+#[test]
+fn recover_is_refused_unless_fresh_ordered_and_below_the_counter() {
     let problem = |h: &mut H, checkpoints: Vec<RecoveredCheckpoint>, last: Option<u64>| {
         h.step(
             0,
             Ev::Recover {
                 checkpoints,
                 last_id: last.map(cp),
+                generation: Generation(0),
             },
         )
         .outcome
@@ -3520,14 +3596,19 @@ fn recover_is_refused_unless_fresh_ordered_bounded_and_below_the_counter() {
         problem(&mut h, vec![sp(3), recovered(2, &[])], Some(3)),
         reject(RecoverProblem::OutOfOrder)
     );
-    assert_eq!(
-        problem(
-            &mut h,
-            vec![recovered(1, &[]), recovered(2, &[]), recovered(3, &[])],
-            Some(3)
-        ),
-        reject(RecoverProblem::TooMany)
-    );
+    // More than `retained_max` (a host that lowered retention across a
+    // restart): accepted, and the next completion evicts down to the bound
+    // (`recover_beyond_retention_evicts_at_the_next_completion`).
+    assert!(problem(
+        &mut h,
+        vec![recovered(1, &[]), recovered(2, &[]), recovered(3, &[])],
+        Some(3)
+    )
+    .is_applied());
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 2,
+        ..settings()
+    });
     assert_eq!(
         problem(&mut h, vec![recovered(3, &[])], Some(2)),
         reject(RecoverProblem::IdAboveCounter)
@@ -3584,6 +3665,7 @@ fn shared_state_is_discarded_once_with_the_last_checkpoint_holding_it() {
         Ev::Recover {
             checkpoints: vec![recovered(1, &[7, 9]), recovered(2, &[8, 9])],
             last_id: Some(cp(2)),
+            generation: Generation(0),
         },
     );
     assert!(step.outcome.is_applied());
@@ -3603,6 +3685,7 @@ fn shared_state_is_discarded_once_with_the_last_checkpoint_holding_it() {
         Ev::Recover {
             checkpoints: vec![recovered(1, &[7, 9]), recovered(2, &[8, 9])],
             last_id: Some(cp(2)),
+            generation: Generation(0),
         },
     );
     let back = CoordinatorState::from_snapshot(g.s.snapshot()).expect("round trip");
@@ -3626,6 +3709,7 @@ fn an_ack_carrying_a_retained_checkpoints_handle_never_discards_its_state() {
         Ev::Recover {
             checkpoints: vec![recovered(1, &[7])],
             last_id: Some(cp(1)),
+            generation: Generation(0),
         },
     );
     // Late (for an id never pending) and unknown-task acks of handle 7.
@@ -3671,6 +3755,7 @@ fn a_savepoint_holding_a_retained_checkpoints_state_keeps_it_when_that_checkpoin
         Ev::Recover {
             checkpoints: vec![recovered(1, &[7, 8])],
             last_id: Some(cp(1)),
+            generation: Generation(0),
         },
     );
     assert!(recovered_one.outcome.is_applied());
@@ -3684,8 +3769,49 @@ fn a_savepoint_holding_a_retained_checkpoints_state_keeps_it_when_that_checkpoin
         },
     );
     assert!(restore.outcome.is_applied(), "{:?}", restore.outcome);
-    assert_eq!(discards(&restore), vec![hd(7)]);
-    assert_eq!(h.s.completed().count(), 1);
+    // The savepoint does not count towards retention: checkpoint 1 stays.
+    assert_eq!(discards(&restore), vec![]);
+    assert_eq!(h.s.completed().count(), 2);
+    // Checkpoint 6 evicts checkpoint 1: only the file the savepoint does not
+    // hold goes.
+    h.user_cp(2, 6);
+    assert_eq!(discards(&h.complete(2, 6)), vec![hd(7)]);
+    assert_eq!(
+        h.s.completed().map(|c| c.id()).collect::<Vec<_>>(),
+        [cp(5), cp(6)]
+    );
+}
+
+/// A host that lowered `retained_max` across a restart recovers more
+/// checkpoints than the bound; the next completion evicts down to it, as
+/// the store does at its next commit.
+#[test]
+fn recover_beyond_retention_evicts_at_the_next_completion() {
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 1,
+        ..settings()
+    });
+    h.expect(
+        0,
+        Ev::Recover {
+            checkpoints: vec![
+                recovered(1, &[10]),
+                recovered(2, &[20]),
+                recovered(3, &[30]),
+            ],
+            last_id: Some(cp(3)),
+            generation: Generation(2),
+        },
+        vec![],
+        applied(Applied::Recovered {
+            latest: Some(cp(3)),
+        }),
+    );
+    assert_eq!(h.s.completed().count(), 3);
+    assert_eq!(h.s.generation(), Generation(2));
+    h.user_cp(1, 4);
+    assert_eq!(discards(&h.complete(1, 4)), vec![hd(10), hd(20), hd(30)]);
+    assert_eq!(h.s.completed().map(|c| c.id()).collect::<Vec<_>>(), [cp(4)]);
 }
 
 #[test]
@@ -3922,4 +4048,329 @@ fn a_decline_from_a_task_not_waited_for_counts_only_from_its_current_attempt() {
             reason: AbortReason::Declined(reason),
         })
     );
+}
+
+// ============================================================================
+// Durability, second round (issue 25): each found as a new user, against the
+// crate docs' own words; each a regression test in one checked step, with
+// the legacy knob that reproduces it caught by the invariant that guards it.
+// ============================================================================
+
+/// Tolerable failures 0, max concurrent 2: checkpoint 1 completed; 2 and 3
+/// triggered; 3 fully acknowledged and finalized (`StoreCheckpoint{3}` out);
+/// 2 expires, so `FailJob`; the host fails the tasks as the recipe says.
+fn failover_while_storing(semantics: Semantics) -> H {
+    let mut h = H::with(CoordinatorSettings {
+        tolerable_failures: 0,
+        max_concurrent: 2,
+        semantics,
+        ..settings()
+    });
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.complete(0, 1);
+    h.user_cp(1, 2);
+    h.pending(2, forced(), 3);
+    h.ack_all(3, 3);
+    h.step(3, fin(3, true));
+    assert_eq!(h.s.completing(), Some(cp(3)));
+    let expired = h.step(1 + 10_000, fire(Timer::Timeout(cp(2))));
+    assert!(expired
+        .effects
+        .iter()
+        .any(|e| matches!(e, E::FailJob { .. })));
+    for task in 0..2 {
+        h.step(
+            10_001,
+            Ev::TaskFailed {
+                task: t(task),
+                attempt: AttemptNo(0),
+            },
+        );
+    }
+    h
+}
+
+fn restore_latest() -> Ev {
+    Ev::Restore {
+        source: RestoreSource::Latest {
+            error_if_none: false,
+        },
+    }
+}
+
+#[test]
+fn job_failover_while_a_newer_checkpoint_stores_restores_that_checkpoint_once_it_commits() {
+    let mut h = failover_while_storing(Semantics::Fixed);
+    h.expect(
+        10_002,
+        restore_latest(),
+        vec![],
+        applied(Applied::RestoreDeferred { awaiting: cp(3) }),
+    );
+    // No checkpoint of the new run while the restore point is unknown.
+    for task in 0..2 {
+        h.step(
+            10_003,
+            Ev::TaskRunning {
+                task: t(task),
+                attempt: AttemptNo(1),
+            },
+        );
+    }
+    let refused = h.step(10_003, trigger(forced()));
+    assert_eq!(
+        refused.outcome,
+        applied(Applied::TriggerRejected {
+            request: rq(3),
+            reason: TriggerRejection::NotAllRequiredTasksRunning
+        })
+    );
+    // A second restore is answered by the first one's RestoreState.
+    h.expect(
+        10_003,
+        restore_latest(),
+        vec![],
+        ignored(Ignored::RestoreAlreadyDeferred),
+    );
+    let stored = h.step(10_004, store(3, true));
+    assert_eq!(
+        stored.outcome,
+        applied(Applied::Completed { checkpoint: cp(3) })
+    );
+    assert_eq!(
+        stored.effects.last(),
+        Some(&E::RestoreState {
+            checkpoint: Some(cp(3)),
+            handles: vec![hd(300), hd(301)],
+        })
+    );
+    assert!(!h.s.is_restore_deferred());
+}
+
+#[test]
+fn job_failover_while_a_newer_checkpoint_stores_restores_the_older_one_if_the_store_fails() {
+    let mut h = failover_while_storing(Semantics::Fixed);
+    h.step(10_002, restore_latest());
+    let failed = h.step(10_004, store(3, false));
+    assert_eq!(
+        failed.outcome,
+        applied(Applied::Aborted {
+            checkpoint: cp(3),
+            reason: AbortReason::StoreFailed
+        })
+    );
+    assert_eq!(
+        failed.effects.last(),
+        Some(&E::RestoreState {
+            checkpoint: Some(cp(1)),
+            handles: vec![hd(100), hd(101)],
+        })
+    );
+}
+
+#[test]
+fn a_restore_ends_the_old_runs_checkpoints_that_are_not_out_for_storing() {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.ack_all(0, 1);
+    // Checkpoint 1 waits in finalize; checkpoint 2, forced, is fully
+    // acknowledged too and would complete after it.
+    h.pending(0, forced(), 2);
+    h.ack_all(0, 2);
+    let restore = h.step(1, restore_latest());
+    assert_eq!(
+        restore.outcome,
+        applied(Applied::RestoreDeferred { awaiting: cp(1) })
+    );
+    assert!(restore
+        .effects
+        .contains(&e_aborted(2, 1, AbortReason::Restored)));
+    assert_eq!(discards(&restore), vec![hd(200), hd(201)]);
+    assert_eq!(h.s.pending_count(), 1);
+}
+
+#[test]
+fn legacy_restore_behind_completion_is_caught_by_restore_not_behind_a_commit() {
+    let h = failover_while_storing(Semantics::Legacy(LegacyBug::RestoreBehindCompletion));
+    let mut ledger = h.ledger.clone();
+    let (t, verdict) = checked::coordinator_step(
+        &mut ledger,
+        &h.s,
+        ms(10_002),
+        &restore_latest(),
+        Rigor::Full,
+    );
+    assert!(t.step.effects.contains(&E::RestoreState {
+        checkpoint: Some(cp(1)),
+        handles: vec![hd(100), hd(101)],
+    }));
+    let v = verdict.expect_err("restoring 1 while 3 stores is caught");
+    assert_eq!(v.invariant, names::RESTORE_NOT_BEHIND, "{v}");
+}
+
+/// Checkpoint 1 retained with handles 1000 and 1001; checkpoint 2
+/// acknowledged with 2000 and 1001 (a task re-reports unchanged state, as
+/// incremental state backends do); 2 finalized, its store outstanding.
+fn in_doubt_with_shared_state(semantics: Semantics) -> H {
+    let mut h = H::with(CoordinatorSettings {
+        semantics,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.step(0, ack(0, 1, 1000));
+    h.step(0, ack(1, 1, 1001));
+    h.step(0, fin(1, true));
+    h.step(0, store(1, true));
+    h.user_cp(1, 2);
+    h.step(1, ack(0, 2, 2000));
+    h.step(1, ack(1, 2, 1001));
+    h.step(1, fin(2, true));
+    h
+}
+
+#[test]
+fn the_in_doubt_hand_over_never_lists_state_a_retained_checkpoint_shares() {
+    let mut h = in_doubt_with_shared_state(Semantics::Fixed);
+    let down = h.step(
+        2,
+        Ev::Shutdown {
+            status: JobStatus::Suspended,
+        },
+    );
+    assert!(
+        down.effects.contains(&E::ResolveInDoubt {
+            checkpoint: cp(2),
+            // Stored: its commit evicts checkpoint 1 (one retained), whose own
+            // file goes; 1001 stays with checkpoint 2.
+            discard_if_stored: vec![hd(1000)],
+            // Not stored: only its own file; 1001 is checkpoint 1's.
+            discard_if_not_stored: vec![hd(2000)],
+        }),
+        "{:?}",
+        down.effects
+    );
+    assert_eq!(discards(&down), vec![]);
+}
+
+#[test]
+fn legacy_in_doubt_lists_shared_state_is_caught_by_hand_over_spares_shared_state() {
+    let h = in_doubt_with_shared_state(Semantics::Legacy(LegacyBug::InDoubtListsSharedState));
+    let mut ledger = h.ledger.clone();
+    let shutdown = Ev::Shutdown {
+        status: JobStatus::Suspended,
+    };
+    let (_, verdict) = checked::coordinator_step(&mut ledger, &h.s, ms(2), &shutdown, Rigor::Full);
+    let v = verdict.expect_err("listing the shared handle is caught");
+    assert_eq!(v.invariant, names::HAND_OVER_SPARES_SHARED, "{v}");
+}
+
+/// Retained max 2: savepoint 1 completes, then checkpoints 2 and 3.
+fn savepoint_then_two_checkpoints(semantics: Semantics) -> (H, Ev) {
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 2,
+        semantics,
+        ..settings()
+    });
+    h.pending(0, savepoint(), 1);
+    h.complete(0, 1);
+    h.user_cp(1, 2);
+    h.complete(1, 2);
+    h.user_cp(2, 3);
+    h.ack_all(2, 3);
+    h.step(2, fin(3, true));
+    (h, store(3, true))
+}
+
+#[test]
+fn savepoints_do_not_expire_with_retention() {
+    let (mut h, stored) = savepoint_then_two_checkpoints(Semantics::Fixed);
+    let done = h.step(2, stored);
+    assert_eq!(discards(&done), vec![]);
+    assert_eq!(
+        h.s.completed().map(|c| c.id()).collect::<Vec<_>>(),
+        [cp(1), cp(2), cp(3)]
+    );
+    // The fourth evicts checkpoint 2, never the savepoint.
+    h.user_cp(3, 4);
+    assert_eq!(discards(&h.complete(3, 4)), vec![hd(200), hd(201)]);
+    // A user disposes of it: its state goes then.
+    let disposed = h.step(4, Ev::DisposeSavepoint { checkpoint: cp(1) });
+    assert_eq!(discards(&disposed), vec![hd(100), hd(101)]);
+    assert_eq!(
+        h.step(4, Ev::DisposeSavepoint { checkpoint: cp(1) })
+            .outcome,
+        ignored(Ignored::UnknownCheckpoint)
+    );
+    assert_eq!(
+        h.step(4, Ev::DisposeSavepoint { checkpoint: cp(4) })
+            .outcome,
+        Outcome::Rejected(CoordinatorError::NotASavepoint(cp(4)))
+    );
+}
+
+#[test]
+fn legacy_savepoint_expires_with_retention_is_caught_by_savepoint_state_kept() {
+    let (h, stored) =
+        savepoint_then_two_checkpoints(Semantics::Legacy(LegacyBug::SavepointExpiresWithRetention));
+    let mut ledger = h.ledger.clone();
+    let (t, verdict) = checked::coordinator_step(&mut ledger, &h.s, ms(2), &stored, Rigor::Full);
+    assert_eq!(discards(&t.step), vec![hd(100), hd(101)]);
+    let v = verdict.expect_err("discarding the savepoint is caught");
+    assert_eq!(v.invariant, names::SAVEPOINT_KEPT, "{v}");
+}
+
+#[test]
+fn savepoints_beyond_the_bound_are_refused_until_one_is_disposed_of() {
+    let mut h = H::with(CoordinatorSettings {
+        savepoints_max: 2,
+        ..settings()
+    });
+    h.pending(0, savepoint(), 1);
+    h.complete(0, 1);
+    h.pending(1, savepoint(), 2);
+    // One kept, one pending: the bound is reached.
+    let refused = h.step(1, trigger(savepoint()));
+    assert_eq!(
+        refused.outcome,
+        applied(Applied::TriggerRejected {
+            request: rq(2),
+            reason: TriggerRejection::TooManySavepoints
+        })
+    );
+    h.step(2, Ev::DisposeSavepoint { checkpoint: cp(1) });
+    assert!(h.step(2, trigger(savepoint())).outcome.is_applied());
+    assert_eq!(
+        config_err(|s| s.savepoints_max = 0),
+        ConfigError::SavepointsNotPositive(0)
+    );
+    assert_eq!(
+        config_ok(|s| s.savepoints_max = i64::MAX).savepoints_max(),
+        SAVEPOINTS_CAP as usize
+    );
+}
+
+#[test]
+fn recover_takes_the_generation_unless_legacy_no_fencing() {
+    for (semantics, expected) in [
+        (Semantics::Fixed, Generation(7)),
+        (Semantics::Legacy(LegacyBug::NoFencing), Generation(0)),
+    ] {
+        let mut h = H::with(CoordinatorSettings {
+            semantics,
+            ..settings()
+        });
+        h.step(
+            0,
+            Ev::Recover {
+                checkpoints: vec![],
+                last_id: None,
+                generation: Generation(7),
+            },
+        );
+        assert_eq!(h.s.generation(), expected, "{semantics:?}");
+    }
 }

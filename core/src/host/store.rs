@@ -88,9 +88,10 @@
 //!    than it was written with keeps every stored checkpoint until the next
 //!    commit evicts down to the bound.
 //!
-//! [`Recovery::checkpoints`] and [`Recovery::last_id`] are exactly what
-//! [`CoordinatorEvent::Recover`] takes ([`Recovery::recover_event`]), in id
-//! order, which is always a legal commit order
+//! [`Recovery::checkpoints`], [`Recovery::last_id`] and
+//! [`Recovery::generation`] are exactly what [`CoordinatorEvent::Recover`]
+//! takes ([`Recovery::recover_event`]), the checkpoints in id order, which
+//! is always a legal commit order
 //! ([`crate::commit::is_legal_order`]). [`FileStore::inspect`] runs steps 1
 //! and 2 without claiming anything or writing, for a verification tool.
 //!
@@ -624,8 +625,8 @@ impl OpenOptions {
 /// what it would find and do).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recovery {
-    /// The generation claimed (from [`FileStore::inspect`]: the newest
-    /// claimed, nothing claimed).
+    /// The generation claimed, which the coordinator recovers under (from
+    /// [`FileStore::inspect`]: the newest claimed; nothing is claimed).
     pub generation: Generation,
     /// The stored checkpoints and savepoints that can be restored, in id
     /// order (a legal commit order), as [`CoordinatorEvent::Recover`] takes
@@ -660,13 +661,14 @@ impl Recovery {
         self.checkpoints.iter().find(|c| c.checkpoint == id)
     }
 
-    /// The coordinator's first event: `Recover` with exactly this list and
-    /// counter.
+    /// The coordinator's first event: `Recover` with exactly this list,
+    /// counter and generation.
     #[must_use]
     pub fn recover_event(&self) -> CoordinatorEvent {
         CoordinatorEvent::Recover {
             checkpoints: self.checkpoints.clone(),
             last_id: self.last_id,
+            generation: self.generation,
         }
     }
 }
@@ -1481,17 +1483,16 @@ impl FileStore {
     }
 
     /// Disposes of stored savepoint `savepoint` on behalf of `writer`, as
-    /// only its user may: its metadata is removed first (and the directory
+    /// only its user may (the host does this before it sends the
+    /// coordinator `CoordinatorEvent::DisposeSavepoint`, whose discards then
+    /// find the files gone): its metadata is removed first (and the directory
     /// synced, so a crash after this leaves no savepoint pointing at
     /// missing files), then every state file of it that no other stored
     /// checkpoint and no quarantined metadata references. Returns the state
     /// files deleted.
     ///
     /// Refused for a checkpoint that is not stored, not a savepoint, or the
-    /// store's latest (the next start would restore an older one). A
-    /// running coordinator still lists the savepoint among its completed
-    /// checkpoints; dispose of one it no longer needs (the next coordinator
-    /// recovers without it).
+    /// store's latest (the next start would restore an older one).
     pub fn dispose_savepoint(
         &mut self,
         writer: Generation,

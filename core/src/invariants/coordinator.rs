@@ -11,7 +11,6 @@
 use std::collections::BTreeSet;
 
 use super::{ensure, Violation};
-use crate::coordinator::in_subsumption_order;
 use crate::coordinator::{
     AckSlot, CoordinatorEffect, CoordinatorEvent, CoordinatorState, Ignored, Outcome, PendingPhase,
     Step, Timer,
@@ -67,10 +66,22 @@ pub mod names {
     /// A task's known attempt never goes back, and an attempt known to have
     /// failed never counts as running again (a restart is a new attempt).
     pub const ATTEMPTS_FORWARD: &str = "attempts-only-move-forward";
+    /// A restore is emitted only when no finalize or store is outstanding,
+    /// and restores the retained checkpoint with the highest id: never a
+    /// point behind a checkpoint that is (or may become) committed.
+    pub const RESTORE_NOT_BEHIND: &str = "restore-not-behind-a-commit";
+    /// The in-doubt hand-over names no handle another checkpoint still
+    /// holds: `discard_if_not_stored` none a retained checkpoint or
+    /// savepoint holds, `discard_if_stored` none the in-doubt checkpoint or
+    /// a checkpoint that stays holds.
+    pub const HAND_OVER_SPARES_SHARED: &str = "hand-over-spares-shared-state";
+    /// A savepoint stays until the user disposes of it, and no discard names
+    /// a handle a kept savepoint holds.
+    pub const SAVEPOINT_KEPT: &str = "savepoint-state-kept";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 21] = [
+    pub const ALL: [&str; 24] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -92,6 +103,9 @@ pub mod names {
         IN_DOUBT_AFTER_SHUTDOWN,
         TRIGGER_ONLY_PENDING,
         ATTEMPTS_FORWARD,
+        RESTORE_NOT_BEHIND,
+        HAND_OVER_SPARES_SHARED,
+        SAVEPOINT_KEPT,
     ];
 }
 
@@ -170,12 +184,11 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
             })?;
         }
     }
-    let retained = s.completed().count();
-    ensure(retained <= cfg.retained_max(), names::COMPLETED, || {
-        format!("{retained} retained > bound {}", cfg.retained_max())
-    })?;
+    // The bound on retained checkpoints is a step rule (`check_step`):
+    // `Recover` may hand over more than `retained_max`, which the next
+    // completion evicts.
     ensure(
-        in_subsumption_order(s.completed().map(|c| (c.id(), c.is_savepoint()))),
+        crate::commit::is_legal_order(s.completed().map(|c| (c.id(), c.is_savepoint()))),
         names::COMPLETED,
         || {
             let ids: Vec<CheckpointId> = s.completed().map(|c| c.id()).collect();
@@ -233,6 +246,11 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
         s.in_doubt().is_none() || s.is_shutdown(),
         names::IN_DOUBT_AFTER_SHUTDOWN,
         || "a checkpoint is in doubt while the coordinator runs".to_string(),
+    )?;
+    ensure(
+        !s.is_restore_deferred() || s.completing().is_some(),
+        names::RESTORE_NOT_BEHIND,
+        || "a restore waits, but no checkpoint is completing".to_string(),
     )?;
     if s.is_shutdown() {
         ensure(
@@ -342,6 +360,7 @@ pub fn check_step(
             }
         }
     }
+    check_retention(before, event, step, after)?;
     let mut last_completed = before
         .completed()
         .filter(|c| !c.is_savepoint())
@@ -387,6 +406,117 @@ pub fn check_step(
                 names::NO_DISCARD_RETAINED,
                 || format!("handle {handle} discarded but still retained"),
             )?;
+        }
+    }
+    Ok(())
+}
+
+/// The rules about what the coordinator keeps, restores and hands over
+/// (retention, savepoints, restore, in-doubt lists), for one step.
+fn check_retention(
+    before: &CoordinatorState,
+    event: &CoordinatorEvent,
+    step: &Step,
+    after: &CoordinatorState,
+) -> Result<(), Violation> {
+    let counted = |s: &CoordinatorState| s.completed().filter(|c| !c.is_savepoint()).count();
+    let max = after.config().retained_max();
+    let (was, now) = (counted(before), counted(after));
+    let recover = matches!(event, CoordinatorEvent::Recover { .. });
+    ensure(recover || now <= was.max(max), names::COMPLETED, || {
+        format!("{now} checkpoints retained after {event:?} (bound {max}, {was} before)")
+    })?;
+    if matches!(event, CoordinatorEvent::StoreDone { result: Ok(()), .. })
+        && matches!(step.outcome, Outcome::Applied(_))
+    {
+        ensure(now <= max, names::COMPLETED, || {
+            format!("{now} checkpoints retained after a completion (bound {max})")
+        })?;
+    }
+    // Retention counts checkpoints only: it evicts down to the bound, never
+    // below it (a savepoint's completion does not push a checkpoint out).
+    let evicted = before
+        .completed()
+        .any(|c| !c.is_savepoint() && !after.completed().any(|a| a.id() == c.id()));
+    if evicted && !after.is_shutdown() {
+        ensure(now == max, names::SAVEPOINT_KEPT, || {
+            format!("{event:?} evicted checkpoints down to {now}, below the bound {max} (a savepoint counted)")
+        })?;
+    }
+    // Savepoints leave only when the user disposes of them.
+    let disposed = if let CoordinatorEvent::DisposeSavepoint { checkpoint } = event {
+        Some(*checkpoint)
+    } else {
+        None
+    };
+    let kept: Vec<&crate::coordinator::Completed> = before
+        .completed()
+        .filter(|c| c.is_savepoint() && Some(c.id()) != disposed)
+        .collect();
+    for sp in &kept {
+        ensure(
+            after.completed().any(|c| c.id() == sp.id()) || after.is_shutdown(),
+            names::SAVEPOINT_KEPT,
+            || format!("savepoint {} dropped by {event:?}", sp.id()),
+        )?;
+    }
+    for e in &step.effects {
+        if let CoordinatorEffect::DiscardState { handle, .. } = e {
+            if let Some(sp) = kept.iter().find(|c| c.handles().any(|h| h == *handle)) {
+                return Err(Violation::new(
+                    names::SAVEPOINT_KEPT,
+                    format!(
+                        "{event:?} discarded handle {handle} of savepoint {}",
+                        sp.id()
+                    ),
+                ));
+            }
+        }
+        if let CoordinatorEffect::RestoreState { checkpoint, .. } = e {
+            ensure(
+                after.completing().is_none(),
+                names::RESTORE_NOT_BEHIND,
+                || {
+                    format!(
+                        "restored {checkpoint:?} while checkpoint {:?} may still commit",
+                        after.completing()
+                    )
+                },
+            )?;
+            let latest = after.latest_retained().map(|c| c.id());
+            ensure(
+                *checkpoint == latest || latest.is_none(),
+                names::RESTORE_NOT_BEHIND,
+                || format!("restored {checkpoint:?}, but the latest retained is {latest:?}"),
+            )?;
+        }
+        if let CoordinatorEffect::ResolveInDoubt {
+            checkpoint,
+            discard_if_stored,
+            discard_if_not_stored,
+        } = e
+        {
+            let retained: Vec<StateHandle> = after.completed().flat_map(|c| c.handles()).collect();
+            if let Some(h) = discard_if_not_stored.iter().find(|h| retained.contains(h)) {
+                return Err(Violation::new(
+                        names::HAND_OVER_SPARES_SHARED,
+                        format!(
+                            "in-doubt checkpoint {checkpoint} lists {h} for discard, which a retained checkpoint holds"
+                        ),
+                    ));
+            }
+            let mine: Vec<StateHandle> = after
+                .in_doubt()
+                .map(|c| c.handles().collect())
+                .unwrap_or_default();
+            if let Some(h) = discard_if_stored.iter().find(|h| mine.contains(h)) {
+                return Err(Violation::new(
+                        names::HAND_OVER_SPARES_SHARED,
+                        format!(
+                            "in-doubt checkpoint {checkpoint} lists its own {h} for discard once stored"
+                        ),
+                    ));
+            }
         }
     }
     Ok(())

@@ -7,8 +7,11 @@
 //!    deleted ([`names::NO_DISCARD_COMMITTED`]), and a checkpoint is
 //!    committed only with every handle still existing
 //!    ([`names::COMMITTED_STATE_EXISTS`]);
-//! 2. a restore (after any failover) restores the store's latest checkpoint,
-//!    all of whose state exists ([`names::RESTORE_LATEST`]);
+//! 2. a restore (after any failover) restores the store's latest checkpoint
+//!    (the highest id it holds, [`crate::commit::latest`]), all of whose
+//!    state exists, and no checkpoint of the run before a restore commits
+//!    after it: the restore point is never behind a committed checkpoint
+//!    ([`names::RESTORE_LATEST`]);
 //! 3. every state file ends once: it is written once, deleted at most once
 //!    (a coordinator's delete of a file already gone is an idempotent
 //!    repeat: duplicated acks make those legal, and the coordinator's own
@@ -18,7 +21,10 @@
 //! 4. checkpoint ids never repeat, across coordinator failovers too
 //!    ([`names::IDS_NEVER_REPEAT`]);
 //! 5. a checkpoint is notified complete to tasks only once the store holds
-//!    it ([`names::NOTIFY_AFTER_COMMIT`]).
+//!    it ([`names::NOTIFY_AFTER_COMMIT`]);
+//! 6. the store commits only in the one legal order ([`crate::commit`]),
+//!    and a store's own retention never removes a savepoint: savepoints
+//!    leave only when the user disposes of them ([`names::COMMIT_ORDER`]).
 //!
 //! Memory is bounded by what exists now (live files, retained
 //! checkpoints), never by history, so a long-running host can keep one.
@@ -42,15 +48,18 @@ pub mod names {
     pub const IDS_NEVER_REPEAT: &str = "ids-never-repeat";
     /// Notify-complete only after the store committed the checkpoint.
     pub const NOTIFY_AFTER_COMMIT: &str = "notify-complete-after-commit";
+    /// The store commits in the legal order and accepts every legal commit.
+    pub const COMMIT_ORDER: &str = "store-commit-order";
 
     /// Every name above.
-    pub const ALL: [&str; 6] = [
+    pub const ALL: [&str; 7] = [
         NO_DISCARD_COMMITTED,
         COMMITTED_STATE_EXISTS,
         RESTORE_LATEST,
         HANDLE_ENDS_ONCE,
         IDS_NEVER_REPEAT,
         NOTIFY_AFTER_COMMIT,
+        COMMIT_ORDER,
     ];
 }
 
@@ -88,12 +97,15 @@ pub struct DurableLedger {
     store: Vec<Stored>,
     live: BTreeSet<StateHandle>,
     max_id: Option<CheckpointId>,
+    /// The highest id used when the job last restored: a checkpoint at or
+    /// below it belongs to the run before that restore.
+    restore_floor: Option<CheckpointId>,
 }
 
 impl DurableLedger {
     /// An empty store retaining at most `retained_max` checkpoints (the
     /// oldest goes when a newer one is committed, as the coordinator's own
-    /// retention does).
+    /// retention does; savepoints do not count and never go).
     #[must_use]
     pub fn new(retained_max: usize) -> Self {
         DurableLedger {
@@ -146,6 +158,7 @@ impl DurableLedger {
                 .collect(),
             live: self.live.iter().map(|h| rename(*h)).collect(),
             max_id: self.max_id,
+            restore_floor: self.restore_floor,
         }
     }
 
@@ -174,10 +187,47 @@ impl DurableLedger {
         )
     }
 
+    /// Whether the store may commit `id` now ([`crate::commit::check_next`]).
+    #[must_use]
+    pub fn may_commit(&self, id: CheckpointId, savepoint: bool) -> bool {
+        crate::commit::check_next(self.held(), id, savepoint).is_ok()
+    }
+
+    fn held(&self) -> impl Iterator<Item = (CheckpointId, bool)> + '_ {
+        self.store.iter().map(|s| (s.id, s.savepoint))
+    }
+
+    /// The store refused to commit `id`: right only when the commit would
+    /// break the commit order (a refusal of a legal commit is a store that
+    /// disagrees with the coordinator about what may be committed).
+    pub fn refused(&self, id: CheckpointId, savepoint: bool) -> Result<(), Violation> {
+        ensure(!self.may_commit(id, savepoint), names::COMMIT_ORDER, || {
+            let held: Vec<(CheckpointId, bool)> = self.held().collect();
+            format!("the store refused checkpoint {id} (savepoint: {savepoint}), a legal commit after {held:?}")
+        })
+    }
+
     /// The store committed `checkpoint` (durably); the oldest checkpoints
-    /// beyond the retention bound leave the store (their state is the
-    /// coordinator's to delete). Returns the ids that left.
+    /// (never savepoints) beyond the retention bound leave the store (their
+    /// state is the coordinator's to delete). Returns the ids that left.
     pub fn commit(&mut self, checkpoint: Stored) -> Result<Vec<CheckpointId>, Violation> {
+        let order = crate::commit::check_next(self.held(), checkpoint.id, checkpoint.savepoint);
+        ensure(order.is_ok(), names::COMMIT_ORDER, || {
+            format!(
+                "checkpoint {} committed out of order: {order:?}",
+                checkpoint.id
+            )
+        })?;
+        ensure(
+            self.restore_floor.is_none_or(|f| checkpoint.id > f),
+            names::RESTORE_LATEST,
+            || {
+                format!(
+                    "checkpoint {} of the run before the restore committed after it (the job restored from a point behind it)",
+                    checkpoint.id
+                )
+            },
+        )?;
         let missing: Vec<StateHandle> = checkpoint
             .handles
             .iter()
@@ -192,10 +242,27 @@ impl DurableLedger {
         })?;
         self.store.push(checkpoint);
         let mut evicted = Vec::new();
-        while self.store.len() > self.retained_max {
-            evicted.push(self.store.remove(0).id);
+        while self.store.iter().filter(|s| !s.savepoint).count() > self.retained_max {
+            let Some(at) = self.store.iter().position(|s| !s.savepoint) else {
+                break;
+            };
+            evicted.push(self.store.remove(at).id);
         }
         Ok(evicted)
+    }
+
+    /// The user disposed of savepoint `id`: the store drops its entry (its
+    /// state files are deleted afterwards). Not a savepoint the store
+    /// holds: a violation of the disposal recipe.
+    pub fn dispose(&mut self, id: CheckpointId) -> Result<(), Violation> {
+        let at = self.store.iter().position(|s| s.id == id && s.savepoint);
+        ensure(at.is_some(), names::COMMIT_ORDER, || {
+            format!("disposed of {id}, which is not a savepoint the store holds")
+        })?;
+        if let Some(at) = at {
+            self.store.remove(at);
+        }
+        Ok(())
     }
 
     /// The host registered a savepoint (its files exist) as the store's
@@ -231,12 +298,28 @@ impl DurableLedger {
         })
     }
 
-    /// State is restored from `id` with `handles`.
-    pub fn restored(&self, id: CheckpointId, handles: &[StateHandle]) -> Result<(), Violation> {
-        let latest = self.store.last().map(|s| s.id);
-        ensure(latest == Some(id), names::RESTORE_LATEST, || {
-            format!("restored checkpoint {id}, but the store's latest is {latest:?}")
+    /// The store's latest checkpoint: the highest id it holds.
+    #[must_use]
+    pub fn latest(&self) -> Option<CheckpointId> {
+        crate::commit::latest(self.held())
+    }
+
+    /// State is restored from `id` with `handles` (`None`: from scratch).
+    /// From now on a checkpoint of the run before (an id already used)
+    /// must not commit.
+    pub fn restored(
+        &mut self,
+        id: Option<CheckpointId>,
+        handles: &[StateHandle],
+    ) -> Result<(), Violation> {
+        let latest = self.latest();
+        ensure(latest == id, names::RESTORE_LATEST, || {
+            format!("restored checkpoint {id:?}, but the store's latest is {latest:?}")
         })?;
+        self.restore_floor = self.max_id;
+        let Some(id) = id else {
+            return Ok(());
+        };
         let missing: Vec<StateHandle> = handles
             .iter()
             .copied()
@@ -352,9 +435,69 @@ mod tests {
         d.written(h(2)).expect("write");
         d.commit(stored(1, &[1])).expect("commit");
         d.commit(stored(2, &[2])).expect("commit");
-        caught(d.restored(CheckpointId(1), &[h(1)]), names::RESTORE_LATEST);
-        d.restored(CheckpointId(2), &[h(2)]).expect("latest");
-        caught(d.restored(CheckpointId(2), &[h(9)]), names::RESTORE_LATEST);
+        caught(
+            d.restored(Some(CheckpointId(1)), &[h(1)]),
+            names::RESTORE_LATEST,
+        );
+        caught(
+            d.restored(Some(CheckpointId(2)), &[h(9)]),
+            names::RESTORE_LATEST,
+        );
+        caught(d.restored(None, &[]), names::RESTORE_LATEST);
+        d.restored(Some(CheckpointId(2)), &[h(2)]).expect("latest");
+    }
+
+    fn savepoint(id: u64, handles: &[u64]) -> Stored {
+        Stored {
+            savepoint: true,
+            ..stored(id, handles)
+        }
+    }
+
+    #[test]
+    fn the_latest_is_the_highest_id_and_a_savepoint_may_follow_a_newer_checkpoint() {
+        let mut d = DurableLedger::new(2);
+        d.commit(stored(3, &[])).expect("commit");
+        d.commit(savepoint(2, &[]))
+            .expect("an older savepoint may follow");
+        assert_eq!(d.latest(), Some(CheckpointId(3)));
+        d.restored(Some(CheckpointId(3)), &[])
+            .expect("the highest id");
+        caught(d.commit(stored(2, &[])).map(|_| ()), names::COMMIT_ORDER);
+        caught(d.commit(savepoint(3, &[])).map(|_| ()), names::COMMIT_ORDER);
+        // Refusing a legal commit is the store disagreeing with the rule.
+        caught(d.refused(CheckpointId(9), false), names::COMMIT_ORDER);
+        d.refused(CheckpointId(1), false)
+            .expect("not above 3: rightly refused");
+    }
+
+    #[test]
+    fn retention_never_removes_a_savepoint_only_disposal_does() {
+        let mut d = DurableLedger::new(1);
+        d.written(h(1)).expect("write");
+        d.commit(savepoint(1, &[1])).expect("commit");
+        assert_eq!(d.commit(stored(2, &[])), Ok(vec![]));
+        assert_eq!(d.commit(stored(3, &[])), Ok(vec![CheckpointId(2)]));
+        assert!(d.holds(CheckpointId(1)));
+        caught(d.delete(h(1), Deleter::Host), names::NO_DISCARD_COMMITTED);
+        caught(d.dispose(CheckpointId(3)), names::COMMIT_ORDER);
+        d.dispose(CheckpointId(1))
+            .expect("a savepoint the store holds");
+        d.delete(h(1), Deleter::Host).expect("disposed of");
+    }
+
+    #[test]
+    fn a_checkpoint_of_the_run_before_a_restore_never_commits_after_it() {
+        let mut d = DurableLedger::new(2);
+        d.used(CheckpointId(1)).expect("id");
+        d.commit(stored(1, &[])).expect("commit");
+        d.used(CheckpointId(2)).expect("id");
+        d.used(CheckpointId(3)).expect("id");
+        // The job restores 1 while 3's store write is still out.
+        d.restored(Some(CheckpointId(1)), &[]).expect("latest now");
+        caught(d.commit(stored(3, &[])).map(|_| ()), names::RESTORE_LATEST);
+        d.used(CheckpointId(4)).expect("id of the new run");
+        d.commit(stored(4, &[])).expect("the new run commits");
     }
 
     #[test]

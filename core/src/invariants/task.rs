@@ -409,6 +409,7 @@ impl TaskMonitor {
             | TaskEvent::WriterCompleted { .. }
             | TaskEvent::WriterFailed { .. }
             | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartReused { .. }
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
@@ -430,7 +431,8 @@ impl TaskMonitor {
         let on_task = event.thread() == Thread::Task;
         // The handle this step may use, once: the one its event delivered.
         let mut handle = match event {
-            TaskEvent::AsyncPartCompleted { handle, .. } => Some(*handle),
+            TaskEvent::AsyncPartCompleted { handle, .. }
+            | TaskEvent::AsyncPartReused { handle, .. } => Some(*handle),
             TaskEvent::BarrierReceived { .. }
             | TaskEvent::TriggerCheckpoint { .. }
             | TaskEvent::CheckpointMail { .. }
@@ -455,6 +457,7 @@ impl TaskMonitor {
             | TaskEvent::WriterCompleted { .. }
             | TaskEvent::WriterFailed { .. }
             | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartReused { .. }
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
@@ -573,6 +576,7 @@ impl TaskMonitor {
                 self.track(*checkpoint, |t| t.settled = true);
             }
             TaskEvent::AsyncPartCompleted { checkpoint, .. }
+            | TaskEvent::AsyncPartReused { checkpoint, .. }
             | TaskEvent::AsyncPartFailed { checkpoint } => {
                 self.running.remove(checkpoint);
                 self.track(*checkpoint, |t| t.settled |= t.in_async);

@@ -87,6 +87,21 @@ pub enum TaskEvent {
         /// The state it wrote (operator and channel state).
         handle: StateHandle,
     },
+    /// The asynchronous snapshot part finished and found the task's state
+    /// unchanged since a completed checkpoint: it reports that checkpoint's
+    /// `handle` again instead of writing a new file (an incremental state
+    /// backend; async thread). The task does not own `handle` (the earlier
+    /// checkpoint does): it acknowledges it, and never discards it.
+    ///
+    /// The host rule for reuse: only the handle of the task attempt's own
+    /// last acknowledgement, only once the task was notified that this
+    /// checkpoint completed, and only for a newer checkpoint.
+    AsyncPartReused {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The earlier checkpoint's state, reported again.
+        handle: StateHandle,
+    },
     /// The asynchronous snapshot part failed (async thread).
     AsyncPartFailed {
         /// The checkpoint.
@@ -118,9 +133,9 @@ impl TaskEvent {
             | TaskEvent::EndOfInput
             | TaskEvent::Close => Thread::Task,
             TaskEvent::WriterCompleted { .. } | TaskEvent::WriterFailed { .. } => Thread::Writer,
-            TaskEvent::AsyncPartCompleted { .. } | TaskEvent::AsyncPartFailed { .. } => {
-                Thread::Async
-            }
+            TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartReused { .. }
+            | TaskEvent::AsyncPartFailed { .. } => Thread::Async,
         }
     }
 
@@ -137,6 +152,7 @@ impl TaskEvent {
             TaskEvent::WriterCompleted { .. } => "WriterCompleted",
             TaskEvent::WriterFailed { .. } => "WriterFailed",
             TaskEvent::AsyncPartCompleted { .. } => "AsyncPartCompleted",
+            TaskEvent::AsyncPartReused { .. } => "AsyncPartReused",
             TaskEvent::AsyncPartFailed { .. } => "AsyncPartFailed",
             TaskEvent::OperatorFailed => "OperatorFailed",
             TaskEvent::EndOfInput => "EndOfInput",
@@ -157,6 +173,7 @@ impl TaskEvent {
             | TaskEvent::WriterCompleted { checkpoint }
             | TaskEvent::WriterFailed { checkpoint }
             | TaskEvent::AsyncPartCompleted { checkpoint, .. }
+            | TaskEvent::AsyncPartReused { checkpoint, .. }
             | TaskEvent::AsyncPartFailed { checkpoint } => Some(*checkpoint),
             TaskEvent::OperatorFailed | TaskEvent::EndOfInput | TaskEvent::Close => None,
         }

@@ -71,7 +71,7 @@ mod tests;
 pub use api::*;
 pub use state::{Lifecycle, TaskState};
 
-use crate::types::{CheckpointId, Millis, Thread};
+use crate::types::{CheckpointId, Millis, StateHandle, Thread};
 
 /// The result of one event: the effects to execute in order and the
 /// outcome (what [`TaskState::apply`] returns in place).
@@ -163,6 +163,7 @@ impl TaskState {
                     | TaskEvent::WriterCompleted { .. }
                     | TaskEvent::WriterFailed { .. }
                     | TaskEvent::AsyncPartCompleted { .. }
+                    | TaskEvent::AsyncPartReused { .. }
                     | TaskEvent::AsyncPartFailed { .. }
                     | TaskEvent::OperatorFailed
                     | TaskEvent::EndOfInput => Outcome::Ignored(IgnoreReason::TaskFailed),
@@ -199,16 +200,10 @@ impl TaskState {
                 ResultStatus::Failed(ResultFailure::WriterFailed),
             ),
             TaskEvent::AsyncPartCompleted { checkpoint, handle } => {
-                if self.async_parts.remove(&checkpoint).is_none() {
-                    return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
-                }
-                if self.last_completed.is_some_and(|c| c > checkpoint) {
-                    // A newer checkpoint already completed: this one is subsumed.
-                    fx.push(TaskEffect::DiscardState { handle });
-                } else {
-                    fx.push(TaskEffect::AcknowledgeCheckpoint { checkpoint, handle });
-                }
-                Outcome::Applied
+                self.on_async_done(checkpoint, handle, true, fx)
+            }
+            TaskEvent::AsyncPartReused { checkpoint, handle } => {
+                self.on_async_done(checkpoint, handle, false, fx)
             }
             TaskEvent::AsyncPartFailed { checkpoint } => {
                 if self.async_parts.remove(&checkpoint).is_none() {
@@ -520,6 +515,32 @@ impl TaskState {
                 None => break,
             }
         }
+    }
+
+    /// The async part of `checkpoint` finished with `handle`: acknowledged,
+    /// or, when a newer checkpoint already completed (this one is
+    /// subsumed), discarded if the task `owns` it (it wrote it for this
+    /// checkpoint) and left alone if it is an earlier checkpoint's state
+    /// reported again.
+    fn on_async_done(
+        &mut self,
+        checkpoint: CheckpointId,
+        handle: StateHandle,
+        owns: bool,
+        fx: &mut Vec<TaskEffect>,
+    ) -> Outcome {
+        if self.async_parts.remove(&checkpoint).is_none() {
+            return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
+        }
+        if self.last_completed.is_some_and(|c| c > checkpoint) {
+            // A newer checkpoint already completed: this one is subsumed.
+            if owns {
+                fx.push(TaskEffect::DiscardState { handle });
+            }
+        } else {
+            fx.push(TaskEffect::AcknowledgeCheckpoint { checkpoint, handle });
+        }
+        Outcome::Applied
     }
 
     fn on_writer(&mut self, id: CheckpointId, to: ResultStatus) -> Outcome {

@@ -122,6 +122,22 @@ pub struct ModelConfig {
     /// Source tasks that may finish their input per run (`EndOfInput`).
     /// 0 (the default): none.
     pub end_of_input: u8,
+    /// Tasks may re-report unchanged state, as incremental state backends
+    /// do: a task's async part may acknowledge the handle of the last
+    /// checkpoint it acknowledged, once it was notified that checkpoint
+    /// completed (the rule the crate docs give a host), so that two
+    /// checkpoints share a state file. Off by default.
+    pub shared_state: bool,
+    /// Coordinator failovers whose old coordinator keeps running (a deposed
+    /// leader): its outstanding I/O is answered later, interleaved with the
+    /// new leader's, and what it writes lands unless the store, the id
+    /// counter and the tasks refuse its older generation. 0 (the default):
+    /// a dead coordinator's outstanding I/O dies with it.
+    pub zombie_coordinators: u8,
+    /// The user may dispose of each savepoint the coordinator keeps
+    /// (`DisposeSavepoint`, after removing it from the store). Off by
+    /// default.
+    pub dispose_savepoints: bool,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -158,6 +174,12 @@ pub fn legacy_name(bug: LegacyBug) -> &'static str {
         LegacyBug::AbortAllLeavesQueueStuck => "legacy-queue-stuck",
         LegacyBug::EffectsAfterShutdown => "legacy-effects-after-shutdown",
         LegacyBug::DiscardWhileStoring => "legacy-discard-while-storing",
+        LegacyBug::RestoreBehindCompletion => "legacy-restore-behind-completion",
+        LegacyBug::InDoubtListsSharedState => "legacy-in-doubt-lists-shared",
+        LegacyBug::SavepointExpiresWithRetention => "legacy-savepoint-expires",
+        LegacyBug::RestoreLastCommitted => "legacy-restore-last-committed",
+        LegacyBug::NoFencing => "legacy-no-fencing",
+        LegacyBug::StoreRefusesOlderSavepoint => "legacy-store-refuses-older-savepoint",
     }
 }
 
@@ -188,6 +210,9 @@ impl Default for ModelConfig {
             job_failovers: 0,
             savepoint_restore: false,
             end_of_input: 0,
+            shared_state: false,
+            zombie_coordinators: 0,
+            dispose_savepoints: false,
         }
     }
 }

@@ -204,13 +204,14 @@ pub fn coord_event_kind(ev: &CEv) -> &'static str {
         CEv::TaskFailed { .. } => "TaskFailed",
         CEv::Restore { .. } => "Restore",
         CEv::Recover { .. } => "Recover",
+        CEv::DisposeSavepoint { .. } => "DisposeSavepoint",
         CEv::Shutdown { .. } => "Shutdown",
     }
 }
 
 /// Every coordinator event kind the world can deliver, and those it never
 /// does by design (coverage gaps are reported against the first list).
-pub const COORD_EVENT_KINDS: [&str; 19] = [
+pub const COORD_EVENT_KINDS: [&str; 20] = [
     "StartScheduler",
     "StopScheduler",
     "TaskFailed",
@@ -230,10 +231,11 @@ pub const COORD_EVENT_KINDS: [&str; 19] = [
     "Trigger",
     "Restore",
     "Recover",
+    "DisposeSavepoint",
 ];
 
 /// Every task event kind the world can deliver.
-pub const TASK_EVENT_KINDS: [&str; 13] = [
+pub const TASK_EVENT_KINDS: [&str; 14] = [
     "BarrierReceived",
     "TriggerCheckpoint",
     "CheckpointMail",
@@ -243,6 +245,7 @@ pub const TASK_EVENT_KINDS: [&str; 13] = [
     "WriterCompleted",
     "WriterFailed",
     "AsyncPartCompleted",
+    "AsyncPartReused",
     "AsyncPartFailed",
     "OperatorFailed",
     "EndOfInput",
@@ -275,6 +278,8 @@ fn write_applied(w: &mut String, a: &Applied) {
         Applied::Aborted { reason, .. } => write!(w, "Aborted({reason:?})"),
         Applied::TaskUpdated { .. } => w.write_str("TaskUpdated"),
         Applied::Restored { .. } => w.write_str("Restored"),
+        Applied::RestoreDeferred { .. } => w.write_str("RestoreDeferred"),
+        Applied::SavepointDisposed { .. } => w.write_str("SavepointDisposed"),
         Applied::ShutDown => w.write_str("ShutDown"),
         Applied::Recovered { .. } => w.write_str("Recovered"),
         Applied::ClockExhausted => w.write_str("ClockExhausted"),

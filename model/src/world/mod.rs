@@ -86,5 +86,6 @@ pub use sim::{
     handle_for, is_decline, rename_handle, Action, Delivery, Sim, LEAKED, ROUTED, SAVEPOINT,
 };
 pub use state::{
-    Channel, Durable, History, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
+    Channel, Durable, History, InDoubt, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
+    Zombie,
 };

@@ -252,7 +252,8 @@ fn local_to(a: &Action) -> Option<TaskId> {
         | Action::Input(t, _)
         | Action::Mailbox(t)
         | Action::Writer(t, _, _)
-        | Action::Async(t, _, _) => Some(*t),
+        | Action::Async(t, _, _)
+        | Action::AsyncReused(t, _) => Some(*t),
         Action::Fire(_)
         | Action::Answer(..)
         | Action::Deliver(_)
@@ -267,6 +268,8 @@ fn local_to(a: &Action) -> Option<TaskId> {
         | Action::StartScheduler
         | Action::CoordinatorFailover { .. }
         | Action::JobFailover
-        | Action::EndOfInput(_) => None,
+        | Action::EndOfInput(_)
+        | Action::ZombieAnswer(_)
+        | Action::DisposeSavepoint(_) => None,
     }
 }

@@ -15,17 +15,19 @@ use ckpt_core::invariants::durability::{Deleter, DurableLedger, Stored};
 use ckpt_core::invariants::task::{check_quiescent, names as task_names, TaskMonitor};
 use ckpt_core::invariants::Violation;
 use ckpt_core::route::{
-    self, ChannelItem, CoordinatorRoute, IoAnswer, IoRequest, JobCommand, Report, TaskRoute,
-    ToCoordinator,
+    self, ChannelItem, CoordinatorRoute, IoAnswer, JobCommand, Report, TaskRoute, ToCoordinator,
 };
 use ckpt_core::task::{Lifecycle, TaskConfig, TaskEvent as TEv, TaskState};
 use ckpt_core::trace::TraceLine;
-use ckpt_core::{AttemptNo, CheckpointId, IoFailure, Millis, StateHandle, TaskId, Thread};
+use ckpt_core::{
+    AttemptNo, CheckpointId, Generation, IoFailure, LegacyBug, Millis, StateHandle, TaskId, Thread,
+};
 
 use super::config::{ModelConfig, Network, JOB};
 use super::coverage::{self, coord_event_kind, Coverage};
 use super::state::{
-    Channel, Durable, History, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
+    Channel, Durable, History, InDoubt, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
+    Zombie,
 };
 
 /// Something a scheduler can make happen.
@@ -88,6 +90,17 @@ pub enum Action {
     JobFailover,
     /// A source task's input ends (`end_of_input` budget): `EndOfInput`.
     EndOfInput(TaskId),
+    /// The host answers an I/O request of the deposed coordinator
+    /// (`zombie_coordinators`): the store, the id counter and the state
+    /// files refuse it if its generation is older than the store's newest.
+    ZombieAnswer(Io),
+    /// A task's async part completes reporting the state of its last
+    /// acknowledged checkpoint again, unchanged (`shared_state`).
+    AsyncReused(TaskId, CheckpointId),
+    /// The user disposes of a savepoint the coordinator keeps
+    /// (`dispose_savepoints`): the host removes it from the store, then
+    /// tells the coordinator.
+    DisposeSavepoint(CheckpointId),
 }
 
 impl Action {
@@ -112,9 +125,20 @@ impl Action {
             | Action::StopScheduler
             | Action::StartScheduler
             | Action::JobFailover
-            | Action::EndOfInput(_) => false,
+            | Action::EndOfInput(_)
+            | Action::ZombieAnswer(_)
+            | Action::AsyncReused(..)
+            | Action::DisposeSavepoint(_) => false,
         }
     }
+}
+
+/// Which coordinator an event goes to: the current leader, or the deposed
+/// one that keeps running (`zombie_coordinators`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Leader {
+    Current,
+    Zombie,
 }
 
 /// One event delivered to one machine during a step (for rendering and
@@ -280,6 +304,7 @@ impl Sim {
                     monitor: TaskMonitor::new(),
                     order: 0,
                     attempt: AttemptNo(0),
+                    last_ack: None,
                 })
             })
             .collect();
@@ -298,8 +323,11 @@ impl Sim {
                 counter: None,
                 metadata: Vec::new(),
                 in_doubt: None,
+                fence: Generation(0),
             }),
             job_failover_due: false,
+            awaiting_restore: false,
+            zombie: None,
             violation: None,
             ordered_net: self.cfg.network == Network::Ordered,
         };
@@ -412,44 +440,97 @@ impl Sim {
         }
     }
 
-    /// The checked step of the coordinator, then the routing of its effects.
-    fn coord_event(&self, s: &mut World, ev: CEv, log: Option<&mut Vec<Delivery>>) -> Outcome {
+    /// The checked step of the coordinator, then the routing of its
+    /// effects; when they restored the job's state while its tasks wait for
+    /// it (a failover), the tasks start from it.
+    fn coord_event(&self, s: &mut World, ev: CEv, mut log: Option<&mut Vec<Delivery>>) -> Outcome {
+        let (outcome, restored) = self.leader_event(s, Leader::Current, ev, log.as_deref_mut());
+        if restored && s.awaiting_restore {
+            self.start_tasks(s, log);
+        }
+        outcome
+    }
+
+    /// Whether the store, the id counter and the state files refuse a write
+    /// on behalf of `generation`: a newer one was claimed.
+    fn fenced(s: &World, generation: Generation) -> bool {
+        generation < s.durable.fence
+    }
+
+    /// One event for the current or the deposed coordinator, through the
+    /// checked step, then the routing of its effects. Returns the outcome
+    /// and whether a `RestoreState` was carried out.
+    fn leader_event(
+        &self,
+        s: &mut World,
+        who: Leader,
+        ev: CEv,
+        log: Option<&mut Vec<Delivery>>,
+    ) -> (Outcome, bool) {
         let now = s.now;
-        let (t, verdict) = checked::coordinator_step(&mut s.ledger, &s.coord, now, &ev, self.rigor);
+        let (coord, ledger) = match who {
+            Leader::Current => (&s.coord, &mut s.ledger),
+            Leader::Zombie => match &mut s.zombie {
+                Some(z) => (&z.coord, &mut z.ledger),
+                None => return (Outcome::Ignored(Ignored::Shutdown), false),
+            },
+        };
+        let (t, verdict) = checked::coordinator_step(ledger, coord, now, &ev, self.rigor);
         let mut found = verdict.err();
-        if self.coverage.is_some() {
+        if self.coverage.is_some() && who == Leader::Current {
             let phase = coverage::coord_phase(&s.coord);
             let key = coverage::outcome_key(&t.step.outcome);
             self.record("coordinator", phase, coord_event_kind(&ev), key, |w| {
                 coverage::write_coord_outcome_kind(w, &t.step.outcome);
             });
         }
-        let before = std::mem::replace(&mut s.coord, Sealed::new(t.state));
+        let before = match who {
+            Leader::Current => std::mem::replace(&mut s.coord, Sealed::new(t.state)),
+            Leader::Zombie => match &mut s.zombie {
+                Some(z) => std::mem::replace(&mut z.coord, Sealed::new(t.state)),
+                None => return (t.step.outcome, false),
+            },
+        };
+        // The host writes on behalf of the coordinator's generation.
+        let generation = before.generation();
+        let zombie = who == Leader::Zombie;
         if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &t.step.outcome {
             note(&mut found, s.durable.ledger.used(*checkpoint));
         }
+        if let Outcome::Applied(Applied::RestoreDeferred { .. }) = &t.step.outcome {
+            s.history.restore_waited = true;
+        }
+        let mut restored = false;
         for e in &t.step.effects {
             match route::coordinator(e) {
                 // The coordinator state holds its own timer table (the
-                // world fires what it finds armed there).
+                // world fires what it finds armed there; a deposed
+                // coordinator's timers are not fired).
                 CoordinatorRoute::Timer { .. }
                 | CoordinatorRoute::Job(JobCommand::ShutdownServices(_)) => {}
                 CoordinatorRoute::Discard { handle, .. } => {
-                    note(
-                        &mut found,
-                        s.durable.ledger.delete(handle, Deleter::Coordinator),
-                    );
+                    if Self::fenced(s, generation) {
+                        s.history.fenced = true;
+                    } else {
+                        note(
+                            &mut found,
+                            s.durable.ledger.delete(handle, Deleter::Coordinator),
+                        );
+                    }
                 }
                 CoordinatorRoute::Io(req) => {
-                    if let IoRequest::Finalize {
-                        checkpoint,
-                        handles,
-                    } = &req
-                    {
-                        insert_sorted(&mut s.durable.metadata, (*checkpoint, handles.clone()));
+                    let list = match who {
+                        Leader::Current => Some(&mut s.io),
+                        Leader::Zombie => s.zombie.as_mut().map(|z| &mut z.io),
+                    };
+                    if let Some(list) = list {
+                        insert_sorted(list, Io::of(&req));
                     }
-                    insert_sorted(&mut s.io, Io::of(&req));
                 }
+                // A deposed coordinator's RPCs reach nobody: every task was
+                // redeployed under a new attempt, and an RPC for an attempt
+                // that is gone is dropped.
+                CoordinatorRoute::Rpc { .. } if zombie => {}
                 CoordinatorRoute::Rpc {
                     task,
                     attempt,
@@ -476,24 +557,42 @@ impl Sim {
                         ),
                     }
                 }
+                CoordinatorRoute::Job(JobCommand::ResetIdCounter(next)) => {
+                    if Self::fenced(s, generation) {
+                        s.history.fenced = true;
+                    } else {
+                        // Ids only grow: the counter moves forward to
+                        // `next - 1`, never back.
+                        let last = next.0.checked_sub(1).filter(|n| *n > 0).map(CheckpointId);
+                        s.durable.counter = s.durable.counter.max(last);
+                    }
+                }
+                // A deposed coordinator commands no job: its task managers
+                // follow the new leader.
+                CoordinatorRoute::Job(_) | CoordinatorRoute::Report(_) if zombie => {}
                 CoordinatorRoute::Job(JobCommand::Restore {
                     checkpoint,
                     handles,
                 }) => {
                     s.history.restored = true;
+                    restored = true;
                     note(&mut found, s.durable.ledger.restored(checkpoint, &handles));
                 }
                 CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
                     checkpoint,
-                    handles,
-                }) => s.durable.in_doubt = Some((checkpoint, handles)),
+                    discard_if_stored,
+                    discard_if_not_stored,
+                }) => {
+                    s.durable.in_doubt = Some(InDoubt {
+                        checkpoint,
+                        if_stored: discard_if_stored,
+                        if_not_stored: discard_if_not_stored,
+                    });
+                }
                 CoordinatorRoute::Job(JobCommand::Fail(_)) => {
                     if s.used.job_failovers < self.cfg.job_failovers {
                         s.job_failover_due = true;
                     }
-                }
-                CoordinatorRoute::Job(JobCommand::ResetIdCounter(next)) => {
-                    s.durable.counter = next.0.checked_sub(1).filter(|n| *n > 0).map(CheckpointId);
                 }
                 CoordinatorRoute::Report(Report::Completed { checkpoint, .. }) => {
                     // The attempts it waited for, captured at trigger time.
@@ -511,7 +610,10 @@ impl Sim {
                 CoordinatorRoute::Report(Report::Aborted {
                     checkpoint, reason, ..
                 }) => {
-                    let counts = !matches!(reason, AbortReason::Subsumed | AbortReason::Shutdown);
+                    let counts = !matches!(
+                        reason,
+                        AbortReason::Subsumed | AbortReason::Shutdown | AbortReason::Restored
+                    );
                     if counts && !s.history.abort_then_complete {
                         s.history.abort_seen = Some(
                             s.history
@@ -535,7 +637,7 @@ impl Sim {
         if s.violation.is_none() {
             s.violation = found;
         }
-        t.step.outcome
+        (t.step.outcome, restored)
     }
 
     /// The checked step of task `t`, then the routing of its effects.
@@ -589,6 +691,16 @@ impl Sim {
                 },
                 TaskRoute::Downstream(item) => self.broadcast(s, t, item),
                 TaskRoute::Coordinator(msg) => {
+                    // What a task may report again (kept only when the
+                    // world lets tasks share state: it would split states
+                    // for nothing otherwise).
+                    if let (true, ToCoordinator::Ack { checkpoint, handle }) =
+                        (self.cfg.shared_state, msg)
+                    {
+                        if let Some(side) = s.tasks.get_mut(t.0 as usize) {
+                            side.last_ack = Some((checkpoint, handle));
+                        }
+                    }
                     self.push_msg(
                         &mut s.net,
                         Msg::ToCoord {
@@ -717,6 +829,18 @@ impl Sim {
                 if faults {
                     out.push(Action::Async(t, cp, false));
                 }
+                if self.cfg.shared_state && side.reusable_for(cp).is_some() {
+                    out.push(Action::AsyncReused(t, cp));
+                }
+            }
+        }
+        if let Some(z) = &s.zombie {
+            let mut last = None;
+            for io in &z.io {
+                if last != Some(*io) {
+                    out.push(Action::ZombieAnswer(*io));
+                }
+                last = Some(*io);
             }
         }
         if self.cfg.shutdown && !s.coord.is_shutdown() && s.used.triggers >= self.cfg.checkpoints {
@@ -732,10 +856,20 @@ impl Sim {
         let may_fail = s.used.task_failures < self.cfg.task_failures && !s.coord.is_shutdown();
         for (i, side) in s.tasks.iter().enumerate() {
             let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            // While the job waits for its restore point, every task is
+            // stopped and none restarts on its own.
+            if s.awaiting_restore {
+                continue;
+            }
             if side.is_down() {
                 out.push(Action::RestartTask(t));
             } else if may_fail {
                 out.push(Action::FailTask(t));
+            }
+        }
+        if self.cfg.dispose_savepoints && !s.coord.is_shutdown() {
+            for c in s.coord.completed().filter(|c| c.is_savepoint()) {
+                out.push(Action::DisposeSavepoint(c.id()));
             }
         }
         if s.scheduler_stopped {
@@ -750,7 +884,7 @@ impl Sim {
                 out.push(Action::CoordinatorFailover { commit: true });
             }
         }
-        if s.job_failover_due && !s.coord.is_shutdown() {
+        if s.job_failover_due && !s.coord.is_shutdown() && !s.awaiting_restore {
             out.push(Action::JobFailover);
         }
         if s.used.end_of_input < self.cfg.end_of_input {
@@ -810,34 +944,57 @@ impl Sim {
                 if !ok {
                     n.used.faults = n.used.faults.saturating_add(1);
                 }
-                let answer = match (io, ok) {
-                    (Io::Allocate(_), true) => {
-                        // The durable counter advances, then answers.
-                        let id = n
-                            .durable
-                            .counter
-                            .map_or(CheckpointId(1), |l| l.next().unwrap_or(l));
-                        n.durable.counter = Some(id);
-                        IoAnswer::Ok { id }
-                    }
-                    (Io::Store(checkpoint), true) => {
-                        self.commit(n, checkpoint);
-                        IoAnswer::Ok { id: checkpoint }
-                    }
-                    (Io::Hooks(id) | Io::Finalize(id), true) => IoAnswer::Ok { id },
-                    (Io::Finalize(checkpoint) | Io::Store(checkpoint), false) => {
-                        // Definitely not stored: its metadata goes.
-                        n.durable.metadata.retain(|(c, _)| *c != checkpoint);
-                        IoAnswer::Failed(IoFailure("injected".into()))
-                    }
-                    (Io::Allocate(_) | Io::Hooks(_), false) => {
-                        IoAnswer::Failed(IoFailure("injected".into()))
-                    }
-                };
+                let answer = self.carry_out(n, Leader::Current, io, ok);
                 self.coord_event(n, io.request().answer(answer), log.as_deref_mut());
                 if let Io::Finalize(c) | Io::Store(c) = io {
                     self.resolve_in_doubt(n, c);
                 }
+            }
+            Action::ZombieAnswer(io) => {
+                let z = n.zombie.as_mut()?;
+                let i = z.io.iter().position(|x| *x == io)?;
+                z.io.remove(i);
+                let answer = self.carry_out(n, Leader::Zombie, io, true);
+                self.leader_event(
+                    n,
+                    Leader::Zombie,
+                    io.request().answer(answer),
+                    log.as_deref_mut(),
+                );
+                if n.zombie.as_ref().is_some_and(|z| z.io.is_empty()) {
+                    // Nothing left that it could write: it is gone for
+                    // this world.
+                    n.zombie = None;
+                }
+            }
+            Action::AsyncReused(t, checkpoint) => {
+                let side = n.tasks.get(t.0 as usize)?;
+                let handle = side.reusable_for(checkpoint)?;
+                if !self.cfg.shared_state || !side.st.async_parts().contains(&checkpoint) {
+                    return None;
+                }
+                self.task_event(
+                    n,
+                    t,
+                    TEv::AsyncPartReused { checkpoint, handle },
+                    log.as_deref_mut(),
+                );
+            }
+            Action::DisposeSavepoint(checkpoint) => {
+                if !n
+                    .coord
+                    .completed()
+                    .any(|c| c.id() == checkpoint && c.is_savepoint())
+                {
+                    return None;
+                }
+                // The disposal recipe: out of the store first, then the
+                // coordinator discards what no other checkpoint holds.
+                n.history.disposed = true;
+                if let Err(v) = n.durable.ledger.dispose(checkpoint) {
+                    n.violation.get_or_insert(v);
+                }
+                self.coord_event(n, CEv::DisposeSavepoint { checkpoint }, log.as_deref_mut());
             }
             Action::Deliver(m) => {
                 let i = n.net.iter().position(|x| *x == m)?;
@@ -1064,75 +1221,119 @@ impl Sim {
         }
     }
 
-    /// The store commits checkpoint `checkpoint` from its finalized metadata
-    /// (the write is durable, then answered). Checkpoints pushed out by the
-    /// retention bound leave the store; their state is the coordinator's to
-    /// delete, unless no coordinator will (it is shut down or dead): then
-    /// the host deletes it.
-    fn commit(&self, n: &mut World, checkpoint: CheckpointId) {
-        let Some(at) = n
-            .durable
-            .metadata
-            .iter()
-            .position(|(c, _)| *c == checkpoint)
-        else {
-            return;
+    /// The host carries out one I/O request of `who`'s, successfully
+    /// unless `ok` is false (an injected fault), and says what to answer.
+    /// A request that writes durable state (the id counter, metadata, the
+    /// commit) is refused when a newer generation was claimed: that is the
+    /// fencing of a deposed leader.
+    fn carry_out(&self, n: &mut World, who: Leader, io: Io, ok: bool) -> IoAnswer {
+        let failed = |why: &str| IoAnswer::Failed(IoFailure(why.into()));
+        if !ok {
+            if let Io::Store(checkpoint) = io {
+                // Definitely not stored: its metadata goes.
+                n.durable.metadata.retain(|m| m.id != checkpoint);
+            }
+            return failed("injected");
+        }
+        let coord = match who {
+            Leader::Current => n.coord.clone(),
+            Leader::Zombie => match &n.zombie {
+                Some(z) => z.coord.clone(),
+                None => return failed("no such coordinator"),
+            },
         };
-        let (_, handles) = n.durable.metadata.remove(at);
-        let (savepoint, timestamp) = n
-            .coord
-            .pending_checkpoint(checkpoint)
-            .map(|p| (p.kind().is_savepoint(), p.timestamp()))
-            .or_else(|| {
-                n.coord
-                    .in_doubt()
-                    .filter(|c| c.id() == checkpoint)
-                    .map(|c| (c.is_savepoint(), c.timestamp()))
-            })
-            .unwrap_or((false, n.now));
-        let evicted_handles: Vec<StateHandle> = n
-            .durable
-            .ledger
-            .store()
+        if !matches!(io, Io::Hooks(_)) && Self::fenced(n, coord.generation()) {
+            n.history.fenced = true;
+            return failed("refused: a newer generation holds the store");
+        }
+        match io {
+            Io::Allocate(_) => {
+                // The durable counter advances, then answers.
+                let id = n
+                    .durable
+                    .counter
+                    .map_or(CheckpointId(1), |l| l.next().unwrap_or(l));
+                n.durable.counter = Some(id);
+                IoAnswer::Ok { id }
+            }
+            Io::Hooks(id) => IoAnswer::Ok { id },
+            Io::Finalize(checkpoint) => match finalize_record(&coord, checkpoint) {
+                Some(meta) => {
+                    n.durable.metadata.retain(|m| m.id != checkpoint);
+                    let at = n.durable.metadata.partition_point(|m| m.id < checkpoint);
+                    n.durable.metadata.insert(at, meta);
+                    IoAnswer::Ok { id: checkpoint }
+                }
+                None => failed("not finalizing"),
+            },
+            Io::Store(checkpoint) => {
+                // A store write that already committed (the old leader's,
+                // whose answer a failover overtook) answers as it did.
+                if n.durable.ledger.holds(checkpoint) || self.commit(n, checkpoint) {
+                    IoAnswer::Ok { id: checkpoint }
+                } else {
+                    failed("refused")
+                }
+            }
+        }
+    }
+
+    /// The store commits checkpoint `checkpoint` from its finalized
+    /// metadata, if that is a legal commit ([`ckpt_core::commit`]; the
+    /// legacy store of `StoreRefusesOlderSavepoint` wants every commit
+    /// above everything it holds). The oldest checkpoints beyond retention
+    /// leave the store; their state is the coordinator's to delete (or,
+    /// after a shutdown, the host's, as `ResolveInDoubt` lists it). `false`
+    /// when nothing was committed: no metadata, or the store refused.
+    fn commit(&self, n: &mut World, checkpoint: CheckpointId) -> bool {
+        let Some(at) = n.durable.metadata.iter().position(|m| m.id == checkpoint) else {
+            return false;
+        };
+        let Some(meta) = n.durable.metadata.get(at).cloned() else {
+            return false;
+        };
+        let legal = if self.cfg.semantics.is(LegacyBug::StoreRefusesOlderSavepoint) {
+            n.durable.ledger.store().iter().all(|s| s.id < checkpoint)
+        } else {
+            n.durable.ledger.may_commit(checkpoint, meta.savepoint)
+        };
+        if !legal {
+            if let Err(v) = n.durable.ledger.refused(checkpoint, meta.savepoint) {
+                n.violation.get_or_insert(v);
+            }
+            return false;
+        }
+        n.durable.metadata.remove(at);
+        let store = n.durable.ledger.store();
+        if meta.savepoint && store.iter().any(|s| s.id > checkpoint) {
+            n.history.savepoint_after_newer = true;
+        }
+        if meta
+            .handles
             .iter()
-            .flat_map(|c| c.handles.clone())
-            .collect();
-        let committed = n.durable.ledger.commit(Stored {
-            id: checkpoint,
-            savepoint,
-            timestamp,
-            handles,
-        });
-        match committed {
+            .any(|h| store.iter().any(|s| s.handles.contains(h)))
+        {
+            n.history.shared_committed = true;
+        }
+        match n.durable.ledger.commit(meta) {
             Ok(evicted) => {
-                let orphaned =
-                    n.coord.is_shutdown() || n.coord.pending_checkpoint(checkpoint).is_none();
-                if orphaned && !evicted.is_empty() {
-                    for h in evicted_handles {
-                        if !n
-                            .durable
-                            .ledger
-                            .store()
-                            .iter()
-                            .any(|c| c.handles.contains(&h))
-                        {
-                            if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
-                                n.violation.get_or_insert(v);
-                            }
-                        }
-                    }
+                if !evicted.is_empty() && n.durable.ledger.store().iter().any(|s| s.savepoint) {
+                    n.history.savepoint_outlived = true;
                 }
             }
             Err(v) => {
                 n.violation.get_or_insert(v);
             }
         }
+        true
     }
 
     /// An ack the coordinator did not take (it is shut down), or whose last
     /// copy the network lost, leaves its state with the host, which deletes
-    /// it unless the store, the in-doubt checkpoint or the coordinator
-    /// references it, or it is already gone.
+    /// it unless the store references it or the coordinator owns it (what
+    /// a host's cleaner spares: the store's checkpoints and
+    /// `CoordinatorState::owned_handles`, which includes a checkpoint in
+    /// doubt), or it is already gone.
     fn reclaim(n: &mut World, h: StateHandle) {
         let stored = n
             .durable
@@ -1140,13 +1341,8 @@ impl Sim {
             .store()
             .iter()
             .any(|c| c.handles.contains(&h));
-        let in_doubt = n
-            .durable
-            .in_doubt
-            .as_ref()
-            .is_some_and(|(_, hs)| hs.contains(&h));
-        let retained = n.coord.owned_handles().contains(&h);
-        if !stored && !in_doubt && !retained && n.durable.ledger.exists(h) {
+        let owned = n.coord.owned_handles().contains(&h);
+        if !stored && !owned && n.durable.ledger.exists(h) {
             if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
                 n.violation.get_or_insert(v);
             }
@@ -1154,56 +1350,83 @@ impl Sim {
     }
 
     /// The host resolves the checkpoint a shut-down coordinator left in
-    /// doubt, once its finalize or store answer is in: kept if the store
-    /// holds it, deleted (metadata first) otherwise.
+    /// doubt, once its finalize or store answer is in, exactly as
+    /// `ResolveInDoubt` says: the store holds it, `discard_if_stored` goes;
+    /// it does not, its metadata goes, then `discard_if_not_stored`.
     fn resolve_in_doubt(&self, n: &mut World, answered: CheckpointId) {
-        let Some((checkpoint, handles)) = n.durable.in_doubt.clone() else {
+        let Some(d) = n.durable.in_doubt.clone() else {
             return;
         };
-        if checkpoint != answered {
+        if d.checkpoint != answered {
             return;
         }
         n.durable.in_doubt = None;
-        if n.durable.ledger.holds(checkpoint) {
+        let list = if n.durable.ledger.holds(d.checkpoint) {
             n.history.in_doubt_kept = true;
-            return;
-        }
-        n.durable.metadata.retain(|(c, _)| *c != checkpoint);
-        for h in handles {
+            d.if_stored
+        } else {
+            n.durable.metadata.retain(|m| m.id != d.checkpoint);
+            d.if_not_stored
+        };
+        for h in list {
             if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
                 n.violation.get_or_insert(v);
             }
         }
     }
 
-    /// Every task attempt is cancelled (closed) and restarted as its next
-    /// attempt with a fresh state; its mailbox and input channels go.
-    fn restart_all(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) -> Vec<AttemptNo> {
-        let count = n.tasks.len();
-        let mut old = Vec::with_capacity(count);
-        for i in 0..count {
+    /// Step 1 of the failover recipes: every running task attempt is
+    /// stopped (closed): its mailbox and input channels go, and it runs
+    /// nothing until [`Sim::start_tasks`]. Returns the attempts stopped.
+    fn stop_all(
+        &self,
+        n: &mut World,
+        mut log: Option<&mut Vec<Delivery>>,
+    ) -> Vec<(TaskId, AttemptNo)> {
+        let mut stopped = Vec::new();
+        for i in 0..n.tasks.len() {
             let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
             let Some(side) = n.tasks.get(i) else { continue };
-            let was = (side.attempt, side.is_down());
-            old.push(was);
-            if !was.1 {
-                self.task_event(n, t, TEv::Close, log.as_deref_mut());
+            if side.is_down() {
+                continue;
+            }
+            stopped.push((t, side.attempt));
+            self.task_event(n, t, TEv::Close, log.as_deref_mut());
+            if let Some(side) = n.tasks.get_mut(i) {
+                side.mailbox.clear();
+                for c in &mut side.inputs {
+                    c.queue.clear();
+                }
             }
         }
+        stopped
+    }
+
+    /// The last steps of the failover recipes, once `RestoreState` came:
+    /// a fresh task state per task under its next attempt, then
+    /// `TaskRunning` for each.
+    fn start_tasks(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) {
+        n.awaiting_restore = false;
         let fresh = self.fresh_task();
         for side in &mut n.tasks {
             side.restart(fresh.clone());
         }
-        old.into_iter()
-            .map(|(a, down)| if down { AttemptNo(u32::MAX) } else { a })
-            .collect()
+        for i in 0..n.tasks.len() {
+            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            let attempt = n.tasks.get(i).map_or(AttemptNo(0), |s| s.attempt);
+            self.coord_event(n, CEv::TaskRunning { task, attempt }, log.as_deref_mut());
+        }
     }
 
-    /// The coordinator's process died: its state and outstanding I/O are
-    /// gone (`committed`: the store write of that checkpoint had become
-    /// durable). The host cleans up what the dead coordinator owned and the
-    /// store does not hold, then a new coordinator recovers from what is
-    /// durable, the tasks restart, and the latest checkpoint is restored.
+    /// The coordinator's process died (`committed`: the store write of that
+    /// checkpoint had become durable), or, with `zombie_coordinators`, it
+    /// lost leadership and keeps running with its outstanding I/O. The
+    /// crate docs' recovery recipe follows: the tasks are stopped; the new
+    /// leader claims a generation above the store's newest; recovery
+    /// removes what the store does not reference (half-written metadata,
+    /// state files no stored checkpoint holds, as `FileStore::open` does);
+    /// a new coordinator takes `Recover` from the store and the id counter,
+    /// then `Restore { Latest }`; fresh task attempts start from it.
     fn coordinator_failover(
         &self,
         n: &mut World,
@@ -1213,25 +1436,38 @@ impl Sim {
         if let Some(c) = committed {
             self.commit(n, c);
         }
-        for h in n.coord.owned_handles() {
-            let stored = n
-                .durable
-                .ledger
-                .store()
-                .iter()
-                .any(|c| c.handles.contains(&h));
-            if !stored && n.durable.ledger.exists(h) {
-                if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
-                    n.violation.get_or_insert(v);
-                }
-            }
+        let io = std::mem::take(&mut n.io);
+        if n.used.zombies < self.cfg.zombie_coordinators && !io.is_empty() {
+            n.used.zombies = n.used.zombies.saturating_add(1);
+            n.zombie = Some(Zombie {
+                coord: n.coord.clone(),
+                ledger: n.ledger.clone(),
+                io,
+            });
         }
+        self.stop_all(n, log.as_deref_mut());
         n.durable.metadata.clear();
         n.durable.in_doubt = None;
-        n.io.clear();
+        let stray: Vec<StateHandle> = n
+            .durable
+            .ledger
+            .live()
+            .filter(|h| {
+                !n.durable
+                    .ledger
+                    .store()
+                    .iter()
+                    .any(|c| c.handles.contains(h))
+            })
+            .collect();
+        for h in stray {
+            if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
+                n.violation.get_or_insert(v);
+            }
+        }
         n.job_failover_due = false;
         n.scheduler_stopped = false;
-        self.restart_all(n, log.as_deref_mut());
+        n.awaiting_restore = true;
         n.coord = match CoordinatorState::from_settings(self.settings.clone()) {
             Ok(c) => Sealed::new(c),
             Err(e) => panic!("settings rejected after validation: {e}"),
@@ -1250,14 +1486,19 @@ impl Sim {
             })
             .collect();
         let last_id = n.durable.counter;
+        let generation = Generation(n.durable.fence.0.saturating_add(1));
         let recovered = self.coord_event(
             n,
             CEv::Recover {
                 checkpoints,
                 last_id,
+                generation,
             },
             log.as_deref_mut(),
         );
+        // The claim (create-if-absent in a real store) is of the
+        // coordinator's own generation: the one every write carries.
+        n.durable.fence = n.durable.fence.max(n.coord.generation());
         // The new coordinator must take over everything the store holds; a
         // refused recovery would restore nothing and leak the stored state.
         if let Outcome::Rejected(e) = &recovered {
@@ -1265,31 +1506,20 @@ impl Sim {
                 n.violation.get_or_insert(v);
             }
         }
-        for i in 0..n.tasks.len() {
-            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
-            let attempt = n.tasks.get(i).map_or(AttemptNo(0), |s| s.attempt);
-            self.coord_event(n, CEv::TaskRunning { task, attempt }, log.as_deref_mut());
-        }
         self.restore_latest(n, log.as_deref_mut());
         self.coord_event(n, CEv::StartScheduler, log);
     }
 
-    /// A job failover after `FailJob`: every task is cancelled (the
-    /// coordinator hears `TaskFailed` for each running attempt) and
-    /// restarted, and the coordinator restores the latest checkpoint.
+    /// A job failover after `FailJob`, the crate docs' recipe: every task
+    /// attempt is stopped, the coordinator hears `TaskFailed` for each, then
+    /// `Restore { Latest }`; the tasks start again when `RestoreState` comes
+    /// (at once, or when a completion in flight has answered).
     fn job_failover(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) {
-        let old = self.restart_all(n, log.as_deref_mut());
-        for (i, attempt) in old.into_iter().enumerate() {
-            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
-            if attempt.0 != u32::MAX {
-                self.coord_event(n, CEv::TaskFailed { task, attempt }, log.as_deref_mut());
-            }
+        let stopped = self.stop_all(n, log.as_deref_mut());
+        for (task, attempt) in stopped {
+            self.coord_event(n, CEv::TaskFailed { task, attempt }, log.as_deref_mut());
         }
-        for i in 0..n.tasks.len() {
-            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
-            let attempt = n.tasks.get(i).map_or(AttemptNo(0), |s| s.attempt);
-            self.coord_event(n, CEv::TaskRunning { task, attempt }, log.as_deref_mut());
-        }
+        n.awaiting_restore = true;
         self.restore_latest(n, log);
     }
 
@@ -1297,14 +1527,9 @@ impl Sim {
         let source = RestoreSource::Latest {
             error_if_none: false,
         };
-        let outcome = self.coord_event(n, CEv::Restore { source }, log);
-        // What was restored is checked where `RestoreState` is routed; here
-        // the case where nothing was, though the store holds a checkpoint.
-        if let Outcome::Ignored(Ignored::NothingToRestore) = outcome {
-            if let Err(v) = n.durable.ledger.nothing_restored(None) {
-                n.violation.get_or_insert(v);
-            }
-        }
+        // What is restored (now or later) is checked where `RestoreState`
+        // is routed.
+        self.coord_event(n, CEv::Restore { source }, log);
     }
 
     /// Advances the world's clock to `now` (never backwards); the machines
@@ -1359,6 +1584,13 @@ impl Sim {
                 "the job fails over: every task restarts, the latest checkpoint is restored".into()
             }
             Action::EndOfInput(t) => format!("task {t} reaches the end of its input"),
+            Action::ZombieAnswer(io) => {
+                format!("host answers the deposed coordinator's `{io}`")
+            }
+            Action::AsyncReused(t, c) => {
+                format!("task {t} async part of {c} completes with its unchanged state")
+            }
+            Action::DisposeSavepoint(c) => format!("user disposes of savepoint {c}"),
         }
     }
 }
@@ -1384,6 +1616,29 @@ pub fn rename_handle(h: StateHandle, perm: &[TaskId]) -> StateHandle {
 
 /// The id the job's starting savepoint has (`savepoint_restore`).
 pub const SAVEPOINT: CheckpointId = CheckpointId(1);
+
+/// What a finalize of `checkpoint` writes: its kind, trigger time and
+/// handles, as the coordinator asked (still pending while finalizing, or in
+/// doubt after a shutdown).
+fn finalize_record(coord: &CoordinatorState, checkpoint: CheckpointId) -> Option<Stored> {
+    if let Some(p) = coord.pending_checkpoint(checkpoint) {
+        return Some(Stored {
+            id: checkpoint,
+            savepoint: p.kind().is_savepoint(),
+            timestamp: p.timestamp(),
+            handles: p.handles().collect(),
+        });
+    }
+    coord
+        .in_doubt()
+        .filter(|c| c.id() == checkpoint)
+        .map(|c| Stored {
+            id: checkpoint,
+            savepoint: c.is_savepoint(),
+            timestamp: c.timestamp(),
+            handles: c.handles().collect(),
+        })
+}
 
 /// Keeps the first violation.
 fn note(found: &mut Option<Violation>, r: Result<(), Violation>) {

@@ -6,12 +6,12 @@ use std::sync::OnceLock;
 
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
 use ckpt_core::invariants::coordinator::HandleLedger;
-use ckpt_core::invariants::durability::DurableLedger;
+use ckpt_core::invariants::durability::{DurableLedger, Stored};
 use ckpt_core::invariants::task::TaskMonitor;
 use ckpt_core::invariants::Violation;
 use ckpt_core::route::{ChannelItem, IoRequest, ToCoordinator};
 use ckpt_core::task::{Lifecycle, TaskEvent, TaskState};
-use ckpt_core::{AttemptNo, CheckpointId, Millis, StateHandle, TaskId};
+use ckpt_core::{AttemptNo, CheckpointId, Generation, Millis, StateHandle, TaskId};
 
 /// A mail in a task's mailbox (FIFO, run by the task thread, never
 /// withdrawn): an RPC from the coordinator or a checkpoint mail.
@@ -42,6 +42,7 @@ impl Mail {
             | TaskEvent::WriterCompleted { .. }
             | TaskEvent::WriterFailed { .. }
             | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartReused { .. }
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
@@ -249,6 +250,9 @@ pub struct TaskSide {
     /// With [`super::Sim::record_task_order`] (validation only): a digest of
     /// every event this task was given, in order; always 0 otherwise.
     pub order: u64,
+    /// The checkpoint and handle of this attempt's last acknowledgement
+    /// (for `shared_state`: the state it may report again).
+    pub last_ack: Option<(CheckpointId, StateHandle)>,
 }
 
 impl TaskSide {
@@ -257,10 +261,23 @@ impl TaskSide {
         self.order = digest(&(self.order, event));
     }
 
-    /// Whether the attempt failed and has not been restarted yet.
+    /// Whether the attempt failed (or was stopped) and has not been
+    /// restarted yet.
     #[must_use]
     pub fn is_down(&self) -> bool {
-        self.st.lifecycle() == Lifecycle::Failed
+        matches!(self.st.lifecycle(), Lifecycle::Failed | Lifecycle::Closed)
+    }
+
+    /// The state this attempt may acknowledge again, unchanged, for
+    /// checkpoint `checkpoint` (the host rule for incremental state, see
+    /// `TaskEvent::AsyncPartReused`): the handle of its own last
+    /// acknowledgement, once it was notified that that checkpoint
+    /// completed, and only for a newer checkpoint.
+    #[must_use]
+    pub fn reusable_for(&self, checkpoint: CheckpointId) -> Option<StateHandle> {
+        self.last_ack
+            .filter(|(c, _)| Some(*c) == self.st.last_completed() && *c < checkpoint)
+            .map(|(_, h)| h)
     }
 
     /// The next attempt starts from `fresh`: a new monitor, an empty mailbox,
@@ -273,6 +290,7 @@ impl TaskSide {
             c.queue.clear();
             c.seen = None;
         }
+        self.last_ack = None;
         self.attempt = AttemptNo(self.attempt.0.saturating_add(1));
     }
 }
@@ -454,6 +472,8 @@ pub struct Used {
     pub job_failovers: u8,
     /// Sources that finished their input.
     pub end_of_input: u8,
+    /// Coordinators that kept running after they were replaced.
+    pub zombies: u8,
 }
 
 /// Two writes instead of nine (every generated state hashes it).
@@ -469,6 +489,7 @@ impl Hash for Used {
             coordinator_failovers,
             job_failovers,
             end_of_input,
+            zombies,
         } = *self;
         h.write_u64(u64::from_le_bytes([
             triggers,
@@ -480,7 +501,7 @@ impl Hash for Used {
             coordinator_failovers,
             job_failovers,
         ]));
-        h.write_u8(end_of_input);
+        h.write_u16(u16::from(end_of_input) | u16::from(zombies) << 8);
     }
 }
 
@@ -502,6 +523,20 @@ pub struct History {
     /// A message was lost, a task failed or a failover happened: barriers
     /// may legitimately never arrive (alignment is not judged then).
     pub disrupted: bool,
+    /// A `Restore { Latest }` waited for a completion in flight.
+    pub restore_waited: bool,
+    /// The store, the id counter or a delete refused a deposed leader.
+    pub fenced: bool,
+    /// A checkpoint committed with a state file an earlier stored
+    /// checkpoint references (re-reported unchanged state).
+    pub shared_committed: bool,
+    /// The store's retention evicted a checkpoint while it kept an older
+    /// savepoint.
+    pub savepoint_outlived: bool,
+    /// The user disposed of a savepoint.
+    pub disposed: bool,
+    /// A savepoint committed after a newer checkpoint.
+    pub savepoint_after_newer: bool,
 }
 
 /// Two writes instead of seven (every generated state hashes it).
@@ -514,15 +549,27 @@ impl Hash for History {
             restored,
             in_doubt_kept,
             disrupted,
+            restore_waited,
+            fenced,
+            shared_committed,
+            savepoint_outlived,
+            disposed,
+            savepoint_after_newer,
         } = *self;
-        let bits = u8::from(abort_seen.is_some())
-            | u8::from(abort_then_complete) << 1
-            | u8::from(failover_complete) << 2
-            | u8::from(restored) << 3
-            | u8::from(in_doubt_kept) << 4
-            | u8::from(disrupted) << 5;
+        let bits = u16::from(abort_seen.is_some())
+            | u16::from(abort_then_complete) << 1
+            | u16::from(failover_complete) << 2
+            | u16::from(restored) << 3
+            | u16::from(in_doubt_kept) << 4
+            | u16::from(disrupted) << 5
+            | u16::from(restore_waited) << 6
+            | u16::from(fenced) << 7
+            | u16::from(shared_committed) << 8
+            | u16::from(savepoint_outlived) << 9
+            | u16::from(disposed) << 10
+            | u16::from(savepoint_after_newer) << 11;
         h.write_u64(abort_seen.map_or(0, |c| c.0));
-        h.write_u8(bits);
+        h.write_u16(bits);
     }
 }
 
@@ -545,12 +592,44 @@ pub struct Durable {
     pub ledger: DurableLedger,
     /// The id counter's last id (answered allocations advance it).
     pub counter: Option<CheckpointId>,
-    /// Checkpoint metadata written by finalize and not (yet) stored, with
-    /// the handles it references, sorted by id.
-    pub metadata: Vec<(CheckpointId, Vec<StateHandle>)>,
+    /// Checkpoint metadata written by a finalize and not (yet) stored,
+    /// sorted by id.
+    pub metadata: Vec<Stored>,
     /// A checkpoint a shut-down coordinator handed over in doubt
     /// (`ResolveInDoubt`), until its finalize / store answer resolves it.
-    pub in_doubt: Option<(CheckpointId, Vec<StateHandle>)>,
+    pub in_doubt: Option<InDoubt>,
+    /// The newest generation claimed in the store: a write on behalf of an
+    /// older one is refused (a deposed leader's).
+    pub fence: Generation,
+}
+
+/// The in-doubt hand-over (`ResolveInDoubt`) the host keeps until the
+/// outstanding operation answers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InDoubt {
+    /// The checkpoint.
+    pub checkpoint: CheckpointId,
+    /// What to delete once the store holds it.
+    pub if_stored: Vec<StateHandle>,
+    /// What to delete (after its metadata) once the store definitely does
+    /// not hold it.
+    pub if_not_stored: Vec<StateHandle>,
+}
+
+/// A coordinator that was replaced but keeps running (a deposed leader,
+/// `zombie_coordinators`): its state, its own handle ledger and the I/O it
+/// had outstanding, answered later. Its RPCs reach nobody (every task was
+/// redeployed under a new attempt) and its job commands are void; what it
+/// writes to the store, the id counter and the state files lands unless
+/// its older generation is refused.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Zombie {
+    /// The deposed coordinator.
+    pub coord: Sealed<CoordinatorState>,
+    /// Its handle ledger.
+    pub ledger: Sealed<HandleLedger>,
+    /// Its outstanding I/O, sorted.
+    pub io: Vec<Io>,
 }
 
 /// The world's state. `Hash` is derived over fields whose own `Hash` writes
@@ -583,6 +662,11 @@ pub struct World {
     pub durable: Sealed<Durable>,
     /// A `FailJob` was emitted and the job has not failed over yet.
     pub job_failover_due: bool,
+    /// The job's tasks are stopped and wait for `RestoreState` (the
+    /// failover recipe: the restore may wait for a completion in flight).
+    pub awaiting_restore: bool,
+    /// The deposed coordinator still running, if any.
+    pub zombie: Option<Zombie>,
     /// The first invariant violation (the state is then terminal).
     pub violation: Option<Violation>,
     /// Constant: the network is per-link FIFO (kept here so the symmetry
@@ -596,6 +680,10 @@ impl World {
         self.coord.seal();
         self.ledger.seal();
         self.durable.seal();
+        if let Some(z) = &mut self.zombie {
+            z.coord.seal();
+            z.ledger.seal();
+        }
         for t in &mut self.tasks {
             t.seal();
         }
@@ -606,6 +694,7 @@ impl World {
     pub fn quiet(&self) -> bool {
         self.net.is_empty()
             && self.io.is_empty()
+            && self.zombie.is_none()
             && self.tasks.iter().all(|t| {
                 t.mailbox.is_empty()
                     && t.inputs.iter().all(|c| c.queue.is_empty())

@@ -111,6 +111,9 @@ impl SystemSpec {
             job_failovers: 4,
             savepoint_restore: false,
             end_of_input: u8::from(self.finish),
+            shared_state: self.retained % 2 == 1,
+            zombie_coordinators: 1,
+            dispose_savepoints: true,
         }
     }
 }
@@ -218,14 +221,17 @@ pub fn kind(a: &Action) -> Kind {
         | Action::Mailbox(_)
         | Action::RestartTask(_)
         | Action::StartScheduler
-        | Action::JobFailover => Kind::Progress,
+        | Action::JobFailover
+        | Action::ZombieAnswer(_)
+        | Action::AsyncReused(..) => Kind::Progress,
         Action::Duplicate(_) | Action::Drop(_) => Kind::Fault,
         Action::FailTask(_) | Action::CoordinatorFailover { .. } => Kind::Crash,
         Action::Shutdown
         | Action::Savepoint
         | Action::UserCheckpoint { .. }
         | Action::StopScheduler
-        | Action::EndOfInput(_) => Kind::User,
+        | Action::EndOfInput(_)
+        | Action::DisposeSavepoint(_) => Kind::User,
         Action::Fire(_) => Kind::Timer,
     }
 }
@@ -348,7 +354,10 @@ impl SystemDriver {
             | Action::StartScheduler
             | Action::CoordinatorFailover { .. }
             | Action::JobFailover
-            | Action::EndOfInput(_) => {}
+            | Action::EndOfInput(_)
+            | Action::ZombieAnswer(_)
+            | Action::AsyncReused(..)
+            | Action::DisposeSavepoint(_) => {}
         }
         if a.is_fault() {
             self.stats.faults += 1;

@@ -80,8 +80,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::coordinator::{
-    CoordinatorEffect, CoordinatorError, CoordinatorEvent, CoordinatorSettings, CoordinatorState,
-    JobStatus, Outcome as COutcome, RecoverProblem, RestoreSource, Timer, TriggerKind,
+    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
+    Outcome as COutcome, RestoreSource, Timer, TriggerKind,
 };
 use crate::host::fs::Fs;
 use crate::host::store::{
@@ -478,6 +478,12 @@ pub(crate) enum ToCoordinator {
     Rpc(CoordinatorEvent),
     /// Stop: shut the coordinator down with this status and stop every task.
     Shutdown(JobStatus, oneshot::Sender<()>),
+    /// The user disposes of a savepoint: the store first, then the
+    /// coordinator (`DisposeSavepoint`).
+    DisposeSavepoint(
+        CheckpointId,
+        oneshot::Sender<Result<Vec<StateHandle>, StoreError>>,
+    ),
 }
 
 /// A running job.
@@ -513,10 +519,6 @@ struct Driver {
     fail_job: bool,
     /// The leader generation this driver claimed; every store write names it.
     generation: Generation,
-    /// Stored checkpoints the coordinator did not take in `Recover` (it
-    /// accepts at most `retained_max`): when the store evicts one, the
-    /// driver discards its state, as the coordinator does for its own.
-    store_only: BTreeMap<CheckpointId, Vec<StateHandle>>,
 }
 
 /// The store's check of the state files of the checkpoint to restore.
@@ -611,7 +613,6 @@ impl Job {
             restore_target: None,
             fail_job: false,
             generation,
-            store_only: BTreeMap::new(),
         };
         d.recover(&recovery)?;
         d.ctx.stats().restored_at_start = d.restore_target.as_ref().map(|(id, _)| *id);
@@ -687,6 +688,27 @@ impl JobHandle {
             .map_err(|_| JobError::Stopped)
     }
 
+    /// Disposes of stored savepoint `savepoint`, as only its user does:
+    /// the store removes it first (metadata, then the state files no other
+    /// stored checkpoint references: [`FileStore::dispose_savepoint`]), then
+    /// the coordinator forgets it (`DisposeSavepoint`). Returns the state
+    /// files the store deleted. Refused (nothing changed) for a checkpoint
+    /// that is not a stored savepoint, or that is the store's latest.
+    pub async fn dispose_savepoint(
+        &self,
+        savepoint: CheckpointId,
+    ) -> Result<Vec<StateHandle>, JobError> {
+        let (tx, rx) = oneshot::channel();
+        self.ctx
+            .to_coordinator
+            .send(ToCoordinator::DisposeSavepoint(savepoint, tx))
+            .await
+            .map_err(|_| JobError::Stopped)?;
+        rx.await
+            .map_err(|_| JobError::Stopped)?
+            .map_err(JobError::Store)
+    }
+
     /// Shuts the job down (`Shutdown { status }`), stops every task and
     /// waits for the driver.
     pub async fn shutdown(mut self, status: JobStatus) -> HostStats {
@@ -716,29 +738,12 @@ impl Drop for JobHandle {
 }
 
 impl Driver {
-    /// Hands the store's recovery to the fresh coordinator (`Recover`, then
-    /// `Restore { Latest }`). Today's coordinator takes at most
-    /// `retained_max` checkpoints in `Recover`; when the store holds more
-    /// (written with a higher bound, a crash between a commit and its
-    /// eviction, savepoints), it gets the newest `retained_max` and the
-    /// driver keeps the others' state until the store evicts them.
+    /// Hands the store's recovery to the fresh coordinator as it is
+    /// (`Recover` with the checkpoints, the counter's last id and the
+    /// generation the store claimed, then `Restore { Latest }`), and checks
+    /// that the coordinator restores the store's latest.
     fn recover(&mut self, recovery: &Recovery) -> Result<(), JobError> {
-        let mut outcome = self.apply(recovery.recover_event());
-        if matches!(
-            outcome,
-            COutcome::Rejected(CoordinatorError::RecoverConflict(RecoverProblem::TooMany))
-        ) {
-            let bound = self.state.config().retained_max();
-            let split = recovery.checkpoints.len().saturating_sub(bound);
-            let (older, newest) = recovery.checkpoints.split_at(split);
-            for c in older {
-                self.store_only.insert(c.checkpoint, c.handles.clone());
-            }
-            outcome = self.apply(CoordinatorEvent::Recover {
-                checkpoints: newest.to_vec(),
-                last_id: recovery.last_id,
-            });
-        }
+        let outcome = self.apply(recovery.recover_event());
         if !outcome.is_applied() {
             return Err(JobError::Recover(format!("{outcome:?}")));
         }
@@ -823,15 +828,6 @@ impl Driver {
                     IoRequest::Store { checkpoint } => {
                         let stored = self.store.store(self.generation, *checkpoint);
                         self.ctx.stats().store_latest = self.store.latest();
-                        if let Ok(evicted) = &stored {
-                            for id in evicted {
-                                if let Some(handles) = self.store_only.remove(id) {
-                                    for h in handles {
-                                        self.discard(h, *id);
-                                    }
-                                }
-                            }
-                        }
                         stored.map(|_| *checkpoint)
                     }
                 };
@@ -871,18 +867,23 @@ impl Driver {
             CoordinatorRoute::Job(JobCommand::Restore {
                 checkpoint,
                 handles,
-            }) => self.restore_target = Some((checkpoint, handles)),
+            }) => self.restore_target = checkpoint.map(|c| (c, handles)),
             CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
                 checkpoint,
-                handles,
+                discard_if_stored,
+                discard_if_not_stored,
             }) => {
                 // This driver answers its own store I/O before it reads the
-                // next message, so the outcome is known here: keep the state
-                // if the store holds the checkpoint, else delete it.
-                if !self.store.stored().any(|(c, _)| c == checkpoint) {
-                    for h in handles {
-                        self.discard(h, checkpoint);
-                    }
+                // next message, so the outcome is known here: discard the
+                // list for what the store holds.
+                let stored = self.store.stored().any(|(c, _)| c == checkpoint);
+                let list = if stored {
+                    discard_if_stored
+                } else {
+                    discard_if_not_stored
+                };
+                for h in list {
+                    self.discard(h, checkpoint);
                 }
             }
         }
@@ -1097,6 +1098,16 @@ impl Driver {
                 msg = rx.recv() => match msg {
                     Some(ToCoordinator::Rpc(ev)) => {
                         self.apply(ev);
+                    }
+                    Some(ToCoordinator::DisposeSavepoint(savepoint, reply)) => {
+                        let disposed = self.store.dispose_savepoint(self.generation, savepoint);
+                        if disposed.is_ok() {
+                            self.ctx.stats().store_latest = self.store.latest();
+                            self.apply(CoordinatorEvent::DisposeSavepoint {
+                                checkpoint: savepoint,
+                            });
+                        }
+                        let _ = reply.send(disposed);
                     }
                     Some(ToCoordinator::Shutdown(status, done)) => {
                         self.apply(CoordinatorEvent::Shutdown { status });
