@@ -251,7 +251,9 @@
 //! checkpoint holds it, and every discard list and hand-over leaves shared
 //! handles out. The host rule: reuse only the handle of the task attempt's
 //! own last acknowledgement, only once the task was notified that
-//! checkpoint completed, and only for a newer checkpoint.
+//! checkpoint completed, only for a newer checkpoint, and never from or for
+//! a savepoint (savepoints are self-contained: the user may dispose of one
+//! at any time).
 //!
 //! ## What a cleaner may delete
 //!

@@ -1045,7 +1045,7 @@ impl CoordinatorState {
         let counts = |c: &Completed| legacy || !c.savepoint;
         let max = self.cold.config.retained_max;
         while self.cold.completed.iter().filter(|c| counts(c)).count() > max {
-            let Some(at) = self.cold.completed.iter().position(|c| counts(c)) else {
+            let Some(at) = self.cold.completed.iter().position(counts) else {
                 return;
             };
             let old = self.cold.completed.remove(at);

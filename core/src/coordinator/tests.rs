@@ -158,10 +158,6 @@ fn e_trig(task: u32, attempt: u32, id: u64, ts: u64, options: CheckpointOptions)
 fn e_full(id: u64, ts: u64) -> E {
     e_trig(0, 0, id, ts, CheckpointOptions::FullCheckpoint)
 }
-/// The finalize of a user checkpoint (not forced) triggered at `ts`.
-fn e_finalize_at(id: u64, ts: u64, externalized: bool, handles: &[u64]) -> E {
-    e_finalize_kind(id, user(), ts, externalized, handles)
-}
 fn e_finalize_kind(id: u64, kind: TriggerKind, ts: u64, externalized: bool, handles: &[u64]) -> E {
     E::FinalizeCheckpoint {
         checkpoint: cp(id),
@@ -4373,4 +4369,25 @@ fn recover_takes_the_generation_unless_legacy_no_fencing() {
         );
         assert_eq!(h.s.generation(), expected, "{semantics:?}");
     }
+}
+
+#[test]
+fn finalize_carries_what_was_triggered_and_when() {
+    let mut h = H::new();
+    h.pending(7, savepoint(), 1);
+    h.step(8, ack(0, 1, 100));
+    let last = h.step(9, ack(1, 1, 101));
+    assert_eq!(
+        last.effects[1],
+        e_finalize_kind(1, savepoint(), 7, true, &[100, 101])
+    );
+    h.step(9, fin(1, true));
+    h.step(9, store(1, true));
+    h.user_cp(12, 2);
+    h.step(13, ack(0, 2, 200));
+    let last = h.step(14, ack(1, 2, 201));
+    assert_eq!(
+        last.effects[1],
+        e_finalize_kind(2, user(), 12, false, &[200, 201])
+    );
 }

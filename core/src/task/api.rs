@@ -95,7 +95,9 @@ pub enum TaskEvent {
     ///
     /// The host rule for reuse: only the handle of the task attempt's own
     /// last acknowledgement, only once the task was notified that this
-    /// checkpoint completed, and only for a newer checkpoint.
+    /// checkpoint completed, only for a newer checkpoint, and never from or
+    /// for a savepoint (savepoints are self-contained: the user may dispose
+    /// of one at any time).
     AsyncPartReused {
         /// The checkpoint.
         checkpoint: CheckpointId,

@@ -697,8 +697,11 @@ impl Sim {
                     if let (true, ToCoordinator::Ack { checkpoint, handle }) =
                         (self.cfg.shared_state, msg)
                     {
+                        // A savepoint's state is never reported again:
+                        // savepoints are self-contained.
+                        let savepoint = is_savepoint(&s.coord, checkpoint);
                         if let Some(side) = s.tasks.get_mut(t.0 as usize) {
-                            side.last_ack = Some((checkpoint, handle));
+                            side.last_ack = (!savepoint).then_some((checkpoint, handle));
                         }
                     }
                     self.push_msg(
@@ -829,7 +832,10 @@ impl Sim {
                 if faults {
                     out.push(Action::Async(t, cp, false));
                 }
-                if self.cfg.shared_state && side.reusable_for(cp).is_some() {
+                if self.cfg.shared_state
+                    && side.reusable_for(cp).is_some()
+                    && !is_savepoint(&s.coord, cp)
+                {
                     out.push(Action::AsyncReused(t, cp));
                 }
             }
@@ -970,7 +976,10 @@ impl Sim {
             Action::AsyncReused(t, checkpoint) => {
                 let side = n.tasks.get(t.0 as usize)?;
                 let handle = side.reusable_for(checkpoint)?;
-                if !self.cfg.shared_state || !side.st.async_parts().contains(&checkpoint) {
+                if !self.cfg.shared_state
+                    || !side.st.async_parts().contains(&checkpoint)
+                    || is_savepoint(&n.coord, checkpoint)
+                {
                     return None;
                 }
                 self.task_event(
@@ -1638,6 +1647,17 @@ fn finalize_record(coord: &CoordinatorState, checkpoint: CheckpointId) -> Option
             timestamp: c.timestamp(),
             handles: c.handles().collect(),
         })
+}
+
+/// Whether `checkpoint` is a savepoint, as its trigger and barriers tell a
+/// task (the world reads it from the coordinator that triggered it).
+fn is_savepoint(coord: &CoordinatorState, checkpoint: CheckpointId) -> bool {
+    coord
+        .pending_checkpoint(checkpoint)
+        .is_some_and(|p| p.kind().is_savepoint())
+        || coord
+            .completed()
+            .any(|c| c.id() == checkpoint && c.is_savepoint())
 }
 
 /// Keeps the first violation.

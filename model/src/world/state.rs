@@ -272,7 +272,8 @@ impl TaskSide {
     /// checkpoint `checkpoint` (the host rule for incremental state, see
     /// `TaskEvent::AsyncPartReused`): the handle of its own last
     /// acknowledgement, once it was notified that that checkpoint
-    /// completed, and only for a newer checkpoint.
+    /// completed, and only for a newer checkpoint (the world records only
+    /// acknowledgements of checkpoints, never of savepoints).
     #[must_use]
     pub fn reusable_for(&self, checkpoint: CheckpointId) -> Option<StateHandle> {
         self.last_ack
