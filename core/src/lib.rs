@@ -286,9 +286,11 @@
 //!   reducers behind one `Mutex` each, driven by the runtime's own threads.
 //! * `host::runtime` (feature `async-host`): the reducers embedded in tokio,
 //!   with the durable file-system checkpoint store `host::store`, user
-//!   operators, global failover and crash recovery; `host::pipeline` is a
-//!   reference exactly-once pipeline (`cargo run --release -p ckpt-core
-//!   --features async-host --example pipeline -- DIR`).
+//!   operators, global failover, leader fencing and crash recovery;
+//!   `host::pipeline` holds the operators and the output check of a
+//!   reference exactly-once pipeline, which the `pipeline` example runs
+//!   (`cargo run --release -p ckpt-core --features async-host --example
+//!   pipeline -- DIR`).
 
 #![forbid(unsafe_code)]
 #![warn(
