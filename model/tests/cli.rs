@@ -727,7 +727,7 @@ fn json_has_a_schema_structured_steps_and_what_was_not_checked() {
         last["event"]["CheckpointMail"]["checkpoint"].is_u64(),
         "{last}"
     );
-    assert!(last["effects"][0]["FailTask"].is_object(), "{last}");
+    assert!(last["effects"][0]["Fail"].is_string(), "{last}");
     assert_eq!(last["violation"]["invariant"], "no_spurious_failure");
     let explorer = &cx["explorer"];
     assert!(

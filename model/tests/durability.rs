@@ -152,9 +152,10 @@ fn a_savepoint_start_restores_it_and_continues_its_ids() {
     assert!(log
         .first()
         .is_some_and(|d| d.outcome.starts_with("Applied(Restored")));
-    assert!(log
-        .first()
-        .is_some_and(|d| d.effects.iter().any(|e| e.starts_with("ResetIdCounter"))));
+    assert!(log.first().is_some_and(|d| d
+        .effects
+        .iter()
+        .any(|e| e.starts_with("Job(ResetIdCounter"))));
     let n = unique(&cfg);
     assert_eq!(n, exact_unique_states(&cfg, true, 2_000_000));
     assert_eq!(

@@ -104,7 +104,7 @@ fn a_step_names_the_action_and_the_events_it_delivered() {
         "{v}"
     );
     assert!(v.contains("coordinator <- TimerFired"), "{v}");
-    assert!(v.contains("-> AllocateCheckpointId"), "{v}");
+    assert!(v.contains("request: AllocateId"), "{v}");
     assert!(v.contains("host I/O: allocate an id for request 0"), "{v}");
     // An action that is not enabled has no step.
     assert_eq!(
