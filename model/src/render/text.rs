@@ -103,6 +103,7 @@ fn gap_reason(kind: &str) -> &'static str {
         "Restore" => " (needs a failover or --savepoint-restore)",
         "EndOfInput" => " (needs --end-of-input)",
         "DisposeSavepoint" => " (needs --dispose-savepoints and --savepoints)",
+        "AsyncPartReused" => " (needs --shared-state)",
         "Close" => " (needs --coordinator-failovers or --job-failovers)",
         "CheckpointIdAllocated(err)" | "FinalizeDone(err)" | "StoreDone(err)" => {
             " (needs --faults and I/O faults)"
