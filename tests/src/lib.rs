@@ -15,3 +15,4 @@ pub use harness::{handle, CoordinatorHarness, Record};
 pub mod fuzzing;
 pub mod stories;
 pub mod strategies;
+pub mod conformance;

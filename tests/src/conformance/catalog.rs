@@ -1,0 +1,500 @@
+//! The divergence catalog: every way ckpt's coordinator is known to decide
+//! differently from Flink's, by name, with the pattern that recognizes it,
+//! what each Flink version does (and the evidence: `tests/flink/FINDINGS.md`
+//! scenarios and the jars' methods), what ckpt does, and why.
+//!
+//! Two classes:
+//!
+//! * [`Class::Choice`]: a documented, deliberate difference (mostly a
+//!   safety choice of ckpt's). Counted, never a failure.
+//! * [`Class::Gap`]: a difference ckpt should not have, or needs a
+//!   per-version switch in the reducer to match: a proposed fix is given.
+//!   Counted, and a failure unless the run allows it (`--allow NAME`).
+//!
+//! A recognizer looks at one event's two decisions and, when its pattern is
+//! there, takes exactly the part it explains out of both (usually by making
+//! ckpt's side say what Flink's says, or the other way round) and returns
+//! `true`. The comparator applies recognizers until the two decisions are
+//! equal; whatever no recognizer takes out is an unexplained divergence.
+
+use super::ckpt_side::TaskView;
+use super::decision::{Abort, AckClass, Decision, RequestEnd};
+use super::event::{Event, SeqConfig, TriggerAsk};
+use super::profile::{FlinkProfile, Version};
+
+/// What a recognizer sees.
+pub struct Ctx<'a> {
+    /// The version compared against.
+    pub profile: &'a FlinkProfile,
+    /// The sequence's configuration.
+    pub config: &'a SeqConfig,
+    /// The event (`None`: the end of the sequence).
+    pub event: Option<&'a Event>,
+    /// Its index.
+    pub index: usize,
+    /// ckpt's decision for the previous event (its state is the state
+    /// before this one).
+    pub before_ckpt: &'a Decision,
+    /// Flink's, likewise.
+    pub before_flink: &'a Decision,
+    /// ckpt's tasks after the event.
+    pub ckpt_tasks: &'a [TaskView],
+}
+
+impl Ctx<'_> {
+    fn version(&self) -> Version {
+        self.profile.version
+    }
+    fn gen2(&self) -> bool {
+        self.version().is_gen2()
+    }
+    fn is_savepoint_before(&self, id: u64) -> bool {
+        self.before_ckpt
+            .state
+            .pending
+            .iter()
+            .any(|p| p.checkpoint == id && p.savepoint)
+    }
+}
+
+/// What happens to the comparison of the sequence after an entry matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// The states still agree: go on comparing.
+    Continue,
+    /// Only the failure counter (and fail-job) are apart: go on, without
+    /// comparing them until both counters agree again (after the next
+    /// completion both are 0).
+    MaskCounter,
+    /// The two coordinators' states are apart for good: the sequence is
+    /// not compared further.
+    Stop,
+}
+
+/// Whether a difference is a documented choice or a gap with a fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// A deliberate, documented choice of ckpt's.
+    Choice,
+    /// A gap in ckpt; `fix` is the proposed reducer change.
+    Gap {
+        /// The proposed change.
+        fix: &'static str,
+    },
+}
+
+/// One catalog entry.
+pub struct Entry {
+    /// Its name (`--allow` takes it, the summary counts it).
+    pub name: &'static str,
+    /// Choice or gap.
+    pub class: Class,
+    /// The event pattern that recognizes it, in words.
+    pub pattern: &'static str,
+    /// What Flink does, per version, and the evidence.
+    pub flink: &'static str,
+    /// What ckpt does.
+    pub ckpt: &'static str,
+    /// Why ckpt does it (or why it is a gap).
+    pub why: &'static str,
+    /// What follows for the comparison.
+    pub after: After,
+    /// The recognizer.
+    pub recognize: fn(&Ctx<'_>, &mut Decision, &mut Decision) -> bool,
+}
+
+impl Entry {
+    /// Whether this is a gap (a failure unless allowed).
+    pub fn is_gap(&self) -> bool {
+        matches!(self.class, Class::Gap { .. })
+    }
+}
+
+/// The entry called `name`.
+pub fn by_name(name: &str) -> Option<&'static Entry> {
+    CATALOG.iter().find(|e| e.name == name)
+}
+
+fn user_trigger(ctx: &Ctx<'_>, forced: Option<bool>) -> bool {
+    match (ctx.event, forced) {
+        (Some(Event::Trigger(TriggerAsk::Checkpoint { forced: f })), Some(want)) => *f == want,
+        (Some(Event::Trigger(_)), None) => true,
+        _ => false,
+    }
+}
+
+/// Removes from `c.requests` the failure `why` of the newest user request
+/// when `f` has no end for it; true if it did.
+fn take_request_failure(c: &mut Decision, f: &Decision, why: &Abort) -> bool {
+    let Some(pos) = c
+        .requests
+        .iter()
+        .position(|(_, e)| *e == RequestEnd::Failed(why.clone()))
+    else {
+        return false;
+    };
+    let ordinal = c.requests[pos].0;
+    if f.requests.iter().any(|(o, _)| *o == ordinal) {
+        return false;
+    }
+    c.requests.remove(pos);
+    true
+}
+
+fn make_state_equal(c: &mut Decision, f: &Decision) {
+    c.state = f.state.clone();
+}
+
+// ----- the recognizers --------------------------------------------------------
+
+fn last_subsumed(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !ctx.profile.complete_carries_last_subsumed {
+        return false;
+    }
+    // Flink names the checkpoint this completion evicted from the store:
+    // it must be one that left ckpt's store in the same event.
+    let evicted: Vec<u64> = ctx
+        .before_ckpt
+        .state
+        .store
+        .iter()
+        .filter(|e| !c.state.store.contains(e))
+        .map(|e| e.0)
+        .collect();
+    let mut changed = false;
+    for m in &mut f.completes {
+        if let Some(v) = m.last_subsumed {
+            if v.is_some_and(|id| !evicted.contains(&id)) {
+                return false;
+            }
+            m.last_subsumed = None;
+            changed = true;
+        }
+    }
+    if changed {
+        f.completes.sort();
+    }
+    changed
+}
+
+fn fail_job_latch(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let tolerable = u64::from(ctx.config.tolerable_failures);
+    let (Some(cc), Some(fc)) = (c.state.failure_counter, f.state.failure_counter) else {
+        return false;
+    };
+    // The event that fails the job: both fail it, ckpt's counter stays
+    // above the bound (latched), Flink's starts again from 0.
+    let failing = c.fail_job == f.fail_job && f.fail_job.unwrap_or(0) > 0 && cc > tolerable && fc == 0;
+    // Later: ckpt stays latched (no second FailJob) while Flink counts on
+    // and may fail the job again.
+    let latched = cc > tolerable && fc != cc;
+    if !(failing || latched) {
+        return false;
+    }
+    c.state.failure_counter = None;
+    f.state.failure_counter = None;
+    c.fail_job = None;
+    f.fail_job = None;
+    true
+}
+
+/// The checkpoints of this event aborted with a reason Flink counts, that
+/// were savepoints.
+fn savepoint_failures(ctx: &Ctx<'_>, c: &Decision) -> bool {
+    c.aborted.iter().any(|(id, why)| {
+        ctx.is_savepoint_before(*id)
+            && match why {
+                Abort::Declined(r) => r == "CHECKPOINT_ASYNC_EXCEPTION",
+                Abort::Expired => !ctx.gen2(),
+                Abort::FinalizeFailure => ctx.gen2(),
+                _ => false,
+            }
+    })
+}
+
+fn mask_counter_if(cond: bool, c: &mut Decision, f: &mut Decision) -> bool {
+    if !cond || (c.state.failure_counter == f.state.failure_counter && c.fail_job == f.fail_job) {
+        return false;
+    }
+    c.state.failure_counter = None;
+    f.state.failure_counter = None;
+    c.fail_job = None;
+    f.fail_job = None;
+    true
+}
+
+fn savepoint_not_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let cond = savepoint_failures(ctx, c);
+    mask_counter_if(cond, c, f)
+}
+
+fn trigger_failure_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let cond = c.aborted.iter().any(|(_, w)| *w == Abort::TriggerFailure)
+        || c.requests
+            .iter()
+            .any(|(_, e)| *e == RequestEnd::Failed(Abort::TriggerFailure))
+        || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
+            && c.state.failure_counter > f.state.failure_counter
+            && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
+            && c.aborted.is_empty();
+    cond && mask_counter_if(true, c, f)
+}
+
+fn finalize_failure_counting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let cond = !ctx.gen2() && c.aborted.iter().any(|(_, w)| *w == Abort::FinalizeFailure);
+    mask_counter_if(cond, c, f)
+}
+
+fn already_queued(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !user_trigger(ctx, Some(false)) {
+        return false;
+    }
+    if !take_request_failure(c, f, &Abort::AlreadyQueued) {
+        return false;
+    }
+    // Flink queued it (or, had a slot been free, triggered it).
+    make_state_equal(c, f);
+    c.triggers = f.triggers.clone();
+    c.hooks = f.hooks.clone();
+    true
+}
+
+fn min_pause_user(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !user_trigger(ctx, Some(false)) {
+        return false;
+    }
+    if !take_request_failure(c, f, &Abort::MinimumTimeBetweenCheckpoints) {
+        return false;
+    }
+    make_state_equal(c, f);
+    c.triggers = f.triggers.clone();
+    c.hooks = f.hooks.clone();
+    true
+}
+
+fn periodic_paused(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // ckpt cancelled the periodic timer when a non-forced request had to
+    // wait for a free slot; Flink's keeps running.
+    let periodic = ctx.before_ckpt.state.periodic && c.state.periodic && f.state.periodic;
+    if !periodic || c.state.periodic_at.is_some() || f.state.periodic_at.is_none() {
+        return false;
+    }
+    if c.state.queued == 0 && f.state.queued == 0 {
+        return false;
+    }
+    make_state_equal(c, f);
+    true
+}
+
+fn task_failure_aborts(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let default_scheduler = matches!(
+        ctx.event,
+        Some(Event::TaskFailed { legacy: false, .. } | Event::TaskRunning { .. })
+    );
+    if !default_scheduler || !f.aborted.is_empty() {
+        return false;
+    }
+    if c.aborted.is_empty() || c.aborted.iter().any(|(_, w)| *w != Abort::TaskFailure) {
+        return false;
+    }
+    c.aborted.clear();
+    c.aborts.clear();
+    c.requests
+        .retain(|(_, e)| *e != RequestEnd::Failed(Abort::TaskFailure));
+    make_state_equal(c, f);
+    c.discarded = f.discarded.clone();
+    true
+}
+
+fn restart_reasons(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !matches!(ctx.event, Some(Event::Restart)) {
+        return false;
+    }
+    let mut changed = false;
+    for (id, why) in &mut c.aborted {
+        if *why == Abort::TaskFailure && f.aborted.contains(&(*id, Abort::Failover)) {
+            *why = Abort::Failover;
+            changed = true;
+        }
+    }
+    for (_, e) in &mut c.requests {
+        if *e == RequestEnd::Failed(Abort::TaskFailure) {
+            *e = RequestEnd::Failed(Abort::Failover);
+            changed = true;
+        }
+    }
+    c.aborted.sort();
+    c.requests.sort();
+    changed
+}
+
+fn notify_only_running(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let before = f.aborts.len();
+    f.aborts.retain(|m| {
+        c.aborts.contains(m)
+            || ctx
+                .ckpt_tasks
+                .get(m.task as usize)
+                .is_some_and(|t| t.running || t.attempt != m.attempt)
+    });
+    f.aborts.len() != before
+}
+
+fn late_ack_memory(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !matches!(ctx.event, Some(Event::Ack { .. })) {
+        return false;
+    }
+    if c.ack == Some(AckClass::Late) && f.ack == Some(AckClass::UnknownCheckpoint) && ctx.gen2() {
+        c.ack = f.ack;
+        return true;
+    }
+    false
+}
+
+fn shutdown_timer(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if c.state.shutdown && f.state.shutdown && c.state.periodic_at.is_none() && f.state.periodic_at.is_some() {
+        f.state.periodic_at = None;
+        return true;
+    }
+    false
+}
+
+/// Every entry, in the order the comparator tries them.
+pub static CATALOG: &[Entry] = &[
+    Entry {
+        name: "last-subsumed-not-carried",
+        class: Class::Choice,
+        pattern: "a completion in 1.20/2.3 whose notify-complete carries lastSubsumed; ckpt's NotifyComplete has no such field (the value is checked: it is a checkpoint that left ckpt's store in the same event)",
+        flink: "1.11: notifyCheckpointComplete(attempt, job, id, ts), no such argument. 1.20/2.3: notifyCheckpointOnComplete(..., lastSubsumedCheckpointId), the id this completion evicted when it was discard-on-subsume, else -1 (FINDINGS.md, notify-args)",
+        ckpt: "NotifyComplete { task, attempt, checkpoint, timestamp }",
+        why: "Flink's tasks use it to release shared state of the subsumed checkpoint; ckpt's coordinator owns every handle and never discards one a live checkpoint holds, and a task reuses only the handle of a checkpoint it was told completed, so tasks need no subsumption notice",
+        after: After::Continue,
+        recognize: last_subsumed,
+    },
+    Entry {
+        name: "fail-job-latch",
+        class: Class::Choice,
+        pattern: "the job is failed on both sides; ckpt's counter stays above the tolerance while Flink's starts from 0 (and may fail the job again before a success)",
+        flink: "every version: CheckpointFailureManager resets its counter to 0 when it fails the job and counts again (FINDINGS.md, failure-reset)",
+        ckpt: "FailJob once; the counter and the latch stay until a checkpoint completes",
+        why: "after FailJob the host restarts the job from the latest checkpoint; a second FailJob while that restart runs would only restart it again. The counter is masked until both sides agree again (after the next completion both are 0)",
+        after: After::MaskCounter,
+        recognize: fail_job_latch,
+    },
+    Entry {
+        name: "savepoint-failures-not-counted",
+        class: Class::Choice,
+        pattern: "a savepoint aborted with a reason Flink counts (a counted decline; 1.11 also expiry; 1.20/2.3 also a failed finalize) and only the failure counter / fail-job differ",
+        flink: "every version counts an ordinary savepoint's counted decline like a checkpoint's (and fails the job at once for a synchronous one); 1.11 also counts its expiry (FINDINGS.md, failure-savepoints)",
+        ckpt: "savepoints never count towards the tolerable failures",
+        why: "a savepoint is the user's operation; its failure is reported to the user (RequestFailed) and must not fail a healthy job's periodic checkpointing",
+        after: After::MaskCounter,
+        recognize: savepoint_not_counted,
+    },
+    Entry {
+        name: "trigger-failures-counted",
+        class: Class::Gap {
+            fix: "AbortReason::counts_as_failure: IdAllocationFailed and MasterHooksFailed do not count (every version)",
+        },
+        pattern: "an id-counter or master-hook failure (TRIGGER_CHECKPOINT_FAILURE) and ckpt's counter is above Flink's",
+        flink: "never counted: 1.11 does not call the failure manager for trigger failures before a pending checkpoint exists, 1.20/2.3 call handleCheckpointException, which ignores TRIGGER_CHECKPOINT_FAILURE (FINDINGS.md, failure-trigger)",
+        ckpt: "IdAllocationFailed and MasterHooksFailed count",
+        why: "no Flink version counts them",
+        after: After::MaskCounter,
+        recognize: trigger_failure_counted,
+    },
+    Entry {
+        name: "finalize-failures-counted-1.11",
+        class: Class::Gap {
+            fix: "a 1.11 profile switch: FinalizeFailed and StoreFailed do not count (1.11 never tells the failure manager about a failed store, and does not count FINALIZE_CHECKPOINT_FAILURE)",
+        },
+        pattern: "1.11: a failed metadata or store write, and only the counter differs",
+        flink: "1.11: FINALIZE_CHECKPOINT_FAILURE is not a counted reason; a failed store write comes after handleCheckpointSuccess reset the counter. 1.20/2.3 count both (FINDINGS.md, failure-io)",
+        ckpt: "FinalizeFailed and StoreFailed count",
+        why: "matches 1.20/2.3; 1.11 differs",
+        after: After::MaskCounter,
+        recognize: finalize_failure_counting,
+    },
+    Entry {
+        name: "already-queued",
+        class: Class::Choice,
+        pattern: "a non-forced user trigger that ckpt rejects with AlreadyQueued while Flink queues it",
+        flink: "every version queues every request (CheckpointRequestDecider, up to 1000, then TOO_MANY_CHECKPOINT_REQUESTS); there is no 'already queued' rejection (FINDINGS.md, periodic)",
+        ckpt: "at most one non-forced request waits; a second is rejected (TriggerRejection::AlreadyQueued)",
+        why: "a waiting non-forced request already stands for 'a checkpoint as soon as possible'; a queue of them only replays the same wish later, each a checkpoint nobody waits for",
+        after: After::Stop,
+        recognize: already_queued,
+    },
+    Entry {
+        name: "min-pause-user-trigger",
+        class: Class::Gap {
+            fix: "apply the minimum pause to periodic requests only (every version); a user's non-forced checkpoint is triggered within the pause",
+        },
+        pattern: "a non-forced user trigger within the minimum pause: ckpt rejects it (MinimumTimeBetweenCheckpoints), Flink triggers or queues it",
+        flink: "every version checks the pause for periodic requests only (CheckpointRequestDecider.chooseRequestToExecute: isPeriodic; FINDINGS.md, periodic)",
+        ckpt: "the pause applies to every non-forced request (the seed's behaviour)",
+        why: "none of the three versions does it",
+        after: After::Stop,
+        recognize: min_pause_user,
+    },
+    Entry {
+        name: "periodic-paused-while-queued",
+        class: Class::Choice,
+        pattern: "periodic scheduling on, a request waits in the queue, ckpt's periodic timer is cancelled and Flink's is armed",
+        flink: "every version keeps the periodic timer running while requests wait; each firing queues another periodic request (FINDINGS.md, periodic)",
+        ckpt: "the periodic timer is cancelled while a non-forced request waits for a free slot and re-armed one interval after it resumes (the seed's TOO_MANY_CONCURRENT_CHECKPOINTS)",
+        why: "with one waiting request standing for the next checkpoint (see already-queued), further firings have nothing to add",
+        after: After::Stop,
+        recognize: periodic_paused,
+    },
+    Entry {
+        name: "task-failure-aborts-at-once",
+        class: Class::Choice,
+        pattern: "a task attempt fails (or a new attempt replaces it) under Flink's default scheduler: ckpt aborts the checkpoints waiting for it (TaskFailed), Flink aborts nothing",
+        flink: "1.11 calls failUnacknowledgedPendingCheckpointsFor only under legacy scheduling; 1.20 never calls it, 2.3 has no such method; the pending checkpoints wait until the scheduler's restart aborts them (JOB_FAILOVER_REGION) or they expire (FINDINGS.md, task-failure)",
+        ckpt: "aborts, at once, every pending checkpoint still waiting for that attempt's ack, and only those",
+        why: "such a checkpoint can never complete (the attempt that owes the ack is gone); aborting it at once frees its slot and its state instead of holding both until the timeout; the checkpoints the task already acknowledged can still complete",
+        after: After::Stop,
+        recognize: task_failure_aborts,
+    },
+    Entry {
+        name: "restart-aborts-as-task-failure",
+        class: Class::Choice,
+        pattern: "a restart: ckpt aborts the checkpoints waiting for a failed task as TaskFailed, Flink aborts them as JOB_FAILOVER_REGION",
+        flink: "every version: SchedulerBase.restoreState aborts every pending checkpoint with JOB_FAILOVER_REGION (FINDINGS.md, task-failure)",
+        ckpt: "hears TaskFailed for each stopped attempt first (aborting the checkpoints waiting for it, TaskFailed), then Restore ends the rest (Restored)",
+        why: "the same checkpoints end, for the same cause, and neither reason counts; ckpt's reason says which attempt they waited for",
+        after: After::Continue,
+        recognize: restart_reasons,
+    },
+    Entry {
+        name: "notify-aborted-running-only",
+        class: Class::Choice,
+        pattern: "Flink sends notify-aborted to a task's current attempt that ckpt knows is not running",
+        flink: "every version notifies every task of the commit set whose current execution has a slot, whatever its state: failed attempts too (FINDINGS.md, notification arguments)",
+        ckpt: "notifies running attempts only",
+        why: "a failed attempt has no task to receive the message; the RPC could only fail",
+        after: After::Continue,
+        recognize: notify_only_running,
+    },
+    Entry {
+        name: "late-ack-memory",
+        class: Class::Choice,
+        pattern: "1.20/2.3: an ack for a checkpoint that recently ended other than by expiry: ckpt calls it late, Flink unknown",
+        flink: "1.11 remembers the last 16 completed and aborted ids; 1.20/2.3 keep only recentExpiredCheckpoints, so an ack after a completion, decline or subsumption is unknown (receiveAcknowledgeMessage answers false). The state is discarded either way (FINDINGS.md, late-messages)",
+        ckpt: "remembers the last 16 ids that ended, however they ended (Ignored::LateMessage)",
+        why: "only the classification differs (the handle is discarded on both sides); a late message after a completion is as expected as one after an expiry",
+        after: After::Continue,
+        recognize: late_ack_memory,
+    },
+    Entry {
+        name: "shutdown-keeps-periodic-timer",
+        class: Class::Choice,
+        pattern: "after a shutdown Flink's periodic timer is still armed, ckpt's is not",
+        flink: "every version: shutdown() does not cancel the periodic trigger (FINDINGS.md, periodic); its firing does nothing",
+        ckpt: "Shutdown cancels every timer",
+        why: "a shut-down coordinator has nothing to time",
+        after: After::Continue,
+        recognize: shutdown_timer,
+    },
+];
