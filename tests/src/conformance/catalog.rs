@@ -359,6 +359,102 @@ fn shutdown_timer(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     false
 }
 
+fn restart_notifies(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !matches!(ctx.event, Some(Event::Restart)) || !f.aborts.is_empty() || c.aborts.is_empty() {
+        return false;
+    }
+    // Only messages to the attempts the restart stops (every task gets a
+    // new attempt).
+    let old = c.aborts.iter().all(|m| {
+        ctx.ckpt_tasks
+            .get(m.task as usize)
+            .is_some_and(|t| m.attempt < t.attempt)
+    });
+    if old {
+        c.aborts.clear();
+    }
+    old
+}
+
+fn shutdown_silent(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !matches!(ctx.event, None | Some(Event::Shutdown(_))) {
+        return false;
+    }
+    let ended: Vec<u64> = c
+        .aborted
+        .iter()
+        .filter(|(_, w)| *w == Abort::Shutdown)
+        .map(|(id, _)| *id)
+        .collect();
+    let before = f.aborts.len();
+    f.aborts
+        .retain(|m| !(ended.contains(&m.checkpoint) && !c.aborts.contains(m)));
+    f.aborts.len() != before
+}
+
+fn store_shut_down(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if c.state.shutdown && f.state.shutdown && f.state.store.is_empty() && !c.state.store.is_empty() {
+        c.state.store.clear();
+        return true;
+    }
+    false
+}
+
+fn hooks_serialize(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // A master hook still outstanding before the event on both sides, and
+    // ckpt triggered (or allocated for) a checkpoint Flink queued.
+    let hook_out = ctx.config.hooks > 0
+        && ctx.before_ckpt.state.pending.iter().any(|p| p.acked.is_empty())
+        && !c.hooks.is_empty()
+        && f.hooks.is_empty();
+    if !hook_out || f.state.queued <= c.state.queued {
+        return false;
+    }
+    make_state_equal(c, f);
+    c.hooks.clear();
+    c.triggers = f.triggers.clone();
+    true
+}
+
+fn savepoint_completion(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !ctx.gen2() {
+        return false;
+    }
+    let sps: Vec<u64> = c
+        .completed
+        .iter()
+        .filter(|(id, sp)| *sp && f.completed.contains(&(*id, true)))
+        .map(|(id, _)| *id)
+        .collect();
+    if sps.is_empty() || f.completes.iter().any(|m| sps.contains(&m.checkpoint)) {
+        return false;
+    }
+    c.completes.retain(|m| !sps.contains(&m.checkpoint));
+    // What follows from ckpt's completion: subsumed checkpoints, their
+    // notifications and discards, the store.
+    c.aborted.retain(|(id, w)| !(*w == Abort::Subsumed && !f.aborted.contains(&(*id, Abort::Subsumed))));
+    c.aborts = f.aborts.clone();
+    c.requests = f.requests.clone();
+    c.discarded = f.discarded.clone();
+    make_state_equal(c, f);
+    true
+}
+
+fn start_aborts(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !matches!(ctx.event, Some(Event::StartScheduler)) || !f.aborted.is_empty() || c.aborted.is_empty() {
+        return false;
+    }
+    if c.aborted.iter().any(|(_, w)| *w != Abort::Suspended) {
+        return false;
+    }
+    c.aborted.clear();
+    c.aborts.clear();
+    c.requests = f.requests.clone();
+    c.discarded = f.discarded.clone();
+    make_state_equal(c, f);
+    true
+}
+
 /// Every entry, in the order the comparator tries them.
 pub static CATALOG: &[Entry] = &[
     Entry {
@@ -496,5 +592,71 @@ pub static CATALOG: &[Entry] = &[
         why: "a shut-down coordinator has nothing to time",
         after: After::Continue,
         recognize: shutdown_timer,
+    },
+    Entry {
+        name: "restart-notifies-stopping-attempts",
+        class: Class::Choice,
+        pattern: "a restart: ckpt sends notify-aborted to old attempts of other tasks while it hears the tasks fail one by one; Flink sends none",
+        flink: "every version: the scheduler resets every vertex for a new execution before it aborts the pending checkpoints, and a new attempt without a slot is not notified",
+        ckpt: "the first TaskFailed aborts the checkpoints waiting for that task and notifies the attempts still running, which the host stops next",
+        why: "ckpt hears of failures one at a time; those messages go to attempts that are being stopped and change nothing",
+        after: After::Continue,
+        recognize: restart_notifies,
+    },
+    Entry {
+        name: "shutdown-does-not-notify",
+        class: Class::Choice,
+        pattern: "a shutdown (or the end) aborts pending checkpoints: Flink sends notify-aborted for them, ckpt does not",
+        flink: "every version: shutdown aborts them with CHECKPOINT_COORDINATOR_SHUTDOWN through the usual abort path, which notifies the tasks",
+        ckpt: "no notify-aborted for AbortReason::Shutdown",
+        why: "a coordinator shuts down with its job: the host stops the tasks, a notification can only race with that",
+        after: After::Continue,
+        recognize: shutdown_silent,
+    },
+    Entry {
+        name: "store-shut-down",
+        class: Class::Choice,
+        pattern: "after a shutdown Flink's completed store is empty, ckpt still lists its retained checkpoints",
+        flink: "every version shuts the store down with the coordinator (the standalone store forgets its checkpoints; the retention policy decides about their files)",
+        ckpt: "ShutdownServices tells the host to shut its store down; the reducer's view of what was retained stays for the host's in-doubt and cleanup decisions",
+        why: "the store is the host's; nothing is decided from that list after a shutdown",
+        after: After::Continue,
+        recognize: store_shut_down,
+    },
+    Entry {
+        name: "hooks-serialize-triggers",
+        class: Class::Gap {
+            fix: "keep the request in flight (the trigger in progress) until its master hooks answered or its checkpoint ended, so that further requests queue behind it (as LegacyBug::HookExpiryWedgesTrigger's marker does, but cleared when the checkpoint expires: the 1.20/2.3 behaviour)",
+        },
+        pattern: "a master hook of a pending checkpoint is outstanding; a new request: ckpt allocates an id and calls the hooks for it, Flink queues it",
+        flink: "every version: the trigger stays in progress until the master hooks (coordinator checkpoints) answered; requests queue meanwhile (FINDINGS.md, hook-expiry; 1.11 even after the checkpoint expired, FLINK-26394)",
+        ckpt: "the request leaves flight at id allocation; the next checkpoint's hooks may run while the previous ones' are outstanding",
+        why: "no Flink version runs two checkpoints' master hooks at once",
+        after: After::Stop,
+        recognize: hooks_serialize,
+    },
+    Entry {
+        name: "savepoint-completion-1.20",
+        class: Class::Gap {
+            fix: "a 1.20/2.3 profile switch: a completed non-synchronous savepoint is not retained (not in the store, not a restore target, not latest_completed), not notified to the tasks, and subsumes nothing",
+        },
+        pattern: "1.20/2.3: a savepoint completes: ckpt notifies the tasks, retains it and subsumes older pending checkpoints; Flink does none of these",
+        flink: "1.20/2.3: completePendingCheckpoint stores only checkpoints (if !props.isSavepoint()), and cleanupAfterCompletedCheckpoint notifies and drops subsumed checkpoints only for checkpoints and synchronous savepoints (FINDINGS.md, savepoint-store, savepoint-subsumes). 1.11 stores, notifies and subsumes like ckpt",
+        ckpt: "completes a savepoint like a checkpoint (finalize, store, notify, subsume older checkpoints) and keeps it until disposed of",
+        why: "ckpt follows 1.11 here; 1.20/2.3 treat an ordinary savepoint as outside the job's checkpoint history",
+        after: After::Stop,
+        recognize: savepoint_completion,
+    },
+    Entry {
+        name: "start-scheduler-aborts-pending",
+        class: Class::Gap {
+            fix: "StartScheduler does not abort pending checkpoints (it only re-arms the periodic timer); versions where startCheckpointScheduler calls stopCheckpointScheduler keep today's behaviour",
+        },
+        pattern: "a scheduler start with checkpoints pending: ckpt aborts them (SchedulerStopped), Flink keeps them",
+        flink: "observed here: startCheckpointScheduler leaves pending checkpoints alone",
+        ckpt: "StartScheduler stops first (the seed's stopCheckpointScheduler), aborting every pending checkpoint",
+        why: "a start is not a stop",
+        after: After::Stop,
+        recognize: start_aborts,
     },
 ];

@@ -198,8 +198,16 @@ impl CkptSide {
                 self.users += 1;
                 let ordinal = self.users;
                 let outcome = self.feed(CoordinatorEvent::Trigger { kind }, &mut acc, Some(ordinal))?;
-                if let Outcome::Applied(Applied::TriggerRejected { reason, .. }) = outcome {
-                    acc.requests.push((ordinal, RequestEnd::Failed(rejection(reason))));
+                match outcome {
+                    Outcome::Applied(Applied::TriggerRejected { reason, .. }) => {
+                        acc.requests.push((ordinal, RequestEnd::Failed(rejection(reason))));
+                    }
+                    // A shut-down coordinator ignores the request; its host
+                    // fails the user's future with that reason.
+                    Outcome::Ignored(Ignored::Shutdown) => {
+                        acc.requests.push((ordinal, RequestEnd::Failed(Abort::Shutdown)));
+                    }
+                    _ => {}
                 }
             }
             Event::Advance { ms } => {

@@ -434,7 +434,19 @@ pub fn decision(resp: &Value, profile: &FlinkProfile) -> Result<Decision, FlinkE
         let n = u32_of(q, "request")?;
         let end = match q.get("status").and_then(Value::as_str) {
             Some("completed") => RequestEnd::Completed(u(q, "checkpoint")?),
-            _ => RequestEnd::Failed(abort_of(q.get("reason").and_then(Value::as_str).unwrap_or("?"))),
+            _ => match q.get("reason").and_then(Value::as_str) {
+                Some(r) => RequestEnd::Failed(abort_of(r)),
+                // The future failed with a plain exception (a failed
+                // metadata write throws an IOException, not a
+                // CheckpointException): its reason is the one Flink gave
+                // the checkpoint it aborted in the same command.
+                None => match d.aborted.as_slice() {
+                    [(_, why)] => RequestEnd::Failed(why.clone()),
+                    _ => RequestEnd::Failed(Abort::Other(
+                        q.get("message").and_then(Value::as_str).unwrap_or("?").to_owned(),
+                    )),
+                },
+            },
         };
         d.requests.push((n, end));
     }
@@ -454,8 +466,10 @@ pub fn decision(resp: &Value, profile: &FlinkProfile) -> Result<Decision, FlinkE
                 _ => AckClass::UnknownCheckpoint,
             });
         }
-        if let Some(restored) = r.get("restored").and_then(Value::as_array) {
-            d.restored = Some(restored.iter().find_map(|x| x.get("checkpoint").and_then(Value::as_u64)));
+        if let Some(restore) = r.get("restore") {
+            // The restart's restoreLatestCheckpointedStateToSubtasks returns
+            // the restored checkpoint's id (an OptionalLong: null for none).
+            d.restored = Some(restore.get("returned").and_then(Value::as_u64));
         }
     }
     d.triggers.sort();
