@@ -17,6 +17,8 @@
 //! `true`. The comparator applies recognizers until the two decisions are
 //! equal; whatever no recognizer takes out is an unexplained divergence.
 
+use serde_json::Value;
+
 use super::ckpt_side::TaskView;
 use super::decision::{Abort, AckClass, Decision, RequestEnd};
 use super::event::{Event, SeqConfig, TriggerAsk};
@@ -39,6 +41,11 @@ pub struct Ctx<'a> {
     pub before_flink: &'a Decision,
     /// ckpt's tasks after the event.
     pub ckpt_tasks: &'a [TaskView],
+    /// Flink's response line for the event (its `state` has more than
+    /// the decision record: `triggering`, `hooks_waiting`, `tasks`).
+    pub flink_line: &'a Value,
+    /// Flink's response line for the previous event.
+    pub before_flink_line: &'a Value,
 }
 
 impl Ctx<'_> {
@@ -47,6 +54,26 @@ impl Ctx<'_> {
     }
     fn gen2(&self) -> bool {
         self.version().is_gen2()
+    }
+    /// Flink was starting a request before the event (`isTriggering`: a
+    /// master hook is outstanding).
+    fn flink_was_triggering(&self) -> bool {
+        self.before_flink_line
+            .pointer("/state/triggering")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+    /// Flink's checkpoints with a master hook outstanding before the event.
+    fn flink_hooks_waiting(&self) -> Vec<u64> {
+        self.before_flink_line
+            .pointer("/state/hooks_waiting")
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(|h| h.get("checkpoint").and_then(Value::as_u64))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
     fn is_savepoint_before(&self, id: u64) -> bool {
         self.before_ckpt
@@ -263,9 +290,16 @@ fn min_pause_user(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     if !user_trigger(ctx, Some(false)) {
         return false;
     }
-    if !take_request_failure(c, f, &Abort::MinimumTimeBetweenCheckpoints) {
+    let why = RequestEnd::Failed(Abort::MinimumTimeBetweenCheckpoints);
+    let Some((ordinal, _)) = c.requests.iter().find(|(_, e)| *e == why) else {
+        return false;
+    };
+    // Flink did not refuse it for the pause (it triggered, queued, or
+    // refused it for the next reason it checks).
+    if f.requests.contains(&(*ordinal, why.clone())) {
         return false;
     }
+    c.requests = f.requests.clone();
     make_state_equal(c, f);
     c.triggers = f.triggers.clone();
     c.hooks = f.hooks.clone();
@@ -299,8 +333,9 @@ fn task_failure_aborts(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> boo
     }
     c.aborted.clear();
     c.aborts.clear();
-    c.requests
-        .retain(|(_, e)| *e != RequestEnd::Failed(Abort::TaskFailure));
+    // Its requests, and those resumed from the queue after it.
+    c.requests = f.requests.clone();
+    c.triggers = f.triggers.clone();
     make_state_equal(c, f);
     c.discarded = f.discarded.clone();
     true
@@ -400,19 +435,72 @@ fn store_shut_down(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     false
 }
 
+/// Flink queued a request because a trigger was in progress (a master
+/// hook outstanding) where ckpt went on with it.
+fn flink_queued_behind_hooks(ctx: &Ctx<'_>, c: &Decision, f: &Decision) -> bool {
+    ctx.config.hooks > 0
+        && ctx.flink_was_triggering()
+        && matches!(ctx.event, Some(Event::Trigger(_) | Event::Advance { .. }))
+        && f.state.queued > c.state.queued
+}
+
+fn take_queued_behind_hooks(c: &mut Decision, f: &Decision) {
+    make_state_equal(c, f);
+    c.hooks = f.hooks.clone();
+    c.triggers = f.triggers.clone();
+    c.requests = f.requests.clone();
+}
+
 fn hooks_serialize(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    // A master hook still outstanding before the event on both sides, and
-    // ckpt triggered (or allocated for) a checkpoint Flink queued.
-    let hook_out = ctx.config.hooks > 0
-        && ctx.before_ckpt.state.pending.iter().any(|p| p.acked.is_empty())
-        && !c.hooks.is_empty()
-        && f.hooks.is_empty();
-    if !hook_out || f.state.queued <= c.state.queued {
+    // The checkpoint whose hook is outstanding is still pending in Flink.
+    let pending: Vec<u64> = ctx.before_flink.state.pending.iter().map(|p| p.checkpoint).collect();
+    let live = ctx.flink_hooks_waiting().iter().any(|id| pending.contains(id));
+    if !live || !flink_queued_behind_hooks(ctx, c, f) {
+        return false;
+    }
+    take_queued_behind_hooks(c, f);
+    true
+}
+
+fn hook_expiry_wedge(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // 1.11: the hook's checkpoint is gone (expired, aborted), the trigger
+    // is still in progress.
+    let pending: Vec<u64> = ctx.before_flink.state.pending.iter().map(|p| p.checkpoint).collect();
+    let waiting = ctx.flink_hooks_waiting();
+    let wedged = !waiting.is_empty() && waiting.iter().all(|id| !pending.contains(id));
+    if ctx.gen2() || !wedged || !flink_queued_behind_hooks(ctx, c, f) {
+        return false;
+    }
+    take_queued_behind_hooks(c, f);
+    true
+}
+
+fn trigger_waits_for_all(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // 1.11: a task that is waited for but not triggered is not running;
+    // ckpt refuses the trigger, 1.11 goes on.
+    if ctx.gen2() || !matches!(ctx.event, Some(Event::Trigger(_) | Event::Advance { .. })) {
+        return false;
+    }
+    let idle_waited = (0u32..)
+        .zip(ctx.ckpt_tasks)
+        .any(|(i, t)| !t.running && !ctx.config.trigger.contains(&i));
+    let triggers_run = ctx
+        .config
+        .trigger
+        .iter()
+        .all(|t| ctx.ckpt_tasks.get(*t as usize).is_some_and(|t| t.running));
+    let refused = c
+        .requests
+        .iter()
+        .any(|(_, e)| *e == RequestEnd::Failed(Abort::NotAllRequiredTasksRunning))
+        || (f.state.pending.len() > c.state.pending.len());
+    if !(idle_waited && triggers_run && refused) || c.requests == f.requests && c.state == f.state {
         return false;
     }
     make_state_equal(c, f);
-    c.hooks.clear();
     c.triggers = f.triggers.clone();
+    c.hooks = f.hooks.clone();
+    c.requests = f.requests.clone();
     true
 }
 
@@ -658,5 +746,25 @@ pub static CATALOG: &[Entry] = &[
         why: "a start is not a stop",
         after: After::Stop,
         recognize: start_aborts,
+    },
+    Entry {
+        name: "hook-expiry-wedge-1.11",
+        class: Class::Choice,
+        pattern: "1.11: a master hook of a checkpoint that is no longer pending (expired, aborted) never answered; Flink queues every later request, ckpt triggers it",
+        flink: "1.11 keeps the trigger in progress until the hook answers, even after its checkpoint expired: FLINK-26394 (FINDINGS.md, hook-expiry); 1.20/2.3 clear it on expiry",
+        ckpt: "fixed: the trigger is not held by the hooks of a checkpoint that ended (LegacyBug::HookExpiryWedgesTrigger reproduces 1.11)",
+        why: "the bug wedges periodic checkpointing for good when an operator coordinator never answers",
+        after: After::Stop,
+        recognize: hook_expiry_wedge,
+    },
+    Entry {
+        name: "trigger-needs-waited-tasks-1.11",
+        class: Class::Choice,
+        pattern: "1.11: a task that is waited for but not triggered is not running: ckpt refuses the trigger (NotAllRequiredTasksRunning), 1.11 triggers",
+        flink: "1.11 checks only the tasks to trigger (FINDINGS.md, tasks-not-running); 1.20/2.3 require every task to wait for RUNNING, as ckpt does",
+        ckpt: "every task to trigger and to wait for must be running",
+        why: "a checkpoint that waits for an ack no running attempt can send can only expire; 1.20/2.3 made the same change",
+        after: After::Stop,
+        recognize: trigger_waits_for_all,
     },
 ];

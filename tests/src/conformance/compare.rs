@@ -263,6 +263,8 @@ pub fn run_sequence(
             before_ckpt: &ckpt[i].0,
             before_flink: &last_flink,
             ckpt_tasks: &ckpt[i + 1].1,
+            flink_line: &resp,
+            before_flink_line: &last_line,
         };
         result.compared += 1;
         match judge(&ctx, &ckpt[i + 1].0, &fd, &mut masks, allow) {

@@ -141,7 +141,7 @@ impl Draw<'_> {
             4,                                                   // 4 odd ack
             if pending.is_empty() { 0 } else { 5 },              // 5 decline
             12,                                                  // 6 advance
-            if running.is_empty() { 0 } else { 2 },              // 7 task failed
+            if running.is_empty() { 0 } else { 1 },              // 7 task failed
             1,                                                   // 8 task running
             if running.len() < tasks.len() { 8 } else { 1 },     // 9 restart
             match (periodic_config, self.side.is_periodic()) {   // 10 start
@@ -154,7 +154,7 @@ impl Draw<'_> {
             2,                                                   // 13 fail finalize
             1,                                                   // 14 fail id
             if hooked.is_empty() { 0 } else { 30 },              // 15 hook done
-            1,                                                   // 16 shutdown
+            if self.side.is_shutdown() { 0 } else { 1 },         // 16 shutdown
         ];
         match self.rng.weighted(&weights) {
             0 => Event::Trigger(TriggerAsk::Checkpoint { forced: false }),

@@ -103,13 +103,11 @@ pub struct Found {
     pub count: u64,
     /// The first seed that showed it.
     pub seed: u64,
-    /// The shrunk sequence's length.
-    pub shrunk_len: usize,
-    /// The regression file written.
-    pub file: PathBuf,
-    /// The shrunk divergence.
+    /// The regression file written (`None` beyond `--max-reports`: not shrunk).
+    pub file: Option<PathBuf>,
+    /// The divergence (shrunk when a file was written).
     pub divergence: Divergence,
-    /// The shrunk sequence.
+    /// The sequence (shrunk when a file was written).
     pub sequence: Sequence,
 }
 
@@ -243,6 +241,18 @@ pub fn run_version(
                     let found = shrink_and_write(&mut jvm, &profile, &seq, &d, opts)
                         .map_err(|e| fatal(Some(seq.seed), e.to_string()))?;
                     report.found.insert(signature, found);
+                } else {
+                    report.found.insert(
+                        signature.clone(),
+                        Found {
+                            signature,
+                            count: 1,
+                            seed: seq.seed,
+                            file: None,
+                            divergence: d,
+                            sequence: seq.clone(),
+                        },
+                    );
                 }
             }
         }
@@ -284,8 +294,7 @@ fn shrink_and_write(
         signature: divergence.signature(),
         count: 1,
         seed: seq.seed,
-        shrunk_len: shrunk.events.len(),
-        file,
+        file: Some(file),
         divergence,
         sequence: shrunk,
     })
@@ -308,8 +317,9 @@ pub fn describe(f: &Found) -> String {
         s.push_str(&format!("  also recognized in that event: {:?}\n", d.explained));
     }
     s.push_str(&format!(
-        "  shortest sequence ({} events), config {}\n",
-        f.shrunk_len,
+        "  {} ({} events), config {}\n",
+        if f.file.is_some() { "shortest sequence" } else { "sequence (not shrunk: --max-reports reached)" },
+        f.sequence.events.len(),
         serde_json::to_string(&f.sequence.config).unwrap_or_default()
     ));
     for (i, e) in f.sequence.events.iter().enumerate() {
@@ -319,7 +329,7 @@ pub fn describe(f: &Found) -> String {
         "  ckpt : {}\n  flink: {}\n  file : {}\n",
         serde_json::to_string(&d.ckpt).unwrap_or_default(),
         serde_json::to_string(&d.flink).unwrap_or_default(),
-        f.file.display()
+        f.file.as_ref().map_or_else(|| "(none)".to_owned(), |p| p.display().to_string())
     ));
     s
 }
@@ -348,7 +358,8 @@ pub fn summary(reports: &[VersionReport]) -> String {
             }
         }
         for (sig, f) in &r.found {
-            s.push_str(&format!("    DIVERGENCE {sig}: {} sequence(s), {}\n", f.count, f.file.display()));
+            let file = f.file.as_ref().map_or_else(|| "not shrunk".to_owned(), |p| p.display().to_string());
+            s.push_str(&format!("    DIVERGENCE {sig}: {} sequence(s), {file}\n", f.count));
         }
     }
     s
