@@ -286,10 +286,7 @@ fn already_queued(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     true
 }
 
-fn min_pause_user(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !user_trigger(ctx, Some(false)) {
-        return false;
-    }
+fn min_pause_user(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     let why = RequestEnd::Failed(Abort::MinimumTimeBetweenCheckpoints);
     let Some((ordinal, _)) = c.requests.iter().find(|(_, e)| *e == why) else {
         return false;
@@ -308,15 +305,25 @@ fn min_pause_user(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
 
 fn periodic_paused(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     // ckpt cancelled the periodic timer when a non-forced request had to
-    // wait for a free slot; Flink's keeps running.
+    // wait for a free slot; Flink's keeps running and queueing.
     let periodic = ctx.before_ckpt.state.periodic && c.state.periodic && f.state.periodic;
-    if !periodic || c.state.periodic_at.is_some() || f.state.periodic_at.is_none() {
+    if !periodic || !matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_))) {
         return false;
     }
-    if c.state.queued == 0 && f.state.queued == 0 {
+    let apart = c.state.periodic_at != f.state.periodic_at || c.state.queued != f.state.queued;
+    let waiting = f.state.queued > 0 || ctx.before_flink.state.queued > 0 || c.state.queued > 0;
+    let full = ctx.before_flink.state.pending.len() >= ctx.config.max_concurrent as usize
+        || f.state.pending.len() >= ctx.config.max_concurrent as usize;
+    if !apart || !(waiting && full || c.state.periodic_at.is_none()) {
         return false;
     }
     make_state_equal(c, f);
+    c.triggers = f.triggers.clone();
+    c.hooks = f.hooks.clone();
+    c.aborted = f.aborted.clone();
+    c.aborts = f.aborts.clone();
+    c.requests = f.requests.clone();
+    c.discarded = f.discarded.clone();
     true
 }
 
@@ -508,12 +515,25 @@ fn savepoint_completion(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bo
     if !ctx.gen2() {
         return false;
     }
-    let sps: Vec<u64> = c
+    let mut sps: Vec<u64> = c
         .completed
         .iter()
         .filter(|(id, sp)| *sp && f.completed.contains(&(*id, true)))
         .map(|(id, _)| *id)
         .collect();
+    // ckpt's store write of a savepoint failed (an armed failure), Flink
+    // never writes a savepoint to the store.
+    let failed: Vec<u64> = c
+        .aborted
+        .iter()
+        .filter(|(id, w)| *w == Abort::FinalizeFailure && ctx.is_savepoint_before(*id) && f.completed.contains(&(*id, true)))
+        .map(|(id, _)| *id)
+        .collect();
+    if !failed.is_empty() {
+        c.aborted.retain(|(id, _)| !failed.contains(id));
+        c.completed = f.completed.clone();
+        sps.extend(failed);
+    }
     if sps.is_empty() || f.completes.iter().any(|m| sps.contains(&m.checkpoint)) {
         return false;
     }
@@ -529,7 +549,7 @@ fn savepoint_completion(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bo
 }
 
 fn start_aborts(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !matches!(ctx.event, Some(Event::StartScheduler)) || !f.aborted.is_empty() || c.aborted.is_empty() {
+    if !ctx.gen2() || !matches!(ctx.event, Some(Event::StartScheduler)) || !f.aborted.is_empty() || c.aborted.is_empty() {
         return false;
     }
     if c.aborted.iter().any(|(_, w)| *w != Abort::Suspended) {
@@ -541,6 +561,90 @@ fn start_aborts(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     c.discarded = f.discarded.clone();
     make_state_equal(c, f);
     true
+}
+
+fn store_failure_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if ctx.gen2() {
+        return false;
+    }
+    let ids: Vec<u64> = c
+        .aborted
+        .iter()
+        .filter(|(id, w)| {
+            *w == Abort::FinalizeFailure
+                && f.completed.iter().any(|(k, _)| k == id)
+                && !f.state.store.iter().any(|(k, _)| k == id)
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    if ids.is_empty() {
+        return false;
+    }
+    // 1.11 completed the future and reset the failure counter before the
+    // store write failed; it then discarded and notified as ckpt does.
+    f.completed.retain(|(k, _)| !ids.contains(k));
+    for id in &ids {
+        f.aborted.push((*id, Abort::FinalizeFailure));
+    }
+    f.aborted.sort();
+    for (_, e) in &mut f.requests {
+        if matches!(e, RequestEnd::Completed(k) if ids.contains(k)) {
+            *e = RequestEnd::Failed(Abort::FinalizeFailure);
+        }
+    }
+    f.requests.sort();
+    mask_counter_if(true, c, f);
+    true
+}
+
+fn duplicate_discard(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let Some(Event::Ack { state: Some(h), .. }) = ctx.event else {
+        return false;
+    };
+    if c.ack != Some(AckClass::Duplicate) || f.ack != Some(AckClass::Duplicate) {
+        return false;
+    }
+    if c.discarded == vec![*h] && f.discarded.is_empty() {
+        c.discarded.clear();
+        return true;
+    }
+    false
+}
+
+fn savepoint_retention_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if ctx.gen2() || !c.completed.iter().any(|(_, sp)| *sp) && !f.completed.iter().any(|(_, sp)| *sp) {
+        return false;
+    }
+    // 1.11's store counted the savepoint and evicted an older entry ckpt keeps.
+    let evicted = c.state.store.iter().any(|e| !f.state.store.contains(e));
+    if !evicted || f.state.store.iter().any(|e| !c.state.store.contains(e)) {
+        return false;
+    }
+    make_state_equal(c, f);
+    c.discarded = f.discarded.clone();
+    c.completes = f.completes.clone();
+    true
+}
+
+fn expiry_with_hook_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if ctx.gen2() || ctx.config.hooks == 0 {
+        return false;
+    }
+    let waiting = ctx.flink_hooks_waiting();
+    let mut changed = false;
+    for (id, w) in c.aborted.clone() {
+        let unreported = w == Abort::Expired
+            && waiting.contains(&id)
+            && !f.aborted.iter().any(|(k, _)| *k == id)
+            && !f.state.pending.iter().any(|p| p.checkpoint == id)
+            && f.aborts.iter().any(|m| m.checkpoint == id);
+        if unreported {
+            f.aborted.push((id, Abort::Expired));
+            changed = true;
+        }
+    }
+    f.aborted.sort();
+    changed
 }
 
 /// Every entry, in the order the comparator tries them.
@@ -736,12 +840,12 @@ pub static CATALOG: &[Entry] = &[
         recognize: savepoint_completion,
     },
     Entry {
-        name: "start-scheduler-aborts-pending",
+        name: "start-scheduler-aborts-pending-1.20",
         class: Class::Gap {
             fix: "StartScheduler does not abort pending checkpoints (it only re-arms the periodic timer); versions where startCheckpointScheduler calls stopCheckpointScheduler keep today's behaviour",
         },
         pattern: "a scheduler start with checkpoints pending: ckpt aborts them (SchedulerStopped), Flink keeps them",
-        flink: "observed here: startCheckpointScheduler leaves pending checkpoints alone",
+        flink: "1.20/2.3: startCheckpointScheduler only schedules the periodic trigger and leaves pending checkpoints alone; 1.11 calls stopCheckpointScheduler first, as ckpt does (observed by this comparator: no divergence in 1.11)",
         ckpt: "StartScheduler stops first (the seed's stopCheckpointScheduler), aborting every pending checkpoint",
         why: "a start is not a stop",
         after: After::Stop,
@@ -766,5 +870,45 @@ pub static CATALOG: &[Entry] = &[
         why: "a checkpoint that waits for an ack no running attempt can send can only expire; 1.20/2.3 made the same change",
         after: After::Stop,
         recognize: trigger_waits_for_all,
+    },
+    Entry {
+        name: "store-failure-reported-complete-1.11",
+        class: Class::Choice,
+        pattern: "1.11: the store write of a fully acknowledged checkpoint fails: 1.11 completes its future (and resets the failure counter) first, then discards it and notifies aborted; ckpt fails it",
+        flink: "1.11: completePendingCheckpoint completes the future and calls handleCheckpointSuccess before addCheckpoint; on its failure it discards the state, sends notify-aborted and throws FINALIZE_CHECKPOINT_FAILURE without telling the failure manager (FINDINGS.md, failure-io). 1.20/2.3 fail the future and count it, as ckpt does",
+        ckpt: "StoreFailed: the request fails, the failure counts, the tasks are told it was aborted",
+        why: "a checkpoint the store does not hold has not completed: telling the user it did is 1.11's bug",
+        after: After::MaskCounter,
+        recognize: store_failure_1_11,
+    },
+    Entry {
+        name: "duplicate-ack-state-discarded",
+        class: Class::Choice,
+        pattern: "a duplicate ack carrying a handle that no checkpoint holds: ckpt discards it, Flink does not",
+        flink: "every version: a DUPLICATE ack is ignored and its state left alone (FINDINGS.md, late-messages)",
+        ckpt: "the second handle is an orphan: it is discarded unless a live checkpoint holds it",
+        why: "nobody else will ever delete it: leaving it leaks the state",
+        after: After::Continue,
+        recognize: duplicate_discard,
+    },
+    Entry {
+        name: "savepoints-outside-retention-1.11",
+        class: Class::Choice,
+        pattern: "1.11: a completed savepoint counts towards the store's retention and evicts an older entry that ckpt keeps",
+        flink: "1.11 adds savepoints to the store and counts them (with retained=1 a savepoint evicts the previous checkpoint, discarding its state; an evicted savepoint's state is kept) (FINDINGS.md, savepoint-store)",
+        ckpt: "retained_max counts checkpoints only; savepoints stay until the user disposes of them (LegacyBug::SavepointExpiresWithRetention reproduces counting them)",
+        why: "a savepoint is the user's: it must not push the job's latest checkpoint out of the store, nor be pushed out by checkpoints",
+        after: After::Stop,
+        recognize: savepoint_retention_1_11,
+    },
+    Entry {
+        name: "expiry-with-hook-unreported-1.11",
+        class: Class::Choice,
+        pattern: "1.11: a checkpoint expires while its master hook is outstanding: it leaves Flink's pending checkpoints and its tasks are told, but the harness's aborted list (read from its completion future) does not show it",
+        flink: "1.11: the expiry disposes of the pending checkpoint and notifies the tasks; the checkpoint's future stays open while the trigger waits for the hook (FLINK-26394), so the harness reports no abort",
+        ckpt: "aborts it (Expired)",
+        why: "the same decision seen through the harness's future-based report: the checkpoint is gone and the tasks notified on both sides",
+        after: After::Continue,
+        recognize: expiry_with_hook_1_11,
     },
 ];
