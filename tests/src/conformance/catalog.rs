@@ -314,7 +314,8 @@ fn periodic_paused(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     let waiting = f.state.queued > 0 || ctx.before_flink.state.queued > 0 || c.state.queued > 0;
     let full = ctx.before_flink.state.pending.len() >= ctx.config.max_concurrent as usize
         || f.state.pending.len() >= ctx.config.max_concurrent as usize;
-    if !apart || !(waiting && full || c.state.periodic_at.is_none()) {
+    let advance = matches!(ctx.event, Some(Event::Advance { .. }));
+    if !apart || !(full && (waiting || advance) || c.state.periodic_at.is_none()) {
         return false;
     }
     make_state_equal(c, f);
@@ -386,7 +387,7 @@ fn late_ack_memory(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     if !matches!(ctx.event, Some(Event::Ack { .. })) {
         return false;
     }
-    if c.ack == Some(AckClass::Late) && f.ack == Some(AckClass::UnknownCheckpoint) && ctx.gen2() {
+    if c.ack == Some(AckClass::Late) && f.ack == Some(AckClass::UnknownCheckpoint) {
         c.ack = f.ack;
         return true;
     }
@@ -445,10 +446,7 @@ fn store_shut_down(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
 /// Flink queued a request because a trigger was in progress (a master
 /// hook outstanding) where ckpt went on with it.
 fn flink_queued_behind_hooks(ctx: &Ctx<'_>, c: &Decision, f: &Decision) -> bool {
-    ctx.config.hooks > 0
-        && ctx.flink_was_triggering()
-        && matches!(ctx.event, Some(Event::Trigger(_) | Event::Advance { .. }))
-        && f.state.queued > c.state.queued
+    ctx.config.hooks > 0 && ctx.flink_was_triggering() && f.state.queued > c.state.queued
 }
 
 fn take_queued_behind_hooks(c: &mut Decision, f: &Decision) {
@@ -460,7 +458,7 @@ fn take_queued_behind_hooks(c: &mut Decision, f: &Decision) {
 
 fn hooks_serialize(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     // The checkpoint whose hook is outstanding is still pending in Flink.
-    let pending: Vec<u64> = ctx.before_flink.state.pending.iter().map(|p| p.checkpoint).collect();
+    let pending: Vec<u64> = f.state.pending.iter().map(|p| p.checkpoint).collect();
     let live = ctx.flink_hooks_waiting().iter().any(|id| pending.contains(id));
     if !live || !flink_queued_behind_hooks(ctx, c, f) {
         return false;
@@ -472,7 +470,7 @@ fn hooks_serialize(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
 fn hook_expiry_wedge(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     // 1.11: the hook's checkpoint is gone (expired, aborted), the trigger
     // is still in progress.
-    let pending: Vec<u64> = ctx.before_flink.state.pending.iter().map(|p| p.checkpoint).collect();
+    let pending: Vec<u64> = f.state.pending.iter().map(|p| p.checkpoint).collect();
     let waiting = ctx.flink_hooks_waiting();
     let wedged = !waiting.is_empty() && waiting.iter().all(|id| !pending.contains(id));
     if ctx.gen2() || !wedged || !flink_queued_behind_hooks(ctx, c, f) {
@@ -485,7 +483,7 @@ fn hook_expiry_wedge(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool 
 fn trigger_waits_for_all(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     // 1.11: a task that is waited for but not triggered is not running;
     // ckpt refuses the trigger, 1.11 goes on.
-    if ctx.gen2() || !matches!(ctx.event, Some(Event::Trigger(_) | Event::Advance { .. })) {
+    if ctx.gen2() {
         return false;
     }
     let idle_waited = (0u32..)
@@ -612,10 +610,10 @@ fn duplicate_discard(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool 
 }
 
 fn savepoint_retention_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if ctx.gen2() || !c.completed.iter().any(|(_, sp)| *sp) && !f.completed.iter().any(|(_, sp)| *sp) {
+    if ctx.gen2() || !c.state.store.iter().chain(&f.state.store).any(|(_, sp)| *sp) {
         return false;
     }
-    // 1.11's store counted the savepoint and evicted an older entry ckpt keeps.
+    // 1.11's store counted a savepoint and evicted an older entry ckpt keeps.
     let evicted = c.state.store.iter().any(|e| !f.state.store.contains(e));
     if !evicted || f.state.store.iter().any(|e| !c.state.store.contains(e)) {
         return false;
@@ -768,8 +766,8 @@ pub static CATALOG: &[Entry] = &[
     Entry {
         name: "late-ack-memory",
         class: Class::Choice,
-        pattern: "1.20/2.3: an ack for a checkpoint that recently ended other than by expiry: ckpt calls it late, Flink unknown",
-        flink: "1.11 remembers the last 16 completed and aborted ids; 1.20/2.3 keep only recentExpiredCheckpoints, so an ack after a completion, decline or subsumption is unknown (receiveAcknowledgeMessage answers false). The state is discarded either way (FINDINGS.md, late-messages)",
+        pattern: "an ack for a checkpoint that recently ended: ckpt calls it late, Flink unknown (1.20/2.3: it ended other than by expiry; 1.11: its store write failed)",
+        flink: "1.11 remembers the last 16 completed and aborted ids (not one whose store write failed); 1.20/2.3 keep only recentExpiredCheckpoints, so an ack after a completion, decline or subsumption is unknown (receiveAcknowledgeMessage answers false). The state is discarded either way (FINDINGS.md, late-messages)",
         ckpt: "remembers the last 16 ids that ended, however they ended (Ignored::LateMessage)",
         why: "only the classification differs (the handle is discarded on both sides); a late message after a completion is as expected as one after an expiry",
         after: After::Continue,
