@@ -624,25 +624,47 @@ fn savepoint_retention_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
     true
 }
 
-fn expiry_with_hook_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if ctx.gen2() || ctx.config.hooks == 0 {
+fn expiry_unreported_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if ctx.gen2() || !matches!(ctx.event, Some(Event::Advance { .. })) {
         return false;
     }
     let waiting = ctx.flink_hooks_waiting();
-    let mut changed = false;
-    for (id, w) in c.aborted.clone() {
-        let unreported = w == Abort::Expired
-            && waiting.contains(&id)
-            && !f.aborted.iter().any(|(k, _)| *k == id)
-            && !f.state.pending.iter().any(|p| p.checkpoint == id)
-            && f.aborts.iter().any(|m| m.checkpoint == id);
-        if unreported {
-            f.aborted.push((id, Abort::Expired));
-            changed = true;
-        }
+    let ids: Vec<u64> = c
+        .aborted
+        .iter()
+        .filter(|(id, w)| {
+            let created_now = !ctx.before_ckpt.state.pending.iter().any(|p| p.checkpoint == *id);
+            *w == Abort::Expired
+                && (created_now || waiting.contains(id))
+                && !f.aborted.iter().any(|(k, _)| k == id)
+                && !f.state.pending.iter().any(|p| p.checkpoint == *id)
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    if ids.is_empty() {
+        return false;
     }
-    f.aborted.sort();
-    changed
+    c.aborted.retain(|(id, _)| !ids.contains(id));
+    c.aborts.retain(|m| !ids.contains(&m.checkpoint));
+    f.aborts.retain(|m| !ids.contains(&m.checkpoint));
+    true
+}
+
+fn decline_resumes(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let Some(Event::Decline { checkpoint, .. }) = ctx.event else {
+        return false;
+    };
+    // ckpt kept the queued request because a newer checkpoint is pending;
+    // Flink started it.
+    let newer = c.state.pending.iter().any(|p| p.checkpoint > *checkpoint);
+    if !newer || c.state.queued <= f.state.queued || f.triggers.len() + f.hooks.len() == 0 {
+        return false;
+    }
+    make_state_equal(c, f);
+    c.triggers = f.triggers.clone();
+    c.hooks = f.hooks.clone();
+    c.requests = f.requests.clone();
+    true
 }
 
 /// Every entry, in the order the comparator tries them.
@@ -900,13 +922,25 @@ pub static CATALOG: &[Entry] = &[
         recognize: savepoint_retention_1_11,
     },
     Entry {
-        name: "expiry-with-hook-unreported-1.11",
+        name: "expiry-unreported-1.11",
         class: Class::Choice,
-        pattern: "1.11: a checkpoint expires while its master hook is outstanding: it leaves Flink's pending checkpoints and its tasks are told, but the harness's aborted list (read from its completion future) does not show it",
-        flink: "1.11: the expiry disposes of the pending checkpoint and notifies the tasks; the checkpoint's future stays open while the trigger waits for the hook (FLINK-26394), so the harness reports no abort",
-        ckpt: "aborts it (Expired)",
-        why: "the same decision seen through the harness's future-based report: the checkpoint is gone and the tasks notified on both sides",
+        pattern: "1.11: a checkpoint that expires within the advance that created it, or while its master hook is outstanding: it is gone from Flink's pending checkpoints, but the harness reports no abort (and no notification when its tasks were never triggered)",
+        flink: "1.11 disposes of the expired checkpoint; its completion future stays open (the trigger still waits: the periodic trigger drops its future, a hook keeps it in progress, FLINK-26394), so the harness's aborted list, read from futures, misses it",
+        ckpt: "aborts it (Expired) and notifies the tasks",
+        why: "a reporting limit of the 1.11 harness, not a decision: the checkpoint ends on both sides at the same time; ckpt's notification for a checkpoint no task was triggered for is harmless (the task forgets an id it never started)",
         after: After::Continue,
-        recognize: expiry_with_hook_1_11,
+        recognize: expiry_unreported_1_11,
+    },
+    Entry {
+        name: "decline-resumes-only-if-newest",
+        class: Class::Gap {
+            fix: "after a declined checkpoint is aborted, resume the queued requests whether or not a newer checkpoint is pending (as after every other abort)",
+        },
+        pattern: "a decline aborts a checkpoint while a newer one is pending and a request waits: Flink starts the waiting request, ckpt keeps it queued",
+        flink: "observed in 1.11 here: the queued request is triggered after the declined checkpoint is aborted",
+        ckpt: "resumes the queue after a decline only when no more recent checkpoint is pending (the seed's rule)",
+        why: "the slot the declined checkpoint freed stays unused until another checkpoint ends",
+        after: After::Stop,
+        recognize: decline_resumes,
     },
 ];
