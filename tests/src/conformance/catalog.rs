@@ -624,8 +624,8 @@ fn savepoint_retention_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
     true
 }
 
-fn expiry_unreported_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if ctx.gen2() || !matches!(ctx.event, Some(Event::Advance { .. })) {
+fn expiry_unreported(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !matches!(ctx.event, Some(Event::Advance { .. })) {
         return false;
     }
     let waiting = ctx.flink_hooks_waiting();
@@ -635,7 +635,7 @@ fn expiry_unreported_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> 
         .filter(|(id, w)| {
             let created_now = !ctx.before_ckpt.state.pending.iter().any(|p| p.checkpoint == *id);
             *w == Abort::Expired
-                && (created_now || waiting.contains(id))
+                && (created_now || !ctx.gen2() && waiting.contains(id))
                 && !f.aborted.iter().any(|(k, _)| k == id)
                 && !f.state.pending.iter().any(|p| p.checkpoint == *id)
         })
@@ -664,6 +664,22 @@ fn decline_resumes(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     c.triggers = f.triggers.clone();
     c.hooks = f.hooks.clone();
     c.requests = f.requests.clone();
+    true
+}
+
+fn decline_other_attempt(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let Some(Event::Decline { task, checkpoint, .. }) = ctx.event else {
+        return false;
+    };
+    // ckpt ignored it: the checkpoint waits for another attempt of the task.
+    let ignored = c.aborted.is_empty()
+        && c.state.pending.iter().any(|p| p.checkpoint == *checkpoint)
+        && f.aborted.iter().any(|(k, _)| k == checkpoint);
+    let newer = ctx.ckpt_tasks.get(*task as usize).is_some_and(|t| t.attempt > 0);
+    if !ignored || !newer {
+        return false;
+    }
+    *c = f.clone();
     true
 }
 
@@ -922,14 +938,14 @@ pub static CATALOG: &[Entry] = &[
         recognize: savepoint_retention_1_11,
     },
     Entry {
-        name: "expiry-unreported-1.11",
+        name: "expiry-unreported",
         class: Class::Choice,
-        pattern: "1.11: a checkpoint that expires within the advance that created it, or while its master hook is outstanding: it is gone from Flink's pending checkpoints, but the harness reports no abort (and no notification when its tasks were never triggered)",
-        flink: "1.11 disposes of the expired checkpoint; its completion future stays open (the trigger still waits: the periodic trigger drops its future, a hook keeps it in progress, FLINK-26394), so the harness's aborted list, read from futures, misses it",
+        pattern: "a checkpoint that expires within the advance that created it (1.11 also: while its master hook is outstanding): it is gone from Flink's pending checkpoints, but the harness reports no abort (and, 1.11 with a hook outstanding, no notification)",
+        flink: "every version disposes of the expired checkpoint; the harness's aborted list is read from the checkpoints pending around each timer firing and from completion futures, and a checkpoint created and expired inside one advance (or, 1.11, whose trigger still waits for a hook: FLINK-26394) is not in it",
         ckpt: "aborts it (Expired) and notifies the tasks",
         why: "a reporting limit of the 1.11 harness, not a decision: the checkpoint ends on both sides at the same time; ckpt's notification for a checkpoint no task was triggered for is harmless (the task forgets an id it never started)",
         after: After::Continue,
-        recognize: expiry_unreported_1_11,
+        recognize: expiry_unreported,
     },
     Entry {
         name: "decline-resumes-only-if-newest",
@@ -942,5 +958,15 @@ pub static CATALOG: &[Entry] = &[
         why: "the slot the declined checkpoint freed stays unused until another checkpoint ends",
         after: After::Stop,
         recognize: decline_resumes,
+    },
+    Entry {
+        name: "decline-from-other-attempt-ignored",
+        class: Class::Choice,
+        pattern: "a decline from a task attempt the pending checkpoint was not triggered for (a newer attempt): ckpt ignores it, Flink aborts the checkpoint",
+        flink: "receiveDeclineMessage aborts the pending checkpoint with that id whichever attempt sent the decline (observed in 1.11 here)",
+        ckpt: "Ignored::StaleAttempt: the checkpoint waits for the attempt it triggered; another attempt's word about it is not news",
+        why: "the new attempt never took part in that checkpoint; the old attempt's ack (already counted) stands",
+        after: After::Stop,
+        recognize: decline_other_attempt,
     },
 ];
