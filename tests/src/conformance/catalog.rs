@@ -460,7 +460,14 @@ fn hooks_serialize(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     // The checkpoint whose hook is outstanding is still pending in Flink.
     let pending: Vec<u64> = f.state.pending.iter().map(|p| p.checkpoint).collect();
     let live = ctx.flink_hooks_waiting().iter().any(|id| pending.contains(id));
-    if !live || !flink_queued_behind_hooks(ctx, c, f) {
+    // Or the hook was called within this advance: ckpt called the hooks of
+    // more checkpoints than Flink, which queued the rest behind it.
+    let within = matches!(ctx.event, Some(Event::Advance { .. }))
+        && ctx.config.hooks > 0
+        && f.hooks.iter().all(|h| c.hooks.contains(h))
+        && c.hooks.len() > f.hooks.len()
+        && f.state.queued > c.state.queued;
+    if !(live && flink_queued_behind_hooks(ctx, c, f) || within) {
         return false;
     }
     take_queued_behind_hooks(c, f);
