@@ -12,7 +12,7 @@
 pub mod harness;
 
 pub use harness::{handle, CoordinatorHarness, Record};
+pub mod conformance;
 pub mod fuzzing;
 pub mod stories;
 pub mod strategies;
-pub mod conformance;

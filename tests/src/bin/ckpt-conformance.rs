@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
 
-use clap::Parser;
 use ckpt_tests::conformance::profile::Version;
 use ckpt_tests::conformance::{self, catalog, flink_side, Options, Replay, VersionReport};
+use clap::Parser;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// ckpt's coordinator against Flink's own, decision by decision.
@@ -86,19 +86,31 @@ fn replay(path: &PathBuf, allow: &[String]) -> ExitCode {
     let file: Replay = match serde_json::from_str(&text) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("ckpt-conformance: {}: not a regression file: {e}", path.display());
+            eprintln!(
+                "ckpt-conformance: {}: not a regression file: {e}",
+                path.display()
+            );
             return ExitCode::from(2);
         }
     };
     match file.replay(allow) {
         Ok(r) => {
             println!("written with: {}", file.expect);
-            println!("compared {} events; named: {:?}; stopped by {:?}", r.compared, r.names, r.stopped_by);
+            println!(
+                "compared {} events; named: {:?}; stopped by {:?}",
+                r.compared, r.names, r.stopped_by
+            );
             match r.divergence {
                 Some(d) => {
                     println!("diverges today: {}", d.signature());
-                    println!("  ckpt : {}", serde_json::to_string(&d.ckpt).unwrap_or_default());
-                    println!("  flink: {}", serde_json::to_string(&d.flink).unwrap_or_default());
+                    println!(
+                        "  ckpt : {}",
+                        serde_json::to_string(&d.ckpt).unwrap_or_default()
+                    );
+                    println!(
+                        "  flink: {}",
+                        serde_json::to_string(&d.flink).unwrap_or_default()
+                    );
                     ExitCode::from(1)
                 }
                 None => {
@@ -156,7 +168,10 @@ fn main() -> ExitCode {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs())
     });
-    let harness_dir = cli.harness.clone().unwrap_or_else(flink_side::default_harness_dir);
+    let harness_dir = cli
+        .harness
+        .clone()
+        .unwrap_or_else(flink_side::default_harness_dir);
     let jobs = cli.jobs.unwrap_or(versions.len()).clamp(1, versions.len());
     println!(
         "ckpt-conformance: seed {seed}, {} sequences x {} events per version, versions {}, {jobs} at once",
@@ -190,7 +205,10 @@ fn main() -> ExitCode {
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             scope.spawn(|| loop {
-                let next = queue.lock().ok().and_then(|mut q| (!q.is_empty()).then(|| q.remove(0)));
+                let next = queue
+                    .lock()
+                    .ok()
+                    .and_then(|mut q| (!q.is_empty()).then(|| q.remove(0)));
                 let Some(version) = next else { break };
                 let bar = multi.add(ProgressBar::new(opts.sequences));
                 bar.set_style(style.clone());

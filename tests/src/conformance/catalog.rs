@@ -211,7 +211,8 @@ fn fail_job_latch(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     };
     // The event that fails the job: both fail it, ckpt's counter stays
     // above the bound (latched), Flink's starts again from 0.
-    let failing = c.fail_job == f.fail_job && f.fail_job.unwrap_or(0) > 0 && cc > tolerable && fc == 0;
+    let failing =
+        c.fail_job == f.fail_job && f.fail_job.unwrap_or(0) > 0 && cc > tolerable && fc == 0;
     // Later: ckpt stays latched (no second FailJob) while Flink counts on
     // and may fail the job again.
     let latched = cc > tolerable && fc != cc;
@@ -263,7 +264,7 @@ fn trigger_failure_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) ->
         || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
             && c.state.failure_counter > f.state.failure_counter
             && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
-            && c.aborted.is_empty();
+            && !c.aborted.iter().any(|(_, w)| w.counts_in_every_version());
     cond && mask_counter_if(true, c, f)
 }
 
@@ -395,7 +396,11 @@ fn late_ack_memory(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
 }
 
 fn shutdown_timer(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if c.state.shutdown && f.state.shutdown && c.state.periodic_at.is_none() && f.state.periodic_at.is_some() {
+    if c.state.shutdown
+        && f.state.shutdown
+        && c.state.periodic_at.is_none()
+        && f.state.periodic_at.is_some()
+    {
         f.state.periodic_at = None;
         return true;
     }
@@ -436,7 +441,8 @@ fn shutdown_silent(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
 }
 
 fn store_shut_down(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if c.state.shutdown && f.state.shutdown && f.state.store.is_empty() && !c.state.store.is_empty() {
+    if c.state.shutdown && f.state.shutdown && f.state.store.is_empty() && !c.state.store.is_empty()
+    {
         c.state.store.clear();
         return true;
     }
@@ -459,7 +465,10 @@ fn take_queued_behind_hooks(c: &mut Decision, f: &Decision) {
 fn hooks_serialize(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     // The checkpoint whose hook is outstanding is still pending in Flink.
     let pending: Vec<u64> = f.state.pending.iter().map(|p| p.checkpoint).collect();
-    let live = ctx.flink_hooks_waiting().iter().any(|id| pending.contains(id));
+    let live = ctx
+        .flink_hooks_waiting()
+        .iter()
+        .any(|id| pending.contains(id));
     // Or the hook was called within this advance: ckpt called the hooks of
     // more checkpoints than Flink, which queued the rest behind it.
     let within = matches!(ctx.event, Some(Event::Advance { .. }))
@@ -531,7 +540,11 @@ fn savepoint_completion(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bo
     let failed: Vec<u64> = c
         .aborted
         .iter()
-        .filter(|(id, w)| *w == Abort::FinalizeFailure && ctx.is_savepoint_before(*id) && f.completed.contains(&(*id, true)))
+        .filter(|(id, w)| {
+            *w == Abort::FinalizeFailure
+                && ctx.is_savepoint_before(*id)
+                && f.completed.contains(&(*id, true))
+        })
         .map(|(id, _)| *id)
         .collect();
     if !failed.is_empty() {
@@ -545,16 +558,25 @@ fn savepoint_completion(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bo
     c.completes.retain(|m| !sps.contains(&m.checkpoint));
     // What follows from ckpt's completion: subsumed checkpoints, their
     // notifications and discards, the store.
-    c.aborted.retain(|(id, w)| !(*w == Abort::Subsumed && !f.aborted.contains(&(*id, Abort::Subsumed))));
+    c.aborted
+        .retain(|(id, w)| !(*w == Abort::Subsumed && !f.aborted.contains(&(*id, Abort::Subsumed))));
     c.aborts = f.aborts.clone();
     c.requests = f.requests.clone();
     c.discarded = f.discarded.clone();
+    // ckpt resumes its queue after the completion; Flink's savepoint
+    // completion starts nothing.
+    c.triggers = f.triggers.clone();
+    c.hooks = f.hooks.clone();
     make_state_equal(c, f);
     true
 }
 
 fn start_aborts(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !ctx.gen2() || !matches!(ctx.event, Some(Event::StartScheduler)) || !f.aborted.is_empty() || c.aborted.is_empty() {
+    if !ctx.gen2()
+        || !matches!(ctx.event, Some(Event::StartScheduler))
+        || !f.aborted.is_empty()
+        || c.aborted.is_empty()
+    {
         return false;
     }
     if c.aborted.iter().any(|(_, w)| *w != Abort::Suspended) {
@@ -617,7 +639,14 @@ fn duplicate_discard(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool 
 }
 
 fn savepoint_retention_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if ctx.gen2() || !c.state.store.iter().chain(&f.state.store).any(|(_, sp)| *sp) {
+    if ctx.gen2()
+        || !c
+            .state
+            .store
+            .iter()
+            .chain(&f.state.store)
+            .any(|(_, sp)| *sp)
+    {
         return false;
     }
     // 1.11's store counted a savepoint and evicted an older entry ckpt keeps.
@@ -640,7 +669,12 @@ fn expiry_unreported(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool 
         .aborted
         .iter()
         .filter(|(id, w)| {
-            let created_now = !ctx.before_ckpt.state.pending.iter().any(|p| p.checkpoint == *id);
+            let created_now = !ctx
+                .before_ckpt
+                .state
+                .pending
+                .iter()
+                .any(|p| p.checkpoint == *id);
             *w == Abort::Expired
                 && (created_now || !ctx.gen2() && waiting.contains(id))
                 && !f.aborted.iter().any(|(k, _)| k == id)
@@ -675,14 +709,20 @@ fn decline_resumes(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
 }
 
 fn decline_other_attempt(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let Some(Event::Decline { task, checkpoint, .. }) = ctx.event else {
+    let Some(Event::Decline {
+        task, checkpoint, ..
+    }) = ctx.event
+    else {
         return false;
     };
     // ckpt ignored it: the checkpoint waits for another attempt of the task.
     let ignored = c.aborted.is_empty()
         && c.state.pending.iter().any(|p| p.checkpoint == *checkpoint)
         && f.aborted.iter().any(|(k, _)| k == checkpoint);
-    let newer = ctx.ckpt_tasks.get(*task as usize).is_some_and(|t| t.attempt > 0);
+    let newer = ctx
+        .ckpt_tasks
+        .get(*task as usize)
+        .is_some_and(|t| t.attempt > 0);
     if !ignored || !newer {
         return false;
     }

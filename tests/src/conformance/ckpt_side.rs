@@ -20,7 +20,9 @@ use ckpt_core::coordinator::{
     CoordinatorState, Ignored, JobStatus, Outcome, RequestId, RestoreSource, Timer, TriggerKind,
     TriggerRejection,
 };
-use ckpt_core::{AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId};
+use ckpt_core::{
+    AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
+};
 
 use super::decision::{
     Abort, AbortedMsg, AckClass, CompleteMsg, Decision, PendingView, RequestEnd, StateView,
@@ -123,8 +125,7 @@ impl CkptSide {
                     .filter(|(a, _)| *a == AckSlot::Waiting)
                     .map(|(_, t)| t.0)
                     .collect();
-                let hooks =
-                    p.phase() == ckpt_core::coordinator::PendingPhase::AwaitingHooks;
+                let hooks = p.phase() == ckpt_core::coordinator::PendingPhase::AwaitingHooks;
                 (p.id().0, p.kind().is_savepoint(), missing, hooks)
             })
             .collect()
@@ -190,22 +191,27 @@ impl CkptSide {
         match event {
             Event::Trigger(ask) => {
                 let kind = match ask {
-                    TriggerAsk::Checkpoint { forced } => TriggerKind::Checkpoint { forced: *forced },
+                    TriggerAsk::Checkpoint { forced } => {
+                        TriggerKind::Checkpoint { forced: *forced }
+                    }
                     TriggerAsk::Savepoint => TriggerKind::Savepoint {
                         target: "savepoints".to_owned(),
                     },
                 };
                 self.users += 1;
                 let ordinal = self.users;
-                let outcome = self.feed(CoordinatorEvent::Trigger { kind }, &mut acc, Some(ordinal))?;
+                let outcome =
+                    self.feed(CoordinatorEvent::Trigger { kind }, &mut acc, Some(ordinal))?;
                 match outcome {
                     Outcome::Applied(Applied::TriggerRejected { reason, .. }) => {
-                        acc.requests.push((ordinal, RequestEnd::Failed(rejection(reason))));
+                        acc.requests
+                            .push((ordinal, RequestEnd::Failed(rejection(reason))));
                     }
                     // A shut-down coordinator ignores the request; its host
                     // fails the user's future with that reason.
                     Outcome::Ignored(Ignored::Shutdown) => {
-                        acc.requests.push((ordinal, RequestEnd::Failed(Abort::Shutdown)));
+                        acc.requests
+                            .push((ordinal, RequestEnd::Failed(Abort::Shutdown)));
                     }
                     _ => {}
                 }

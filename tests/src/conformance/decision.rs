@@ -49,6 +49,18 @@ pub enum Abort {
     Other(String),
 }
 
+impl Abort {
+    /// Whether every version and ckpt count this reason towards the
+    /// tolerable failures (an expiry, a counted decline).
+    pub fn counts_in_every_version(&self) -> bool {
+        match self {
+            Abort::Expired => true,
+            Abort::Declined(r) => r == "CHECKPOINT_ASYNC_EXCEPTION" || r == "CHECKPOINT_DECLINED",
+            _ => false,
+        }
+    }
+}
+
 /// A trigger RPC to a task.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TriggerMsg {

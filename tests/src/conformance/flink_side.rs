@@ -95,7 +95,10 @@ impl Jvm {
     pub fn spawn(harness_dir: &Path, version: Version, log: &Path) -> Result<Jvm, FlinkError> {
         let run = harness_dir.join("run.sh");
         if !run.is_file() {
-            return Err(FlinkError::Start(format!("{} does not exist", run.display())));
+            return Err(FlinkError::Start(format!(
+                "{} does not exist",
+                run.display()
+            )));
         }
         if let Some(parent) = log.parent() {
             std::fs::create_dir_all(parent)
@@ -129,7 +132,9 @@ impl Jvm {
             other => other,
         })?;
         if hello.get("type").and_then(Value::as_str) != Some("hello") {
-            return Err(FlinkError::Start(format!("first line is not a hello: {hello}")));
+            return Err(FlinkError::Start(format!(
+                "first line is not a hello: {hello}"
+            )));
         }
         let reported = hello.get("flink").and_then(Value::as_str).unwrap_or("?");
         if reported != version.full() {
@@ -156,7 +161,10 @@ impl Jvm {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         let tail = lines[lines.len().saturating_sub(12)..].join("\n");
-        format!("JVM {status}; last lines of {}:\n{tail}", self.log.display())
+        format!(
+            "JVM {status}; last lines of {}:\n{tail}",
+            self.log.display()
+        )
     }
 
     fn read(&mut self) -> Result<Value, FlinkError> {
@@ -173,10 +181,14 @@ impl Jvm {
                 self.log_tail()
             )));
         }
-        let v: Value = serde_json::from_str(&line)
-            .map_err(|e| FlinkError::Crash(format!("not a JSON line ({e}): {}", line.trim_end())))?;
+        let v: Value = serde_json::from_str(&line).map_err(|e| {
+            FlinkError::Crash(format!("not a JSON line ({e}): {}", line.trim_end()))
+        })?;
         if v.get("type").and_then(Value::as_str) == Some("fatal") {
-            return Err(FlinkError::Crash(format!("fatal line: {v}. {}", self.log_tail())));
+            return Err(FlinkError::Crash(format!(
+                "fatal line: {v}. {}",
+                self.log_tail()
+            )));
         }
         Ok(v)
     }
@@ -195,12 +207,24 @@ impl Jvm {
         }
         if v.get("ok").and_then(Value::as_bool) == Some(false) {
             let e = v.get("error").cloned().unwrap_or(Value::Null);
-            let kind = e.get("kind").and_then(Value::as_str).unwrap_or("?").to_owned();
+            let kind = e
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned();
             if kind != "flink_exception" {
                 return Err(FlinkError::Refused {
-                    cmd: cmd.get("cmd").and_then(Value::as_str).unwrap_or("?").to_owned(),
+                    cmd: cmd
+                        .get("cmd")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned(),
                     kind,
-                    message: e.get("message").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    message: e
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
                 });
             }
         }
@@ -356,11 +380,14 @@ fn u(v: &Value, key: &str) -> Result<u64, FlinkError> {
 }
 
 fn u32_of(v: &Value, key: &str) -> Result<u32, FlinkError> {
-    u32::try_from(u(v, key)?).map_err(|_| FlinkError::Malformed(format!("'{key}' too large in {v}")))
+    u32::try_from(u(v, key)?)
+        .map_err(|_| FlinkError::Malformed(format!("'{key}' too large in {v}")))
 }
 
 fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    v.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    v.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 fn flag(v: &Value, key: &str) -> bool {
@@ -424,7 +451,8 @@ pub fn decision(resp: &Value, profile: &FlinkProfile) -> Result<Decision, FlinkE
         }
     }
     for c in list(resp, "completed") {
-        d.completed.push((u(c, "checkpoint")?, flag(c, "savepoint")));
+        d.completed
+            .push((u(c, "checkpoint")?, flag(c, "savepoint")));
     }
     for a in list(resp, "aborted") {
         let reason = a.get("reason").and_then(Value::as_str).unwrap_or("?");
@@ -443,7 +471,10 @@ pub fn decision(resp: &Value, profile: &FlinkProfile) -> Result<Decision, FlinkE
                 None => match d.aborted.as_slice() {
                     [(_, why)] => RequestEnd::Failed(why.clone()),
                     _ => RequestEnd::Failed(Abort::Other(
-                        q.get("message").and_then(Value::as_str).unwrap_or("?").to_owned(),
+                        q.get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_owned(),
                     )),
                 },
             },

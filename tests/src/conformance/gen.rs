@@ -134,27 +134,28 @@ impl Draw<'_> {
             .collect();
         let periodic_config = self.config.scheduler;
         let weights = [
-            10,                                                  // 0 trigger
-            3,                                                   // 1 forced trigger
-            3,                                                   // 2 savepoint
-            if waiting.is_empty() { 0 } else { 40 },             // 3 ack
-            4,                                                   // 4 odd ack
-            if pending.is_empty() { 0 } else { 5 },              // 5 decline
-            12,                                                  // 6 advance
-            if running.is_empty() { 0 } else { 1 },              // 7 task failed
-            1,                                                   // 8 task running
-            if running.len() < tasks.len() { 8 } else { 1 },     // 9 restart
-            match (periodic_config, self.side.is_periodic()) {   // 10 start
+            10,                                              // 0 trigger
+            3,                                               // 1 forced trigger
+            3,                                               // 2 savepoint
+            if waiting.is_empty() { 0 } else { 40 },         // 3 ack
+            4,                                               // 4 odd ack
+            if pending.is_empty() { 0 } else { 5 },          // 5 decline
+            12,                                              // 6 advance
+            if running.is_empty() { 0 } else { 1 },          // 7 task failed
+            1,                                               // 8 task running
+            if running.len() < tasks.len() { 8 } else { 1 }, // 9 restart
+            match (periodic_config, self.side.is_periodic()) {
+                // 10 start
                 (true, false) => 6,
                 (true, true) => 1,
                 (false, _) => 0,
             },
-            if self.side.is_periodic() { 1 } else { 0 },         // 11 stop
-            2,                                                   // 12 fail store
-            2,                                                   // 13 fail finalize
-            1,                                                   // 14 fail id
-            if hooked.is_empty() { 0 } else { 30 },              // 15 hook done
-            if self.side.is_shutdown() { 0 } else { 1 },         // 16 shutdown
+            if self.side.is_periodic() { 1 } else { 0 }, // 11 stop
+            2,                                           // 12 fail store
+            2,                                           // 13 fail finalize
+            1,                                           // 14 fail id
+            if hooked.is_empty() { 0 } else { 30 },      // 15 hook done
+            if self.side.is_shutdown() { 0 } else { 1 }, // 16 shutdown
         ];
         match self.rng.weighted(&weights) {
             0 => Event::Trigger(TriggerAsk::Checkpoint { forced: false }),
@@ -198,7 +199,11 @@ impl Draw<'_> {
                 checkpoint: self.rng.pick(&hooked),
                 ok: self.rng.chance(5, 6),
             },
-            _ => Event::Shutdown(self.rng.pick(&[Status::Canceled, Status::Failed, Status::Suspended])),
+            _ => Event::Shutdown(self.rng.pick(&[
+                Status::Canceled,
+                Status::Failed,
+                Status::Suspended,
+            ])),
         }
     }
 

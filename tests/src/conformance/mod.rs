@@ -183,7 +183,11 @@ pub struct Fatal {
 impl std::fmt::Display for Fatal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.seed {
-            Some(s) => write!(f, "Flink {}: sequence seed {s}: {}", self.version, self.error),
+            Some(s) => write!(
+                f,
+                "Flink {}: sequence seed {s}: {}",
+                self.version, self.error
+            ),
             None => write!(f, "Flink {}: {}", self.version, self.error),
         }
     }
@@ -213,12 +217,17 @@ pub fn run_version(
         error,
     };
     let log = opts.out_dir.join(format!("flink-{}.log", version.short()));
-    let mut jvm = Jvm::spawn(&opts.harness_dir, version, &log).map_err(|e| fatal(None, e.to_string()))?;
+    let mut jvm =
+        Jvm::spawn(&opts.harness_dir, version, &log).map_err(|e| fatal(None, e.to_string()))?;
     let mut report = VersionReport::new(version);
     let started = Instant::now();
     for index in 0..opts.sequences {
-        let seq = gen::sequence(&profile, opts.seed, index, opts.events)
-            .map_err(|e| fatal(Some(opts.seed.wrapping_add(index)), format!("generator: {e}")))?;
+        let seq = gen::sequence(&profile, opts.seed, index, opts.events).map_err(|e| {
+            fatal(
+                Some(opts.seed.wrapping_add(index)),
+                format!("generator: {e}"),
+            )
+        })?;
         let r = run_sequence(&mut jvm, &profile, &seq, &opts.allow)
             .map_err(|e| fatal(Some(seq.seed), e.to_string()))?;
         report.sequences += 1;
@@ -314,22 +323,34 @@ pub fn describe(f: &Found) -> String {
         d.index, d.event, d.fields, f.count, f.seed, f.seed
     ));
     if !d.explained.is_empty() {
-        s.push_str(&format!("  also recognized in that event: {:?}\n", d.explained));
+        s.push_str(&format!(
+            "  also recognized in that event: {:?}\n",
+            d.explained
+        ));
     }
     s.push_str(&format!(
         "  {} ({} events), config {}\n",
-        if f.file.is_some() { "shortest sequence" } else { "sequence (not shrunk: --max-reports reached)" },
+        if f.file.is_some() {
+            "shortest sequence"
+        } else {
+            "sequence (not shrunk: --max-reports reached)"
+        },
         f.sequence.events.len(),
         serde_json::to_string(&f.sequence.config).unwrap_or_default()
     ));
     for (i, e) in f.sequence.events.iter().enumerate() {
-        s.push_str(&format!("    {i:>3}: {}\n", serde_json::to_string(e).unwrap_or_default()));
+        s.push_str(&format!(
+            "    {i:>3}: {}\n",
+            serde_json::to_string(e).unwrap_or_default()
+        ));
     }
     s.push_str(&format!(
         "  ckpt : {}\n  flink: {}\n  file : {}\n",
         serde_json::to_string(&d.ckpt).unwrap_or_default(),
         serde_json::to_string(&d.flink).unwrap_or_default(),
-        f.file.as_ref().map_or_else(|| "(none)".to_owned(), |p| p.display().to_string())
+        f.file
+            .as_ref()
+            .map_or_else(|| "(none)".to_owned(), |p| p.display().to_string())
     ));
     s
 }
@@ -358,8 +379,14 @@ pub fn summary(reports: &[VersionReport]) -> String {
             }
         }
         for (sig, f) in &r.found {
-            let file = f.file.as_ref().map_or_else(|| "not shrunk".to_owned(), |p| p.display().to_string());
-            s.push_str(&format!("    DIVERGENCE {sig}: {} sequence(s), {file}\n", f.count));
+            let file = f
+                .file
+                .as_ref()
+                .map_or_else(|| "not shrunk".to_owned(), |p| p.display().to_string());
+            s.push_str(&format!(
+                "    DIVERGENCE {sig}: {} sequence(s), {file}\n",
+                f.count
+            ));
         }
     }
     s

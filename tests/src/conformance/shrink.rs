@@ -28,10 +28,14 @@ pub fn shrink(
             events: events.to_vec(),
         };
         match run_sequence(flink, profile, &candidate, allow) {
-            Ok(r) if r.divergence.as_ref().map(Divergence::signature) == Some(signature.clone()) => {
+            Ok(r)
+                if r.divergence.as_ref().map(Divergence::signature) == Some(signature.clone()) =>
+            {
                 Ok(Some(r))
             }
-            Ok(_) | Err(RunError::Side(_)) | Err(RunError::Flink(FlinkError::Refused { .. })) => Ok(None),
+            Ok(_) | Err(RunError::Side(_)) | Err(RunError::Flink(FlinkError::Refused { .. })) => {
+                Ok(None)
+            }
             Err(e) => Err(e),
         }
     };
