@@ -14,9 +14,7 @@ use std::time::Instant;
 
 use ckpt_benches::report::{default_dir, ModelRow};
 use ckpt_core::task::{LegacyBug, Semantics};
-use ckpt_model::check::Engine;
-use ckpt_model::system::Reduction;
-use ckpt_model::{run_check, shortest_violation, CheckOptions, ModelConfig};
+use ckpt_model::{run_check, shortest_violation, CheckOptions, Engine, ModelConfig, Reduction};
 
 /// The larger configuration: two concurrent checkpoints instead of one
 /// (a third task multiplies the space by more than 50 and does not fit a

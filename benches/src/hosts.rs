@@ -15,15 +15,14 @@ use ckpt_core::coordinator::{
     CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
     TriggerKind,
 };
+use ckpt_core::coordinator::{IoAnswer, IoRequest, Report};
 use ckpt_core::host::fs::{Fs, MemFs};
 use ckpt_core::host::runtime::{
     Job, JobHandle, JobOptions, JobSpec, Operator, OperatorError, Record, SourcePoll,
 };
 use ckpt_core::host::{CoordinatorHost, CoordinatorStep, TaskHost, TaskStep};
-use ckpt_core::route::{
-    self, AsyncCommand, ChannelItem, CoordinatorRoute, IoAnswer, IoRequest, Report, TaskRoute,
-    WriterCommand,
-};
+use ckpt_core::route::ChannelItem;
+use ckpt_core::task::{AsyncCommand, WriterCommand};
 use ckpt_core::task::{TaskConfig, TaskEffect, TaskEvent, TaskState};
 use ckpt_core::{AttemptNo, CheckpointId, Millis, StateHandle, TaskId};
 
@@ -332,58 +331,58 @@ impl MutexCycle {
         loop {
             let ce = lock(&self.cq).0.pop_front();
             if let Some(e) = ce {
-                match route::coordinator(&e) {
-                    CoordinatorRoute::Io(req) => {
+                match e {
+                    CoordinatorEffect::Io { request: req, .. } => {
                         let id = CheckpointId(self.next_id);
                         if matches!(req, IoRequest::AllocateId { .. }) {
                             self.next_id += 1;
                         }
                         coord(&self.coord, req.answer(IoAnswer::Ok { id }), &mut count);
                     }
-                    CoordinatorRoute::Rpc { task, event, .. } => {
+                    CoordinatorEffect::Rpc { task, message, .. } => {
                         let t = self.task(task.0 as usize);
-                        t.enqueue(event);
+                        t.enqueue(message.event());
                         while t.run_mailbox_once(now) {}
                     }
-                    CoordinatorRoute::Report(Report::Completed { .. }) => count.completed = true,
-                    CoordinatorRoute::Timer { .. }
-                    | CoordinatorRoute::Discard { .. }
-                    | CoordinatorRoute::Report(_)
-                    | CoordinatorRoute::Job(_) => {}
+                    CoordinatorEffect::Report(Report::Completed { .. }) => count.completed = true,
+                    CoordinatorEffect::Timer { .. }
+                    | CoordinatorEffect::Discard { .. }
+                    | CoordinatorEffect::Report(_)
+                    | CoordinatorEffect::Job(_) => {}
                 }
                 continue;
             }
             let te = lock(&self.tq).0.pop_front();
             let Some((i, e)) = te else { break };
-            match route::task(&e) {
-                TaskRoute::Writer(WriterCommand::Start(checkpoint)) => {
+            match e {
+                TaskEffect::Writer(WriterCommand::Start(checkpoint)) => {
                     self.task(i)
                         .deliver(now, TaskEvent::WriterCompleted { checkpoint });
                 }
-                TaskRoute::Downstream(item @ ChannelItem::Barrier(_)) if i == 0 => {
+                TaskEffect::Downstream(item @ ChannelItem::Barrier(_)) if i == 0 => {
                     for j in 1..self.tasks.len() {
                         let t = self.task(j);
                         t.deliver(now, item.event());
                         while t.run_mailbox_once(now) {}
                     }
                 }
-                TaskRoute::AsyncPart(AsyncCommand::Start(checkpoint)) => {
+                TaskEffect::AsyncPart(AsyncCommand::Start(checkpoint)) => {
                     let handle = StateHandle(self.next_handle);
                     self.next_handle += 1;
                     self.task(i)
                         .deliver(now, TaskEvent::AsyncPartCompleted { checkpoint, handle });
                 }
-                TaskRoute::Coordinator(msg) => {
+                TaskEffect::Coordinator(msg) => {
                     let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
                     coord(&self.coord, msg.event(JOB, task, AttemptNo(0)), &mut count);
                 }
-                TaskRoute::Writer(_)
-                | TaskRoute::Mail(_)
-                | TaskRoute::Downstream(_)
-                | TaskRoute::AsyncPart(_)
-                | TaskRoute::Discard(_)
-                | TaskRoute::Operators(_)
-                | TaskRoute::Fail(_) => {}
+                TaskEffect::Writer(_)
+                | TaskEffect::Mail(_)
+                | TaskEffect::Downstream(_)
+                | TaskEffect::AsyncPart(_)
+                | TaskEffect::Discard(_)
+                | TaskEffect::Operators(_)
+                | TaskEffect::Fail(_) => {}
             }
         }
         count.coordinator = lock(&self.cq).1 - c0;

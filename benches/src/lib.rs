@@ -9,10 +9,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use ckpt_core::coordinator::IoRequest;
 use ckpt_core::coordinator::{
     reduce, Applied, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState,
     Outcome, PendingPhase, RequestId, Step, TriggerKind,
 };
+use ckpt_core::route::TaskMessage;
 use ckpt_core::task::{self, TaskConfig, TaskEvent, TaskState};
 use ckpt_core::{AttemptNo, CheckpointId, JobId, Millis, StateHandle, TaskId, Thread};
 
@@ -46,14 +48,12 @@ pub fn quick() -> bool {
 
 // ----- helpers ----------------------------------------------------------------
 
-/// splitmix64: a tiny deterministic generator (benchmarks must be repeatable).
+/// The benches' generator: `rand_pcg`'s PCG seeded by `rand_core`'s
+/// `seed_from_u64`, the one `ckpt-model simulate` walks with (value-stable:
+/// the same shuffles on every platform and version, so runs compare).
 #[must_use]
-pub fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+pub fn rng(seed: u64) -> rand_pcg::Pcg64Mcg {
+    <rand_pcg::Pcg64Mcg as rand_core::SeedableRng>::seed_from_u64(seed)
 }
 
 /// One acknowledgement to deliver: which pending checkpoint (by position,
@@ -79,9 +79,9 @@ pub fn scattered_order(tasks: u32, concurrency: usize) -> Vec<AckRef> {
             })
         })
         .collect();
-    let mut seed = 0x5EED_u64 ^ u64::from(tasks) ^ ((concurrency as u64) << 40);
+    let mut r = rng(0x5EED_u64 ^ u64::from(tasks) ^ ((concurrency as u64) << 40));
     for i in (1..order.len()).rev() {
-        let j = (splitmix(&mut seed) % (i as u64 + 1)) as usize;
+        let j = (rand_core::RngCore::next_u64(&mut r) % (i as u64 + 1)) as usize;
         order.swap(i, j);
     }
     order
@@ -121,7 +121,10 @@ pub fn coordinator(tasks: u32) -> CoordinatorState {
 
 fn requested_id(step: &Step) -> Option<RequestId> {
     step.effects.iter().find_map(|e| match e {
-        CoordinatorEffect::AllocateCheckpointId { request } => Some(*request),
+        CoordinatorEffect::Io {
+            request: IoRequest::AllocateId { request },
+            ..
+        } => Some(*request),
         _ => None,
     })
 }
@@ -327,8 +330,9 @@ impl Floor {
 /// in Flink; derived from the task here so the bench is repeatable).
 #[must_use]
 pub fn attempt_id(task: u32) -> u128 {
-    let mut s = u64::from(task);
-    (u128::from(splitmix(&mut s)) << 64) | u128::from(splitmix(&mut s))
+    let mut r = rng(u64::from(task));
+    (u128::from(rand_core::RngCore::next_u64(&mut r)) << 64)
+        | u128::from(rand_core::RngCore::next_u64(&mut r))
 }
 
 #[derive(Clone, Debug)]
@@ -495,10 +499,15 @@ impl Cycle {
             if matches!(step.outcome, Outcome::Applied(Applied::Acknowledged { .. })) {
                 count.acked += 1;
             }
-            finalize |= step
-                .effects
-                .iter()
-                .any(|e| matches!(e, CoordinatorEffect::FinalizeCheckpoint { .. }));
+            finalize |= step.effects.iter().any(|e| {
+                matches!(
+                    e,
+                    CoordinatorEffect::Io {
+                        request: IoRequest::Finalize { .. },
+                        ..
+                    }
+                )
+            });
             std::hint::black_box(step);
         }
         if !finalize {
@@ -517,8 +526,11 @@ impl Cycle {
             let step = self.state.apply(now, ev);
             for e in &step.effects {
                 match e {
-                    CoordinatorEffect::NotifyComplete { .. } => count.notified += 1,
-                    CoordinatorEffect::DiscardState { .. } => count.discarded += 1,
+                    CoordinatorEffect::Rpc {
+                        message: TaskMessage::NotifyComplete { .. },
+                        ..
+                    } => count.notified += 1,
+                    CoordinatorEffect::Discard { .. } => count.discarded += 1,
                     _ => {}
                 }
             }

@@ -14,10 +14,9 @@ use std::collections::VecDeque;
 use ckpt_core::coordinator::{
     self, CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, Timer,
 };
-use ckpt_core::route::{
-    self, AsyncCommand, CoordinatorRoute, IoAnswer, IoRequest, TaskRoute, WriterCommand,
-};
+use ckpt_core::coordinator::{IoAnswer, IoRequest};
 use ckpt_core::task::{self, TaskConfig, TaskEffect, TaskEvent, TaskState};
+use ckpt_core::task::{AsyncCommand, WriterCommand};
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{AttemptNo, Millis, StateHandle, TaskId};
 
@@ -98,36 +97,40 @@ pub fn long_trace(lines: usize) -> Trace {
 }
 
 fn route_coordinator(e: &CoordinatorEffect, queue: &mut VecDeque<To>, next_id: &mut u64) {
-    match route::coordinator(e) {
-        CoordinatorRoute::Io(req) => {
+    match e {
+        CoordinatorEffect::Io { request: req, .. } => {
             let id = ckpt_core::CheckpointId(*next_id);
             if matches!(req, IoRequest::AllocateId { .. }) {
                 *next_id += 1;
             }
             queue.push_back(To::Coordinator(req.answer(IoAnswer::Ok { id })));
         }
-        CoordinatorRoute::Rpc { task, event, .. } => queue.push_back(To::Task(task, event)),
-        CoordinatorRoute::Timer { .. }
-        | CoordinatorRoute::Discard { .. }
-        | CoordinatorRoute::Job(_)
-        | CoordinatorRoute::Report(_) => {}
+        CoordinatorEffect::Rpc { task, message, .. } => {
+            queue.push_back(To::Task(*task, message.event()));
+        }
+        CoordinatorEffect::Timer { .. }
+        | CoordinatorEffect::Discard { .. }
+        | CoordinatorEffect::Job(_)
+        | CoordinatorEffect::Report(_) => {}
     }
 }
 
 fn route_task(id: TaskId, e: &TaskEffect, queue: &mut VecDeque<To>) {
-    match route::task(e) {
-        TaskRoute::Writer(WriterCommand::Start(checkpoint)) => {
+    match *e {
+        TaskEffect::Writer(WriterCommand::Start(checkpoint)) => {
             queue.push_back(To::Task(id, TaskEvent::WriterCompleted { checkpoint }));
         }
-        TaskRoute::Mail(event) => queue.push_back(To::Task(id, event)),
-        TaskRoute::Downstream(item) => {
+        TaskEffect::Mail(checkpoint) => {
+            queue.push_back(To::Task(id, TaskEvent::CheckpointMail { checkpoint }));
+        }
+        TaskEffect::Downstream(item) => {
             if id.0 == 0 {
                 for t in 1..TRACE_TASKS {
                     queue.push_back(To::Task(TaskId(t), item.event()));
                 }
             }
         }
-        TaskRoute::AsyncPart(AsyncCommand::Start(checkpoint)) => {
+        TaskEffect::AsyncPart(AsyncCommand::Start(checkpoint)) => {
             let event = if id.0 == 2 && checkpoint.0 % 7 == 0 {
                 TaskEvent::AsyncPartFailed { checkpoint }
             } else {
@@ -138,14 +141,14 @@ fn route_task(id: TaskId, e: &TaskEffect, queue: &mut VecDeque<To>) {
             };
             queue.push_back(To::Task(id, event));
         }
-        TaskRoute::Coordinator(msg) => {
+        TaskEffect::Coordinator(msg) => {
             queue.push_back(To::Coordinator(msg.event(JOB, id, AttemptNo(0))));
         }
-        TaskRoute::Writer(WriterCommand::Abort { .. })
-        | TaskRoute::AsyncPart(AsyncCommand::Cancel(_))
-        | TaskRoute::Discard(_)
-        | TaskRoute::Operators(_)
-        | TaskRoute::Fail(_) => {}
+        TaskEffect::Writer(WriterCommand::Abort { .. })
+        | TaskEffect::AsyncPart(AsyncCommand::Cancel(_))
+        | TaskEffect::Discard(_)
+        | TaskEffect::Operators(_)
+        | TaskEffect::Fail(_) => {}
     }
 }
 
@@ -196,7 +199,7 @@ mod tests {
         assert_eq!(replay_stream(&bytes), 5_000);
         let report = ckpt_core::trace::replay(&trace).unwrap_or_else(|e| panic!("{e}"));
         let effects: Vec<&String> = report.steps.iter().flat_map(|s| &s.effects).collect();
-        for wanted in ["DiscardState", "CheckpointAborted", "CheckpointCompleted"] {
+        for wanted in ["Discard {", "Report(Aborted", "Report(Completed"] {
             assert!(
                 effects.iter().any(|e| e.starts_with(wanted)),
                 "no {wanted} in the generated trace"

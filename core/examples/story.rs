@@ -10,12 +10,12 @@
 use std::collections::VecDeque;
 
 use ckpt_core::coordinator::{
-    CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus, TriggerKind,
+    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, IoAnswer,
+    JobStatus, TriggerKind,
 };
 use ckpt_core::invariants::checked::{coordinator_step, Rigor};
 use ckpt_core::invariants::coordinator::HandleLedger;
-use ckpt_core::route::{self, CoordinatorRoute, IoAnswer, ToCoordinator};
-use ckpt_core::task::TaskEvent;
+use ckpt_core::route::{TaskMessage, ToCoordinator};
 use ckpt_core::{CheckpointId, DeclineReason, JobId, Millis, StateHandle};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -70,8 +70,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         verdict?;
         state = t.state;
         for e in &t.step.effects {
-            match route::coordinator(e) {
-                CoordinatorRoute::Io(req) => {
+            match e {
+                CoordinatorEffect::Io { request: req, .. } => {
                     inbox.push_back(req.answer(IoAnswer::Ok {
                         id: CheckpointId(next_id),
                     }));
@@ -79,10 +79,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         next_id += 1;
                     }
                 }
-                CoordinatorRoute::Rpc {
-                    event: TaskEvent::TriggerCheckpoint { checkpoint },
+                CoordinatorEffect::Rpc {
+                    message: TaskMessage::Trigger { checkpoint, .. },
                     ..
                 } => {
+                    let checkpoint = *checkpoint;
                     // The source injects barriers; every task acks, except
                     // that task 2 declines the third checkpoint.
                     for task in state.config().tasks_to_wait().to_vec() {
@@ -108,11 +109,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 // Notifications to tasks, timers (read back through
                 // `next_deadline`), discards, reports and job commands need
                 // nothing from this pretend host.
-                CoordinatorRoute::Rpc { .. }
-                | CoordinatorRoute::Timer { .. }
-                | CoordinatorRoute::Discard { .. }
-                | CoordinatorRoute::Job(_)
-                | CoordinatorRoute::Report(_) => {}
+                CoordinatorEffect::Rpc { .. }
+                | CoordinatorEffect::Timer { .. }
+                | CoordinatorEffect::Discard { .. }
+                | CoordinatorEffect::Job(_)
+                | CoordinatorEffect::Report(_) => {}
             }
         }
     }

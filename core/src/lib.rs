@@ -47,22 +47,24 @@
 //! ## The whole loop, wired
 //!
 //! A coordinator and two tasks (task 0 is the source the coordinator
-//! triggers, its barrier flows to task 1), wired through [`route`]: every
-//! I/O request is answered at once, writers and async parts complete at
-//! once, and when nothing else is left the host sleeps until
+//! triggers, its barrier flows to task 1). Each effect names the part of the
+//! host that carries it out ([`route`] has the table): every I/O request is
+//! answered at once, writers and async parts complete at once, and when
+//! nothing else is left the host sleeps until
 //! [`next_deadline`](coordinator::CoordinatorState::next_deadline). A real
 //! host has one mailbox per task and threads for netty, the writer and the
 //! async parts ([`host`], `host::runtime`); here one FIFO stands for all of
-//! them. The task's [`AcknowledgeCheckpoint`](task::TaskEffect::AcknowledgeCheckpoint)
-//! carries only the checkpoint and the handle: [`route::ToCoordinator::event`]
-//! adds the job, task and attempt the host knows the task by.
+//! them. A task's acknowledgement ([`route::ToCoordinator`]) carries only
+//! the checkpoint and the handle: [`route::ToCoordinator::event`] adds the
+//! job, task and attempt the host knows the task by.
 //!
 //! ```
 //! use std::collections::VecDeque;
 //!
-//! use ckpt_core::coordinator::{CoordinatorEvent, CoordinatorSettings, CoordinatorState};
-//! use ckpt_core::route::{self, AsyncCommand, CoordinatorRoute, IoAnswer, TaskRoute, WriterCommand};
-//! use ckpt_core::task::{TaskConfig, TaskEvent, TaskState};
+//! use ckpt_core::coordinator::{
+//!     CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, IoAnswer,
+//! };
+//! use ckpt_core::task::{AsyncCommand, TaskConfig, TaskEffect, TaskEvent, TaskState, WriterCommand};
 //! use ckpt_core::{AttemptNo, CheckpointId, JobId, Millis, StateHandle, TaskId};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -78,52 +80,55 @@
 //! while tasks.iter().any(|t| t.last_completed() < Some(CheckpointId(2))) {
 //!     if let Some(event) = to_coord.pop_front() {
 //!         for effect in coord.apply(now, event).effects {
-//!             match route::coordinator(&effect) {
-//!                 CoordinatorRoute::Io(request) => {
+//!             match effect {
+//!                 CoordinatorEffect::Io { request, .. } => {
 //!                     let id = CheckpointId(next_id);
 //!                     if request.checkpoint().is_none() {
 //!                         next_id += 1; // an id allocation: the counter moves on
 //!                     }
 //!                     to_coord.push_back(request.answer(IoAnswer::Ok { id }));
 //!                 }
-//!                 // The RPC goes to the attempt it names, else nowhere.
-//!                 CoordinatorRoute::Rpc { task, attempt: a, event } if a == attempt => {
-//!                     to_tasks.push_back((task, event));
+//!                 // The RPC goes to the attempt it names, else nowhere; the
+//!                 // task's mailbox gets the event the message becomes.
+//!                 CoordinatorEffect::Rpc { task, attempt: a, message, .. } if a == attempt => {
+//!                     to_tasks.push_back((task, message.event()));
 //!                 }
 //!                 // Timers are read back with next_deadline(); discards,
 //!                 // job commands and reports need nothing in this story.
-//!                 CoordinatorRoute::Rpc { .. }
-//!                 | CoordinatorRoute::Timer { .. }
-//!                 | CoordinatorRoute::Discard { .. }
-//!                 | CoordinatorRoute::Job(_)
-//!                 | CoordinatorRoute::Report(_) => {}
+//!                 CoordinatorEffect::Rpc { .. }
+//!                 | CoordinatorEffect::Timer { .. }
+//!                 | CoordinatorEffect::Discard { .. }
+//!                 | CoordinatorEffect::Job(_)
+//!                 | CoordinatorEffect::Report(_) => {}
 //!             }
 //!         }
 //!     } else if let Some((task, event)) = to_tasks.pop_front() {
 //!         let Some(state) = tasks.get_mut(task.0 as usize) else { continue };
 //!         for effect in state.apply(now, event).effects {
-//!             match route::task(&effect) {
-//!                 TaskRoute::Mail(mail) => to_tasks.push_back((task, mail)),
-//!                 TaskRoute::Downstream(item) if task == TaskId(0) => {
+//!             match effect {
+//!                 TaskEffect::Mail(checkpoint) => {
+//!                     to_tasks.push_back((task, TaskEvent::CheckpointMail { checkpoint }));
+//!                 }
+//!                 TaskEffect::Downstream(item) if task == TaskId(0) => {
 //!                     to_tasks.push_back((TaskId(1), item.event()));
 //!                 }
-//!                 TaskRoute::Writer(WriterCommand::Start(checkpoint)) => {
+//!                 TaskEffect::Writer(WriterCommand::Start(checkpoint)) => {
 //!                     to_tasks.push_back((task, TaskEvent::WriterCompleted { checkpoint }));
 //!                 }
-//!                 TaskRoute::AsyncPart(AsyncCommand::Start(checkpoint)) => {
+//!                 TaskEffect::AsyncPart(AsyncCommand::Start(checkpoint)) => {
 //!                     next_handle += 1;
 //!                     let handle = StateHandle(next_handle);
 //!                     to_tasks.push_back((task, TaskEvent::AsyncPartCompleted { checkpoint, handle }));
 //!                 }
-//!                 TaskRoute::Coordinator(message) => {
+//!                 TaskEffect::Coordinator(message) => {
 //!                     to_coord.push_back(message.event(job, task, attempt));
 //!                 }
-//!                 TaskRoute::Downstream(_)
-//!                 | TaskRoute::Writer(WriterCommand::Abort { .. })
-//!                 | TaskRoute::AsyncPart(AsyncCommand::Cancel(_))
-//!                 | TaskRoute::Discard(_)
-//!                 | TaskRoute::Operators(_)
-//!                 | TaskRoute::Fail(_) => {}
+//!                 TaskEffect::Downstream(_)
+//!                 | TaskEffect::Writer(WriterCommand::Abort { .. })
+//!                 | TaskEffect::AsyncPart(AsyncCommand::Cancel(_))
+//!                 | TaskEffect::Discard(_)
+//!                 | TaskEffect::Operators(_)
+//!                 | TaskEffect::Fail(_) => {}
 //!             }
 //!         }
 //!     } else {
@@ -145,13 +150,13 @@
 //! is never reported back to a reducer, because the reducer no longer needs
 //! anything from them:
 //!
-//! * **`DiscardState`** (either machine): the reducer has already let go
+//! * **`Discard`** (either machine): the reducer has already let go
 //!   of the handle, and nothing refers to it. A failed delete only leaks
 //!   storage: log it and retry later, or leave it to a cleaner that deletes
 //!   files no retained checkpoint references. Never delete a handle a
 //!   stored checkpoint holds; a store that refuses such a discard (the
 //!   async host's durability guard) has found a bug, not a transient error.
-//! * **RPC sends** (`TriggerTask`, `NotifyComplete`, `NotifyAborted`, a
+//! * **RPC sends** (an `Rpc`: trigger, notify complete, notify aborted; a
 //!   task's ack or decline): drop the message, as a lossy network would.
 //!   A lost trigger or ack ends as the checkpoint's timeout (`Expired`,
 //!   counted towards the tolerable failures); a lost notify-complete means
@@ -159,20 +164,20 @@
 //!   later id covers the earlier ones, as a two-phase-commit sink commits
 //!   every pending transaction up to it); a lost notify-aborted means the
 //!   task may still finish that checkpoint (a newer one or a cancel marker
-//!   also ends it), and its late ack is answered with a `DiscardState` of
+//!   also ends it), and its late ack is answered with a `Discard` of
 //!   the state it carries. If the send
 //!   failed because the attempt is gone, report
 //!   `TaskFailed { task, attempt }`: that is what aborts the checkpoints
 //!   still waiting for it.
-//! * **Reports** (`CheckpointCompleted`, `CheckpointAborted`,
-//!   `RequestFailed`) and `ShutdownServices`: informational; log a failure.
-//! * **`ResetIdCounter`** is the exception: a counter that could not be
+//! * **Reports** (`Report::Completed`, `Aborted`, `RequestFailed`) and
+//!   `JobCommand::ShutdownServices`: informational; log a failure.
+//! * **`JobCommand::ResetIdCounter`** is the exception: a counter that could not be
 //!   reset may hand out an id again, so stop this coordinator and recover a
 //!   new one from the store (below) rather than go on.
 //!
-//! ## After `FailJob`, step by step
+//! ## After `JobCommand::Fail`, step by step
 //!
-//! `FailJob` (too many consecutive counted checkpoint failures) is emitted
+//! `JobCommand::Fail` (too many consecutive counted checkpoint failures) is emitted
 //! once; the coordinator keeps running and waits for the host. What the
 //! async host and the model's world do, and what every host should do
 //! unless it stops the job for good (then `Shutdown { status: Failed }`):
@@ -188,7 +193,7 @@
 //!    restore waits for its answer (`Applied::RestoreDeferred`): that
 //!    checkpoint may be committed, and restoring an older one would rewind
 //!    the job behind it. Keep answering I/O as usual.
-//! 4. Wait for `RestoreState { checkpoint, handles }` (in the same step, or
+//! 4. Wait for `JobCommand::Restore { checkpoint, handles }` (in the same step, or
 //!    in the step that answers the outstanding I/O): the latest retained
 //!    checkpoint, the highest id ([`commit::latest`]), or `None`: start from
 //!    scratch. Until then no checkpoint can be triggered.
@@ -225,7 +230,7 @@
 //! 3. Takes its first event `Recover { checkpoints, last_id, generation }`
 //!    from the store (commit order, oldest first), then `Restore { Latest }`
 //!    (answered at once: nothing is in flight) or `Savepoint { .. }`, then
-//!    starts fresh task attempts from `RestoreState` and sends `TaskRunning`
+//!    starts fresh task attempts from `JobCommand::Restore` and sends `TaskRunning`
 //!    for each, as in the steps above.
 //!
 //! The reducers' states also serialize with serde as validated, versioned
@@ -239,7 +244,7 @@
 //! the coordinator keeps every savepoint (at most `savepoints_max`, beyond
 //! which a savepoint trigger is refused) until the user disposes of it:
 //! remove it from the store first, then send `DisposeSavepoint`, whose
-//! `DiscardState`s delete what no other checkpoint holds. A savepoint may
+//! `Discard`s delete what no other checkpoint holds. A savepoint may
 //! commit after a newer checkpoint ([`commit`]); "latest" is always the
 //! highest id.
 //!
@@ -251,7 +256,9 @@
 //! checkpoint holds it, and every discard list and hand-over leaves shared
 //! handles out. The host rule: reuse only the handle of the task attempt's
 //! own last acknowledgement, only once the task was notified that
-//! checkpoint completed, and only for a newer checkpoint.
+//! checkpoint completed, only for a newer checkpoint, and never from or for
+//! a savepoint (savepoints are self-contained: the user may dispose of one
+//! at any time).
 //!
 //! ## What a cleaner may delete
 //!
@@ -279,9 +286,11 @@
 //!   reducers behind one `Mutex` each, driven by the runtime's own threads.
 //! * `host::runtime` (feature `async-host`): the reducers embedded in tokio,
 //!   with the durable file-system checkpoint store `host::store`, user
-//!   operators, global failover and crash recovery; `host::pipeline` is a
-//!   reference exactly-once pipeline (`cargo run --release -p ckpt-core
-//!   --features async-host --example pipeline -- DIR`).
+//!   operators, global failover, leader fencing and crash recovery;
+//!   `host::pipeline` holds the operators and the output check of a
+//!   reference exactly-once pipeline, which the `pipeline` example runs
+//!   (`cargo run --release -p ckpt-core --features async-host --example
+//!   pipeline -- DIR`).
 
 #![forbid(unsafe_code)]
 #![warn(

@@ -1,13 +1,25 @@
 //! JSON-lines traces: a header line naming the machines' configurations, then
-//! one line per event with the `now` it was delivered at. Hosts and the model
-//! checker write them; [`replay`] runs them through the real reducers, checks
-//! every invariant at every step and reports each step's effects.
+//! one line per event with the `now` it was delivered at, then an end line
+//! with the number of events and, when the writer knew it, what a replay
+//! comes to. Hosts and the model checker write them; [`replay`] runs them
+//! through the real reducers, checks every invariant at every step and
+//! reports each step's effects.
 //!
 //! ```text
-//! {"kind":"header","version":1,"coordinator":{...settings...},"tasks":[[0,{...task config...}],...]}
+//! {"kind":"header","version":2,"coordinator":{...settings...},"tasks":[[0,{...task config...}],...]}
 //! {"kind":"coordinator","now":0,"event":"StartScheduler"}
 //! {"kind":"task","now":5,"task":1,"event":{"BarrierReceived":{"checkpoint":1,"via":"Netty"}}}
+//! {"kind":"end","steps":2,"expect":{"outcome":"violation","step":2,"invariant":"no_spurious_failure"}}
 //! ```
+//!
+//! **The end line** (format version 2) is what tells a whole trace from one
+//! cut at a line boundary, which is otherwise a valid, shorter trace: a
+//! version-2 trace that stops before its end line is
+//! [`TraceError::Truncated`], one whose end line counts other than the
+//! events read is [`TraceError::EndMismatch`], and a line after it is
+//! [`TraceError::AfterEnd`]. Version-1 traces (written before the end line
+//! existed) are still read; they cannot be checked for truncation, which
+//! [`TraceReader::version`] lets a reader say.
 //!
 //! Readers take any `BufRead` and writers any `Write`: `core` opens no files.
 //! Malformed, truncated, non-UTF-8 or out-of-place lines are a typed
@@ -33,8 +45,12 @@ use crate::invariants::Violation;
 use crate::task::{self, Semantics, TaskConfig, TaskEvent, TaskState};
 use crate::types::{Millis, TaskId};
 
-/// The trace format version this crate reads and writes.
-pub const TRACE_VERSION: u32 = 1;
+/// The trace format version this crate writes: 2, whose traces end with an
+/// end line ([`TraceLine::End`]).
+pub const TRACE_VERSION: u32 = 2;
+/// The oldest version this crate reads: 1, the same lines without the end
+/// line (a cut at a line boundary cannot be noticed in it).
+pub const TRACE_VERSION_MIN: u32 = 1;
 /// Longest line accepted (a bound on what a reader buffers).
 pub const LINE_MAX_BYTES: usize = 1 << 20;
 /// Most tasks a trace may declare.
@@ -55,20 +71,78 @@ pub enum TraceLine {
     },
     /// An event delivered to the coordinator.
     Coordinator {
-        /// When.
+        /// The logical time the event was delivered at.
         now: Millis,
-        /// What.
+        /// The event the coordinator's reducer is given.
         event: CoordinatorEvent,
     },
     /// An event delivered to one task.
     Task {
-        /// When.
+        /// The logical time the event was delivered at.
         now: Millis,
-        /// Which task.
+        /// The task machine it is delivered to (declared in the header).
         task: TaskId,
-        /// What.
+        /// The event the task's reducer is given.
         event: TaskEvent,
     },
+    /// The last line of a version-2 trace: proof that the trace is whole.
+    End {
+        /// The number of event lines before it.
+        steps: usize,
+        /// What replaying the trace with the header's configurations came to
+        /// when it was written, if the writer knew.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expect: Option<Expected>,
+    },
+}
+
+/// What a replay of a trace comes to, as recorded in its end line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Expected {
+    /// Every invariant holds at every step.
+    Clean,
+    /// The first violation is of `invariant`, at step `step` (from 1).
+    Violation {
+        /// The 1-based step.
+        step: usize,
+        /// The invariant's name.
+        invariant: String,
+    },
+}
+
+impl Expected {
+    /// What `report` came to.
+    #[must_use]
+    pub fn of(report: &ReplayReport) -> Expected {
+        match &report.violation {
+            None => Expected::Clean,
+            Some((step, v)) => Expected::Violation {
+                step: *step,
+                invariant: v.invariant.to_string(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expected::Clean => write!(f, "every invariant holds"),
+            Expected::Violation { step, invariant } => {
+                write!(f, "invariant `{invariant}` violated at step {step}")
+            }
+        }
+    }
+}
+
+/// A trace's end line, as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceEnd {
+    /// The number of event lines it counts (equal to those read).
+    pub steps: usize,
+    /// The recorded outcome, if any.
+    pub expect: Option<Expected>,
 }
 
 /// A whole trace: the header's contents and the events in delivery order.
@@ -132,7 +206,9 @@ pub enum TraceError {
     },
     /// A version this crate does not read (checked before any other field
     /// of the header).
-    #[error("line {line}: trace version {version} (this reader knows {TRACE_VERSION})")]
+    #[error(
+        "line {line}: trace version {version} (this reader knows {TRACE_VERSION_MIN} to {TRACE_VERSION})"
+    )]
     UnsupportedVersion {
         /// 1-based line number.
         line: usize,
@@ -162,6 +238,33 @@ pub enum TraceError {
         task: TaskId,
         /// The tasks the header declares, for the message.
         declared: String,
+    },
+    /// A version-2 trace ended without its end line: it was cut short
+    /// (at a line boundary; a cut inside a line is [`TraceError::Malformed`]).
+    #[error(
+        "line {line}: the trace ends after {steps} steps without its end line: it was cut short"
+    )]
+    Truncated {
+        /// 1-based number of the line after the last one read.
+        line: usize,
+        /// The events read.
+        steps: usize,
+    },
+    /// The end line counts another number of events than were read.
+    #[error("line {line}: the end line counts {said} steps, the trace has {read}")]
+    EndMismatch {
+        /// 1-based line number of the end line.
+        line: usize,
+        /// The count on the end line.
+        said: usize,
+        /// The events read before it.
+        read: usize,
+    },
+    /// A line after the end line.
+    #[error("line {line}: a line after the end line")]
+    AfterEnd {
+        /// 1-based line number.
+        line: usize,
     },
     /// The input is empty.
     #[error("empty trace")]
@@ -203,6 +306,9 @@ pub struct TraceReader<R> {
     line: usize,
     buf: Vec<u8>,
     header: Trace,
+    version: u32,
+    events: usize,
+    end: Option<TraceEnd>,
     failed: bool,
 }
 
@@ -214,13 +320,30 @@ impl<R: BufRead> TraceReader<R> {
             line: 0,
             buf: Vec::new(),
             header: Trace::default(),
+            version: TRACE_VERSION,
+            events: 0,
+            end: None,
             failed: false,
         };
         let Some(text) = r.next_text()? else {
             return Err(TraceError::Empty);
         };
-        r.header = header(&text, r.line)?;
+        (r.header, r.version) = header(&text, r.line)?;
         Ok(r)
+    }
+
+    /// The header's format version: below 2, the trace has no end line, so
+    /// a cut at a line boundary cannot be told from a whole trace.
+    #[must_use]
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The end line, once the iteration has reached it (`None` before, and
+    /// for a version-1 trace without one).
+    #[must_use]
+    pub fn end(&self) -> Option<&TraceEnd> {
+        self.end.as_ref()
     }
 
     /// The header's contents (`steps` is empty).
@@ -273,12 +396,36 @@ impl<R: BufRead> TraceReader<R> {
 
     fn next_event(&mut self) -> Result<Option<TraceLine>, TraceError> {
         let Some(text) = self.next_text()? else {
+            if self.end.is_none() && self.version >= 2 {
+                return Err(TraceError::Truncated {
+                    line: self.line,
+                    steps: self.events,
+                });
+            }
             return Ok(None);
         };
         let line = self.line;
+        if self.end.is_some() {
+            return Err(TraceError::AfterEnd { line });
+        }
         let parsed: TraceLine = serde_json::from_str(&text).map_err(|e| malformed(line, &e))?;
         match &parsed {
             TraceLine::Header { .. } => return Err(TraceError::DuplicateHeader { line }),
+            TraceLine::End { steps, expect } => {
+                if *steps != self.events {
+                    return Err(TraceError::EndMismatch {
+                        line,
+                        said: *steps,
+                        read: self.events,
+                    });
+                }
+                self.end = Some(TraceEnd {
+                    steps: *steps,
+                    expect: expect.clone(),
+                });
+                // Nothing may follow it.
+                return self.next_event();
+            }
             TraceLine::Coordinator { .. } => {
                 if self.header.coordinator.is_none() {
                     return Err(TraceError::UndeclaredCoordinator { line });
@@ -294,6 +441,7 @@ impl<R: BufRead> TraceReader<R> {
                 }
             }
         }
+        self.events += 1;
         Ok(Some(parsed))
     }
 }
@@ -323,14 +471,22 @@ fn declared(tasks: &[(TaskId, TaskConfig)]) -> String {
     }
 }
 
-/// Parses the first non-blank line: the version is checked before any other
-/// field, so a trace from another format version is named as such rather
-/// than as malformed.
-fn header(text: &str, line: usize) -> Result<Trace, TraceError> {
+/// Parses the first non-blank line into the header and its version: the
+/// version is checked before any other field, so a trace from another
+/// format version is named as such rather than as malformed.
+fn header(text: &str, line: usize) -> Result<(Trace, u32), TraceError> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| malformed(line, &e))?;
+    let mut version = TRACE_VERSION;
     if value.get("kind").and_then(serde_json::Value::as_str) == Some("header") {
+        let known = |v: u64| {
+            u32::try_from(v)
+                .ok()
+                .filter(|v| (TRACE_VERSION_MIN..=TRACE_VERSION).contains(v))
+        };
         match value.get("version") {
-            Some(v) if v.as_u64() == Some(u64::from(TRACE_VERSION)) => {}
+            Some(v) if v.as_u64().and_then(known).is_some() => {
+                version = v.as_u64().and_then(known).unwrap_or(TRACE_VERSION);
+            }
             Some(v) => {
                 return Err(TraceError::UnsupportedVersion {
                     line,
@@ -371,11 +527,14 @@ fn header(text: &str, line: usize) -> Result<Trace, TraceError> {
             message: format!("task {} is declared twice", w[0]),
         });
     }
-    Ok(Trace {
-        coordinator,
-        tasks,
-        steps: Vec::new(),
-    })
+    Ok((
+        Trace {
+            coordinator,
+            tasks,
+            steps: Vec::new(),
+        },
+        version,
+    ))
 }
 
 /// Parses a whole trace from JSON lines into memory ([`TraceReader`] streams
@@ -406,14 +565,32 @@ impl Trace {
     }
 }
 
-/// Writes `trace` as JSON lines (header first).
-pub fn write_trace<W: Write>(mut w: W, trace: &Trace) -> std::io::Result<()> {
+/// Writes `trace` as JSON lines: the header, the events, the end line
+/// (without a recorded outcome: [`write_trace_expecting`] records one).
+pub fn write_trace<W: Write>(w: W, trace: &Trace) -> std::io::Result<()> {
+    write_trace_expecting(w, trace, None)
+}
+
+/// Writes `trace` as JSON lines with `expect`, what a replay of it comes to,
+/// in its end line (a reader can then tell a replay that changed).
+pub fn write_trace_expecting<W: Write>(
+    mut w: W,
+    trace: &Trace,
+    expect: Option<&Expected>,
+) -> std::io::Result<()> {
     let header = TraceLine::Header {
         version: TRACE_VERSION,
         coordinator: trace.coordinator.clone(),
         tasks: trace.tasks.clone(),
     };
-    for line in std::iter::once(&header).chain(&trace.steps) {
+    let end = TraceLine::End {
+        steps: trace.steps.len(),
+        expect: expect.cloned(),
+    };
+    for line in std::iter::once(&header)
+        .chain(&trace.steps)
+        .chain(std::iter::once(&end))
+    {
         serde_json::to_writer(&mut w, line).map_err(std::io::Error::other)?;
         w.write_all(b"\n")?;
     }
@@ -430,11 +607,11 @@ pub struct ReplayedStep {
     pub step: usize,
     /// `coordinator` or `task N`.
     pub machine: String,
-    /// The event.
+    /// The event, as `Debug` writes it.
     pub event: String,
     /// The effects, one string each.
     pub effects: Vec<String>,
-    /// The outcome.
+    /// The reducer's outcome, as `Debug` writes it.
     pub outcome: String,
     /// The host misuse the reducer refused the event for (`Rejected`), if
     /// any: a recorded trace should contain none.
@@ -463,13 +640,14 @@ pub enum ReplayError {
     /// A task configuration in the header is invalid.
     #[error("invalid configuration for task {task}: {error}")]
     Task {
-        /// Which task.
+        /// The task whose configuration is refused.
         task: TaskId,
-        /// Why.
+        /// Why the task's reducer refused it.
         error: task::TaskError,
     },
-    /// A step for a machine the trace does not declare, or a header among
-    /// the steps (a [`Trace`] built by hand; the readers refuse both).
+    /// A step for a machine the trace does not declare, or a header or an
+    /// end line among the steps (a [`Trace`] built by hand; the readers
+    /// never yield them).
     #[error("step {step}: {what}")]
     BadStep {
         /// 1-based step number.
@@ -586,6 +764,10 @@ impl Replayer {
                 step,
                 what: "a header among the steps".into(),
             }),
+            TraceLine::End { .. } => Err(ReplayError::BadStep {
+                step,
+                what: "an end line among the steps".into(),
+            }),
         }
     }
 }
@@ -623,14 +805,116 @@ mod tests {
         lines.iter().map(|l| format!("{l}\n")).collect()
     }
 
+    /// [`HEADER`] at the version this crate writes.
+    fn header_v2() -> String {
+        HEADER.replace("\"version\":1", "\"version\":2")
+    }
+
     #[test]
     fn a_written_trace_reads_back_equal_and_byte_for_byte() {
         let trace =
             read_trace(text(&[HEADER, BARRIER]).as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         let mut out = Vec::new();
         write_trace(&mut out, &trace).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(String::from_utf8_lossy(&out), text(&[HEADER, BARRIER]));
+        let end = r#"{"kind":"end","steps":1}"#;
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            text(&[&header_v2(), BARRIER, end])
+        );
         assert_eq!(read_trace(&out[..]), Ok(trace));
+    }
+
+    #[test]
+    fn a_version_2_trace_cut_at_any_line_boundary_is_truncated() {
+        let trace = read_trace(text(&[HEADER, BARRIER, BARRIER]).as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut out = Vec::new();
+        let expect = Expected::Violation {
+            step: 2,
+            invariant: "x".into(),
+        };
+        write_trace_expecting(&mut out, &trace, Some(&expect)).unwrap_or_else(|e| panic!("{e}"));
+        let whole = String::from_utf8_lossy(&out).into_owned();
+        let lines: Vec<&str> = whole.lines().collect();
+        assert_eq!(lines.len(), 4);
+        for keep in 1..lines.len() {
+            let cut = text(&lines[..keep]);
+            assert_eq!(
+                read_trace(cut.as_bytes()),
+                Err(TraceError::Truncated {
+                    line: keep + 1,
+                    steps: keep - 1
+                }),
+                "{cut}"
+            );
+        }
+        let mut r = TraceReader::new(whole.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.version(), 2);
+        assert_eq!(r.by_ref().count(), 2);
+        assert_eq!(
+            r.end(),
+            Some(&TraceEnd {
+                steps: 2,
+                expect: Some(expect)
+            })
+        );
+    }
+
+    #[test]
+    fn an_end_line_must_count_the_events_and_end_the_trace() {
+        let h = header_v2();
+        let wrong = text(&[&h, BARRIER, r#"{"kind":"end","steps":2}"#]);
+        assert_eq!(
+            read_trace(wrong.as_bytes()),
+            Err(TraceError::EndMismatch {
+                line: 3,
+                said: 2,
+                read: 1
+            })
+        );
+        let after = text(&[&h, r#"{"kind":"end","steps":0}"#, BARRIER]);
+        assert_eq!(
+            read_trace(after.as_bytes()),
+            Err(TraceError::AfterEnd { line: 3 })
+        );
+        // Blank lines after the end are not lines.
+        let blank = format!("{}\n\n", text(&[&h, r#"{"kind":"end","steps":0}"#]));
+        assert!(read_trace(blank.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn a_version_1_trace_without_an_end_line_is_still_read() {
+        let v1 = text(&[HEADER, BARRIER]);
+        let mut r = TraceReader::new(v1.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.version(), 1);
+        assert_eq!(r.by_ref().count(), 1);
+        assert_eq!(r.end(), None);
+    }
+
+    #[test]
+    fn the_recorded_outcome_is_what_replay_says() {
+        let abort =
+            r#"{"kind":"task","now":0,"task":0,"event":{"NotifyAborted":{"checkpoint":1}}}"#;
+        let mail =
+            r#"{"kind":"task","now":0,"task":0,"event":{"CheckpointMail":{"checkpoint":1}}}"#;
+        let mut trace =
+            parse_trace(&text(&[HEADER, BARRIER, abort, mail])).unwrap_or_else(|e| panic!("{e}"));
+        let clean = replay(&trace).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(Expected::of(&clean), Expected::Clean);
+        trace.set_task_semantics(Semantics::Legacy(LegacyBug::AbortRemovesResult));
+        let bad = replay(&trace).unwrap_or_else(|e| panic!("{e}"));
+        let e = Expected::of(&bad);
+        assert_eq!(
+            e,
+            Expected::Violation {
+                step: 3,
+                invariant: "no_spurious_failure".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "invariant `no_spurious_failure` violated at step 3"
+        );
     }
 
     #[test]
@@ -692,12 +976,12 @@ mod tests {
 
     #[test]
     fn the_version_is_checked_before_any_other_header_field() {
-        let v2 = r#"{"kind":"header","version":2,"machines":{"something":"new"}}"#;
+        let v3 = r#"{"kind":"header","version":3,"machines":{"something":"new"}}"#;
         assert_eq!(
-            parse_trace(v2),
+            parse_trace(v3),
             Err(TraceError::UnsupportedVersion {
                 line: 1,
-                version: "2".into()
+                version: "3".into()
             })
         );
     }

@@ -16,25 +16,43 @@
 //! the state files, the id counter). Its semantics (what travels how, what a
 //! failover does, what the host does with an in-doubt checkpoint) are stated
 //! once, in the [`world`] module docs; [`world::Sim::enabled`] lists the
-//! actions a state enables, [`world::Sim::step`] runs one. The model adds the
-//! properties ([`system`]), symmetry ([`symmetry`]), the exact cross-check
-//! ([`exact`]), the search and reports ([`check`]), what the Explorer shows
-//! ([`explorer`]) and the bug zoo ([`zoo`]).
+//! actions a state enables, [`world::Sim::step`] runs one.
 //!
-//! Every collection in the state has a length-prefixed `Hash` (TOOLING
-//! pitfall 1); `tests/model.rs` and `tests/durability.rs` cross-check
-//! `unique_state_count()` against an exact search over the states themselves.
+//! ## Layers
+//!
+//! Each layer imports only those below it (`tests/layers.rs` checks that no
+//! module imports one above it or one that imports it back):
+//!
+//! 1. [`world`]: the state and its dynamics (no stateright in it).
+//! 2. [`search`]: the stateright model and its properties
+//!    ([`search::system`]), the options, the engines, symmetry, the exact
+//!    cross-check, the shortest counterexample, shards, random walks, and
+//!    the typed report whose verdict is decided in one place
+//!    ([`search::report::Verdict::decide`]).
+//! 3. [`render`]: a counterexample replayed once and shown as text, JSON
+//!    (with a published schema), Mermaid, or in the Explorer.
+//! 4. [`zoo`]: the catalog of historical races, each a legacy knob with the
+//!    smallest world that reaches it; it decides which `--semantics`
+//!    combinations can ask their question.
+//! 5. The `ckpt-model` binary (`src/main.rs`, `src/cli/`): argument parsing,
+//!    one module per command, the exit statuses, the output files.
+//!
+//! Every collection in the state has a length-prefixed `Hash` (without the
+//! length, `[a, b] + []` and `[a] + [b]` hash alike and the fingerprint
+//! counts merge different states); `tests/model.rs` and
+//! `tests/durability.rs` cross-check `unique_state_count()` against an
+//! exact search over the states themselves ([`search::exact`]).
 //! Task sides and the coordinator state are shared copy-on-write between
 //! states ([`world::Sealed`], [`world::SharedSide`]): a step deep-copies
 //! only the parts it changes, and each part's hash is computed once, when a
 //! step changed it (the world's `Hash` writes that 64-bit digest).
 //!
-//! `check` searches depth-first with ckpt's own engine ([`engine`]:
+//! `check` searches depth-first with ckpt's own engine ([`search::engine`]:
 //! stateright's semantics and counts, less overhead per state) unless told
 //! `--engine stateright`.
 //!
 //! Partial-order reduction (`world/por.rs`, [`world::Reduction`]; on in the
-//! `check` command, off in [`check::CheckOptions`]' default so that the
+//! `check` command, off in [`CheckOptions`]' default so that the
 //! pinned counts of the tests mean the full graph): where one task's local
 //! steps commute with everything else that may happen before them, only
 //! those are expanded. `tests/reduction.rs` validates it against the full
@@ -55,7 +73,7 @@
 //! ## Symmetry
 //!
 //! Interchangeable tasks (the downstream tasks in `fanout`, the sources in
-//! `join`) are reduced by a canonical representative ([`symmetry`]): the
+//! `join`) are reduced by a canonical representative ([`search::symmetry`]): the
 //! member of the orbit with the smallest hash, every renaming of the class
 //! tried, everything that names a task renamed with it (its side, its ack
 //! slots and status at the coordinator, channels, messages, and the state
@@ -65,12 +83,12 @@
 //! ## Properties
 //!
 //! Each `always` is paired with a `sometimes` that shows the situation it
-//! guards really happens ([`system::props::PAIRS`]; the opt-in pairs in
-//! [`system::props::OPT_IN_PAIRS`] are part of the model only when their flag
+//! guards really happens ([`search::system::props::PAIRS`]; the opt-in pairs in
+//! [`search::system::props::OPT_IN_PAIRS`] are part of the model only when their flag
 //! is on, and `check` lists them as `not checked` otherwise). Safety is
 //! checked by the core's invariant functions after every step (through the
 //! one checked step), by the durability ledger, and by the world at
-//! quiescence; [`system::property_of`] maps every invariant name to exactly
+//! quiescence; [`search::system::property_of`] maps every invariant name to exactly
 //! one property (a test finds any name left unmapped). Properties about
 //! something never happening are judged where runs end: `always (run ended =>
 //! P)`, with the run end computed from the enabled actions (the model is
@@ -80,8 +98,8 @@
 //!
 //! ## Liveness: what `eventually` can and cannot say here
 //!
-//! stateright judges `eventually` only at terminal states (TOOLING
-//! pitfall 5), and its DFS does not put the `eventually` bits into the
+//! stateright judges `eventually` only at terminal states (states with no
+//! successor inside the boundary), and its DFS does not put the `eventually` bits into the
 //! fingerprint, so a property that held on the path that first reached a
 //! state is assumed for every path reaching it. One `eventually` remains:
 //! every run ends quiet. The run-end properties above are `always` for that
@@ -92,20 +110,22 @@
 //! ## Counterexamples
 //!
 //! A violated safety property is re-searched breadth-first in a model with
-//! only the `always` properties (TOOLING pitfall 4), repeated under a depth
-//! bound until no shorter path exists ([`check::shortest_violation`]). It is
-//! printed as numbered steps, and can be written as a core JSON-lines trace
-//! (`--trace-out`, replayable by `ckpt_core::trace::replay` and `ckpt-model
-//! replay`) and as a Mermaid sequence diagram (`--diagram`).
+//! only the `always` properties (a `sometimes` witnessed or an `eventually`
+//! pending would otherwise decide when the search stops), repeated under a
+//! depth bound until no shorter path exists ([`shortest_violation`]). It is
+//! replayed once ([`render::replay::Replay`]) and printed as numbered
+//! steps, and can be written as a core JSON-lines trace (`--trace-out`,
+//! replayable by `ckpt_core::trace::replay` and `ckpt-model replay`) and as
+//! a Mermaid sequence diagram (`--diagram`).
 //!
 //! ## Limits, random walks, shards
 //!
 //! `check --max-states` / `--memory-limit-mb` stop a search with a partial
-//! report ([`check::Completion::StateLimit`], `MemoryLimit`; the model's
+//! report ([`search::report::Completion::StateLimit`], `MemoryLimit`; the model's
 //! `within_boundary` turns every successor away so the workers drain), and
-//! every report carries the peak resident memory. [`simulate`] runs seeded
+//! every report carries the peak resident memory. [`search::simulate`] runs seeded
 //! random walks judged by the same properties, for configurations too big to
-//! search. [`shard`] splits a search by the fingerprint of the states at a
+//! search. [`search::shard`] splits a search by the fingerprint of the states at a
 //! split depth (`check --shard K/N`), and `ckpt-model merge` combines the
 //! shards' reports.
 //!
@@ -123,17 +143,14 @@
 
 #![forbid(unsafe_code)]
 
-pub mod check;
-pub mod engine;
-pub mod exact;
-pub mod explorer;
-pub mod shard;
-pub mod simulate;
-pub mod symmetry;
-pub mod system;
+pub mod render;
+pub mod search;
 pub mod world;
 pub mod zoo;
 
-pub use check::{run_check, shortest_violation, CheckOptions, CheckReport, Counterexample};
-pub use system::{Action, ModelConfig, Network, SysModel, SysState, Topology};
-pub use world::{Sim, World};
+pub use search::options::{CheckOptions, Engine};
+pub use search::report::{CheckReport, Completion, Counterexample, Status, Verdict};
+pub use search::run::run_check;
+pub use search::shortest::{shortest_violation, shortest_violation_within};
+pub use search::system::{props, SysModel, SysState};
+pub use world::{Action, ModelConfig, Network, Reduction, Sim, Topology, World};

@@ -5,18 +5,27 @@
 //! `ckpt-model zoo` checks each entry (the fixed semantics must hold in the
 //! same world; the legacy semantics must be caught) and prints the table the
 //! README carries. The same entries decide which `check --semantics ...`
-//! combinations can reach their bug at all ([`needs`]).
+//! combinations can reach their bug at all ([`needs`], [`validate`]).
+//!
+//! The catalog is one table: [`needs`] (what world a knob needs) and
+//! [`entry`] (its story, property and smallest world) each have one arm per
+//! [`LegacyBug`]; a new knob is one arm in each.
 
 use ckpt_core::{LegacyBug, Semantics};
 use stateright::{Expectation, Model};
 
-use crate::system::{props, SysModel};
-use crate::world::{ModelConfig, Network, Topology};
+use crate::render::flags::flags;
+use crate::search::options::CheckOptions;
+use crate::search::report::{Counterexample, Verdict};
+use crate::search::run::run_check;
+use crate::search::shortest::shortest_violation_within;
+use crate::search::system::{props, SysModel};
+use crate::world::{legacy_name, semantics_name, ModelConfig, Network, Reduction, Topology};
 
 /// One race of the zoo.
 #[derive(Clone, Debug)]
 pub struct Entry {
-    /// The knob.
+    /// The knob in the reducers that reintroduces the race.
     pub bug: LegacyBug,
     /// One line: what went wrong.
     pub story: &'static str,
@@ -171,6 +180,70 @@ pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
     } else {
         Err(missing.join(", "))
     }
+}
+
+/// Whether the `--semantics` / topology combination can reach the bug the
+/// semantics reintroduces: `Err` names the flags that make it reachable. A
+/// checker must not answer "holds" for a question it could not ask.
+pub fn reachable(cfg: &ModelConfig) -> Result<(), String> {
+    match cfg.semantics {
+        Semantics::Fixed => Ok(()),
+        Semantics::Legacy(bug) => needs(bug, cfg).map_err(|missing| {
+            format!(
+                "--semantics {} cannot be reached in this configuration: it needs {missing} \
+                 (or --semantics all, which moves each variant to the smallest world that \
+                 reaches it)",
+                semantics_name(cfg.semantics)
+            )
+        }),
+    }
+}
+
+/// Checks combinations of flags that are accepted by the parser but mean
+/// nothing (or something else than they say).
+pub fn validate(cfg: &ModelConfig) -> Result<(), String> {
+    if cfg.topology == Topology::Join && cfg.tasks < 3 {
+        return Err(format!(
+            "--topology join needs --tasks 3 or more: with {} task{} there is only one source \
+             and join is the fanout topology",
+            cfg.tasks,
+            if cfg.tasks == 1 { "" } else { "s" }
+        ));
+    }
+    reachable(cfg)
+}
+
+/// For `--semantics all`: the nearest configuration in which the
+/// semantics' bug is reachable, and the flags of that world when it had to
+/// change.
+#[must_use]
+pub fn make_reachable(cfg: &ModelConfig) -> (ModelConfig, Option<String>) {
+    match cfg.semantics {
+        Semantics::Legacy(bug) if reachable(cfg).is_err() => {
+            let c = entry(bug).config;
+            let note = flags(&c);
+            (c, Some(note))
+        }
+        Semantics::Fixed | Semantics::Legacy(_) => (cfg.clone(), None),
+    }
+}
+
+/// The file name a knob's counterexample gets under `tests/traces/`: its
+/// first ticket and its knob (`zoo_flink_17994_legacy_stale_mail`).
+#[must_use]
+pub fn trace_name(bug: LegacyBug) -> String {
+    let first = bug.tickets().split(',').next().unwrap_or("race").trim();
+    let ticket: String = first
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("zoo_{ticket}_{}", legacy_name(bug).replace('-', "_"))
 }
 
 /// Every entry, in [`LegacyBug::ALL`] order.
@@ -374,16 +447,16 @@ pub fn entry(bug: LegacyBug) -> Entry {
 /// What checking one entry found.
 #[derive(Clone, Debug)]
 pub struct Row {
-    /// The entry.
+    /// The entry checked.
     pub entry: Entry,
     /// The fixed semantics' verdict in the same world.
-    pub fixed: crate::check::Verdict,
+    pub fixed: Verdict,
     /// The depth (actions) the fixed check covered.
     pub fixed_depth: usize,
     /// Seconds the fixed check took.
     pub fixed_seconds: f64,
     /// The legacy counterexample (shortest for safety properties), if found.
-    pub found: Option<crate::check::Counterexample>,
+    pub found: Option<Counterexample>,
     /// Seconds to the legacy counterexample (or to giving up).
     pub seconds: f64,
 }
@@ -393,7 +466,7 @@ impl Row {
     /// as the property the entry names.
     #[must_use]
     pub fn ok(&self) -> bool {
-        self.fixed != crate::check::Verdict::Violated
+        self.fixed != Verdict::Violated
             && self
                 .found
                 .as_ref()
@@ -421,7 +494,7 @@ pub fn is_liveness(cfg: &ModelConfig, property: &str) -> bool {
 /// cut at `limit`.
 #[must_use]
 pub fn check_entry(entry: &Entry, threads: usize, limit: std::time::Duration) -> Row {
-    check_entry_reduced(entry, threads, limit, crate::world::Reduction::Off)
+    check_entry_reduced(entry, threads, limit, Reduction::Off)
 }
 
 /// [`check_entry`] with partial-order reduction `reduction` in every search
@@ -431,9 +504,8 @@ pub fn check_entry_reduced(
     entry: &Entry,
     threads: usize,
     limit: std::time::Duration,
-    reduction: crate::world::Reduction,
+    reduction: Reduction,
 ) -> Row {
-    use crate::check::{run_check, shortest_violation_within, CheckOptions};
     let opts = CheckOptions {
         threads,
         time_limit: Some(limit),

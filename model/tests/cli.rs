@@ -338,6 +338,36 @@ fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
 }
 
 #[test]
+fn sigterm_is_an_interrupt_with_the_partial_report() {
+    // What Kubernetes sends to stop a pod; stdout is a file, as in a job.
+    let d = scratch("sigterm");
+    let out = d.join("report.txt");
+    let file = std::fs::File::create(&out).unwrap_or_else(|e| panic!("{e}"));
+    let mut child = bin()
+        .args(long_check(&["--quiet"]))
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_millis(1_500));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(killed.success());
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("verdict: inconclusive: interrupted"),
+        "{text}"
+    );
+    assert!(text.contains("unique"), "{text}");
+    assert!(text.contains("coverage is partial"), "{text}");
+    assert!(!text.contains("never delivered:"), "{text}");
+}
+
+#[test]
 fn an_unwritable_output_fails_before_the_search() {
     let t0 = Instant::now();
     for flag in ["--trace-out", "--diagram"] {
@@ -356,22 +386,127 @@ fn an_unwritable_output_fails_before_the_search() {
 }
 
 #[test]
-fn a_stale_output_file_is_removed_when_nothing_is_violated() {
-    let d = scratch("stale");
-    let trace = d.join("bug.jsonl");
-    let diagram = d.join("bug.mmd");
-    std::fs::write(&trace, "stale").unwrap_or_else(|e| panic!("{e}"));
+fn an_existing_file_survives_a_clean_run_and_no_file_is_created() {
+    // The tool replaces a path only with what it wrote in this run: a clean
+    // run writes nothing, so what was there (a file, a link to one) stays.
+    let d = scratch("survives");
+    let trace = d.join("notes.txt");
+    let target = d.join("target.txt");
+    let link = d.join("link.mmd");
+    std::fs::write(&trace, "mine").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&target, "also mine").unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&target, &link).unwrap_or_else(|e| panic!("{e}"));
+    let t = trace.to_string_lossy().into_owned();
+    let m = link.to_string_lossy().into_owned();
     let mut args = vec!["check"];
     args.extend(SMALL);
-    let t = trace.to_string_lossy().into_owned();
-    let m = diagram.to_string_lossy().into_owned();
     args.extend(["--trace-out", &t, "--diagram", &m]);
     let o = run(&args);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
-    assert!(!trace.exists() && !diagram.exists());
-    let out = stdout(&o);
-    assert!(out.contains("removed the earlier"), "{out}");
-    assert!(out.contains("not written"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(&trace).ok().as_deref(),
+        Some("mine")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).ok().as_deref(),
+        Some("also mine")
+    );
+    assert!(std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
+    assert!(
+        stdout(&o).contains("is not from this run"),
+        "{}",
+        stdout(&o)
+    );
+    // Nothing else was left in the directory (no temporary file).
+    let names: Vec<String> = std::fs::read_dir(&d)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    // A path that does not exist is not created by a clean run.
+    let fresh = d.join("fresh.jsonl");
+    let f = fresh.to_string_lossy().into_owned();
+    let mut args = vec!["simulate", "--walks", "20", "--trace-out", &f];
+    args.extend(&SMALL[..4]);
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(!fresh.exists());
+    assert!(stdout(&o).contains("not written"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_counterexample_is_written_through_a_symbolic_link() {
+    let d = scratch("through-link");
+    let target = d.join("real.jsonl");
+    let link = d.join("bug.jsonl");
+    std::fs::write(&target, "old").unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&target, &link).unwrap_or_else(|e| panic!("{e}"));
+    let l = link.to_string_lossy().into_owned();
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--checkpoints",
+        "1",
+        "--faults",
+        "0",
+        "--quiet",
+        "--trace-out",
+        &l,
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
+    let text = std::fs::read_to_string(&target).unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.starts_with("{\"kind\":\"header\""), "{text}");
+    let r = run(&["replay", &l, "--quiet"]);
+    assert_eq!(code(&r), 1, "{}", stdout(&r));
+}
+
+#[test]
+fn a_link_to_dev_stdout_is_written_to_the_output_not_over_it() {
+    // stdout is a regular file here, as in `check ... > report.txt`: the
+    // trace is added to it, the file is not replaced by the trace.
+    let d = scratch("dev-stdout");
+    let link = d.join("trace.jsonl");
+    std::os::unix::fs::symlink("/dev/stdout", &link).unwrap_or_else(|e| panic!("{e}"));
+    let out = d.join("report.txt");
+    let file = std::fs::File::create(&out).unwrap_or_else(|e| panic!("{e}"));
+    let l = link.to_string_lossy().into_owned();
+    let status = bin()
+        .args([
+            "check",
+            "--semantics",
+            "legacy",
+            "--checkpoints",
+            "1",
+            "--faults",
+            "0",
+            "--quiet",
+            "--trace-out",
+            &l,
+        ])
+        .stdout(Stdio::from(file))
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(1));
+    let text = std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.contains("\"kind\":\"end\""), "{text}");
+    assert!(text.contains("verdict: violated"), "{text}");
+    assert!(std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()));
+}
+
+#[test]
+fn a_directory_as_an_output_is_refused_before_the_search() {
+    let d = scratch("dir-output");
+    let p = d.to_string_lossy().into_owned();
+    for flag in ["--trace-out", "--diagram"] {
+        let o = run(&["check", flag, &p]);
+        assert_eq!(code(&o), 2, "{}", stdout(&o));
+        assert!(stderr(&o).contains("is a directory"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "searched anyway: {}", stdout(&o));
+    }
+    assert!(d.is_dir());
 }
 
 // ----- replay ---------------------------------------------------------------------
@@ -935,4 +1070,261 @@ fn merged_legacy_shards_report_the_violation() {
         "{out}"
     );
     assert!(out.contains("verdict: violated"), "{out}");
+}
+
+#[test]
+fn a_shard_that_owns_nothing_is_never_holds_and_absurd_counts_are_refused() {
+    let o = run(&["check", "--shard", "0/18446744073709551615"]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("at most 65536 shards"),
+        "{}",
+        stderr(&o)
+    );
+    // At split depth 1 the small world's frontier is one state: one shard
+    // of ten owns it, the other nine search nothing of their own.
+    let mut owners = 0;
+    let mut nothing = 0;
+    for k in 0..10 {
+        let shard = format!("{k}/10");
+        let mut args = vec!["check"];
+        args.extend(SMALL);
+        args.extend(["--shard", &shard, "--split-depth", "1"]);
+        let o = run(&args);
+        let out = stdout(&o);
+        assert!(out.contains("coverage is partial"), "{out}");
+        assert!(!out.contains("never delivered:"), "{out}");
+        if out.contains("owns 0 of 1 frontier states") {
+            assert_eq!(code(&o), 3, "{out}");
+            assert!(
+                out.contains("verdict: inconclusive: searched nothing"),
+                "{out}"
+            );
+            nothing += 1;
+        } else {
+            assert_eq!(code(&o), 0, "{out}");
+            assert!(out.contains("verdict: holds"), "{out}");
+            owners += 1;
+        }
+    }
+    assert_eq!((owners, nothing), (1, 9));
+}
+
+#[test]
+fn a_seconds_flag_names_its_bound() {
+    for flag in ["--time-limit", "--progress-every"] {
+        let o = run(&["check", flag, "1e300"]);
+        assert_eq!(code(&o), 2, "{}", stdout(&o));
+        assert!(
+            stderr(&o).contains("at most 31536000 (one year)"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
+// ----- one vocabulary, one list of choices, one address ----------------------
+
+/// The values clap lists after `[possible values: ` on stderr.
+fn possible_values(err: &str) -> Vec<String> {
+    err.split("[possible values: ")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .unwrap_or_else(|| panic!("no list in {err}"))
+        .split(", ")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_semantics_error_lists_exactly_the_values_the_command_accepts() {
+    let mut one: Vec<String> = vec!["fixed".into()];
+    one.extend(
+        ckpt_model::zoo::entries()
+            .iter()
+            .map(|e| ckpt_model::world::legacy_name(e.bug).to_string()),
+    );
+    for cmd in [
+        vec!["explore", "--port", "0"],
+        vec!["simulate"],
+        vec!["replay", "x.jsonl"],
+    ] {
+        let mut args = cmd.clone();
+        args.extend(["--semantics", "bogus"]);
+        let o = run(&args);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert_eq!(possible_values(&stderr(&o)), one, "{cmd:?}");
+    }
+    // `all` is check's only: the others refuse it with the same list.
+    let o = run(&["explore", "--semantics", "all", "--port", "0"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(possible_values(&stderr(&o)), one, "{}", stderr(&o));
+    let o = run(&["check", "--semantics", "bogus"]);
+    assert_eq!(code(&o), 2);
+    let mut all = one.clone();
+    all.push("all".into());
+    assert_eq!(possible_values(&stderr(&o)), all);
+}
+
+#[test]
+fn zoo_and_check_count_actions_and_steps_alike() {
+    let o = run(&["zoo", "--only", "legacy-netty-abort"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let out = stdout(&o);
+    let header = out.lines().next().unwrap_or_default();
+    assert!(header.contains("| actions | steps |"), "{header}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("`legacy-netty-abort`"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy-netty-abort",
+        "--checkpoints",
+        "1",
+        "--faults",
+        "0",
+        "--quiet",
+    ]);
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.contains("shortest counterexample: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    // "..., shortest counterexample: 9 actions, 8 steps"
+    let counts: Vec<&str> = line
+        .split("shortest counterexample: ")
+        .nth(1)
+        .unwrap_or_default()
+        .split(", ")
+        .map(|w| w.split(' ').next().unwrap_or_default())
+        .collect();
+    assert_eq!(counts.len(), 2, "{line}");
+    assert!(
+        row.contains(&format!("| {} | {} |", counts[0], counts[1])),
+        "zoo: {row}\ncheck: {line}"
+    );
+}
+
+#[test]
+fn the_readme_shows_the_explorer_address_check_prints() {
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy",
+        "--quiet",
+        "--threads",
+        "1",
+    ]);
+    assert_eq!(code(&o), 1);
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("open it in the Explorer"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(readme.contains(&line), "README.md should show\n{line}");
+}
+
+#[test]
+fn a_trace_cut_at_a_line_boundary_is_an_error_not_a_clean_replay() {
+    let d = scratch("truncated");
+    let _ = legacy_counterexample(&d);
+    let whole = std::fs::read_to_string(d.join("bug.jsonl")).unwrap_or_else(|e| panic!("{e}"));
+    let lines: Vec<&str> = whole.lines().collect();
+    assert!(lines.last().is_some_and(|l| l.contains("\"kind\":\"end\"")));
+    let t = d.join("bug.jsonl").to_string_lossy().into_owned();
+    let o = run(&["replay", &t, "--quiet"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stdout(&o).contains("as recorded in the trace: invariant `no_spurious_failure`"),
+        "{}",
+        stdout(&o)
+    );
+    // Every cut before the end line: exit 2, never "every invariant holds".
+    for keep in 1..lines.len() {
+        let cut = d.join(format!("cut-{keep}.jsonl"));
+        let text: String = lines[..keep].iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&cut, text).unwrap_or_else(|e| panic!("{e}"));
+        let o = run(&["replay", &cut.to_string_lossy(), "--quiet"]);
+        assert_eq!(code(&o), 2, "cut after {keep} lines: {}", stdout(&o));
+        assert!(stderr(&o).contains("cut short"), "{}", stderr(&o));
+        assert!(
+            !stdout(&o).contains("every invariant holds"),
+            "{}",
+            stdout(&o)
+        );
+    }
+    // A version-1 trace (no end line) replays, with a warning.
+    let v1 = d.join("v1.jsonl");
+    let text: String = lines[..lines.len() - 1]
+        .iter()
+        .map(|l| format!("{}\n", l.replacen("\"version\":2", "\"version\":1", 1)))
+        .collect();
+    std::fs::write(&v1, text).unwrap_or_else(|e| panic!("{e}"));
+    let o = run(&["replay", &v1.to_string_lossy(), "--quiet"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stderr(&o).contains("version-1 trace"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_explorer_serves_ckpts_page_in_plain_text_and_forwards_the_rest() {
+    let mut child = KillOnDrop(
+        bin()
+            .args([
+                "explore",
+                "--port",
+                "0",
+                "--checkpoints",
+                "1",
+                "--faults",
+                "0",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap_or_else(|| panic!("no stdout")));
+    let mut banner = String::new();
+    for _ in 0..2 {
+        let _ = lines.read_line(&mut banner);
+    }
+    let port: u16 = banner
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    let page = http_get(port, "/");
+    let script = http_get(port, "/app.js");
+    let status = http_get(port, "/.status");
+    drop(child);
+    // The start page says what to click, names the world by its flags.
+    assert!(page.contains("How to explore"), "{page}");
+    assert!(page.contains("Next Action Choices"), "{page}");
+    assert!(
+        page.contains("ckpt-model explore --semantics fixed --tasks 2"),
+        "{page}"
+    );
+    // No glyph that needs an emoji font (stateright's marks are U+1F50E,
+    // U+2705, U+26A0, U+2B06, U+2B07).
+    for text in [&page, &script] {
+        assert!(
+            !text
+                .chars()
+                .any(|c| ('\u{2600}'..='\u{2BFF}').contains(&c) || c > '\u{1F000}'),
+            "an emoji in the page"
+        );
+    }
+    assert!(script.contains("[VIOLATED]") && script.contains("Loading the path"));
+    // The API is stateright's, passed through.
+    let v: serde_json::Value =
+        serde_json::from_str(&status).unwrap_or_else(|e| panic!("{e}: {status}"));
+    assert!(
+        v["properties"].as_array().is_some_and(|p| !p.is_empty()),
+        "{v}"
+    );
 }

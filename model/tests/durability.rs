@@ -7,11 +7,13 @@
 //! hold, reach what they are for, and have pinned, exactly cross-checked
 //! state counts.
 
-use ckpt_core::trace::{replay, write_trace};
+use ckpt_core::trace::replay;
 use ckpt_core::{LegacyBug, Semantics};
-use ckpt_model::check::{run_check, shortest_violation, to_trace, CheckOptions, CheckReport};
-use ckpt_model::exact::exact_unique_states;
-use ckpt_model::system::{props, ModelConfig, SysModel};
+use ckpt_model::render::replay::Replay;
+use ckpt_model::search::exact::exact_unique_states;
+use ckpt_model::{
+    props, run_check, shortest_violation, CheckOptions, CheckReport, ModelConfig, Status, SysModel,
+};
 use stateright::{Checker, Model};
 
 /// 2 tasks, 1 checkpoint, no faults (reorder network, shutdown on).
@@ -46,7 +48,7 @@ fn check(cfg: &ModelConfig) -> CheckReport {
 fn witnessed(r: &CheckReport, name: &str) -> bool {
     r.properties
         .iter()
-        .any(|p| p.name == name && p.status == "witnessed")
+        .any(|p| p.name == name && p.status == Status::Witnessed)
 }
 
 fn covered(r: &CheckReport, machine: &str, event: &str, outcome: &str) -> bool {
@@ -67,9 +69,10 @@ fn legacy_discard_while_storing_is_found_in_the_default_configuration() {
     // Trigger, allocate, deliver, run the trigger, both tasks write and ack
     // (barrier, mail, async parts), finalize, shut down while storing.
     assert!(cx.actions.len() <= 16, "{} steps", cx.actions.len());
-    let trace = to_trace(&legacy, &cx.actions);
-    let mut buf = Vec::new();
-    write_trace(&mut buf, &trace).unwrap_or_else(|e| panic!("{e}"));
+    let replayed = Replay::new(&legacy, &cx.actions);
+    let trace = replayed.trace();
+    // What `--trace-out` writes: the end line records the core's verdict.
+    let buf = replayed.trace_bytes();
     let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/traces/durability_discard_while_storing_legacy.jsonl");
     if std::env::var_os("CKPT_BLESS").is_some() {
@@ -87,8 +90,8 @@ fn legacy_discard_while_storing_is_found_in_the_default_configuration() {
         .unwrap_or_else(|| panic!("replay is clean"));
     assert_eq!(v.invariant, "no-discard-while-storing");
     // The fixed reducer, fed the same story, keeps the state in doubt.
-    let fixed =
-        replay(&to_trace(&ModelConfig::default(), &cx.actions)).unwrap_or_else(|e| panic!("{e}"));
+    let fixed = replay(&Replay::new(&ModelConfig::default(), &cx.actions).trace())
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(fixed.violation, None);
 }
 

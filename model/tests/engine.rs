@@ -5,8 +5,10 @@
 //! states one worker reaches.
 
 use ckpt_core::task::{LegacyBug, Semantics};
-use ckpt_model::check::{run_check, CheckOptions, CheckReport, Completion, Engine, Verdict};
-use ckpt_model::system::{ModelConfig, Network, Reduction, SysModel, Topology};
+use ckpt_model::{
+    run_check, CheckOptions, CheckReport, Completion, Engine, ModelConfig, Network, Reduction,
+    Status, SysModel, Topology, Verdict,
+};
 use stateright::Model;
 
 fn small() -> ModelConfig {
@@ -32,7 +34,7 @@ fn run(
     run_check(cfg, &opts)
 }
 
-fn statuses(r: &CheckReport) -> Vec<(&'static str, &'static str)> {
+fn statuses(r: &CheckReport) -> Vec<(&'static str, Status)> {
     r.properties.iter().map(|p| (p.name, p.status)).collect()
 }
 

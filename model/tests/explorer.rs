@@ -1,4 +1,4 @@
-//! What the Explorer shows (`ckpt_model::explorer`): a compact state view
+//! What the Explorer shows (`ckpt_model::render::explorer`): a compact state view
 //! that names the coordinator's phase and every task, a step view that
 //! names the events delivered, a sequence diagram, property names that do
 //! not repeat their expectation, and an Explorer address that leads back to
@@ -7,10 +7,10 @@
 use std::collections::{HashSet, VecDeque};
 
 use ckpt_core::task::{LegacyBug, Semantics};
-use ckpt_model::check::shortest_violation;
-use ckpt_model::explorer::{explorer_fragment, state_view, step_view, to_svg};
-use ckpt_model::system::{ModelConfig, SysModel, World};
+use ckpt_model::render::explorer::{state_view, step_view, to_svg};
+use ckpt_model::render::replay::Replay;
 use ckpt_model::world::{Action, Sim};
+use ckpt_model::{shortest_violation, ModelConfig, SysModel, World};
 use stateright::Model;
 
 /// Up to `limit` states of `cfg`, breadth first.
@@ -137,8 +137,9 @@ fn the_explorer_address_leads_to_checks_counterexample() {
         ..ModelConfig::default()
     };
     let cx = shortest_violation(&cfg, 1).unwrap_or_else(|| panic!("legacy bug not found"));
-    let sim = Sim::new(cfg.clone());
-    let frag = explorer_fragment(&sim, &cx.actions).unwrap_or_else(|| panic!("no address"));
+    let frag = Replay::new(&cfg, &cx.actions)
+        .explorer_fragment()
+        .unwrap_or_else(|| panic!("no address"));
     // Follow it the way the Explorer does: the first index picks the
     // initial state, each next one an action among those enabled.
     let model = SysModel::new(cfg.clone());
@@ -169,10 +170,10 @@ fn the_explorer_address_leads_to_checks_counterexample() {
     // An action that is not enabled where the path reaches it: no address.
     let mut bad = cx.actions.clone();
     bad.insert(0, Action::Mailbox(ckpt_core::TaskId(0)));
-    assert_eq!(explorer_fragment(&sim, &bad), None);
+    assert_eq!(Replay::new(&cfg, &bad).explorer_fragment(), None);
 
     // The diagram of that path: the lanes that take part, the violation.
-    let svg = to_svg(&cfg, &cx.actions);
+    let svg = to_svg(&Replay::new(&cfg, &cx.actions));
     assert!(svg.starts_with("<svg"), "{svg}");
     assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
     assert!(

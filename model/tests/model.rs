@@ -4,10 +4,14 @@
 use ckpt_core::task::{LegacyBug, Semantics};
 use ckpt_core::trace::{parse_trace, replay, write_trace};
 use ckpt_core::TaskId;
-use ckpt_model::check::{run_check, shortest_violation, to_mermaid, to_trace, CheckOptions};
-use ckpt_model::exact::exact_unique_states;
-use ckpt_model::symmetry::{canonical, permute};
-use ckpt_model::system::{props, ModelConfig, Network, SysModel, Topology};
+use ckpt_model::render::mermaid::to_mermaid;
+use ckpt_model::render::replay::Replay;
+use ckpt_model::search::exact::exact_unique_states;
+use ckpt_model::search::symmetry::{canonical, permute};
+use ckpt_model::{
+    props, run_check, shortest_violation, CheckOptions, ModelConfig, Network, Status, SysModel,
+    Topology,
+};
 use stateright::{Checker, Model};
 
 /// 2 tasks, 1 checkpoint, no faults (reorder network, shutdown on).
@@ -110,7 +114,7 @@ fn fixed_holds_and_every_sometimes_is_witnessed() {
     assert!(r.holds(), "{:?}", r.properties);
     assert!(r.counterexample.is_none());
     for p in &r.properties {
-        assert_ne!(p.status, "not witnessed", "{}", p.name);
+        assert_ne!(p.status, Status::NotWitnessed, "{}", p.name);
     }
     assert_eq!(r.unique, 28_290);
     let cov = r.coverage.unwrap_or_default();
@@ -138,7 +142,7 @@ fn legacy_counterexample_is_the_seed_race_and_replays_in_core() {
     let cx2 = shortest_violation(&lossy, 2).unwrap_or_else(|| panic!("not found"));
     assert_eq!(cx2.actions.len(), 9);
 
-    let trace = to_trace(&cfg, &cx.actions);
+    let trace = Replay::new(&cfg, &cx.actions).trace();
     let mut buf = Vec::new();
     write_trace(&mut buf, &trace).unwrap_or_else(|e| panic!("{e}"));
     let text = String::from_utf8(buf).unwrap_or_else(|e| panic!("{e}"));
@@ -150,12 +154,12 @@ fn legacy_counterexample_is_the_seed_race_and_replays_in_core() {
     assert_eq!(v.invariant, "no_spurious_failure");
     assert_eq!(at, parsed.steps.len(), "the violation is the last step");
 
-    let diagram = to_mermaid(&cfg, &cx.actions, "seed");
+    let diagram = to_mermaid(&Replay::new(&cfg, &cx.actions), "seed");
     assert!(diagram.starts_with("sequenceDiagram"));
     assert!(diagram.contains("VIOLATION"));
 
     // The fixed reducer, fed the same story, declines instead.
-    let fixed = to_trace(&small(), &cx.actions);
+    let fixed = Replay::new(&small(), &cx.actions).trace();
     let r = replay(&fixed).unwrap_or_else(|e| panic!("{e}"));
     assert!(r.violation.is_none());
     assert!(r
@@ -179,7 +183,7 @@ fn cancel_forgets_abort_needs_and_finds_a_join() {
     let cx = shortest_violation(&join, 1).unwrap_or_else(|| panic!("not found"));
     assert_eq!(cx.property, props::NO_SPURIOUS_FAILURE);
     assert_eq!(cx.actions.len(), 12);
-    let r = replay(&to_trace(&join, &cx.actions)).unwrap_or_else(|e| panic!("{e}"));
+    let r = replay(&Replay::new(&join, &cx.actions).trace()).unwrap_or_else(|e| panic!("{e}"));
     assert!(r.violation.is_some());
 }
 
@@ -206,7 +210,7 @@ fn holds_with_witness_and_legacy_caught(
         .iter()
         .find(|p| p.name == witness)
         .unwrap_or_else(|| panic!("{witness} not checked"));
-    assert_eq!(w.status, "witnessed");
+    assert_eq!(w.status, Status::Witnessed);
     let bad = run_check(
         &ModelConfig {
             semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
@@ -382,22 +386,22 @@ fn a_state_limit_stops_the_search_without_faking_a_failure() {
             ..CheckOptions::default()
         },
     );
-    assert_eq!(r.completion, ckpt_model::check::Completion::StateLimit);
+    assert_eq!(r.completion, ckpt_model::Completion::StateLimit);
     assert!(r.unique >= 5_000 && r.unique < 773_666, "{}", r.unique);
     // The stop makes every successor out of bounds: states that look
     // terminal then must not be reported as `eventually` failures.
     assert!(
-        r.properties.iter().all(|p| p.status != "violated"),
+        r.properties.iter().all(|p| p.status != Status::Violated),
         "{:?}",
         r.properties
     );
-    assert_eq!(r.verdict(), ckpt_model::check::Verdict::Inconclusive);
+    assert_eq!(r.verdict(), ckpt_model::Verdict::Inconclusive);
     assert!(r.counterexample.is_none());
 }
 
 #[test]
 fn simulation_finds_the_same_first_walk_whatever_the_thread_count() {
-    use ckpt_model::simulate::{simulate, SimulateOptions};
+    use ckpt_model::search::simulate::{simulate, SimulateOptions};
     let cfg = ModelConfig {
         semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
         ..ModelConfig::default()
@@ -409,7 +413,7 @@ fn simulation_finds_the_same_first_walk_whatever_the_thread_count() {
     };
     let one = simulate(&cfg, &opts, 1);
     let two = simulate(&cfg, &opts, 2);
-    let first = |r: &ckpt_model::simulate::SimulateReport| {
+    let first = |r: &ckpt_model::search::simulate::SimulateReport| {
         r.violations
             .first()
             .map(|v| (v.walk, v.seed, v.counterexample.actions.clone()))
@@ -430,8 +434,8 @@ fn sharded(
     n: u64,
     split_depth: usize,
     opts: &CheckOptions,
-) -> (Vec<(&'static str, &'static str)>, usize, Option<usize>) {
-    use ckpt_model::shard::{run_shard, ShardSpec};
+) -> (Vec<(&'static str, Status)>, usize, Option<usize>) {
+    use ckpt_model::search::shard::{run_shard, ShardSpec};
     let reports: Vec<_> = (0..n)
         .map(|index| {
             run_shard(
@@ -451,15 +455,15 @@ fn sharded(
         .properties
         .iter()
         .map(|p| {
-            let all: Vec<&str> = reports
+            let all: Vec<Status> = reports
                 .iter()
                 .filter_map(|r| r.properties.iter().find(|q| q.name == p.name))
                 .map(|q| q.status)
                 .collect();
-            let s = if all.contains(&"violated") {
-                "violated"
-            } else if all.contains(&"witnessed") {
-                "witnessed"
+            let s = if all.contains(&Status::Violated) {
+                Status::Violated
+            } else if all.contains(&Status::Witnessed) {
+                Status::Witnessed
             } else {
                 all[0]
             };
@@ -480,7 +484,7 @@ fn shards_give_the_single_run_verdict_on_pinned_configurations() {
     for cfg in [small(), three()] {
         let single = run_check(&cfg, &opts);
         assert!(single.holds(), "{cfg:?}");
-        let want: Vec<(&str, &str)> = single
+        let want: Vec<(&str, Status)> = single
             .properties
             .iter()
             .map(|p| (p.name, p.status))
@@ -515,7 +519,7 @@ fn shards_find_a_legacy_violation_with_the_single_run_shortest_counterexample() 
         let (got, _, shortest) = sharded(&cfg, n, 4, &opts);
         let violated: Vec<&str> = got
             .iter()
-            .filter(|(_, s)| *s == "violated")
+            .filter(|(_, s)| *s == Status::Violated)
             .map(|(p, _)| *p)
             .collect();
         assert_eq!(

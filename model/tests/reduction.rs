@@ -8,10 +8,12 @@
 //! search, and an unsound reduction is shown to fail this very validation.
 
 use ckpt_core::task::{LegacyBug, Semantics};
-use ckpt_model::check::{run_check, shortest_violation_within, CheckOptions, CheckReport};
-use ckpt_model::exact::{exact_run_ends, exact_unique_states_reduced};
-use ckpt_model::system::{props, ModelConfig, Network, Reduction, Topology};
+use ckpt_model::search::exact::{exact_run_ends, exact_unique_states_reduced};
 use ckpt_model::zoo::{check_entry_reduced, entries};
+use ckpt_model::{
+    props, run_check, shortest_violation_within, CheckOptions, CheckReport, ModelConfig, Network,
+    Reduction, Status, Topology,
+};
 
 /// 2 tasks, 1 checkpoint, no faults (reorder network, shutdown on).
 fn small() -> ModelConfig {
@@ -38,7 +40,7 @@ fn check(cfg: &ModelConfig, reduction: Reduction, symmetry: bool) -> CheckReport
 fn same_verdicts(cfg: &ModelConfig, symmetry: bool) -> (usize, usize) {
     let off = check(cfg, Reduction::Off, symmetry);
     let on = check(cfg, Reduction::Ample, symmetry);
-    let status = |r: &CheckReport| -> Vec<(&'static str, &'static str)> {
+    let status = |r: &CheckReport| -> Vec<(&'static str, Status)> {
         r.properties.iter().map(|p| (p.name, p.status)).collect()
     };
     assert_eq!(status(&off), status(&on), "{cfg:?}");

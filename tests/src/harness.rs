@@ -343,9 +343,7 @@ impl CoordinatorHarness {
     #[must_use]
     pub fn discards_of(&self, handle: StateHandle) -> usize {
         self.all_effects()
-            .filter(
-                |e| matches!(e, CoordinatorEffect::DiscardState { handle: h, .. } if *h == handle),
-            )
+            .filter(|e| matches!(e, CoordinatorEffect::Discard { handle: h, .. } if *h == handle))
             .count()
     }
 }

@@ -14,5 +14,7 @@ pub mod harness;
 pub use harness::{handle, CoordinatorHarness, Record};
 pub mod conformance;
 pub mod fuzzing;
+#[cfg(not(loom))]
+pub mod host;
 pub mod stories;
 pub mod strategies;

@@ -20,6 +20,7 @@ use ckpt_core::host::runtime::{Job, JobOptions};
 use ckpt_core::task::TaskEvent;
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{CheckpointId, Millis, TaskId};
+use ckpt_tests::host::open_store;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -236,7 +237,6 @@ fn a_restarted_job_reports_the_stores_latest_and_its_trace_from_either_view() {
 #[test]
 fn state_written_for_an_aborted_checkpoint_is_deleted_not_orphaned() {
     use ckpt_core::host::pipeline::PIPELINE_JOB;
-    use ckpt_core::host::store::FileStore;
     let rt = runtime();
     let (stats, orphans) = rt.block_on(async {
         let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
@@ -248,10 +248,252 @@ fn state_written_for_an_aborted_checkpoint_is_deleted_not_orphaned() {
         let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
         tokio::time::sleep(Duration::from_millis(400)).await;
         let stats = job.shutdown(JobStatus::Canceled).await;
-        let (_, rec) = FileStore::open(Arc::clone(&fs), PIPELINE_JOB, 2).expect("store");
+        let (_, rec) = open_store(&fs, PIPELINE_JOB, 2).expect("store");
         (stats, rec.removed_orphans)
     });
     assert!(stats.aborted >= 5, "{stats:?}");
     assert!(stats.violations.is_empty(), "{:?}", stats.violations);
     assert_eq!(orphans, vec![], "{stats:?}");
+}
+
+/// The host claims a leader generation on start and writes for it: a job
+/// started on the same store while another still runs deposes it. The old
+/// job keeps running, but every store write it makes is refused (its id
+/// allocations among them), so it completes nothing the new one did not
+/// recover, and the new job runs and completes checkpoints as usual.
+///
+/// On a multi-thread runtime with every wait bounded, and the runtime shut
+/// down with a timeout: a broken fence may leave a driver busy for good,
+/// which must fail the test, not hang it.
+#[test]
+fn a_second_job_on_the_store_deposes_the_first_which_can_no_longer_write() {
+    use ckpt_core::host::pipeline::{KeyedCounter, PIPELINE_JOB};
+    use ckpt_core::host::runtime::Operator;
+    use tokio::time::timeout;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let spec = || {
+        let mut cfg = config(u64::MAX, 0);
+        cfg.options.record_trace = false;
+        let mut spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
+        // No sink: two jobs' sinks would share one output directory.
+        let inner = Arc::clone(&spec.operators);
+        spec.operators = Arc::new(move |task: TaskId| -> Box<dyn Operator> {
+            if task == TaskId(2) {
+                Box::new(KeyedCounter::default())
+            } else {
+                inner(task)
+            }
+        });
+        spec
+    };
+    let limit = Duration::from_secs(60);
+    let outcome: Result<(), String> = rt.block_on(async {
+        let old = Job::start(spec(), Arc::clone(&fs))
+            .await
+            .map_err(|e| format!("first job: {e}"))?;
+        let mut done = old.completions();
+        timeout(limit, done.wait_for(|n| *n >= 2))
+            .await
+            .map_err(|_| "the first job completed nothing".to_string())?
+            .map_err(|e| e.to_string())?;
+        let new = Job::start(spec(), Arc::clone(&fs))
+            .await
+            .map_err(|e| format!("second job: {e}"))?;
+        let rec = new.recovery().clone();
+        if rec.generation.0 != old.recovery().generation.0 + 1 {
+            return Err(format!(
+                "generations {:?} then {:?}",
+                old.recovery().generation,
+                rec.generation
+            ));
+        }
+        let recovered_last = rec.last_id.ok_or("no id was handed out")?;
+        let mut done = new.completions();
+        timeout(limit, done.wait_for(|n| *n >= 3))
+            .await
+            .map_err(|_| "the second job completed fewer than 3 checkpoints".to_string())?
+            .map_err(|e| e.to_string())?;
+        // The old job tried to write (its periodic trigger allocates ids).
+        timeout(limit, async {
+            while old.stats().store.fenced == 0 {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+        .await
+        .map_err(|_| "the deposed job was never refused a write".to_string())?;
+        let old_stats = timeout(limit, old.shutdown(JobStatus::Canceled))
+            .await
+            .map_err(|_| "the deposed job does not stop".to_string())?;
+        let new_stats = timeout(limit, new.shutdown(JobStatus::Finished))
+            .await
+            .map_err(|_| "the new job does not stop".to_string())?;
+        if old_stats.last_completed > Some(recovered_last) {
+            return Err(format!(
+                "the deposed job completed {:?} after the new one recovered up to {recovered_last}",
+                old_stats.last_completed
+            ));
+        }
+        if !new_stats.violations.is_empty() {
+            return Err(format!("{:?}", new_stats.violations));
+        }
+        if new_stats.last_completed <= Some(recovered_last) {
+            return Err(format!("the new job completed nothing: {new_stats:?}"));
+        }
+        // What the store holds is the new job's.
+        let (_, after) = open_store(&fs, PIPELINE_JOB, 2).map_err(|e| e.to_string())?;
+        if after.latest().map(|c| c.checkpoint) != new_stats.last_completed {
+            return Err(format!(
+                "the store's latest is {:?}, the new job's {:?}",
+                after.latest(),
+                new_stats.last_completed
+            ));
+        }
+        Ok(())
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    if let Err(why) = outcome {
+        panic!("{why}");
+    }
+}
+
+/// A job restarted with a lower `retained_max` than its store was written
+/// with recovers every stored checkpoint and keeps them until the next
+/// completion evicts down to the new bound; the state of the evicted ones
+/// is deleted then, not left for the next start's sweep, and nothing is
+/// reported as a violation.
+#[test]
+fn a_restart_with_fewer_retained_checkpoints_recovers_and_evicts_at_the_next_commit() {
+    use ckpt_core::host::pipeline::PIPELINE_JOB;
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let mut cfg = config(u64::MAX, 0);
+        cfg.options.record_trace = false;
+        cfg.retained = 3;
+        let job = Job::start(
+            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
+            Arc::clone(&fs),
+        )
+        .await
+        .expect("job starts");
+        let mut done = job.completions();
+        done.wait_for(|n| *n >= 4).await.expect("completions");
+        let first = job.shutdown(JobStatus::Finished).await;
+        assert!(first.violations.is_empty(), "{:?}", first.violations);
+
+        cfg.retained = 1;
+        let job = Job::start(
+            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
+            Arc::clone(&fs),
+        )
+        .await
+        .expect("a store written with 3 retained opens with 1");
+        let rec = job.recovery().clone();
+        assert_eq!(rec.checkpoints.len(), 3, "{rec:?}");
+        let held: Vec<CheckpointId> = rec.checkpoints.iter().map(|c| c.checkpoint).collect();
+        assert_eq!(job.stats().restored_at_start, held.last().copied());
+        let mut done = job.completions();
+        done.wait_for(|n| *n >= 1).await.expect("a completion");
+        let stats = job.shutdown(JobStatus::Finished).await;
+        assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+        assert_eq!(stats.store.guard_refusals, 0);
+        let (_, after) = open_store(&fs, PIPELINE_JOB, 1).expect("store");
+        assert_eq!(after.checkpoints.len(), 1, "{after:?}");
+        assert!(
+            after
+                .checkpoints
+                .iter()
+                .all(|c| !held.contains(&c.checkpoint)),
+            "{after:?}"
+        );
+        assert_eq!(
+            after.removed_orphans,
+            vec![],
+            "evicted state was left behind"
+        );
+    });
+}
+
+/// A savepoint stays through later checkpoints (it does not count towards
+/// `retained_max`) until the user disposes of it through the job: the store
+/// removes it first, then the coordinator forgets it; nothing is reported
+/// as a violation, and a restart recovers without it.
+#[test]
+fn a_savepoint_stays_until_disposed_of_through_the_job() {
+    use ckpt_core::coordinator::TriggerKind;
+    use ckpt_core::host::pipeline::PIPELINE_JOB;
+    use ckpt_core::host::runtime::JobError;
+    use ckpt_core::host::store::{state_path, FileStore, StoreError};
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let mut cfg = config(u64::MAX, 0);
+        cfg.options.record_trace = false;
+        cfg.retained = 1;
+        let job = Job::start(
+            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
+            Arc::clone(&fs),
+        )
+        .await
+        .expect("job starts");
+        let mut done = job.completions();
+        done.wait_for(|n| *n >= 1).await.expect("a completion");
+        job.trigger(TriggerKind::Savepoint {
+            target: "sp".into(),
+        })
+        .expect("trigger");
+        // Read-only: the running job stays the leader.
+        let stored = |fs: &Arc<dyn Fs>| {
+            FileStore::inspect(&**fs, PIPELINE_JOB, None, None)
+                .expect("inspect")
+                .checkpoints
+        };
+        let savepoint = loop {
+            if let Some(sp) = stored(&fs).into_iter().find(|c| c.savepoint) {
+                break sp;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        // Three more checkpoints: with one retained, a savepoint counted
+        // towards retention would be gone.
+        let now = *done.borrow();
+        done.wait_for(|n| *n >= now + 3).await.expect("completions");
+        let held = stored(&fs);
+        assert!(held.contains(&savepoint), "{held:?}");
+        assert_eq!(held.iter().filter(|c| !c.savepoint).count(), 1, "{held:?}");
+        for h in &savepoint.handles {
+            assert!(fs.exists(&state_path(*h)));
+        }
+        // Not a savepoint: refused, nothing changed.
+        let checkpoint = held
+            .iter()
+            .find(|c| !c.savepoint)
+            .expect("a checkpoint")
+            .checkpoint;
+        assert!(matches!(
+            job.dispose_savepoint(checkpoint).await,
+            Err(JobError::Store(StoreError::NotASavepoint(_)))
+        ));
+        let deleted = job
+            .dispose_savepoint(savepoint.checkpoint)
+            .await
+            .expect("disposed of");
+        assert_eq!(deleted, savepoint.handles);
+        for h in &savepoint.handles {
+            assert!(!fs.exists(&state_path(*h)));
+        }
+        let now = *done.borrow();
+        done.wait_for(|n| *n > now).await.expect("the job goes on");
+        let stats = job.shutdown(JobStatus::Finished).await;
+        assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+        assert_eq!(stats.store.guard_refusals, 0);
+        let (_, rec) = open_store(&fs, PIPELINE_JOB, 1).expect("store");
+        assert!(rec.checkpoints.iter().all(|c| !c.savepoint), "{rec:?}");
+        assert!(rec.removed_orphans.is_empty(), "{rec:?}");
+    });
 }

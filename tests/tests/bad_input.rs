@@ -4,6 +4,7 @@
 //! discarded exactly once (the `HandleLedger` runs on every step inside
 //! `CoordDriver::deliver`, together with every coordinator invariant).
 
+use ckpt_core::coordinator::IoRequest;
 use ckpt_core::coordinator::{
     Clock, ConfigError, CoordinatorConfig, CoordinatorEffect as E, CoordinatorError,
     CoordinatorEvent as Ev, CoordinatorSettings, Ignored, JobStatus, Outcome, RestoreSource, Timer,
@@ -53,7 +54,10 @@ fn pending(d: &mut CoordDriver, id: u64) {
     let request = fx
         .iter()
         .find_map(|e| match e {
-            E::AllocateCheckpointId { request } => Some(*request),
+            E::Io {
+                request: IoRequest::AllocateId { request },
+                ..
+            } => Some(*request),
             _ => None,
         })
         .unwrap_or_else(|| panic!("no allocation in {fx:?}"));
@@ -81,7 +85,7 @@ fn ack(task: TaskId, id: u64, h: u64) -> Ev {
 fn discards(fx: &[E]) -> Vec<StateHandle> {
     fx.iter()
         .filter_map(|e| match e {
-            E::DiscardState { handle, .. } => Some(*handle),
+            E::Discard { handle, .. } => Some(*handle),
             _ => None,
         })
         .collect()
@@ -486,7 +490,10 @@ fn checkpoint_id_overflow_is_a_typed_error() {
         },
     );
     let request = fx.iter().find_map(|e| match e {
-        E::AllocateCheckpointId { request } => Some(*request),
+        E::Io {
+            request: IoRequest::AllocateId { request },
+            ..
+        } => Some(*request),
         _ => None,
     });
     if let Some(request) = request {

@@ -8,8 +8,13 @@ use ckpt_core::coordinator::{
     CoordinatorEvent as Ev, CoordinatorSettings, FailJobReason, Ignored, JobStatus, Outcome,
     QueueReason, RequestId, RestoreSource, Timer, TriggerKind, TriggerRejection,
 };
+use ckpt_core::coordinator::{IoRequest, JobCommand};
+use ckpt_core::route::TaskMessage;
 use ckpt_core::{AttemptNo, CheckpointId, DeclineReason, JobId, Millis, StateHandle, TaskId};
 use ckpt_tests::{handle, CoordinatorHarness};
+
+/// The generation of a coordinator that recovered nothing.
+const G0: ckpt_core::Generation = ckpt_core::Generation(0);
 
 const JOB: JobId = JobId(7);
 
@@ -48,9 +53,9 @@ fn completed_ids(h: &CoordinatorHarness) -> Vec<CheckpointId> {
 fn notified_complete(h: &CoordinatorHarness, checkpoint: u64) -> Vec<TaskId> {
     h.all_effects()
         .filter_map(|e| match e {
-            E::NotifyComplete {
+            E::Rpc {
                 task,
-                checkpoint: c,
+                message: TaskMessage::NotifyComplete { checkpoint: c, .. },
                 ..
             } if *c == cp(checkpoint) => Some(*task),
             _ => None,
@@ -68,18 +73,21 @@ fn periodic_checkpoints_complete_one_after_another() {
         assert_eq!(fired.len(), 1);
         assert_eq!(
             fired[0].effects[0],
-            E::ScheduleTimer {
+            E::Timer {
                 timer: Timer::Periodic,
-                at: Millis((n + 1) * 1_000),
+                at: Some(Millis((n + 1) * 1_000))
             }
         );
         let step = h.allocate_in_flight(n);
-        assert!(step.effects.contains(&E::TriggerTask {
+        assert!(step.effects.contains(&E::Rpc {
             task: TaskId(0),
             attempt: AttemptNo(0),
-            checkpoint: cp(n),
-            timestamp: Millis(n * 1_000),
-            options: CheckpointOptions::FullCheckpoint,
+            generation: G0,
+            message: TaskMessage::Trigger {
+                checkpoint: cp(n),
+                timestamp: Millis(n * 1_000),
+                options: CheckpointOptions::FullCheckpoint
+            }
         }));
         h.advance(10);
         h.complete(n);
@@ -127,10 +135,13 @@ fn seed_decline_with_more_recent_pending_defers_the_queued_request() {
 
     h.at(3_100);
     let step = h.decline(1, 1, DeclineReason::SnapshotFailed);
-    assert!(!step
-        .effects
-        .iter()
-        .any(|e| matches!(e, E::AllocateCheckpointId { .. })));
+    assert!(!step.effects.iter().any(|e| matches!(
+        e,
+        E::Io {
+            request: IoRequest::AllocateId { .. },
+            ..
+        }
+    )));
     assert_eq!(h.discards_of(handle(1, 0)), 1);
     assert!(h.state().is_trigger_request_queued());
 
@@ -141,12 +152,15 @@ fn seed_decline_with_more_recent_pending_defers_the_queued_request() {
     h.ack(2, 2);
     h.finalized(2, true);
     let step = h.stored(2, true);
-    assert!(step.effects.contains(&E::AllocateCheckpointId {
-        request: RequestId(2)
+    assert!(step.effects.contains(&E::Io {
+        generation: G0,
+        request: IoRequest::AllocateId {
+            request: RequestId(2)
+        }
     }));
-    assert!(step.effects.contains(&E::ScheduleTimer {
+    assert!(step.effects.contains(&E::Timer {
         timer: Timer::Periodic,
-        at: Millis(4_200),
+        at: Some(Millis(4_200))
     }));
     // A late decline for 1 changes nothing.
     let step = h.decline(2, 1, DeclineReason::SnapshotFailed);
@@ -168,9 +182,10 @@ fn seed_ack_while_checkpoint_is_storing_is_discarded_and_completion_goes_on() {
     assert_eq!(step.outcome, Outcome::Ignored(Ignored::CheckpointDiscarded));
     assert_eq!(
         step.effects,
-        vec![E::DiscardState {
+        vec![E::Discard {
+            generation: G0,
             checkpoint: cp(1),
-            handle: orphan,
+            handle: orphan
         }]
     );
     // A decline now is too late to abort it.
@@ -202,8 +217,11 @@ fn seed_store_failure_discards_state_and_the_next_checkpoint_succeeds() {
     for t in 0..3 {
         assert_eq!(h.discards_of(handle(1, t)), 1);
     }
-    assert!(step.effects.contains(&E::AllocateCheckpointId {
-        request: RequestId(1)
+    assert!(step.effects.contains(&E::Io {
+        generation: G0,
+        request: IoRequest::AllocateId {
+            request: RequestId(1)
+        }
     }));
     h.allocate_in_flight(2);
     h.complete(2);
@@ -251,14 +269,17 @@ fn savepoint_during_periodic_checkpointing_is_never_subsumed() {
     h.at(500);
     h.trigger(savepoint("/savepoints"));
     let step = h.allocate_in_flight(1);
-    assert!(step.effects.contains(&E::TriggerTask {
+    assert!(step.effects.contains(&E::Rpc {
         task: TaskId(0),
         attempt: AttemptNo(0),
-        checkpoint: cp(1),
-        timestamp: Millis(500),
-        options: CheckpointOptions::Savepoint {
-            target: "/savepoints".into()
-        },
+        generation: G0,
+        message: TaskMessage::Trigger {
+            checkpoint: cp(1),
+            timestamp: Millis(500),
+            options: CheckpointOptions::Savepoint {
+                target: "/savepoints".into()
+            }
+        }
     }));
     h.at(1_000).fire_due();
     h.allocate_in_flight(2);
@@ -270,7 +291,9 @@ fn savepoint_during_periodic_checkpointing_is_never_subsumed() {
         .completed()
         .map(|c| (c.id(), c.is_savepoint()))
         .collect();
-    assert_eq!(c, vec![(cp(1), true)]);
+    // The savepoint does not push checkpoint 2 out of retention (one
+    // retained checkpoint; savepoints do not count).
+    assert_eq!(c, vec![(cp(2), false), (cp(1), true)]);
     // Latest completed never goes back to the older savepoint's id.
     assert_eq!(h.state().latest_completed(), Some(cp(2)));
 }
@@ -294,8 +317,11 @@ fn seed_max_concurrent_attempts_queue_and_resume() {
     assert_eq!(h.state().timer_deadline(Timer::Periodic), None);
     h.at(3_500);
     let step = h.complete(1);
-    assert!(step.effects.contains(&E::AllocateCheckpointId {
-        request: RequestId(1)
+    assert!(step.effects.contains(&E::Io {
+        generation: G0,
+        request: IoRequest::AllocateId {
+            request: RequestId(1)
+        }
     }));
     assert_eq!(
         h.state().timer_deadline(Timer::Periodic),
@@ -343,7 +369,7 @@ fn consecutive_counted_failures_fail_the_job_and_a_success_resets_the_count() {
     let mut h = harness(|s| s.tolerable_failures = 2);
     let fail_jobs = |h: &CoordinatorHarness| {
         h.all_effects()
-            .filter(|e| matches!(e, E::FailJob { .. }))
+            .filter(|e| matches!(e, E::Job(JobCommand::Fail(_))))
             .count()
     };
     // Two counted failures are tolerated...
@@ -372,9 +398,9 @@ fn consecutive_counted_failures_fail_the_job_and_a_success_resets_the_count() {
     }
     assert_eq!(fail_jobs(&h), 1);
     assert!(h.all_effects().any(|e| *e
-        == E::FailJob {
-            reason: FailJobReason::TolerableFailuresExceeded { failures: 3 }
-        }));
+        == E::Job(JobCommand::Fail(FailJobReason::TolerableFailuresExceeded {
+            failures: 3
+        }))));
 }
 
 /// Modern Flink: a failed task aborts the checkpoints it has not acked (and
@@ -400,9 +426,13 @@ fn task_failover_aborts_unacked_checkpoints_and_checkpointing_resumes() {
         .effects
         .iter()
         .filter_map(|e| match e {
-            E::NotifyAborted {
+            E::Rpc {
                 task,
-                latest_completed: None,
+                message:
+                    TaskMessage::NotifyAborted {
+                        latest_completed: None,
+                        ..
+                    },
                 ..
             } => Some(*task),
             _ => None,
@@ -450,24 +480,25 @@ fn shutdown_mid_completion_aborts_the_rest_leaves_the_completing_one_in_doubt_an
     assert_eq!(step.outcome, Outcome::Applied(Applied::ShutDown));
     assert_eq!(
         step.effects.last(),
-        Some(&E::ShutdownServices {
-            status: JobStatus::Suspended
-        })
+        Some(&E::Job(JobCommand::ShutdownServices(JobStatus::Suspended)))
     );
-    assert!(!step
-        .effects
-        .iter()
-        .any(|e| matches!(e, E::NotifyAborted { .. })));
+    assert!(!step.effects.iter().any(|e| matches!(
+        e,
+        E::Rpc {
+            message: TaskMessage::NotifyAborted { .. },
+            ..
+        }
+    )));
     // Checkpoint 1 was finalizing: its state belongs to that I/O's outcome
     // and is handed to the host in doubt; checkpoint 2 waited for acks.
     for t in 0..3 {
         assert_eq!(h.discards_of(handle(1, t)), 0);
     }
-    assert!(step.effects.contains(&E::ResolveInDoubt {
+    assert!(step.effects.contains(&E::Job(JobCommand::ResolveInDoubt {
         checkpoint: cp(1),
         discard_if_stored: vec![],
-        discard_if_not_stored: (0..3).map(|t| handle(1, t)).collect(),
-    }));
+        discard_if_not_stored: (0..3).map(|t| handle(1, t)).collect()
+    })));
     assert_eq!(h.state().in_doubt().map(|c| c.id()), Some(cp(1)));
     assert_eq!(h.discards_of(handle(2, 0)), 1);
     // The host's answers still arrive; none does anything.
@@ -501,7 +532,13 @@ fn restore_from_savepoint_then_checkpoint_ids_continue_above_it() {
         checkpoint: cp(41),
         handles: vec![StateHandle(1), StateHandle(2)],
     });
-    assert_eq!(step.effects[0], E::ResetIdCounter { next: cp(42) });
+    assert_eq!(
+        step.effects[0],
+        E::Job(JobCommand::ResetIdCounter {
+            generation: G0,
+            next: cp(42)
+        })
+    );
     h.trigger(user());
     let step = h.allocate_in_flight(41);
     assert_eq!(
@@ -521,10 +558,10 @@ fn restore_from_savepoint_then_checkpoint_ids_continue_above_it() {
     });
     assert_eq!(
         step.effects,
-        vec![E::RestoreState {
+        vec![E::Job(JobCommand::Restore {
             checkpoint: Some(cp(42)),
-            handles: vec![handle(42, 0), handle(42, 1), handle(42, 2)],
-        }]
+            handles: vec![handle(42, 0), handle(42, 1), handle(42, 2)]
+        })]
     );
 }
 
@@ -570,9 +607,9 @@ fn clock_going_backwards_is_clamped_and_never_moves_deadlines_back() {
         }
     );
     let step = h.allocate_in_flight(1);
-    assert!(step.effects.contains(&E::ScheduleTimer {
+    assert!(step.effects.contains(&E::Timer {
         timer: Timer::Timeout(cp(1)),
-        at: Millis(15_000),
+        at: Some(Millis(15_000))
     }));
     assert_eq!(h.state().now(), Millis(5_000));
 }
@@ -684,10 +721,13 @@ fn master_hooks_gate_the_trigger_messages_in_a_story() {
     let mut h = harness(|s| s.master_hooks = 2);
     h.trigger(user());
     let step = h.allocate_in_flight(1);
-    assert!(!step
-        .effects
-        .iter()
-        .any(|e| matches!(e, E::TriggerTask { .. })));
+    assert!(!step.effects.iter().any(|e| matches!(
+        e,
+        E::Rpc {
+            message: TaskMessage::Trigger { .. },
+            ..
+        }
+    )));
     // A hook failure aborts; the next checkpoint's hooks succeed.
     h.hooks_done(1, false);
     h.trigger(user());
@@ -696,7 +736,7 @@ fn master_hooks_gate_the_trigger_messages_in_a_story() {
     assert!(step
         .effects
         .iter()
-        .any(|e| matches!(e, E::TriggerTask { checkpoint, .. } if *checkpoint == cp(2))));
+        .any(|e| matches!(e, E::Rpc { message: TaskMessage::Trigger { checkpoint, .. }, .. } if *checkpoint == cp(2))));
     h.complete(2);
 }
 

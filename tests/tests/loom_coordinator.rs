@@ -19,15 +19,16 @@ use ckpt_core::coordinator::{
     CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus, Timer,
     TriggerKind,
 };
+use ckpt_core::coordinator::{IoAnswer, IoRequest};
 use ckpt_core::host::{CoordinatorEffectSink, CoordinatorHost, CoordinatorStep};
 use ckpt_core::invariants::coordinator::{check_all, HandleLedger};
 use ckpt_core::invariants::Violation;
-use ckpt_core::route::{self, CoordinatorRoute, IoAnswer, IoRequest};
 use ckpt_core::{AttemptNo, CheckpointId, DeclineReason, JobId, Millis, StateHandle, TaskId};
 use loom::thread;
 // The host is shared with a std `Arc`: its reference count is not what is
 // under test (the host's lock, a loom `Mutex` through `ckpt_core::sync`, is),
 // and leaving it out of the model keeps the runs exhaustive.
+use ckpt_core::coordinator::{JobCommand, Report};
 use std::sync::Arc;
 
 /// Runs `body` under loom, counting interleavings; prints the count and the
@@ -74,8 +75,8 @@ impl CoordinatorEffectSink for Recorder {
         }
         for e in &s.step.effects {
             self.effects.push(e.clone());
-            if let CoordinatorRoute::Io(req) = route::coordinator(e) {
-                self.io.push_back(req);
+            if let CoordinatorEffect::Io { request, .. } = e {
+                self.io.push_back(request.clone());
             }
         }
     }
@@ -215,10 +216,10 @@ fn timer_expiry_vs_last_ack() {
         join_all(vec![rpc, timer, io]);
         let (state, sink) = finish_and_check(host, n);
         let completed = count(&sink, |e| {
-            matches!(e, CoordinatorEffect::CheckpointCompleted { .. })
+            matches!(e, CoordinatorEffect::Report(Report::Completed { .. }))
         });
         let aborted = count(&sink, |e| {
-            matches!(e, CoordinatorEffect::CheckpointAborted { .. })
+            matches!(e, CoordinatorEffect::Report(Report::Aborted { .. }))
         });
         assert_eq!(completed + aborted, 1, "{:?}", sink.effects);
         assert_eq!(state.latest_completed().is_some(), completed == 1);
@@ -253,16 +254,18 @@ fn decline_vs_ack() {
         join_all(vec![acker, decliner, timer]);
         let (_, sink) = finish_and_check(host, n);
         let aborted = count(&sink, |e| {
-            matches!(e, CoordinatorEffect::CheckpointAborted { .. })
+            matches!(e, CoordinatorEffect::Report(Report::Aborted { .. }))
         });
         let completed = count(&sink, |e| {
-            matches!(e, CoordinatorEffect::CheckpointCompleted { .. })
+            matches!(e, CoordinatorEffect::Report(Report::Completed { .. }))
         });
         let discarded = count(
             &sink,
-            |e| matches!(e, CoordinatorEffect::DiscardState { handle, .. } if *handle == StateHandle(100)),
+            |e| matches!(e, CoordinatorEffect::Discard { handle, .. } if *handle == StateHandle(100)),
         );
-        let fail_job = count(&sink, |e| matches!(e, CoordinatorEffect::FailJob { .. }));
+        let fail_job = count(&sink, |e| {
+            matches!(e, CoordinatorEffect::Job(JobCommand::Fail(_)))
+        });
         assert_eq!(
             (aborted, completed, discarded),
             (1, 0, 1),
@@ -335,6 +338,6 @@ fn shutdown_vs_trigger() {
         assert!(sink
             .effects
             .iter()
-            .any(|e| matches!(e, CoordinatorEffect::ShutdownServices { .. })));
+            .any(|e| matches!(e, CoordinatorEffect::Job(JobCommand::ShutdownServices(_)))));
     });
 }

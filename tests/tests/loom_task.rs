@@ -25,6 +25,8 @@ use loom::thread;
 // The host is shared with a std `Arc`: its reference count is not what is
 // under test (the host's lock, a loom `Mutex` through `ckpt_core::sync`, is),
 // and leaving it out of the model keeps the runs exhaustive.
+use ckpt_core::route::ToCoordinator;
+use ckpt_core::task::AsyncCommand;
 use std::sync::Arc;
 
 /// Runs `body` under loom, counting interleavings; prints the count and the
@@ -215,7 +217,8 @@ fn notify_aborted_vs_barrier_vs_mail(name: &str, semantics: Semantics) {
             .filter(|e| {
                 matches!(
                     e,
-                    TaskEffect::AcknowledgeCheckpoint { .. } | TaskEffect::DeclineCheckpoint { .. }
+                    TaskEffect::Coordinator(ToCoordinator::Ack { .. })
+                        | TaskEffect::Coordinator(ToCoordinator::Decline { .. })
                 )
             })
             .count();
@@ -223,7 +226,7 @@ fn notify_aborted_vs_barrier_vs_mail(name: &str, semantics: Semantics) {
             .seen
             .iter()
             .flat_map(|(_, fx)| fx)
-            .any(|e| matches!(e, TaskEffect::CancelAsyncPart { .. }));
+            .any(|e| matches!(e, TaskEffect::AsyncPart(AsyncCommand::Cancel(_))));
         assert!(
             ends == 1 || (ends == 0 && cancelled),
             "effects: {:?}",

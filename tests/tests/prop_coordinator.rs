@@ -6,6 +6,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use ckpt_core::coordinator::JobStatus;
+use ckpt_core::coordinator::Report;
 use ckpt_core::DeclineReason;
 use ckpt_tests::stories::coordinator::{run, Alloc, CoordAction, CoordStory, Sender};
 use ckpt_tests::stories::SettingsChoice;
@@ -185,9 +186,9 @@ fn generated_stories_reach_completions() {
         for r in &d.records {
             for e in &r.effects {
                 match e {
-                    CoordinatorEffect::CheckpointCompleted { .. } => completed += 1,
-                    CoordinatorEffect::CheckpointAborted { .. } => aborted += 1,
-                    CoordinatorEffect::DiscardState { .. } => discards += 1,
+                    CoordinatorEffect::Report(Report::Completed { .. }) => completed += 1,
+                    CoordinatorEffect::Report(Report::Aborted { .. }) => aborted += 1,
+                    CoordinatorEffect::Discard { .. } => discards += 1,
                     _ => {}
                 }
             }

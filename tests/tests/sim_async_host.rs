@@ -38,9 +38,9 @@ use ckpt_core::host::pipeline::{pipeline_spec, verify_output, PipelineConfig, PI
 use ckpt_core::host::runtime::{
     FaultPlan, HostStats, Job, JobOptions, LiveStats, Operator, OperatorError, Record, SplitMix64,
 };
-use ckpt_core::host::store::FileStore;
 use ckpt_core::trace::{replay, write_trace, Trace};
 use ckpt_core::{CheckpointId, TaskId};
+use ckpt_tests::host::open_store;
 use turmoil::fs::shim::std::fs as tfs;
 
 /// The seeds CI runs.
@@ -94,6 +94,14 @@ impl Fs for TurmoilFs {
         }
         names.sort();
         Ok(names)
+    }
+    fn create_new(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write as _;
+        let mut f = tfs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(p(path))?;
+        f.write_all(bytes)
     }
     fn create_dir_all(&self, dir: &str) -> io::Result<()> {
         tfs::create_dir_all(p(dir))?;
@@ -224,10 +232,10 @@ async fn incarnation(o: Arc<Mutex<Obs>>, sp: FaultPlan, io_latency_ms: u64, fail
         g.incarnations += 1;
         g.live = Some(job.live_stats());
         g.restored.push(job.stats().restored_at_start);
-        if !rec.rejected.is_empty() || !rec.missing_state.is_empty() {
+        if !rec.damaged.is_empty() || !rec.quarantined.is_empty() {
             let msg = format!(
-                "recovery found damage: rejected {:?}, missing state {:?}",
-                rec.rejected, rec.missing_state
+                "recovery found damage: {:?}, quarantined {:?}",
+                rec.damaged, rec.quarantined
             );
             g.failures.push(msg);
         }
@@ -244,13 +252,13 @@ async fn incarnation(o: Arc<Mutex<Obs>>, sp: FaultPlan, io_latency_ms: u64, fail
         Err(e) => fail(&o, format!("at the end: {e}")),
     }
     // Every stored checkpoint is still whole after the clean end.
-    match FileStore::open(Arc::clone(&fs), PIPELINE_JOB, 2) {
-        Ok((_, rec)) if rec.rejected.is_empty() && rec.missing_state.is_empty() => {}
+    match open_store(&fs, PIPELINE_JOB, 2) {
+        Ok((_, rec)) if rec.damaged.is_empty() && rec.quarantined.is_empty() => {}
         Ok((_, rec)) => fail(
             &o,
             format!(
-                "at the end: rejected {:?}, missing {:?}",
-                rec.rejected, rec.missing_state
+                "at the end: damaged {:?}, quarantined {:?}",
+                rec.damaged, rec.quarantined
             ),
         ),
         Err(e) => fail(&o, format!("at the end: store: {e}")),
@@ -560,6 +568,9 @@ impl Operator for FailOnce {
         fs: &dyn Fs,
     ) -> Result<(), OperatorError> {
         self.inner.notify_complete(checkpoint, fs)
+    }
+    fn committed_epoch(&mut self, fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
+        self.inner.committed_epoch(fs)
     }
 }
 

@@ -9,11 +9,14 @@ use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use arbitrary::{Arbitrary, Unstructured};
+use ckpt_core::coordinator::CoordinatorEffect;
+use ckpt_core::coordinator::IoAnswer;
 use ckpt_core::coordinator::{
     self, CoordinatorEvent, CoordinatorSettings, CoordinatorState, PendingPhase, Timer, TriggerKind,
 };
 use ckpt_core::invariants;
-use ckpt_core::route::{self, CoordinatorRoute, IoAnswer, ToCoordinator};
+use ckpt_core::route::TaskMessage;
+use ckpt_core::route::ToCoordinator;
 use ckpt_core::snapshot::{
     CoordinatorSnapshot, Corruption, SnapshotError, TaskSnapshot, SNAPSHOT_VERSION,
 };
@@ -695,17 +698,18 @@ fn with_a_completed_savepoint() -> CoordinatorState {
     while let Some(e) = inbox.pop() {
         let step = s.apply(Millis(1), e);
         for fx in &step.effects {
-            match route::coordinator(fx) {
-                CoordinatorRoute::Io(req) => {
+            match fx {
+                CoordinatorEffect::Io { request: req, .. } => {
                     inbox.push(req.answer(IoAnswer::Ok {
                         id: CheckpointId(next_id),
                     }));
                     next_id += 1;
                 }
-                CoordinatorRoute::Rpc {
-                    event: TaskEvent::TriggerCheckpoint { checkpoint },
+                CoordinatorEffect::Rpc {
+                    message: TaskMessage::Trigger { checkpoint, .. },
                     ..
                 } => {
+                    let checkpoint = *checkpoint;
                     // The source's barrier reaches every task; each acks.
                     for task in s.config().tasks_to_wait().to_vec() {
                         let attempt = s.task_status(task).map(|t| t.attempt).unwrap_or_default();
@@ -716,11 +720,11 @@ fn with_a_completed_savepoint() -> CoordinatorState {
                         inbox.push(ack.event(job, task, attempt));
                     }
                 }
-                CoordinatorRoute::Rpc { .. }
-                | CoordinatorRoute::Timer { .. }
-                | CoordinatorRoute::Discard { .. }
-                | CoordinatorRoute::Job(_)
-                | CoordinatorRoute::Report(_) => {}
+                CoordinatorEffect::Rpc { .. }
+                | CoordinatorEffect::Timer { .. }
+                | CoordinatorEffect::Discard { .. }
+                | CoordinatorEffect::Job(_)
+                | CoordinatorEffect::Report(_) => {}
             }
         }
     }

@@ -14,11 +14,12 @@ use ckpt_core::host::store::{
     CHECKPOINT_DIR, HANDLES_MAX, IDS_FILE, META_MAGIC, META_VERSION,
 };
 use ckpt_core::{CheckpointId, JobId, Millis, StateHandle};
+use ckpt_tests::host::open_store;
 
 const JOB: JobId = JobId(7);
 
-/// Magic, version, job, checkpoint, timestamp, handle count.
-const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 8 + 4;
+/// Magic, version, job, checkpoint, timestamp, flags, handle count.
+const HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 8 + 4 + 4;
 
 fn cp(n: u64) -> CheckpointId {
     CheckpointId(n)
@@ -29,7 +30,7 @@ fn h(n: u64) -> StateHandle {
 }
 
 fn open(fs: &Arc<dyn Fs>, retained: usize) -> FileStore {
-    FileStore::open(Arc::clone(fs), JOB, retained).unwrap().0
+    open_store(fs, JOB, retained).unwrap().0
 }
 
 /// Writes the state files and commits checkpoint `id` with `handles`.
@@ -37,8 +38,10 @@ fn commit(store: &mut FileStore, fs: &dyn Fs, id: CheckpointId, handles: &[State
     for handle in handles {
         write_state(fs, *handle, b"state").unwrap();
     }
-    store.finalize(id, Millis(1), handles).unwrap();
-    store.store(id).unwrap();
+    store
+        .finalize(store.generation(), id, false, Millis(1), handles)
+        .unwrap();
+    store.store(store.generation(), id).unwrap();
 }
 
 /// A metadata header declaring `n` handles, followed by 4 bytes (as if a
@@ -50,6 +53,7 @@ fn header_declaring(n: u32) -> Vec<u8> {
     b.extend_from_slice(&JOB.0.to_le_bytes());
     b.extend_from_slice(&1u64.to_le_bytes());
     b.extend_from_slice(&1u64.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
     b.extend_from_slice(&n.to_le_bytes());
     b.extend_from_slice(&[0; 4]);
     assert_eq!(b.len(), HEADER_BYTES + 4);
@@ -97,6 +101,9 @@ impl Fs for FailingRemoves {
     fn create_dir_all(&self, dir: &str) -> io::Result<()> {
         self.inner.create_dir_all(dir)
     }
+    fn create_new(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        self.inner.create_new(path, bytes)
+    }
 }
 
 fn failing_removes_under(prefix: &str) -> Arc<dyn Fs> {
@@ -131,7 +138,7 @@ fn reopen_after_losing_the_counter_file_hands_out_ids_above_the_latest_stored() 
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let mut store = open(&fs, 2);
     for n in 1..=3 {
-        let id = store.allocate_id().unwrap();
+        let id = store.allocate_id(store.generation()).unwrap();
         assert_eq!(id, cp(n));
         commit(&mut store, &*fs, id, &[h(n * 10)]);
     }
@@ -139,19 +146,19 @@ fn reopen_after_losing_the_counter_file_hands_out_ids_above_the_latest_stored() 
     // The counter file is lost (a crash before its first sync): the store
     // restarts above the latest stored checkpoint, never reissuing it.
     fs.remove(IDS_FILE).unwrap();
-    let (mut store, rec) = FileStore::open(Arc::clone(&fs), JOB, 2).unwrap();
-    assert_eq!(rec.latest().map(|c| c.id), Some(cp(3)));
-    assert_eq!(rec.next_id, cp(4));
+    let (mut store, rec) = open_store(&fs, JOB, 2).unwrap();
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(cp(3)));
+    assert_eq!(rec.last_id, Some(cp(3)));
     assert_eq!(store.next_id(), cp(4));
-    assert_eq!(store.allocate_id().unwrap(), cp(4));
+    assert_eq!(store.allocate_id(store.generation()).unwrap(), cp(4));
 }
 
 #[test]
 fn reopen_without_any_counter_or_checkpoint_starts_ids_at_one() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-    let (mut store, rec) = FileStore::open(Arc::clone(&fs), JOB, 2).unwrap();
-    assert_eq!(rec.next_id, cp(1));
-    assert_eq!(store.allocate_id().unwrap(), cp(1));
+    let (mut store, rec) = open_store(&fs, JOB, 2).unwrap();
+    assert_eq!(rec.last_id, None);
+    assert_eq!(store.allocate_id(store.generation()).unwrap(), cp(1));
 }
 
 #[test]
@@ -160,13 +167,13 @@ fn ids_allocated_counts_every_id_handed_out() {
     let mut store = open(&fs, 2);
     assert_eq!(store.stats().ids_allocated, 0);
     for n in 1..=3 {
-        assert_eq!(store.allocate_id().unwrap(), cp(n));
+        assert_eq!(store.allocate_id(store.generation()).unwrap(), cp(n));
         assert_eq!(store.stats().ids_allocated, n);
     }
     // Moving the counter forward hands out no id.
-    store.reset_counter(cp(10)).unwrap();
+    store.reset_counter(store.generation(), cp(10)).unwrap();
     assert_eq!(store.stats().ids_allocated, 3);
-    assert_eq!(store.allocate_id().unwrap(), cp(10));
+    assert_eq!(store.allocate_id(store.generation()).unwrap(), cp(10));
     assert_eq!(store.stats().ids_allocated, 4);
 }
 
@@ -176,10 +183,12 @@ fn stored_and_evicted_count_commits_and_retention_evictions() {
     let mut store = open(&fs, 2);
     let mut all_evicted = Vec::new();
     for n in 1..=5 {
-        let id = store.allocate_id().unwrap();
+        let id = store.allocate_id(store.generation()).unwrap();
         write_state(&*fs, h(n * 10), b"state").unwrap();
-        store.finalize(id, Millis(n), &[h(n * 10)]).unwrap();
-        all_evicted.extend(store.store(id).unwrap());
+        store
+            .finalize(store.generation(), id, false, Millis(n), &[h(n * 10)])
+            .unwrap();
+        all_evicted.extend(store.store(store.generation(), id).unwrap());
         assert_eq!(store.stats().stored, n);
         assert_eq!(store.stats().evicted, n.saturating_sub(2));
     }
@@ -202,17 +211,32 @@ fn deleted_counts_each_state_file_removed_and_not_the_already_gone() {
         write_state(&*fs, h(n), b"state").unwrap();
     }
     assert_eq!(store.stats().deleted, 0);
-    assert_eq!(store.discard(h(1)).unwrap(), Discarded::Deleted);
+    assert_eq!(
+        store.discard(store.generation(), h(1)).unwrap(),
+        Discarded::Deleted
+    );
     assert_eq!(store.stats().deleted, 1);
-    assert_eq!(store.discard(h(2)).unwrap(), Discarded::Deleted);
+    assert_eq!(
+        store.discard(store.generation(), h(2)).unwrap(),
+        Discarded::Deleted
+    );
     assert_eq!(store.stats().deleted, 2);
     // A second discard of the same handle finds nothing: not counted.
-    assert_eq!(store.discard(h(2)).unwrap(), Discarded::AlreadyGone);
+    assert_eq!(
+        store.discard(store.generation(), h(2)).unwrap(),
+        Discarded::AlreadyGone
+    );
     assert_eq!(store.stats().deleted, 2);
     // A handle never written: not counted either.
-    assert_eq!(store.discard(h(99)).unwrap(), Discarded::AlreadyGone);
+    assert_eq!(
+        store.discard(store.generation(), h(99)).unwrap(),
+        Discarded::AlreadyGone
+    );
     assert_eq!(store.stats().deleted, 2);
-    assert_eq!(store.discard(h(3)).unwrap(), Discarded::Deleted);
+    assert_eq!(
+        store.discard(store.generation(), h(3)).unwrap(),
+        Discarded::Deleted
+    );
     assert_eq!(store.stats().deleted, 3);
     for n in 1..=3 {
         assert!(!fs.exists(&state_path(h(n))));
@@ -223,19 +247,19 @@ fn deleted_counts_each_state_file_removed_and_not_the_already_gone() {
 fn deferred_discards_are_counted_as_deleted_when_eviction_removes_them() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let mut store = open(&fs, 1);
-    let first = store.allocate_id().unwrap();
+    let first = store.allocate_id(store.generation()).unwrap();
     commit(&mut store, &*fs, first, &[h(1), h(2)]);
     // Both handles are protected by the stored checkpoint: refused, deferred.
     for handle in [h(1), h(2)] {
         assert_eq!(
-            store.discard(handle).unwrap(),
+            store.discard(store.generation(), handle).unwrap(),
             Discarded::Refused { checkpoint: first }
         );
     }
     assert_eq!(store.stats().guard_refusals, 2);
     assert_eq!(store.stats().deleted, 0);
     // Storing the next evicts the first, and its deferred state goes with it.
-    let second = store.allocate_id().unwrap();
+    let second = store.allocate_id(store.generation()).unwrap();
     commit(&mut store, &*fs, second, &[h(3)]);
     let stats = store.stats();
     assert_eq!((stats.stored, stats.evicted, stats.deleted), (2, 1, 2));
@@ -248,29 +272,38 @@ fn deferred_discards_are_counted_as_deleted_when_eviction_removes_them() {
 fn discard_of_a_prepared_handle_tolerates_the_prepared_file_being_already_gone() {
     let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let mut store = open(&fs, 2);
-    let id = store.allocate_id().unwrap();
+    let id = store.allocate_id(store.generation()).unwrap();
     write_state(&*fs, h(5), b"state").unwrap();
-    store.finalize(id, Millis(1), &[h(5)]).unwrap();
+    store
+        .finalize(store.generation(), id, false, Millis(1), &[h(5)])
+        .unwrap();
     let prepared = format!("{CHECKPOINT_DIR}/chk-{:020}.prepared", id.0);
     assert!(fs.exists(&prepared));
     // Someone (a crash cleanup, an operator) removed the prepared file.
     fs.remove(&prepared).unwrap();
     // The discard still drops the prepared checkpoint and deletes the state.
-    assert_eq!(store.discard(h(5)).unwrap(), Discarded::Deleted);
+    assert_eq!(
+        store.discard(store.generation(), h(5)).unwrap(),
+        Discarded::Deleted
+    );
     assert_eq!(store.stats().deleted, 1);
     assert!(!fs.exists(&state_path(h(5))));
     // The prepared checkpoint is gone: it can no longer be stored.
-    assert!(matches!(store.store(id), Err(StoreError::NotPrepared(c)) if c == id));
+    assert!(
+        matches!(store.store(store.generation(), id), Err(StoreError::NotPrepared(c)) if c == id)
+    );
 }
 
 #[test]
 fn discard_of_a_prepared_handle_reports_a_failed_removal_of_the_prepared_file() {
     let fs = failing_removes_under(CHECKPOINT_DIR);
     let mut store = open(&fs, 2);
-    let id = store.allocate_id().unwrap();
+    let id = store.allocate_id(store.generation()).unwrap();
     write_state(&*fs, h(5), b"state").unwrap();
-    store.finalize(id, Millis(1), &[h(5)]).unwrap();
-    match store.discard(h(5)) {
+    store
+        .finalize(store.generation(), id, false, Millis(1), &[h(5)])
+        .unwrap();
+    match store.discard(store.generation(), h(5)) {
         Err(StoreError::Io { op, path, source }) => {
             assert_eq!(op, "remove");
             assert_eq!(path, format!("{CHECKPOINT_DIR}/chk-{:020}.prepared", id.0));
@@ -288,7 +321,7 @@ fn discard_reports_a_state_file_removal_failure_other_than_not_found() {
     let fs = failing_removes_under("state/");
     let mut store = open(&fs, 2);
     write_state(&*fs, h(8), b"state").unwrap();
-    match store.discard(h(8)) {
+    match store.discard(store.generation(), h(8)) {
         Err(StoreError::Io { op, path, source }) => {
             assert_eq!(op, "remove");
             assert_eq!(path, state_path(h(8)));

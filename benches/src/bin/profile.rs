@@ -13,14 +13,30 @@ use ckpt_benches::{
     ack_in_place, ack_pure_retained, armed, scattered_order, Cycle, FlinkLike, Floor, RETAIN_CAP,
 };
 
+/// Runs one benchmark driver a fixed number of times, for profilers.
+#[derive(clap::Parser)]
+#[command(name = "profile")]
+struct Args {
+    /// The driver.
+    #[arg(default_value = "in_place", value_parser = ["floor", "flink_like", "in_place", "pure_retained", "cycle"])]
+    variant: String,
+    /// Tasks acknowledging.
+    #[arg(default_value_t = 10_000)]
+    tasks: u32,
+    /// Checkpoints pending at once.
+    #[arg(default_value_t = 1)]
+    pending: usize,
+    /// Repetitions.
+    #[arg(default_value_t = 3)]
+    reps: usize,
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg =
-        |i: usize, d: usize| -> usize { args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d) };
-    let variant = args.first().map_or("in_place", String::as_str);
-    let tasks = u32::try_from(arg(1, 10_000)).unwrap_or(10_000);
-    let pending = arg(2, 1);
-    let reps = arg(3, 3);
+    let args = <Args as clap::Parser>::parse();
+    let variant = args.variant.as_str();
+    let tasks = args.tasks;
+    let pending = args.pending;
+    let reps = args.reps;
     let order = scattered_order(tasks, pending);
     let mut acks = 0usize;
     let mut best_ns_per_ack = f64::INFINITY;

@@ -14,21 +14,26 @@
 //!
 //! | effect | what the host does | what comes back |
 //! |---|---|---|
-//! | [`CoordinatorEffect::ScheduleTimer`] | (re-)arm that timer for `at`, replacing an armed one with the same key | [`CoordinatorEvent::TimerFired`] |
-//! | [`CoordinatorEffect::CancelTimer`] | disarm it (a firing that races the cancel is harmless: it is ignored) | nothing |
-//! | [`CoordinatorEffect::AllocateCheckpointId`] | take the next id from the (HA) counter | [`CoordinatorEvent::CheckpointIdAllocated`] |
-//! | [`CoordinatorEffect::TriggerMasterHooks`] | run the master hooks | [`CoordinatorEvent::MasterHooksDone`] |
-//! | [`CoordinatorEffect::TriggerTask`] | send the trigger RPC to that attempt | acks / declines |
-//! | [`CoordinatorEffect::FinalizeCheckpoint`] | write the metadata | [`CoordinatorEvent::FinalizeDone`] |
-//! | [`CoordinatorEffect::StoreCheckpoint`] | add it to the completed-checkpoint store | [`CoordinatorEvent::StoreDone`] |
-//! | [`CoordinatorEffect::DiscardState`] | delete that state handle (asynchronously is fine) | nothing |
-//! | [`CoordinatorEffect::NotifyComplete`] / [`CoordinatorEffect::NotifyAborted`] | send the RPC to that attempt | nothing |
-//! | [`CoordinatorEffect::CheckpointCompleted`] / [`CoordinatorEffect::CheckpointAborted`] / [`CoordinatorEffect::RequestFailed`] | complete the user's future / stats | nothing |
-//! | [`CoordinatorEffect::FailJob`] | fail the job (tolerable failures exceeded) | usually [`CoordinatorEvent::TaskFailed`]s, a restore |
-//! | [`CoordinatorEffect::ResetIdCounter`] | move the counter forward (never back) | nothing |
-//! | [`CoordinatorEffect::RestoreState`] | start fresh task attempts from that checkpoint's state (or from scratch), then `TaskRunning` for each | [`CoordinatorEvent::TaskRunning`]s |
-//! | [`CoordinatorEffect::ShutdownServices`] | shut the store and the id counter down | nothing |
-//! | [`CoordinatorEffect::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: delete `discard_if_stored` if the store holds it, else its metadata and then `discard_if_not_stored` | nothing |
+//! | [`CoordinatorEffect::Timer`] `{ at: Some(_) }` | (re-)arm that timer for `at`, replacing an armed one with the same key | [`CoordinatorEvent::TimerFired`] |
+//! | [`CoordinatorEffect::Timer`] `{ at: None }` | disarm it (a firing that races the cancel is harmless: it is ignored) | nothing |
+//! | [`CoordinatorEffect::Io`] with [`IoRequest::AllocateId`] | take the next id from the (HA) counter | [`CoordinatorEvent::CheckpointIdAllocated`] |
+//! | [`IoRequest::MasterHooks`] | run the master hooks | [`CoordinatorEvent::MasterHooksDone`] |
+//! | [`IoRequest::Finalize`] | write the metadata | [`CoordinatorEvent::FinalizeDone`] |
+//! | [`IoRequest::Store`] | add it to the completed-checkpoint store | [`CoordinatorEvent::StoreDone`] |
+//! | [`CoordinatorEffect::Rpc`] with [`TaskMessage::Trigger`](crate::route::TaskMessage::Trigger) | send the trigger RPC to that attempt | acks / declines |
+//! | [`CoordinatorEffect::Rpc`] with `NotifyComplete` / `NotifyAborted` | send the RPC to that attempt | nothing |
+//! | [`CoordinatorEffect::Discard`] | delete that state handle (asynchronously is fine) | nothing |
+//! | [`CoordinatorEffect::Report`] | complete the user's future / statistics | nothing |
+//! | [`JobCommand::Fail`] | fail the job (tolerable failures exceeded) | usually [`CoordinatorEvent::TaskFailed`]s, a restore |
+//! | [`JobCommand::ResetIdCounter`] | move the counter forward (never back) | nothing |
+//! | [`JobCommand::Restore`] | start fresh task attempts from that checkpoint's state (or from scratch), then `TaskRunning` for each | [`CoordinatorEvent::TaskRunning`]s |
+//! | [`JobCommand::ShutdownServices`] | shut the store and the id counter down | nothing |
+//! | [`JobCommand::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: delete `discard_if_stored` if the store holds it, else its metadata and then `discard_if_not_stored` | nothing |
+//!
+//! Every write to durable state and every RPC carries the issuing
+//! coordinator's [`generation`](CoordinatorState::generation): the host
+//! carries it out on that generation's behalf, and the store, the id
+//! counter and the tasks refuse an older one (a deposed leader).
 //!
 //! # Durability: state that may be committed is never deleted
 //!
@@ -64,7 +69,7 @@
 //!
 //! State handles carried by acknowledgements are owned by the coordinator from
 //! the moment an ack is `Applied` or answered with a discard; an ack that is
-//! `Ignored` without a `DiscardState` (after shutdown) or `Rejected` leaves the
+//! `Ignored` without a `Discard` (after shutdown) or `Rejected` leaves the
 //! handle with the host. A handle may be held by several checkpoints
 //! (recovered checkpoints that share a file, a savepoint restored from a
 //! retained checkpoint's files, a task that sends a handle again): it is
@@ -72,6 +77,7 @@
 //! with it acknowledged) holds it, and is discarded once, with the last.
 
 mod config;
+mod effect;
 mod reduce;
 mod slots;
 mod state;
@@ -81,6 +87,7 @@ mod symmetry;
 mod tests;
 
 pub use config::*;
+pub use effect::*;
 pub use reduce::reduce;
 pub use state::*;
 
@@ -153,18 +160,6 @@ impl TriggerKind {
     pub fn is_savepoint(&self) -> bool {
         matches!(self, TriggerKind::Savepoint { .. })
     }
-}
-
-/// The options a trigger message carries to a task.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum CheckpointOptions {
-    /// A full checkpoint (externalized or not).
-    FullCheckpoint,
-    /// A savepoint written to `target`.
-    Savepoint {
-        /// Target directory.
-        target: String,
-    },
 }
 
 /// Job status passed to shutdown (the store decides what to keep from it).
@@ -450,175 +445,6 @@ pub enum FailJobReason {
     },
 }
 
-/// What the host must do. See the module docs for the contract.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum CoordinatorEffect {
-    /// Arm (or re-arm) a timer.
-    ScheduleTimer {
-        /// Which.
-        timer: Timer,
-        /// When.
-        at: Millis,
-    },
-    /// Disarm a timer.
-    CancelTimer {
-        /// Which.
-        timer: Timer,
-    },
-    /// Allocate a checkpoint id for a request.
-    AllocateCheckpointId {
-        /// The request.
-        request: RequestId,
-    },
-    /// Run the master hooks for a checkpoint.
-    TriggerMasterHooks {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// Its timestamp.
-        timestamp: Millis,
-    },
-    /// Send the trigger message to a task attempt.
-    TriggerTask {
-        /// The task.
-        task: TaskId,
-        /// Its attempt.
-        attempt: AttemptNo,
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// Its timestamp.
-        timestamp: Millis,
-        /// Full checkpoint or savepoint.
-        options: CheckpointOptions,
-    },
-    /// Write the metadata of a fully acknowledged checkpoint.
-    FinalizeCheckpoint {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// What was triggered (a savepoint carries its target).
-        kind: TriggerKind,
-        /// When it was triggered (the store records this time; recovery
-        /// hands it back in [`RecoveredCheckpoint::timestamp`]).
-        timestamp: Millis,
-        /// Whether it goes to an external location.
-        externalized: bool,
-        /// The state it holds, in ack-slot order.
-        handles: Vec<StateHandle>,
-    },
-    /// Add a finalized checkpoint to the completed store.
-    StoreCheckpoint {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-    },
-    /// Delete a state handle nobody owns any more: no live checkpoint holds
-    /// it. Emitted once per handle the coordinator took ownership of (a
-    /// handle several checkpoints held goes once, with the last of them).
-    DiscardState {
-        /// The checkpoint it was written for.
-        checkpoint: CheckpointId,
-        /// The handle.
-        handle: StateHandle,
-    },
-    /// Tell a task attempt the checkpoint completed (commit).
-    NotifyComplete {
-        /// The task.
-        task: TaskId,
-        /// Its current attempt.
-        attempt: AttemptNo,
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// Its timestamp.
-        timestamp: Millis,
-    },
-    /// Tell a task attempt the checkpoint was aborted.
-    NotifyAborted {
-        /// The task.
-        task: TaskId,
-        /// Its current attempt.
-        attempt: AttemptNo,
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// The latest completed checkpoint, if any.
-        latest_completed: Option<CheckpointId>,
-    },
-    /// Informational: a checkpoint completed (complete the user's future).
-    CheckpointCompleted {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// The request it came from.
-        request: RequestId,
-        /// Whether it is a savepoint.
-        savepoint: bool,
-    },
-    /// Informational: a pending checkpoint was aborted.
-    CheckpointAborted {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// The request it came from.
-        request: RequestId,
-        /// Why.
-        reason: AbortReason,
-    },
-    /// Informational: a queued or in-flight request ended without a
-    /// checkpoint (fail the user's future).
-    RequestFailed {
-        /// The request.
-        request: RequestId,
-        /// Why.
-        reason: AbortReason,
-    },
-    /// Fail the job.
-    FailJob {
-        /// Why.
-        reason: FailJobReason,
-    },
-    /// Move the id counter forward so that the next id it hands out is at
-    /// least `next` (after a savepoint restore). Ids only grow: a counter
-    /// already beyond `next` stays where it is.
-    ResetIdCounter {
-        /// The lowest id the counter may hand out next.
-        next: CheckpointId,
-    },
-    /// Start the tasks from this checkpoint's state, or from scratch when
-    /// `checkpoint` is `None` (nothing was completed). The answer to
-    /// [`CoordinatorEvent::Restore`], at once or, when the restore waited
-    /// for an outstanding completion, when that completion ended.
-    RestoreState {
-        /// The checkpoint, or `None`: start from scratch.
-        checkpoint: Option<CheckpointId>,
-        /// Its state (empty from scratch).
-        handles: Vec<StateHandle>,
-    },
-    /// Shut down the completed store and the id counter.
-    ShutdownServices {
-        /// The job's final status.
-        status: JobStatus,
-    },
-    /// The coordinator shut down while this checkpoint's finalize or store
-    /// was outstanding: whether the store holds it is unknown here, and no
-    /// coordinator will hear the answer. Once that operation has ended, the
-    /// host reads its store and discards exactly one of the two lists (a
-    /// state file is deleted after the metadata that references it):
-    ///
-    /// * the store holds the checkpoint: `discard_if_stored`, the state of
-    ///   the checkpoints its commit pushed out of retention that no
-    ///   checkpoint still stored holds;
-    /// * the store definitely does not hold it: its metadata, then
-    ///   `discard_if_not_stored`, its own state that no retained checkpoint
-    ///   or savepoint holds.
-    ///
-    /// Never before the operation ended. Both lists already leave out every
-    /// handle another checkpoint still needs (the coordinator subtracts
-    /// shared state, never the host).
-    ResolveInDoubt {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// What to delete once the store holds it.
-        discard_if_stored: Vec<StateHandle>,
-        /// What to delete once the store definitely does not hold it.
-        discard_if_not_stored: Vec<StateHandle>,
-    },
-}
-
 /// What an applied event did.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Applied {
@@ -699,14 +525,14 @@ pub enum Applied {
         /// Pending checkpoints aborted because of it.
         aborted: usize,
     },
-    /// [`CoordinatorEffect::RestoreState`] emitted; `None`: nothing was
+    /// [`JobCommand::Restore`] emitted; `None`: nothing was
     /// completed, the tasks start from scratch.
     Restored {
         /// The checkpoint restored.
         checkpoint: Option<CheckpointId>,
     },
     /// `Restore { Latest }` waits for the outstanding finalize or store of
-    /// `awaiting`: `RestoreState` follows when that I/O has answered (the
+    /// `awaiting`: `JobCommand::Restore` follows when that I/O has answered (the
     /// checkpoint restored is then the latest completed, which may be this
     /// one).
     RestoreDeferred {
@@ -762,7 +588,7 @@ pub enum Ignored {
     /// The answer arrived for a checkpoint not waiting for it.
     NotAwaited,
     /// A restore while an earlier one still waits for its completion (the
-    /// first one's `RestoreState` answers both).
+    /// first one's `JobCommand::Restore` answers both).
     RestoreAlreadyDeferred,
     /// A branch the reducer's structure rules out was taken (a bug in
     /// `ckpt-core`, never the host's fault). Debug builds panic; release

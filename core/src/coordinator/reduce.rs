@@ -10,10 +10,11 @@ use super::slots::AckTable;
 use super::state::{AckSlot, Completed, CoordinatorState, Pending, PendingPhase, Request};
 use super::{
     AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect as E, CoordinatorError,
-    CoordinatorEvent, FailJobReason, Ignored, JobStatus, Outcome, QueueReason, RecoverProblem,
-    RecoveredCheckpoint, RequestId, RestoreSource, Step, Timer, Transition, TriggerKind,
-    TriggerRejection, Unreachable,
+    CoordinatorEvent, FailJobReason, Ignored, IoRequest, JobCommand, JobStatus, Outcome,
+    QueueReason, RecoverProblem, RecoveredCheckpoint, Report, RequestId, RestoreSource, Step,
+    Timer, Transition, TriggerKind, TriggerRejection, Unreachable,
 };
+use crate::route::TaskMessage;
 use crate::types::{
     AttemptNo, CheckpointId, DeclineReason, Generation, IoFailure, JobId, LegacyBug, Millis,
     StateHandle, TaskId,
@@ -127,12 +128,15 @@ impl CoordinatorState {
 
     fn arm(&mut self, timer: Timer, at: Millis, fx: &mut Fx) {
         self.cold.timers.insert(timer, at);
-        fx.push(E::ScheduleTimer { timer, at });
+        fx.push(E::Timer {
+            timer,
+            at: Some(at),
+        });
     }
 
     fn disarm(&mut self, timer: Timer, fx: &mut Fx) {
         if self.cold.timers.remove(&timer).is_some() {
-            fx.push(E::CancelTimer { timer });
+            fx.push(E::Timer { timer, at: None });
         }
     }
 
@@ -193,16 +197,16 @@ impl CoordinatorState {
 
     fn drop_requests(&mut self, reason: AbortReason, fx: &mut Fx) {
         if let Some(r) = self.cold.in_flight.take() {
-            fx.push(E::RequestFailed {
+            fx.push(E::Report(Report::RequestFailed {
                 request: r.id,
                 reason,
-            });
+            }));
         }
         for r in std::mem::take(&mut self.cold.queue) {
-            fx.push(E::RequestFailed {
+            fx.push(E::Report(Report::RequestFailed {
                 request: r.id,
                 reason,
-            });
+            }));
         }
     }
 
@@ -234,8 +238,9 @@ impl CoordinatorState {
                     // The clock saturated at `u64::MAX`: a re-armed timer
                     // would be due forever and a host that fires due timers
                     // until none remain would never stop. Stop scheduling.
-                    fx.push(E::CancelTimer {
+                    fx.push(E::Timer {
                         timer: Timer::Periodic,
+                        at: None,
                     });
                     self.periodic = false;
                     return Outcome::Applied(Applied::ClockExhausted);
@@ -377,7 +382,10 @@ impl CoordinatorState {
         if !self.tasks_ready() {
             return reject(TriggerRejection::NotAllRequiredTasksRunning);
         }
-        fx.push(E::AllocateCheckpointId { request: id });
+        fx.push(E::Io {
+            generation: self.cold.generation,
+            request: IoRequest::AllocateId { request: id },
+        });
         self.cold.in_flight = Some(request);
         Applied::AllocatingId { request: id }
     }
@@ -436,10 +444,12 @@ impl CoordinatorState {
             }
             let id = request.id;
             match self.on_request(request, false, fx) {
-                Applied::TriggerRejected { reason, .. } => fx.push(E::RequestFailed {
-                    request: id,
-                    reason: AbortReason::Rejected(reason),
-                }),
+                Applied::TriggerRejected { reason, .. } => {
+                    fx.push(E::Report(Report::RequestFailed {
+                        request: id,
+                        reason: AbortReason::Rejected(reason),
+                    }))
+                }
                 Applied::Queued { .. } => return,
                 Applied::AllocatingId { .. }
                 | Applied::SchedulerStarted
@@ -485,7 +495,7 @@ impl CoordinatorState {
                 self.consecutive_trigger_failures =
                     self.consecutive_trigger_failures.saturating_add(1);
                 let reason = AbortReason::IdAllocationFailed;
-                fx.push(E::RequestFailed { request, reason });
+                fx.push(E::Report(Report::RequestFailed { request, reason }));
                 self.count_failure(reason, savepoint, fx);
                 self.resume_queued(fx);
                 return Outcome::Applied(Applied::RequestEnded { request, reason });
@@ -510,13 +520,13 @@ impl CoordinatorState {
                     // request was already answered (`AllocatingId`), so it
                     // ends with a `RequestFailed` rather than vanish.
                     let reason = AbortReason::Rejected(TriggerRejection::QueueFull);
-                    fx.push(E::RequestFailed { request, reason });
+                    fx.push(E::Report(Report::RequestFailed { request, reason }));
                     self.resume_queued(fx);
                     return unreachable_branch(Unreachable::RecheckQueue);
                 }
                 Recheck::Reject(r) => {
                     let reason = AbortReason::Rejected(r);
-                    fx.push(E::RequestFailed { request, reason });
+                    fx.push(E::Report(Report::RequestFailed { request, reason }));
                     self.resume_queued(fx);
                     return Outcome::Applied(Applied::RequestEnded { request, reason });
                 }
@@ -605,9 +615,12 @@ impl CoordinatorState {
         let at = self.now.saturating_add(self.cold.config.timeout_ms);
         self.arm(Timer::Timeout(id), at, fx);
         if hooks {
-            fx.push(E::TriggerMasterHooks {
-                checkpoint: id,
-                timestamp,
+            fx.push(E::Io {
+                generation: self.cold.generation,
+                request: IoRequest::MasterHooks {
+                    checkpoint: id,
+                    timestamp,
+                },
             });
         } else {
             self.send_triggers(id, fx);
@@ -638,12 +651,15 @@ impl CoordinatorState {
     ) {
         for t in &self.cold.config.trigger {
             if let Some(s) = self.cold.tasks.get(t.0 as usize) {
-                fx.push(E::TriggerTask {
+                fx.push(E::Rpc {
                     task: *t,
                     attempt: s.attempt,
-                    checkpoint: id,
-                    timestamp,
-                    options: options.clone(),
+                    generation: self.cold.generation,
+                    message: TaskMessage::Trigger {
+                        checkpoint: id,
+                        timestamp,
+                        options: options.clone(),
+                    },
                 });
             }
         }
@@ -760,7 +776,8 @@ impl CoordinatorState {
         };
         for h in handles.drain(..) {
             if held.binary_search(&h).is_err() {
-                fx.push(E::DiscardState {
+                fx.push(E::Discard {
+                    generation: self.cold.generation,
                     checkpoint: id,
                     handle: h,
                 });
@@ -915,12 +932,15 @@ impl CoordinatorState {
             let handles = p.handles().collect();
             let externalized = externalized || p.kind.is_savepoint();
             self.completing = Some(id);
-            fx.push(E::FinalizeCheckpoint {
-                checkpoint: id,
-                kind: p.kind.clone(),
-                timestamp: p.timestamp,
-                externalized,
-                handles,
+            fx.push(E::Io {
+                generation: self.cold.generation,
+                request: IoRequest::Finalize {
+                    checkpoint: id,
+                    kind: p.kind.clone(),
+                    timestamp: p.timestamp,
+                    externalized,
+                    handles,
+                },
             });
         }
     }
@@ -941,7 +961,10 @@ impl CoordinatorState {
             return unreachable_branch(Unreachable::AwaitedVanished);
         };
         p.phase = PendingPhase::Storing;
-        fx.push(E::StoreCheckpoint { checkpoint: id });
+        fx.push(E::Io {
+            generation: self.cold.generation,
+            request: IoRequest::Store { checkpoint: id },
+        });
         Outcome::Applied(Applied::Finalized { checkpoint: id })
     }
 
@@ -1012,18 +1035,21 @@ impl CoordinatorState {
         self.last_completion = Some(self.now);
         self.failures.count = 0;
         self.failures.job_failed = false;
-        fx.push(E::CheckpointCompleted {
+        fx.push(E::Report(Report::Completed {
             checkpoint: id,
             request: p.request,
             savepoint,
-        });
+        }));
         for t in &self.cold.config.commit {
             if let Some(s) = self.cold.tasks.get(t.0 as usize) {
-                fx.push(E::NotifyComplete {
+                fx.push(E::Rpc {
                     task: *t,
                     attempt: s.attempt,
-                    checkpoint: id,
-                    timestamp: p.timestamp,
+                    generation: self.cold.generation,
+                    message: TaskMessage::NotifyComplete {
+                        checkpoint: id,
+                        timestamp: p.timestamp,
+                    },
                 });
             }
         }
@@ -1045,7 +1071,7 @@ impl CoordinatorState {
         let counts = |c: &Completed| legacy || !c.savepoint;
         let max = self.cold.config.retained_max;
         while self.cold.completed.iter().filter(|c| counts(c)).count() > max {
-            let Some(at) = self.cold.completed.iter().position(|c| counts(c)) else {
+            let Some(at) = self.cold.completed.iter().position(counts) else {
                 return;
             };
             let old = self.cold.completed.remove(at);
@@ -1074,20 +1100,23 @@ impl CoordinatorState {
         let mut handles: Vec<StateHandle> = p.handles().collect();
         self.discard_unheld(id, &mut handles, fx);
         self.remember(id);
-        fx.push(E::CheckpointAborted {
+        fx.push(E::Report(Report::Aborted {
             checkpoint: id,
             request: p.request,
             reason,
-        });
+        }));
         if reason != AbortReason::Shutdown {
             for t in &self.cold.config.commit {
                 if let Some(s) = self.cold.tasks.get(t.0 as usize) {
                     if s.running {
-                        fx.push(E::NotifyAborted {
+                        fx.push(E::Rpc {
                             task: *t,
                             attempt: s.attempt,
-                            checkpoint: id,
-                            latest_completed: self.latest_completed,
+                            generation: self.cold.generation,
+                            message: TaskMessage::NotifyAborted {
+                                checkpoint: id,
+                                latest_completed: self.latest_completed,
+                            },
                         });
                     }
                 }
@@ -1107,11 +1136,11 @@ impl CoordinatorState {
         self.failures.count = self.failures.count.saturating_add(1);
         if self.failures.count > self.cold.config.tolerable_failures && !self.failures.job_failed {
             self.failures.job_failed = true;
-            fx.push(E::FailJob {
-                reason: FailJobReason::TolerableFailuresExceeded {
+            fx.push(E::Job(JobCommand::Fail(
+                FailJobReason::TolerableFailuresExceeded {
                     failures: self.failures.count,
                 },
-            });
+            )));
         }
     }
 
@@ -1236,10 +1265,10 @@ impl CoordinatorState {
             Some(c) => (Some(c.id), c.handles().collect()),
             None => (None, Vec::new()),
         };
-        fx.push(E::RestoreState {
+        fx.push(E::Job(JobCommand::Restore {
             checkpoint,
             handles,
-        });
+        }));
         Applied::Restored { checkpoint }
     }
 
@@ -1294,7 +1323,10 @@ impl CoordinatorState {
                         checkpoint,
                     ));
                 }
-                fx.push(E::ResetIdCounter { next });
+                fx.push(E::Job(JobCommand::ResetIdCounter {
+                    generation: self.cold.generation,
+                    next,
+                }));
                 self.last_id = Some(checkpoint);
                 // FIX: the restored savepoint is now the latest completed
                 // checkpoint (it is in the completed store), so a later
@@ -1311,10 +1343,10 @@ impl CoordinatorState {
                     handles: handles.iter().map(|h| AckSlot::Acked(Some(*h))).collect(),
                 });
                 self.evict_completed(fx);
-                fx.push(E::RestoreState {
+                fx.push(E::Job(JobCommand::Restore {
                     checkpoint: Some(checkpoint),
                     handles,
-                });
+                }));
                 Outcome::Applied(Applied::Restored {
                     checkpoint: Some(checkpoint),
                 })
@@ -1460,11 +1492,11 @@ impl CoordinatorState {
                     handles: p.acks,
                 };
                 let (discard_if_stored, discard_if_not_stored) = self.in_doubt_lists(&in_doubt);
-                fx.push(E::ResolveInDoubt {
+                fx.push(E::Job(JobCommand::ResolveInDoubt {
                     checkpoint: id,
                     discard_if_stored,
                     discard_if_not_stored,
-                });
+                }));
                 self.cold.in_doubt = Some(in_doubt);
             }
         }
@@ -1476,7 +1508,7 @@ impl CoordinatorState {
         for t in timers {
             self.disarm(t, fx);
         }
-        fx.push(E::ShutdownServices { status });
+        fx.push(E::Job(JobCommand::ShutdownServices(status)));
         Outcome::Applied(Applied::ShutDown)
     }
 }

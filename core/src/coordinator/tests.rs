@@ -18,7 +18,11 @@ use crate::types::{
     Semantics, StateHandle, TaskId,
 };
 
+use crate::route::TaskMessage;
 use CoordinatorEffect as E;
+
+/// The generation of a coordinator that recovered nothing.
+const G0: Generation = Generation(0);
 use CoordinatorEvent as Ev;
 
 const JOB: JobId = JobId(7);
@@ -138,83 +142,101 @@ fn running(task: u32, attempt: u32) -> Ev {
 // ----- effects ----------------------------------------------------------------
 
 fn sched(timer: Timer, at: u64) -> E {
-    E::ScheduleTimer { timer, at: ms(at) }
+    E::Timer {
+        timer,
+        at: Some(ms(at)),
+    }
 }
 fn cancel(timer: Timer) -> E {
-    E::CancelTimer { timer }
+    E::Timer { timer, at: None }
 }
 fn e_alloc(r: u64) -> E {
-    E::AllocateCheckpointId { request: rq(r) }
+    E::Io {
+        generation: G0,
+        request: IoRequest::AllocateId { request: rq(r) },
+    }
 }
 fn e_trig(task: u32, attempt: u32, id: u64, ts: u64, options: CheckpointOptions) -> E {
-    E::TriggerTask {
+    E::Rpc {
         task: t(task),
         attempt: AttemptNo(attempt),
-        checkpoint: cp(id),
-        timestamp: ms(ts),
-        options,
+        generation: G0,
+        message: TaskMessage::Trigger {
+            checkpoint: cp(id),
+            timestamp: ms(ts),
+            options,
+        },
     }
 }
 fn e_full(id: u64, ts: u64) -> E {
     e_trig(0, 0, id, ts, CheckpointOptions::FullCheckpoint)
 }
-/// The finalize of a user checkpoint (not forced) triggered at `ts`.
-fn e_finalize_at(id: u64, ts: u64, externalized: bool, handles: &[u64]) -> E {
-    e_finalize_kind(id, user(), ts, externalized, handles)
-}
 fn e_finalize_kind(id: u64, kind: TriggerKind, ts: u64, externalized: bool, handles: &[u64]) -> E {
-    E::FinalizeCheckpoint {
-        checkpoint: cp(id),
-        kind,
-        timestamp: ms(ts),
-        externalized,
-        handles: handles.iter().copied().map(hd).collect(),
+    E::Io {
+        generation: G0,
+        request: IoRequest::Finalize {
+            checkpoint: cp(id),
+            kind,
+            timestamp: ms(ts),
+            externalized,
+            handles: handles.iter().copied().map(hd).collect(),
+        },
     }
 }
 fn e_store(id: u64) -> E {
-    E::StoreCheckpoint { checkpoint: cp(id) }
+    E::Io {
+        generation: G0,
+        request: IoRequest::Store { checkpoint: cp(id) },
+    }
 }
 fn e_discard(id: u64, handle: u64) -> E {
-    E::DiscardState {
+    E::Discard {
+        generation: G0,
         checkpoint: cp(id),
         handle: hd(handle),
     }
 }
 fn e_done(task: u32, id: u64, ts: u64) -> E {
-    E::NotifyComplete {
+    E::Rpc {
         task: t(task),
         attempt: AttemptNo(0),
-        checkpoint: cp(id),
-        timestamp: ms(ts),
+        generation: G0,
+        message: TaskMessage::NotifyComplete {
+            checkpoint: cp(id),
+            timestamp: ms(ts),
+        },
     }
 }
 fn e_nab(task: u32, id: u64, latest: Option<u64>) -> E {
-    E::NotifyAborted {
+    E::Rpc {
         task: t(task),
         attempt: AttemptNo(0),
-        checkpoint: cp(id),
-        latest_completed: latest.map(cp),
+        generation: G0,
+        message: TaskMessage::NotifyAborted {
+            checkpoint: cp(id),
+            latest_completed: latest.map(cp),
+        },
     }
 }
 fn e_completed(id: u64, r: u64, savepoint: bool) -> E {
-    E::CheckpointCompleted {
+    E::Report(Report::Completed {
         checkpoint: cp(id),
         request: rq(r),
         savepoint,
-    }
+    })
 }
 fn e_aborted(id: u64, r: u64, reason: AbortReason) -> E {
-    E::CheckpointAborted {
+    E::Report(Report::Aborted {
         checkpoint: cp(id),
         request: rq(r),
         reason,
-    }
+    })
 }
 fn e_failed(r: u64, reason: AbortReason) -> E {
-    E::RequestFailed {
+    E::Report(Report::RequestFailed {
         request: rq(r),
         reason,
-    }
+    })
 }
 /// `CheckpointAborted` followed by the notify-aborted to tasks 0 and 1.
 fn aborted_notified(id: u64, r: u64, reason: AbortReason, latest: Option<u64>) -> Vec<E> {
@@ -1237,9 +1259,12 @@ fn master_hooks_run_before_trigger_messages() {
         alloc(0, 1),
         vec![
             sched(Timer::Timeout(cp(1)), 10_005),
-            E::TriggerMasterHooks {
-                checkpoint: cp(1),
-                timestamp: ms(5),
+            E::Io {
+                generation: G0,
+                request: IoRequest::MasterHooks {
+                    checkpoint: cp(1),
+                    timestamp: ms(5),
+                },
             },
         ],
         applied(Applied::CheckpointTriggered {
@@ -2142,9 +2167,9 @@ fn counted_failures_beyond_the_limit_fail_the_job_once() {
     assert!(!h.s.job_failed());
     let r = h.user_cp(10_000, 2);
     let mut fx = aborted_notified(2, r, AbortReason::Expired, None);
-    fx.push(E::FailJob {
-        reason: FailJobReason::TolerableFailuresExceeded { failures: 2 },
-    });
+    fx.push(E::Job(JobCommand::Fail(
+        FailJobReason::TolerableFailuresExceeded { failures: 2 },
+    )));
     h.expect(
         20_000,
         fire(Timer::Timeout(cp(2))),
@@ -2178,9 +2203,9 @@ fn zero_tolerable_failures_fail_the_job_on_the_first_counted_failure() {
     let reason = AbortReason::Declined(DeclineReason::WriterFailed);
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
     fx.extend(aborted_notified(1, r, reason, None));
-    fx.push(E::FailJob {
-        reason: FailJobReason::TolerableFailuresExceeded { failures: 1 },
-    });
+    fx.push(E::Job(JobCommand::Fail(
+        FailJobReason::TolerableFailuresExceeded { failures: 1 },
+    )));
     h.expect(
         1,
         decline_at(0, 0, 1, DeclineReason::WriterFailed),
@@ -2288,9 +2313,9 @@ fn savepoint_id_allocation_failure_is_not_counted() {
         alloc_err(1),
         vec![
             e_failed(1, AbortReason::IdAllocationFailed),
-            E::FailJob {
-                reason: FailJobReason::TolerableFailuresExceeded { failures: 1 },
-            },
+            E::Job(JobCommand::Fail(FailJobReason::TolerableFailuresExceeded {
+                failures: 1,
+            })),
         ],
         applied(Applied::RequestEnded {
             request: rq(1),
@@ -2458,9 +2483,7 @@ fn shutdown_aborts_everything_and_cancels_every_timer() {
             e_discard(1, 100),
             e_aborted(1, r, AbortReason::Shutdown),
             cancel(Timer::Periodic),
-            E::ShutdownServices {
-                status: JobStatus::Canceled,
-            },
+            E::Job(JobCommand::ShutdownServices(JobStatus::Canceled)),
         ],
         applied(Applied::ShutDown),
     );
@@ -2540,10 +2563,10 @@ fn restore_latest_emits_the_latest_completed_state() {
                 error_if_none: true,
             },
         },
-        vec![E::RestoreState {
+        vec![E::Job(JobCommand::Restore {
             checkpoint: Some(cp(1)),
             handles: vec![hd(100), hd(101)],
-        }],
+        })],
         applied(Applied::Restored {
             checkpoint: Some(cp(1)),
         }),
@@ -2570,10 +2593,10 @@ fn restore_latest_without_a_checkpoint_is_an_error_only_if_asked() {
                 error_if_none: false,
             },
         },
-        vec![E::RestoreState {
+        vec![E::Job(JobCommand::Restore {
             checkpoint: None,
             handles: vec![],
-        }],
+        })],
         applied(Applied::Restored { checkpoint: None }),
     );
 }
@@ -2590,11 +2613,14 @@ fn restore_from_savepoint_resets_the_id_counter_to_savepoint_id_plus_one() {
             },
         },
         vec![
-            E::ResetIdCounter { next: cp(42) },
-            E::RestoreState {
+            E::Job(JobCommand::ResetIdCounter {
+                generation: G0,
+                next: cp(42),
+            }),
+            E::Job(JobCommand::Restore {
                 checkpoint: Some(cp(41)),
                 handles: vec![hd(7)],
-            },
+            }),
         ],
         applied(Applied::Restored {
             checkpoint: Some(cp(41)),
@@ -3176,7 +3202,7 @@ fn discards(step: &Step) -> Vec<StateHandle> {
     step.effects
         .iter()
         .filter_map(|e| {
-            if let E::DiscardState { handle, .. } = e {
+            if let E::Discard { handle, .. } = e {
                 Some(*handle)
             } else {
                 None
@@ -3269,12 +3295,15 @@ fn shutdown_while_storing_leaves_the_state_in_doubt_for_every_job_status() {
         let mut h = storing();
         let down = h.step(3, Ev::Shutdown { status });
         assert_eq!(discards(&down), vec![], "{status:?}");
-        assert!(down.effects.contains(&E::ResolveInDoubt {
+        assert!(down.effects.contains(&E::Job(JobCommand::ResolveInDoubt {
             checkpoint: cp(1),
             discard_if_stored: vec![],
-            discard_if_not_stored: vec![hd(100), hd(101)],
-        }));
-        assert_eq!(down.effects.last(), Some(&E::ShutdownServices { status }));
+            discard_if_not_stored: vec![hd(100), hd(101)]
+        })));
+        assert_eq!(
+            down.effects.last(),
+            Some(&E::Job(JobCommand::ShutdownServices(status)))
+        );
         assert_eq!(h.s.in_doubt().map(Completed::id), Some(cp(1)));
         // Still owned: a discard now would violate no-discard-of-retained.
         assert_eq!(h.s.owned_handles(), vec![hd(100), hd(101)]);
@@ -3441,10 +3470,10 @@ fn expect_restores_latest(h: &mut H, id: u64, handles: &[u64]) {
                 error_if_none: true,
             },
         },
-        vec![E::RestoreState {
+        vec![E::Job(JobCommand::Restore {
             checkpoint: Some(cp(id)),
             handles: handles.iter().copied().map(hd).collect(),
-        }],
+        })],
         applied(Applied::Restored {
             checkpoint: Some(cp(id)),
         }),
@@ -3547,10 +3576,10 @@ fn legacy_restore_last_committed_restores_the_savepoint_behind_the_newer_checkpo
         },
     };
     let (t, verdict) = checked::coordinator_step(&mut h.ledger, &h.s, ms(0), &latest, Rigor::Full);
-    assert!(t.step.effects.contains(&E::RestoreState {
+    assert!(t.step.effects.contains(&E::Job(JobCommand::Restore {
         checkpoint: Some(cp(1)),
-        handles: vec![hd(100)],
-    }));
+        handles: vec![hd(100)]
+    })));
     let v = verdict.expect_err("restoring behind a commit is caught");
     assert_eq!(v.invariant, names::RESTORE_NOT_BEHIND, "{v}");
 }
@@ -3930,9 +3959,9 @@ fn a_task_failure_that_aborts_the_pending_checkpoint_resumes_the_queued_request(
     // (the failure is reported, never left waiting).
     assert!(h.s.in_flight().is_none());
     assert!(
-        step.effects
-            .iter()
-            .any(|e| matches!(e, E::RequestFailed { request, .. } if *request == rq(1))),
+        step.effects.iter().any(
+            |e| matches!(e, E::Report(Report::RequestFailed { request, .. }) if *request == rq(1))
+        ),
         "{:?}",
         step.effects
     );
@@ -3996,10 +4025,7 @@ fn several_retained_checkpoints_are_kept_and_the_oldest_discarded_beyond_the_bou
         h.user_cp(id * 10, id);
         let step = h.complete(id * 10, id);
         assert!(
-            !step
-                .effects
-                .iter()
-                .any(|e| matches!(e, E::DiscardState { .. })),
+            !step.effects.iter().any(|e| matches!(e, E::Discard { .. })),
             "nothing discarded while at most 3 are retained: {:?}",
             step.effects
         );
@@ -4078,7 +4104,7 @@ fn failover_while_storing(semantics: Semantics) -> H {
     assert!(expired
         .effects
         .iter()
-        .any(|e| matches!(e, E::FailJob { .. })));
+        .any(|e| matches!(e, E::Job(JobCommand::Fail(_)))));
     for task in 0..2 {
         h.step(
             10_001,
@@ -4140,10 +4166,10 @@ fn job_failover_while_a_newer_checkpoint_stores_restores_that_checkpoint_once_it
     );
     assert_eq!(
         stored.effects.last(),
-        Some(&E::RestoreState {
+        Some(&E::Job(JobCommand::Restore {
             checkpoint: Some(cp(3)),
-            handles: vec![hd(300), hd(301)],
-        })
+            handles: vec![hd(300), hd(301)]
+        }))
     );
     assert!(!h.s.is_restore_deferred());
 }
@@ -4162,10 +4188,10 @@ fn job_failover_while_a_newer_checkpoint_stores_restores_the_older_one_if_the_st
     );
     assert_eq!(
         failed.effects.last(),
-        Some(&E::RestoreState {
+        Some(&E::Job(JobCommand::Restore {
             checkpoint: Some(cp(1)),
-            handles: vec![hd(100), hd(101)],
-        })
+            handles: vec![hd(100), hd(101)]
+        }))
     );
 }
 
@@ -4204,10 +4230,10 @@ fn legacy_restore_behind_completion_is_caught_by_restore_not_behind_a_commit() {
         &restore_latest(),
         Rigor::Full,
     );
-    assert!(t.step.effects.contains(&E::RestoreState {
+    assert!(t.step.effects.contains(&E::Job(JobCommand::Restore {
         checkpoint: Some(cp(1)),
-        handles: vec![hd(100), hd(101)],
-    }));
+        handles: vec![hd(100), hd(101)]
+    })));
     let v = verdict.expect_err("restoring 1 while 3 stores is caught");
     assert_eq!(v.invariant, names::RESTORE_NOT_BEHIND, "{v}");
 }
@@ -4242,14 +4268,12 @@ fn the_in_doubt_hand_over_never_lists_state_a_retained_checkpoint_shares() {
         },
     );
     assert!(
-        down.effects.contains(&E::ResolveInDoubt {
-            checkpoint: cp(2),
-            // Stored: its commit evicts checkpoint 1 (one retained), whose own
+        down.effects.contains(&E::Job(JobCommand::ResolveInDoubt {
+            checkpoint: cp(2), // Stored: its commit evicts checkpoint 1 (one retained), whose own
             // file goes; 1001 stays with checkpoint 2.
-            discard_if_stored: vec![hd(1000)],
-            // Not stored: only its own file; 1001 is checkpoint 1's.
-            discard_if_not_stored: vec![hd(2000)],
-        }),
+            discard_if_stored: vec![hd(1000)], // Not stored: only its own file; 1001 is checkpoint 1's.
+            discard_if_not_stored: vec![hd(2000)]
+        })),
         "{:?}",
         down.effects
     );
@@ -4373,4 +4397,25 @@ fn recover_takes_the_generation_unless_legacy_no_fencing() {
         );
         assert_eq!(h.s.generation(), expected, "{semantics:?}");
     }
+}
+
+#[test]
+fn finalize_carries_what_was_triggered_and_when() {
+    let mut h = H::new();
+    h.pending(7, savepoint(), 1);
+    h.step(8, ack(0, 1, 100));
+    let last = h.step(9, ack(1, 1, 101));
+    assert_eq!(
+        last.effects[1],
+        e_finalize_kind(1, savepoint(), 7, true, &[100, 101])
+    );
+    h.step(9, fin(1, true));
+    h.step(9, store(1, true));
+    h.user_cp(12, 2);
+    h.step(13, ack(0, 2, 200));
+    let last = h.step(14, ack(1, 2, 201));
+    assert_eq!(
+        last.effects[1],
+        e_finalize_kind(2, user(), 12, false, &[200, 201])
+    );
 }

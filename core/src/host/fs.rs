@@ -35,6 +35,13 @@ pub trait Fs: Send + Sync + 'static {
     fn list(&self, dir: &str) -> io::Result<Vec<String>>;
     /// Creates directory `dir` and its parents (durable: parents synced).
     fn create_dir_all(&self, dir: &str) -> io::Result<()>;
+    /// Creates `path` holding `bytes` only if no file of that name exists,
+    /// atomically with respect to every other creator: of two callers
+    /// racing for one name exactly one succeeds, the other gets
+    /// [`io::ErrorKind::AlreadyExists`]. Like [`Fs::write`], not durable
+    /// until [`Fs::sync_file`] and [`Fs::sync_dir`] of its directory. The
+    /// store claims a leader generation with it.
+    fn create_new(&self, path: &str, bytes: &[u8]) -> io::Result<()>;
 }
 
 /// Joins a directory and a file name.
@@ -147,6 +154,14 @@ impl Fs for StdFs {
         names.sort();
         Ok(names)
     }
+    fn create_new(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.path(path))?;
+        f.write_all(bytes)
+    }
     fn create_dir_all(&self, dir: &str) -> io::Result<()> {
         std::fs::create_dir_all(self.path(dir))?;
         let mut d = dir;
@@ -236,6 +251,17 @@ impl Fs for MemFs {
             .collect())
     }
     fn create_dir_all(&self, _dir: &str) -> io::Result<()> {
+        Ok(())
+    }
+    fn create_new(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        let mut files = self.files();
+        if files.contains_key(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{path}: file exists"),
+            ));
+        }
+        files.insert(path.to_string(), bytes.to_vec());
         Ok(())
     }
 }

@@ -1,38 +1,43 @@
-//! A reference pipeline for the async host: a source of numbered records, a
-//! keyed counting operator whose state is checkpointed, and a two-phase
-//! commit sink (Flink's exactly-once sink pattern). The `pipeline` example
-//! and the crash and simulation tests run it.
+//! The reference pipeline's operators and its output check, shared by the
+//! `pipeline` example (`core/examples/pipeline/`, which adds the command
+//! line, the directory lock and the progress line) and the host's tests
+//! (crash, simulation, lifecycle): a source of numbered records, a keyed
+//! counting operator whose state is checkpointed, and a two-phase commit
+//! sink (Flink's exactly-once sink pattern).
 //!
 //! * [`NumberSource`] emits records `0..total` (key `id % keys`); its state is
 //!   the next number.
 //! * [`KeyedCounter`] counts records per key and emits `(id, key, count)`.
 //! * [`TwoPhaseSink`] collects outputs into a transaction per checkpoint
 //!   epoch: **pre-commit** on the checkpoint (the transaction is written to
-//!   `sink/pending/` and fsync'd; its id goes into the snapshot),
-//!   **commit** on notify-complete (every pending transaction up to that
-//!   checkpoint is renamed into `sink/committed/`, the directory fsync'd),
-//!   and on **recovery** commits the restored checkpoint's pending
-//!   transactions (idempotent: already committed is fine) and deletes every
-//!   other pending transaction (epochs that never completed).
+//!   `sink/pending/` and fsync'd; its id goes into the snapshot; an epoch
+//!   without output writes none), **commit** on notify-complete (every
+//!   pending transaction up to that checkpoint is renamed into
+//!   `sink/committed/`, the directory fsync'd), and on **recovery** commits
+//!   the restored checkpoint's pending transactions (idempotent: already
+//!   committed is fine) and deletes every other pending transaction (epochs
+//!   that never completed). It tells the host how far its output is
+//!   committed ([`Operator::committed_epoch`]: the newest checkpoint with a
+//!   committed transaction), so a start that would restore an older
+//!   checkpoint is refused before anything is written.
 //!
 //! The committed output therefore holds every record exactly once, and
-//! [`verify_output`] checks it: no id twice, every id when complete, and per
-//! key the counts `1, 2, 3, ...` in id order (so a lost or doubly applied
-//! counter state shows too).
+//! [`OutputVerifier`] checks it as a stream: the ids `0, 1, 2, ...` in
+//! order, no id twice, every id when complete, and per key the counts
+//! `1, 2, 3, ...` (so a lost or doubly applied counter state shows too).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use thiserror::Error;
 
-use super::fs::{join, write_durable, Fs, StdFs};
+use super::fs::{join, write_durable, Fs};
 use super::runtime::{
-    Job, JobOptions, JobSpec, Operator, OperatorError, OperatorFactory, Record, SourcePoll,
+    JobOptions, JobSpec, Operator, OperatorError, OperatorFactory, Record, SourcePoll,
 };
-use crate::coordinator::{CoordinatorSettings, JobStatus};
+use crate::coordinator::CoordinatorSettings;
 use crate::task::TaskConfig;
 use crate::types::{CheckpointId, JobId, TaskId};
 
@@ -224,6 +229,14 @@ pub enum OutputError {
         /// How often.
         times: u64,
     },
+    /// Records missing before a committed one.
+    #[error("records {first}..{next} are missing before record {next}")]
+    Gap {
+        /// The first missing id.
+        first: u64,
+        /// The committed record after the gap.
+        next: u64,
+    },
     /// Records missing from a complete output.
     #[error("{missing} records missing (first: {first})")]
     Missing {
@@ -364,10 +377,14 @@ impl Operator for TwoPhaseSink {
         checkpoint: CheckpointId,
         fs: &dyn Fs,
     ) -> Result<Vec<u8>, OperatorError> {
-        let path = join(PENDING_DIR, &txn_name(checkpoint, self.task));
-        write_durable(fs, &path, &encode_txn(&self.current)).map_err(|e| oerr("pre-commit", e))?;
-        self.pending.insert(checkpoint, self.current.len() as u64);
-        self.current.clear();
+        // An epoch without output has nothing to commit: no transaction.
+        if !self.current.is_empty() {
+            let path = join(PENDING_DIR, &txn_name(checkpoint, self.task));
+            write_durable(fs, &path, &encode_txn(&self.current))
+                .map_err(|e| oerr("pre-commit", e))?;
+            self.pending.insert(checkpoint, self.current.len() as u64);
+            self.current.clear();
+        }
         let mut b = Vec::with_capacity(16 * self.pending.len());
         for (c, n) in &self.pending {
             b.extend_from_slice(&c.0.to_le_bytes());
@@ -424,6 +441,9 @@ impl Operator for TwoPhaseSink {
         }
         Ok(())
     }
+    fn committed_epoch(&mut self, fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
+        committed_epoch(fs, self.task).map_err(|e| oerr("committed epoch", e))
+    }
     fn notify_complete(
         &mut self,
         checkpoint: CheckpointId,
@@ -454,34 +474,85 @@ pub struct OutputReport {
     pub pending: u64,
 }
 
-/// Checks the committed output: every record at most once (exactly once
-/// with `complete`), ids below `total`, per key the counts `1, 2, ...` in id
-/// order over the committed prefix.
-pub fn verify_output(fs: &dyn Fs, total: u64, complete: bool) -> Result<OutputReport, OutputError> {
-    let io = |file: &str, e: std::io::Error| OutputError::Io {
-        file: file.to_string(),
-        why: e.to_string(),
-    };
-    let mut seen: BTreeMap<u64, Record> = BTreeMap::new();
-    let mut report = OutputReport::default();
-    for name in fs.list(COMMITTED_DIR).map_err(|e| io(COMMITTED_DIR, e))? {
-        let file = join(COMMITTED_DIR, &name);
-        let bytes = fs.read(&file).map_err(|e| io(&file, e))?;
-        for r in decode_txn(&file, &bytes)? {
-            if r.id >= total {
-                return Err(OutputError::Unknown(r.id));
-            }
-            if seen.insert(r.id, r).is_some() {
-                return Err(OutputError::Duplicate { id: r.id, times: 2 });
-            }
-            report.records += 1;
+/// Checks the committed output as a stream, in memory bounded by the
+/// number of keys (plus one transaction file and the directory listing):
+/// the pipeline's single source numbers its records `0, 1, 2, ...` and the
+/// chain keeps their order, so the committed transactions, in checkpoint
+/// order, must hold exactly the records `0..n` in order, every record's
+/// count being the number of records of its key up to it. A record below
+/// the next expected id was already committed (a duplicate); one above it
+/// leaves a gap.
+///
+/// [`OutputVerifier::advance`] reads only the transactions committed since
+/// its last call, so a run verifies what was there when it started and then
+/// only what it added.
+#[derive(Clone, Debug)]
+pub struct OutputVerifier {
+    total: u64,
+    next_id: u64,
+    counts: BTreeMap<u64, u64>,
+    last_txn: Option<String>,
+    transactions: u64,
+}
+
+impl OutputVerifier {
+    /// A verifier for a source of `total` records (`u64::MAX`: unbounded).
+    #[must_use]
+    pub fn new(total: u64) -> Self {
+        OutputVerifier {
+            total,
+            next_id: 0,
+            counts: BTreeMap::new(),
+            last_txn: None,
+            transactions: 0,
         }
-        report.transactions += 1;
     }
-    report.pending = fs.list(PENDING_DIR).map_err(|e| io(PENDING_DIR, e))?.len() as u64;
-    let mut expected: BTreeMap<u64, u64> = BTreeMap::new();
-    for r in seen.values() {
-        let e = expected.entry(r.key).or_insert(0);
+
+    /// Reads the transactions committed since the last call and checks
+    /// them. A transaction committed out of checkpoint order (named before
+    /// one already read) is an error.
+    pub fn advance(&mut self, fs: &dyn Fs) -> Result<(), OutputError> {
+        let names = fs
+            .list(COMMITTED_DIR)
+            .map_err(|e| io_error(COMMITTED_DIR, &e))?;
+        let mut before = 0u64;
+        for name in names {
+            if self.last_txn.as_ref().is_some_and(|last| name <= *last) {
+                before += 1;
+                if before > self.transactions {
+                    return Err(OutputError::BadTxn {
+                        file: join(COMMITTED_DIR, &name),
+                        why: "committed after a later transaction".into(),
+                    });
+                }
+                continue;
+            }
+            let file = join(COMMITTED_DIR, &name);
+            let bytes = fs.read(&file).map_err(|e| io_error(&file, &e))?;
+            for r in decode_txn(&file, &bytes)? {
+                self.check(r)?;
+            }
+            self.transactions += 1;
+            self.last_txn = Some(name);
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, r: Record) -> Result<(), OutputError> {
+        if r.id >= self.total {
+            return Err(OutputError::Unknown(r.id));
+        }
+        if r.id < self.next_id {
+            // Every id below next_id has been read exactly once.
+            return Err(OutputError::Duplicate { id: r.id, times: 2 });
+        }
+        if r.id > self.next_id {
+            return Err(OutputError::Gap {
+                first: self.next_id,
+                next: r.id,
+            });
+        }
+        let e = self.counts.entry(r.key).or_insert(0);
         *e += 1;
         if r.value != *e {
             return Err(OutputError::BadCount {
@@ -491,19 +562,74 @@ pub fn verify_output(fs: &dyn Fs, total: u64, complete: bool) -> Result<OutputRe
                 expected: *e,
             });
         }
+        self.next_id += 1;
+        Ok(())
     }
-    if complete && report.records != total {
-        let first = (0..total)
-            .find(|id| !seen.contains_key(id))
-            .unwrap_or(total);
-        return Err(OutputError::Missing {
-            missing: total - report.records,
-            first,
-        });
+
+    /// Records verified so far (the ids `0..records()`).
+    #[must_use]
+    pub fn records(&self) -> u64 {
+        self.next_id
     }
-    // The committed records form a prefix per key only if none is missing
-    // before a committed one of the same key; BadCount above catches that.
-    Ok(report)
+
+    /// Transactions verified so far.
+    #[must_use]
+    pub fn transactions(&self) -> u64 {
+        self.transactions
+    }
+
+    /// Whether every record of a bounded source has been verified.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        self.total != u64::MAX && self.next_id == self.total
+    }
+
+    /// The report on what was verified; with `complete`, an error unless
+    /// every record of the source is there.
+    pub fn report(&self, fs: &dyn Fs, complete: bool) -> Result<OutputReport, OutputError> {
+        if complete && self.next_id != self.total {
+            return Err(OutputError::Missing {
+                missing: self.total.saturating_sub(self.next_id),
+                first: self.next_id,
+            });
+        }
+        let pending = fs
+            .list(PENDING_DIR)
+            .map_err(|e| io_error(PENDING_DIR, &e))?;
+        Ok(OutputReport {
+            records: self.next_id,
+            transactions: self.transactions,
+            pending: pending.len() as u64,
+        })
+    }
+}
+
+fn io_error(file: &str, e: &std::io::Error) -> OutputError {
+    OutputError::Io {
+        file: file.to_string(),
+        why: e.to_string(),
+    }
+}
+
+/// Checks the committed output in one pass ([`OutputVerifier`]): every
+/// record at most once and in order (exactly once with `complete`), ids
+/// below `total`, per key the counts `1, 2, ...`.
+pub fn verify_output(fs: &dyn Fs, total: u64, complete: bool) -> Result<OutputReport, OutputError> {
+    let mut v = OutputVerifier::new(total);
+    v.advance(fs)?;
+    v.report(fs, complete)
+}
+
+/// The newest checkpoint whose transaction of sink `task` is committed
+/// (what [`TwoPhaseSink`] answers to [`Operator::committed_epoch`]).
+pub fn committed_epoch(fs: &dyn Fs, task: TaskId) -> std::io::Result<Option<CheckpointId>> {
+    Ok(fs
+        .list(COMMITTED_DIR)?
+        .iter()
+        .filter_map(|n| parse_txn_name(n))
+        .filter(|(_, t)| *t == task)
+        .map(|(c, _)| c)
+        .max())
 }
 
 /// Pipeline parameters.
@@ -574,163 +700,8 @@ pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<Atomi
     }
 }
 
-const USAGE: &str = "usage: pipeline DIR [--records N|unbounded] [--keys K] [--interval-ms MS] \
-[--retained N] [--rate RECORDS_PER_SEC] [--check] [--quiet]";
-
-fn parse_args(args: &[String]) -> Result<(String, PipelineConfig, bool), String> {
-    let mut cfg = PipelineConfig::default();
-    let mut dir = None;
-    let mut quiet = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut num = |name: &str| -> Result<u64, String> {
-            let v = it.next().ok_or(format!("{name} needs a value"))?;
-            v.parse().map_err(|_| format!("{name}: not a number: {v}"))
-        };
-        match a.as_str() {
-            "--records" => {
-                let v = it.next().ok_or("--records needs a value")?;
-                cfg.records = if v == "unbounded" {
-                    u64::MAX
-                } else {
-                    v.parse()
-                        .map_err(|_| format!("--records: not a number: {v}"))?
-                };
-            }
-            "--keys" => cfg.keys = num("--keys")?,
-            "--interval-ms" => cfg.interval_ms = num("--interval-ms")?,
-            "--retained" => cfg.retained = u32::try_from(num("--retained")?).unwrap_or(u32::MAX),
-            "--rate" => cfg.rate_per_sec = num("--rate")?,
-            "--check" => cfg.options.check_invariants = true,
-            "--quiet" => quiet = true,
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other if other.starts_with('-') => {
-                return Err(format!("unknown option {other}\n{USAGE}"))
-            }
-            other => dir = Some(other.to_string()),
-        }
-    }
-    let dir = dir.ok_or_else(|| USAGE.to_string())?;
-    Ok((dir, cfg, quiet))
-}
-
-/// The `pipeline` command: runs the pipeline in `DIR` until every record is
-/// committed (or forever with `--records unbounded`), resuming from the
-/// latest completed checkpoint found there. Prints a progress line on
-/// stderr and a summary on stdout. Exit status 0 on success, 1 on a failed
-/// check, 2 on a usage error.
-#[allow(clippy::disallowed_methods)] // reason: the command's progress line reads the wall clock
-pub fn run_cli(args: &[String]) -> std::process::ExitCode {
-    let (dir, cfg, quiet) = match parse_args(args) {
-        Ok(x) => x,
-        Err(msg) => {
-            eprintln!("{msg}");
-            return std::process::ExitCode::from(2);
-        }
-    };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("pipeline: cannot start the runtime: {e}");
-            return std::process::ExitCode::from(1);
-        }
-    };
-    match rt.block_on(run_dir(&dir, cfg, quiet)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(msg) => {
-            eprintln!("pipeline: {msg}");
-            std::process::ExitCode::from(1)
-        }
-    }
-}
-
-#[allow(clippy::disallowed_methods)] // reason: the progress line reads the wall clock
-async fn run_dir(dir: &str, cfg: PipelineConfig, quiet: bool) -> Result<(), String> {
-    let t0 = std::time::Instant::now();
-    let fs: Arc<dyn Fs> = Arc::new(StdFs::new(dir).map_err(|e| format!("{dir}: {e}"))?);
-    fs.create_dir_all(COMMITTED_DIR)
-        .map_err(|e| e.to_string())?;
-    let before = verify_output(&*fs, cfg.records, false).map_err(|e| e.to_string())?;
-    let committed = Arc::new(AtomicU64::new(0));
-    let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::clone(&committed));
-    let t_recover = std::time::Instant::now();
-    let job = Job::start(spec, Arc::clone(&fs))
-        .await
-        .map_err(|e| e.to_string())?;
-    let recovered_ms = t_recover.elapsed().as_secs_f64() * 1e3;
-    let rec = job.recovery();
-    let restored = job.stats().restored_at_start;
-    println!(
-        "started: restored checkpoint {} in {recovered_ms:.1} ms ({} records already committed; \
-         removed {} half-written files, {} orphaned state files; {} invalid metadata files)",
-        restored.map_or("none".to_string(), |c| c.to_string()),
-        before.records,
-        rec.removed_partial.len(),
-        rec.removed_orphans.len(),
-        rec.rejected.len() + rec.missing_state.len(),
-    );
-    for r in &rec.rejected {
-        eprintln!("pipeline: rejected {}: {}", r.file, r.error);
-    }
-    let tty = std::io::stderr().is_terminal();
-    let mut last_print = std::time::Instant::now();
-    let mut last_committed = 0u64;
-    let tick = Duration::from_millis(if tty { 200 } else { 1_000 });
-    loop {
-        tokio::time::sleep(tick).await;
-        let s = job.stats();
-        let now_committed = committed.load(Ordering::Relaxed);
-        let dt = last_print.elapsed().as_secs_f64().max(1e-3);
-        let rate = (now_committed - last_committed) as f64 / dt;
-        last_print = std::time::Instant::now();
-        last_committed = now_committed;
-        let total = before.records + now_committed;
-        if !quiet {
-            let line = format!(
-                "records committed {total} ({rate:.0}/s), checkpoint {} (completed {}, aborted {}), failovers {}",
-                s.last_completed.map_or("-".to_string(), |c| c.to_string()),
-                s.completed,
-                s.aborted,
-                s.failovers
-            );
-            let mut err = std::io::stderr().lock();
-            if tty {
-                let _ = write!(err, "\r\x1b[2K{line}");
-            } else {
-                let _ = writeln!(err, "{line}");
-            }
-            let _ = err.flush();
-        }
-        if !s.violations.is_empty() {
-            return Err(format!("host violations: {:?}", s.violations));
-        }
-        if cfg.records != u64::MAX && total >= cfg.records {
-            break;
-        }
-    }
-    if tty && !quiet {
-        eprintln!();
-    }
-    let stats = job.shutdown(JobStatus::Finished).await;
-    let report = verify_output(&*fs, cfg.records, true).map_err(|e| e.to_string())?;
-    println!(
-        "done: {} records committed exactly once in {} transactions; {} checkpoints completed, {} aborted, \
-         {} failovers in this run; {:.1} s",
-        report.records,
-        report.transactions,
-        stats.completed,
-        stats.aborted,
-        stats.failovers,
-        t0.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
-/// The pending transaction ids of every sink task on disk (for tests).
+/// The pending (pre-committed, not yet committed) transactions of every
+/// sink task on disk, as `(checkpoint, task)`.
 pub fn pending_transactions(fs: &dyn Fs) -> std::io::Result<BTreeSet<(CheckpointId, TaskId)>> {
     Ok(fs
         .list(PENDING_DIR)?

@@ -1,23 +1,54 @@
 //! A durable checkpoint store on a file system ([`Fs`]): the answer to the
-//! coordinator's I/O effects (id allocation, finalize, store, discard) and
-//! the source of truth after a crash.
+//! coordinator's I/O effects (id allocation, finalize, store, discard), the
+//! source of truth after a crash, and the fence that keeps a deposed leader
+//! from changing it.
 //!
 //! # Layout (under the store's root)
 //!
 //! ```text
 //! ids                                   the id counter: the next id to hand out (atomic, checksummed)
+//! leader/gen-<generation, 20 digits>    one per claimed leader generation (create-if-absent)
 //! state/<handle as 16 hex digits>       one state handle = one file, written by a task
 //! checkpoints/chk-<id, 20 digits>.prepared   finalized metadata, fsync'd, not yet stored
-//! checkpoints/chk-<id, 20 digits>.meta       a stored (committed) checkpoint
+//! checkpoints/chk-<id, 20 digits>.meta       a stored (committed) checkpoint or savepoint
 //! checkpoints/*.tmp                     a write in progress
-//! checkpoints/*.corrupt                 metadata found invalid on start, kept for a human
+//! checkpoints/*.corrupt                 a quarantined checkpoint, kept with its state for a human
 //! ```
 //!
+//! # Writing
+//!
+//! * **Leadership.** A store handle is opened by a leader that claims a
+//!   generation ([`FileStore::open`], [`OpenOptions::generation`]): it
+//!   creates `leader/gen-<g>` with create-if-absent ([`Fs::create_new`]),
+//!   fsyncs it and its directory. A claim of a generation that exists, or
+//!   of one not above the newest claimed, is refused
+//!   ([`StoreError::GenerationTaken`]). Every write that changes durable
+//!   state (the id counter, finalize, the commit rename, retention
+//!   evictions, discards, disposing of a savepoint, recovery's own clean-up)
+//!   names the generation it is made for, and is refused with
+//!   [`StoreError::StaleGeneration`] when a newer generation has been
+//!   claimed, before it touches the disk. A coordinator that lost
+//!   leadership but keeps running therefore cannot move the counter,
+//!   commit, evict or delete anything the new leader recovered. The check
+//!   reads the `leader` directory right before the write; a write that
+//!   passed it an instant before a new claim can still land (a file system
+//!   has no conditional rename), which is the window every lease-based
+//!   fence has; the new leader's recovery removes what such a write leaves
+//!   behind (`*.prepared`, unreferenced state files).
 //! * **Finalize** writes `chk-N.prepared` and fsyncs it. **Store** renames it
 //!   to `chk-N.meta` and fsyncs the directory: that rename is the commit
-//!   point. Then the oldest stored checkpoints beyond `retained_max` are
-//!   removed (their metadata first; their state files when the coordinator
-//!   discards them).
+//!   point. Both check the commit order with [`crate::commit::check_next`],
+//!   the rule the coordinator and its `Recover` check use: a checkpoint must
+//!   be above every id the store holds, a savepoint need only be new (a
+//!   savepoint pending since before a newer checkpoint completed may commit
+//!   after it).
+//! * **Retention.** After a commit, the oldest *checkpoints* beyond
+//!   `retained_max` are removed (their metadata first; their state files
+//!   when the coordinator discards them). **Savepoints are the user's:** they
+//!   do not count towards `retained_max`, retention never removes one, and a
+//!   discard of a savepoint's state is declined ([`Discarded::Savepoint`]);
+//!   only [`FileStore::dispose_savepoint`] removes a savepoint (its metadata
+//!   first, then the state files no other stored checkpoint references).
 //! * **The id counter** is persisted (atomically) *before* an id is handed
 //!   out, so an id is never reissued after a crash.
 //! * **Discard** deletes a state file, except one referenced by a stored
@@ -26,34 +57,79 @@
 //!   evicts the checkpoint. This is the durability rule: once a checkpoint is
 //!   out for storing, its state belongs to the outcome of that I/O; only the
 //!   store can say it is definitely not stored.
-//! * **Recovery** ([`FileStore::open`]): half-written files (`*.tmp`,
-//!   `*.prepared`) are removed and never restored; every `*.meta` is
-//!   decoded and checked (magic, version, checksum, job, id); an invalid one
-//!   is reported as a typed [`MetadataError`] and renamed `*.corrupt`, never
-//!   loaded; a checkpoint whose state file is missing is reported and not
-//!   restored; state files no valid stored checkpoint references are deleted.
+//!
+//! # Recovery ([`FileStore::open`])
+//!
+//! Recovery reads everything first and changes nothing until it knows the
+//! start is safe:
+//!
+//! 1. Every `*.meta` is decoded and checked (magic, version, checksum, job,
+//!    id); every state file of every stored checkpoint must exist; and every
+//!    state file of the checkpoint to restore (the newest, by
+//!    [`crate::commit::latest`]) is read and checked by
+//!    [`OpenOptions::check_state`]. A failure of any of these is one
+//!    [`Damaged`] entry naming the file; that checkpoint is not restored and
+//!    the next newest is tried.
+//! 2. **Exactly-once.** When [`OpenOptions::committed`] says an exactly-once
+//!    sink has already committed the output of checkpoint C, a restore of
+//!    anything older than C would commit that output again: the open is
+//!    refused ([`StoreError::BehindCommitted`], with the damage found)
+//!    before any file is renamed or deleted.
+//! 3. Otherwise the damaged checkpoints are quarantined (their metadata
+//!    renamed `*.corrupt`, never loaded) **with their state files**: state
+//!    files referenced by a `*.corrupt` metadata file, or by a checkpoint
+//!    whose state is incomplete, are never deleted, so a human can repair
+//!    the file, rename it back and rerun. (A `*.corrupt` file too damaged to
+//!    name its handles keeps every unreferenced state file until it is
+//!    removed.) Half-written files (`*.tmp`, `*.prepared`) are removed and
+//!    never restored; state files no stored or quarantined checkpoint
+//!    references are deleted (state of checkpoints that never committed).
+//! 4. Nothing is evicted on open: a store opened with a lower `retained_max`
+//!    than it was written with keeps every stored checkpoint until the next
+//!    commit evicts down to the bound.
+//!
+//! [`Recovery::checkpoints`], [`Recovery::last_id`] and
+//! [`Recovery::generation`] are exactly what [`CoordinatorEvent::Recover`]
+//! takes ([`Recovery::recover_event`]), the checkpoints in id order, which
+//! is always a legal commit order
+//! ([`crate::commit::is_legal_order`]). [`FileStore::inspect`] runs steps 1
+//! and 2 without claiming anything or writing, for a verification tool.
 //!
 //! # Metadata format (little endian)
 //!
-//! `b"CKPTMETA"`, version `u32` (1), job `u64`, checkpoint `u64`, timestamp
-//! `u64`, handle count `u32`, the handles `u64` each, CRC-32 (IEEE) `u32` of
-//! every byte before it.
+//! Version 2 (written): `b"CKPTMETA"`, version `u32` (2), job `u64`,
+//! checkpoint `u64`, trigger timestamp `u64`, flags `u32` (bit 0: savepoint;
+//! the other bits must be zero), handle count `u32`, the handles `u64` each,
+//! CRC-32 (IEEE) `u32` of every byte before it.
+//!
+//! Version 1 (still read): the same without the flags word; it is read as a
+//! checkpoint (not a savepoint), and its timestamp is the finalize time (the
+//! closest this version recorded to the trigger time).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::io;
 use std::sync::Arc;
 
 use thiserror::Error;
 
 use super::fs::{join, write_atomic, write_durable, Fs};
-use crate::types::{CheckpointId, JobId, Millis, StateHandle};
+use crate::commit::{self, CommitOrderError};
+use crate::coordinator::{CoordinatorEvent, RecoveredCheckpoint};
+use crate::types::{CheckpointId, Generation, JobId, Millis, StateHandle};
 
 /// Metadata magic bytes.
 pub const META_MAGIC: &[u8; 8] = b"CKPTMETA";
-/// Metadata format version.
-pub const META_VERSION: u32 = 1;
+/// The metadata format version written.
+pub const META_VERSION: u32 = 2;
+/// The oldest metadata format version still read (no savepoint flag).
+pub const META_VERSION_MIN: u32 = 1;
+/// The savepoint bit of the version-2 flags word.
+pub const META_FLAG_SAVEPOINT: u32 = 1;
 /// Id-counter magic bytes.
 pub const IDS_MAGIC: &[u8; 8] = b"CKPTIDS1";
+/// Leader-record magic bytes.
+pub const LEADER_MAGIC: &[u8; 8] = b"CKPTGEN1";
 /// Most state handles one checkpoint may reference (a bound on what a reader
 /// allocates for a corrupt count).
 pub const HANDLES_MAX: u32 = 1 << 24;
@@ -61,12 +137,18 @@ pub const HANDLES_MAX: u32 = 1 << 24;
 pub const STATE_DIR: &str = "state";
 /// Directory of checkpoint metadata.
 pub const CHECKPOINT_DIR: &str = "checkpoints";
+/// Directory of leader records (one file per claimed generation).
+pub const LEADER_DIR: &str = "leader";
 /// The id counter file.
 pub const IDS_FILE: &str = "ids";
 
-const META_HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 8 + 4;
+/// Bytes before the handles in version 1.
+const V1_HEADER_BYTES: usize = 8 + 4 + 8 + 8 + 8 + 4;
+/// Bytes before the handles in version 2 (the flags word added).
+const V2_HEADER_BYTES: usize = V1_HEADER_BYTES + 4;
 
-/// The path of a state handle's file.
+/// The path of a state handle's file: `state/` and the handle as 16 hex
+/// digits. Messages name a handle by this path, never by its decimal value.
 #[must_use]
 pub fn state_path(handle: StateHandle) -> String {
     join(STATE_DIR, &format!("{:016x}", handle.0))
@@ -83,8 +165,18 @@ pub fn read_state(fs: &dyn Fs, handle: StateHandle) -> io::Result<Vec<u8>> {
     fs.read(&state_path(handle))
 }
 
+/// The path of checkpoint `id`'s stored metadata (`checkpoints/chk-<id>.meta`).
+#[must_use]
+pub fn meta_path(id: CheckpointId) -> String {
+    meta_name(id, "meta")
+}
+
 fn meta_name(id: CheckpointId, ext: &str) -> String {
     join(CHECKPOINT_DIR, &format!("chk-{:020}.{ext}", id.0))
+}
+
+fn leader_path(generation: Generation) -> String {
+    join(LEADER_DIR, &format!("gen-{:020}", generation.0))
 }
 
 /// The metadata of one checkpoint.
@@ -94,7 +186,11 @@ pub struct Metadata {
     pub job: JobId,
     /// The checkpoint.
     pub checkpoint: CheckpointId,
-    /// When it was finalized (host time).
+    /// Whether it is a savepoint (the user's: never removed by retention).
+    pub savepoint: bool,
+    /// When it was triggered (the coordinator's time), as
+    /// [`RecoveredCheckpoint::timestamp`]. Version-1 files hold the
+    /// finalize time here.
     pub timestamp: Millis,
     /// Its state handles.
     pub handles: Vec<StateHandle>,
@@ -115,8 +211,13 @@ pub enum MetadataError {
     #[error("foreign file: bad magic")]
     Foreign,
     /// A format version this reader does not know.
-    #[error("unsupported metadata version {0} (this reader knows {META_VERSION})")]
+    #[error(
+        "unsupported metadata version {0} (this reader knows {META_VERSION_MIN} to {META_VERSION})"
+    )]
     UnsupportedVersion(u32),
+    /// Flag bits this reader does not know (version 2).
+    #[error("unknown metadata flags {0:#x}")]
+    UnknownFlags(u32),
     /// The checksum does not match the contents.
     #[error("checksum mismatch: stored {stored:08x}, computed {computed:08x}")]
     ChecksumMismatch {
@@ -149,16 +250,100 @@ pub enum MetadataError {
     },
 }
 
+/// The fields of a metadata file, parsed without the checksum check.
+struct RawMetadata {
+    version: u32,
+    job: JobId,
+    checkpoint: CheckpointId,
+    timestamp: Millis,
+    flags: u32,
+    handles: Vec<StateHandle>,
+    /// Bytes covered by the checksum.
+    body: usize,
+}
+
+impl RawMetadata {
+    fn parse(bytes: &[u8]) -> Result<RawMetadata, MetadataError> {
+        if bytes.len() >= 8 && &bytes[..8] != META_MAGIC {
+            return Err(MetadataError::Foreign);
+        }
+        if bytes.len() < 12 {
+            return Err(MetadataError::Truncated {
+                len: bytes.len(),
+                needed: V1_HEADER_BYTES + 4,
+            });
+        }
+        let mut r = Reader { bytes, at: 8 };
+        let version = r.u32();
+        let header = match version {
+            1 => V1_HEADER_BYTES,
+            2 => V2_HEADER_BYTES,
+            v => return Err(MetadataError::UnsupportedVersion(v)),
+        };
+        if bytes.len() < header + 4 {
+            return Err(MetadataError::Truncated {
+                len: bytes.len(),
+                needed: header + 4,
+            });
+        }
+        let job = JobId(r.u64());
+        let checkpoint = CheckpointId(r.u64());
+        let timestamp = Millis(r.u64());
+        let flags = if version >= 2 { r.u32() } else { 0 };
+        let n = r.u32();
+        if n > HANDLES_MAX {
+            return Err(MetadataError::TooManyHandles(n));
+        }
+        let body = header + 8 * n as usize;
+        if bytes.len() < body + 4 {
+            return Err(MetadataError::Truncated {
+                len: bytes.len(),
+                needed: body + 4,
+            });
+        }
+        let handles = (0..n).map(|_| StateHandle(r.u64())).collect();
+        Ok(RawMetadata {
+            version,
+            job,
+            checkpoint,
+            timestamp,
+            flags,
+            handles,
+            body,
+        })
+    }
+}
+
 impl Metadata {
-    /// Encodes the metadata with its checksum.
+    /// Encodes the metadata (version [`META_VERSION`]) with its checksum.
     #[must_use]
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(META_HEADER_BYTES + 8 * self.handles.len() + 4);
+        let flags = if self.savepoint {
+            META_FLAG_SAVEPOINT
+        } else {
+            0
+        };
+        self.encode_as(META_VERSION, flags)
+    }
+
+    /// Encodes the metadata in the version-1 format (no savepoint flag), for
+    /// tests and tools that must produce what an older writer left on disk.
+    /// `None` for a savepoint, which version 1 cannot express.
+    #[must_use]
+    pub fn encode_v1(&self) -> Option<Vec<u8>> {
+        (!self.savepoint).then(|| self.encode_as(1, 0))
+    }
+
+    fn encode_as(&self, version: u32, flags: u32) -> Vec<u8> {
+        let mut b = Vec::with_capacity(V2_HEADER_BYTES + 8 * self.handles.len() + 4);
         b.extend_from_slice(META_MAGIC);
-        b.extend_from_slice(&META_VERSION.to_le_bytes());
+        b.extend_from_slice(&version.to_le_bytes());
         b.extend_from_slice(&self.job.0.to_le_bytes());
         b.extend_from_slice(&self.checkpoint.0.to_le_bytes());
         b.extend_from_slice(&self.timestamp.0.to_le_bytes());
+        if version >= 2 {
+            b.extend_from_slice(&flags.to_le_bytes());
+        }
         let n = u32::try_from(self.handles.len()).unwrap_or(u32::MAX);
         b.extend_from_slice(&n.to_le_bytes());
         for h in &self.handles {
@@ -169,52 +354,40 @@ impl Metadata {
         b
     }
 
-    /// Decodes and checks metadata bytes (magic, version, length, checksum).
+    /// Decodes and checks metadata bytes of either version (magic, version,
+    /// flags, length, checksum).
     pub fn decode(bytes: &[u8]) -> Result<Metadata, MetadataError> {
-        if bytes.len() >= 8 && &bytes[..8] != META_MAGIC {
-            return Err(MetadataError::Foreign);
-        }
-        if bytes.len() < META_HEADER_BYTES + 4 {
-            return Err(MetadataError::Truncated {
-                len: bytes.len(),
-                needed: META_HEADER_BYTES + 4,
-            });
-        }
-        let mut r = Reader { bytes, at: 8 };
-        let version = r.u32();
-        if version != META_VERSION {
-            return Err(MetadataError::UnsupportedVersion(version));
-        }
-        let job = JobId(r.u64());
-        let checkpoint = CheckpointId(r.u64());
-        let timestamp = Millis(r.u64());
-        let n = r.u32();
-        if n > HANDLES_MAX {
-            return Err(MetadataError::TooManyHandles(n));
-        }
-        let body = META_HEADER_BYTES + 8 * n as usize;
-        if bytes.len() < body + 4 {
-            return Err(MetadataError::Truncated {
-                len: bytes.len(),
-                needed: body + 4,
-            });
-        }
-        let handles = (0..n).map(|_| StateHandle(r.u64())).collect();
+        let raw = RawMetadata::parse(bytes)?;
+        let mut r = Reader {
+            bytes,
+            at: raw.body,
+        };
         let stored = r.u32();
-        let computed = crc32fast::hash(&bytes[..body]);
+        let computed = crc32fast::hash(&bytes[..raw.body]);
         if stored != computed {
             return Err(MetadataError::ChecksumMismatch { stored, computed });
         }
-        if bytes.len() > body + 4 {
-            return Err(MetadataError::TrailingBytes(bytes.len() - body - 4));
+        if bytes.len() > raw.body + 4 {
+            return Err(MetadataError::TrailingBytes(bytes.len() - raw.body - 4));
+        }
+        if raw.flags & !META_FLAG_SAVEPOINT != 0 {
+            return Err(MetadataError::UnknownFlags(raw.flags));
         }
         Ok(Metadata {
-            job,
-            checkpoint,
-            timestamp,
-            handles,
+            job: raw.job,
+            checkpoint: raw.checkpoint,
+            savepoint: raw.version >= 2 && raw.flags & META_FLAG_SAVEPOINT != 0,
+            timestamp: raw.timestamp,
+            handles: raw.handles,
         })
     }
+}
+
+/// The handles a damaged metadata file still names, if its structure
+/// parses (the checksum, the flags and trailing bytes are not checked):
+/// recovery keeps those state files for a human to repair the checkpoint.
+fn handles_named_by(bytes: &[u8]) -> Option<Vec<StateHandle>> {
+    RawMetadata::parse(bytes).ok().map(|m| m.handles)
 }
 
 /// A bounds-checked little-endian reader (lengths are checked by the caller
@@ -241,7 +414,7 @@ impl Reader<'_> {
     }
 }
 
-/// Why the store failed.
+/// Why the store failed or refused.
 #[derive(Debug, Error)]
 pub enum StoreError {
     /// A file-system operation failed.
@@ -269,14 +442,77 @@ pub enum StoreError {
     /// Store or finalize for a checkpoint the store does not know in that phase.
     #[error("checkpoint {0} is not prepared")]
     NotPrepared(CheckpointId),
-    /// A checkpoint id at or below one already stored.
-    #[error("checkpoint {id} is not above the latest stored checkpoint {latest}")]
-    NotNewer {
-        /// The id.
-        id: CheckpointId,
-        /// The latest stored.
-        latest: CheckpointId,
+    /// The commit would break the commit order ([`crate::commit::check_next`]).
+    #[error("commit order: {0}")]
+    CommitOrder(#[from] CommitOrderError),
+    /// A write on behalf of a generation older than the newest claimed one:
+    /// the writer is a deposed leader.
+    #[error("generation {writer} is deposed: generation {current} has been claimed")]
+    StaleGeneration {
+        /// The generation the write was made for.
+        writer: Generation,
+        /// The newest claimed generation.
+        current: Generation,
     },
+    /// A write on behalf of a generation this handle did not claim.
+    #[error("this store handle was opened for generation {handle}, not {writer}")]
+    NotThisGeneration {
+        /// The generation the write was made for.
+        writer: Generation,
+        /// The generation the handle claimed.
+        handle: Generation,
+    },
+    /// The leader record of this handle's generation is gone (removed by
+    /// hand): no write is made without it.
+    #[error("the leader record of generation {0} is missing")]
+    ClaimLost(Generation),
+    /// A claim of a generation that exists or is not above the newest one.
+    #[error("generation {requested} cannot be claimed: the newest claimed is {}", newest.map_or("none".to_string(), |g| g.to_string()))]
+    GenerationTaken {
+        /// The generation asked for.
+        requested: Generation,
+        /// The newest claimed generation.
+        newest: Option<Generation>,
+    },
+    /// Restoring the newest whole checkpoint would go behind output an
+    /// exactly-once sink has already committed. Nothing was changed on disk.
+    #[error("{}", behind_committed(*committed, *restorable, damaged))]
+    BehindCommitted {
+        /// The newest checkpoint whose output was committed.
+        committed: CheckpointId,
+        /// The newest checkpoint that could be restored.
+        restorable: Option<CheckpointId>,
+        /// What recovery found damaged (why newer checkpoints cannot be used).
+        damaged: Vec<Damaged>,
+    },
+    /// [`FileStore::dispose_savepoint`] of a checkpoint the store does not hold.
+    #[error("checkpoint {0} is not stored")]
+    NotStored(CheckpointId),
+    /// [`FileStore::dispose_savepoint`] of a checkpoint that is not a savepoint
+    /// (retention removes those).
+    #[error("checkpoint {0} is not a savepoint")]
+    NotASavepoint(CheckpointId),
+    /// [`FileStore::dispose_savepoint`] of the store's latest checkpoint: the
+    /// job would restore an older one next time.
+    #[error("savepoint {0} is the latest stored checkpoint; it is restored on the next start")]
+    LatestSavepoint(CheckpointId),
+}
+
+fn behind_committed(
+    committed: CheckpointId,
+    restorable: Option<CheckpointId>,
+    damaged: &[Damaged],
+) -> String {
+    let mut s = format!(
+        "the sink has already committed the output of checkpoint {committed}, but the newest \
+         checkpoint that can be restored is {}: restoring it would commit that output again. \
+         Nothing was changed on disk.",
+        restorable.map_or("none".to_string(), |c| c.to_string())
+    );
+    for d in damaged {
+        s.push_str(&format!("\n  damaged: {d}"));
+    }
+    s
 }
 
 fn io_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(io::Error) -> StoreError + 'a {
@@ -287,47 +523,153 @@ fn io_err<'a>(op: &'static str, path: &'a str) -> impl FnOnce(io::Error) -> Stor
     }
 }
 
-/// A metadata file refused on start.
+/// What is wrong with a stored checkpoint found on start.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum Damage {
+    /// Its metadata file is invalid.
+    #[error("{0}")]
+    Metadata(MetadataError),
+    /// One of its state files does not exist (or cannot be read).
+    #[error("state file missing: {why}")]
+    MissingState {
+        /// The handle.
+        handle: StateHandle,
+        /// What reading it said.
+        why: String,
+    },
+    /// One of its state files is not what the checkpoint wrote.
+    #[error("state file damaged: {why}")]
+    DamagedState {
+        /// The handle.
+        handle: StateHandle,
+        /// What the check said.
+        why: String,
+    },
+}
+
+/// One damaged file of a stored checkpoint (reported, and quarantined when
+/// the start goes ahead).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RejectedMetadata {
-    /// The file (now renamed `*.corrupt`).
+pub struct Damaged {
+    /// The checkpoint, from its metadata file's name (`None` for a name the
+    /// store did not write).
+    pub checkpoint: Option<CheckpointId>,
+    /// The damaged file: the metadata file or the state file.
     pub file: String,
-    /// Why.
-    pub error: MetadataError,
+    /// What is wrong with it.
+    pub damage: Damage,
 }
 
-/// A stored checkpoint.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredCheckpoint {
-    /// Its id.
-    pub id: CheckpointId,
-    /// Its state handles.
-    pub handles: Vec<StateHandle>,
+impl fmt::Display for Damaged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.checkpoint {
+            Some(c) => write!(f, "checkpoint {c}: {}: {}", self.file, self.damage),
+            None => write!(f, "{}: {}", self.file, self.damage),
+        }
+    }
 }
 
-/// What [`FileStore::open`] found and did.
+/// Checks one state file of the checkpoint to restore: `(checkpoint,
+/// handle, bytes)`; an error says why the file is not that checkpoint's.
+pub type StateCheck =
+    Arc<dyn Fn(CheckpointId, StateHandle, &[u8]) -> Result<(), String> + Send + Sync>;
+
+/// How to open a store.
+#[derive(Clone)]
+pub struct OpenOptions {
+    /// The job the store serves (metadata of another job is damage).
+    pub job: JobId,
+    /// Checkpoints (not savepoints) retained after a commit; at least 1.
+    /// Must match the coordinator's.
+    pub retained_max: usize,
+    /// The leader generation this handle claims and writes for: above every
+    /// generation claimed so far ([`FileStore::newest_generation`]).
+    pub generation: Generation,
+    /// The newest checkpoint whose output an exactly-once sink has already
+    /// committed (`None`: nothing committed, or no such sink). Recovery
+    /// refuses to restore an older checkpoint.
+    pub committed: Option<CheckpointId>,
+    /// Checks the state files of the checkpoint to restore (`None`: only
+    /// that they exist).
+    pub check_state: Option<StateCheck>,
+}
+
+impl fmt::Debug for OpenOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenOptions")
+            .field("job", &self.job)
+            .field("retained_max", &self.retained_max)
+            .field("generation", &self.generation)
+            .field("committed", &self.committed)
+            .field("check_state", &self.check_state.is_some())
+            .finish()
+    }
+}
+
+impl OpenOptions {
+    /// Options for `job` retaining `retained_max` checkpoints, claiming
+    /// `generation`, with no committed output and no state check.
+    #[must_use]
+    pub fn new(job: JobId, retained_max: usize, generation: Generation) -> Self {
+        OpenOptions {
+            job,
+            retained_max,
+            generation,
+            committed: None,
+            check_state: None,
+        }
+    }
+}
+
+/// What [`FileStore::open`] found and did (or, from [`FileStore::inspect`],
+/// what it would find and do).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recovery {
-    /// The valid stored checkpoints, oldest first (at most `retained_max`).
-    pub retained: Vec<StoredCheckpoint>,
-    /// Invalid metadata (reported, renamed `*.corrupt`, never loaded).
-    pub rejected: Vec<RejectedMetadata>,
-    /// Valid metadata whose state files are missing: `(checkpoint, handle)`.
-    /// Such a checkpoint is not restored (renamed `*.corrupt`).
-    pub missing_state: Vec<(CheckpointId, StateHandle)>,
+    /// The generation claimed, which the coordinator recovers under (from
+    /// [`FileStore::inspect`]: the newest claimed; nothing is claimed).
+    pub generation: Generation,
+    /// The stored checkpoints and savepoints that can be restored, in id
+    /// order (a legal commit order), as [`CoordinatorEvent::Recover`] takes
+    /// them. More than `retained_max` when the store was written with a
+    /// higher bound or savepoints are held.
+    pub checkpoints: Vec<RecoveredCheckpoint>,
+    /// The last id the counter handed out, as [`CoordinatorEvent::Recover`]
+    /// takes it (at least every stored or quarantined checkpoint's id).
+    pub last_id: Option<CheckpointId>,
+    /// Damage found on this start; those checkpoints are quarantined
+    /// (metadata renamed `*.corrupt`, state files kept) and not restored.
+    pub damaged: Vec<Damaged>,
+    /// Every quarantined metadata file now in `checkpoints/` (this start's
+    /// and earlier ones'), kept for a human with its state files.
+    pub quarantined: Vec<String>,
+    /// Files in the store's directories that it did not write, left alone.
+    pub foreign: Vec<String>,
     /// Half-written files removed (`*.tmp`, `*.prepared`).
     pub removed_partial: Vec<String>,
-    /// State files no valid stored checkpoint references, deleted.
+    /// State files no stored or quarantined checkpoint references, deleted.
     pub removed_orphans: Vec<StateHandle>,
-    /// The next id the counter hands out.
-    pub next_id: CheckpointId,
+    /// Unreferenced state files kept because a quarantined metadata file is
+    /// too damaged to say which state files it references.
+    pub kept_unreferenced: Vec<StateHandle>,
 }
 
 impl Recovery {
-    /// The latest valid stored checkpoint.
+    /// The checkpoint to restore: the newest ([`crate::commit::latest`]).
     #[must_use]
-    pub fn latest(&self) -> Option<&StoredCheckpoint> {
-        self.retained.last()
+    pub fn latest(&self) -> Option<&RecoveredCheckpoint> {
+        let id = commit::latest(self.checkpoints.iter().map(|c| (c.checkpoint, c.savepoint)))?;
+        self.checkpoints.iter().find(|c| c.checkpoint == id)
+    }
+
+    /// The coordinator's first event: `Recover` with exactly this list,
+    /// counter and generation.
+    #[must_use]
+    pub fn recover_event(&self) -> CoordinatorEvent {
+        CoordinatorEvent::Recover {
+            checkpoints: self.checkpoints.clone(),
+            last_id: self.last_id,
+            generation: self.generation,
+        }
     }
 }
 
@@ -343,6 +685,13 @@ pub enum Discarded {
     Refused {
         /// The stored checkpoint that holds it.
         checkpoint: CheckpointId,
+    },
+    /// Declined: only a stored savepoint references it, and savepoints are
+    /// the user's ([`FileStore::dispose_savepoint`]). A coordinator that
+    /// counts savepoints towards its retention asks for this.
+    Savepoint {
+        /// The savepoint that holds it.
+        savepoint: CheckpointId,
     },
 }
 
@@ -362,6 +711,17 @@ pub struct StoreStats {
     pub guard_refusals: u64,
     /// The refused handles, with the stored checkpoint that protected each.
     pub refused: Vec<(StateHandle, CheckpointId)>,
+    /// Discards declined because a savepoint holds the handle.
+    pub savepoint_declines: u64,
+    /// Writes refused because a newer generation was claimed.
+    pub fenced: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Entry {
+    savepoint: bool,
+    timestamp: Millis,
+    handles: Vec<StateHandle>,
 }
 
 /// The durable checkpoint store. Not thread-safe by itself: the coordinator
@@ -370,14 +730,29 @@ pub struct FileStore {
     fs: Arc<dyn Fs>,
     job: JobId,
     retained_max: usize,
+    generation: Generation,
     next_id: u64,
-    stored: BTreeMap<CheckpointId, Vec<StateHandle>>,
-    prepared: BTreeMap<CheckpointId, Vec<StateHandle>>,
-    /// Handle -> the stored checkpoint referencing it.
-    protected: BTreeMap<StateHandle, CheckpointId>,
+    stored: BTreeMap<CheckpointId, Entry>,
+    prepared: BTreeMap<CheckpointId, Entry>,
+    /// Handle -> the stored checkpoints referencing it.
+    holders: BTreeMap<StateHandle, BTreeSet<CheckpointId>>,
+    /// Handles named by quarantined metadata: never deleted by the store.
+    quarantined: BTreeSet<StateHandle>,
     /// Discards refused while protected; deleted on eviction.
     deferred: BTreeSet<StateHandle>,
     stats: StoreStats,
+}
+
+impl fmt::Debug for FileStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileStore")
+            .field("job", &self.job)
+            .field("generation", &self.generation)
+            .field("retained_max", &self.retained_max)
+            .field("next_id", &self.next_id)
+            .field("stored", &self.stored.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
 }
 
 fn parse_meta_name(name: &str) -> Option<(CheckpointId, &str)> {
@@ -389,44 +764,275 @@ fn parse_meta_name(name: &str) -> Option<(CheckpointId, &str)> {
     digits.parse().ok().map(|id| (CheckpointId(id), ext))
 }
 
+fn parse_leader_name(name: &str) -> Option<Generation> {
+    let digits = name.strip_prefix("gen-")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().map(Generation)
+}
+
+fn parse_state_name(name: &str) -> Option<StateHandle> {
+    if name.len() != 16 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(name, 16).ok().map(StateHandle)
+}
+
+/// Everything recovery read, before it changes anything.
+struct Scan {
+    counter: u64,
+    valid: BTreeMap<CheckpointId, Entry>,
+    damaged: Vec<Damaged>,
+    /// Checkpoints to quarantine (their `.meta` renamed).
+    to_quarantine: BTreeSet<CheckpointId>,
+    quarantined: Vec<String>,
+    foreign: Vec<String>,
+    partial: Vec<String>,
+    orphans: Vec<StateHandle>,
+    kept_unreferenced: Vec<StateHandle>,
+    /// Handles named by quarantined metadata (earlier and this start's).
+    kept: BTreeSet<StateHandle>,
+    /// The highest checkpoint id any file name mentions.
+    max_id_named: Option<CheckpointId>,
+}
+
+impl Scan {
+    /// `id` cannot be restored: report each bad file, keep its state files
+    /// and quarantine its metadata.
+    fn mark_damaged(&mut self, id: CheckpointId, bad: impl Iterator<Item = (StateHandle, Damage)>) {
+        if let Some(e) = self.valid.remove(&id) {
+            self.kept.extend(e.handles);
+        }
+        self.to_quarantine.insert(id);
+        for (h, damage) in bad {
+            self.damaged.push(Damaged {
+                checkpoint: Some(id),
+                file: state_path(h),
+                damage,
+            });
+        }
+    }
+
+    fn restorable(&self) -> Option<CheckpointId> {
+        commit::latest(self.valid.iter().map(|(id, e)| (*id, e.savepoint)))
+    }
+
+    fn last_id(&self) -> Option<CheckpointId> {
+        let next = self.next_id();
+        (next > 1).then(|| CheckpointId(next - 1))
+    }
+
+    /// The counter after recovery: above every id handed out or named on disk.
+    fn next_id(&self) -> u64 {
+        let named = self.max_id_named.map_or(1, |id| id.0.saturating_add(1));
+        self.counter.max(named).max(1)
+    }
+
+    fn checkpoints(&self) -> Vec<RecoveredCheckpoint> {
+        self.valid
+            .iter()
+            .map(|(id, e)| RecoveredCheckpoint {
+                checkpoint: *id,
+                savepoint: e.savepoint,
+                timestamp: e.timestamp,
+                handles: e.handles.clone(),
+            })
+            .collect()
+    }
+
+    fn refusal(&self, committed: Option<CheckpointId>) -> Option<StoreError> {
+        let committed = committed?;
+        let restorable = self.restorable();
+        if restorable.is_none_or(|r| r < committed) {
+            Some(StoreError::BehindCommitted {
+                committed,
+                restorable,
+                damaged: self.damaged.clone(),
+            })
+        } else {
+            None
+        }
+    }
+
+    fn report(&self, generation: Generation) -> Recovery {
+        let mut quarantined = self.quarantined.clone();
+        quarantined.extend(
+            self.to_quarantine
+                .iter()
+                .map(|id| format!("{}.corrupt", meta_path(*id))),
+        );
+        quarantined.sort();
+        Recovery {
+            generation,
+            checkpoints: self.checkpoints(),
+            last_id: self.last_id(),
+            damaged: self.damaged.clone(),
+            quarantined,
+            foreign: self.foreign.clone(),
+            removed_partial: self.partial.clone(),
+            removed_orphans: self.orphans.clone(),
+            kept_unreferenced: self.kept_unreferenced.clone(),
+        }
+    }
+}
+
 impl FileStore {
-    /// Opens (or creates) the store for `job` on `fs` and recovers: see the
-    /// module docs. `retained_max` must match the coordinator's.
+    /// The newest leader generation claimed on `fs` (`None` before the
+    /// first claim). A new leader claims one above it.
+    pub fn newest_generation(fs: &dyn Fs) -> Result<Option<Generation>, StoreError> {
+        let names = fs.list(LEADER_DIR).map_err(io_err("list", LEADER_DIR))?;
+        Ok(names.iter().filter_map(|n| parse_leader_name(n)).max())
+    }
+
+    /// The generation a new leader claims on `fs`: one above the newest
+    /// claimed (1 on a fresh store).
+    pub fn next_generation(fs: &dyn Fs) -> Result<Generation, StoreError> {
+        match Self::newest_generation(fs)? {
+            None => Ok(Generation(1)),
+            Some(g) => {
+                g.0.checked_add(1)
+                    .map(Generation)
+                    .ok_or(StoreError::GenerationTaken {
+                        requested: g,
+                        newest: Some(g),
+                    })
+            }
+        }
+    }
+
+    fn claim(fs: &dyn Fs, job: JobId, generation: Generation) -> Result<(), StoreError> {
+        let newest = Self::newest_generation(fs)?;
+        let taken = StoreError::GenerationTaken {
+            requested: generation,
+            newest,
+        };
+        if newest.is_some_and(|n| generation <= n) {
+            return Err(taken);
+        }
+        fs.create_dir_all(LEADER_DIR)
+            .map_err(io_err("create", LEADER_DIR))?;
+        let path = leader_path(generation);
+        let mut b = Vec::with_capacity(24);
+        b.extend_from_slice(LEADER_MAGIC);
+        b.extend_from_slice(&job.0.to_le_bytes());
+        b.extend_from_slice(&generation.0.to_le_bytes());
+        match fs.create_new(&path, &b) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::GenerationTaken {
+                    requested: generation,
+                    newest: Self::newest_generation(fs)?,
+                })
+            }
+            Err(e) => return Err(io_err("create", &path)(e)),
+        }
+        fs.sync_file(&path).map_err(io_err("sync", &path))?;
+        fs.sync_dir(LEADER_DIR).map_err(io_err("sync", LEADER_DIR))
+    }
+
+    /// Claims `options.generation`, recovers (see the module docs) and
+    /// opens the store for writing on behalf of that generation.
+    ///
+    /// Refused without a change on disk when restoring would go behind
+    /// `options.committed` ([`StoreError::BehindCommitted`]; the generation
+    /// stays claimed, which only fences older leaders).
     pub fn open(
         fs: Arc<dyn Fs>,
-        job: JobId,
-        retained_max: usize,
+        options: OpenOptions,
     ) -> Result<(FileStore, Recovery), StoreError> {
+        let job = options.job;
         fs.create_dir_all(STATE_DIR)
             .map_err(io_err("create", STATE_DIR))?;
         fs.create_dir_all(CHECKPOINT_DIR)
             .map_err(io_err("create", CHECKPOINT_DIR))?;
-        let mut rec = Recovery::default();
-        let next_id = Self::read_counter(&*fs, job)?;
+        Self::claim(&*fs, job, options.generation)?;
+        let scan = Self::scan(&*fs, job, options.check_state.as_ref())?;
+        if let Some(refusal) = scan.refusal(options.committed) {
+            return Err(refusal);
+        }
+        let rec = scan.report(options.generation);
+        let mut store = FileStore {
+            fs,
+            job,
+            retained_max: options.retained_max.max(1),
+            generation: options.generation,
+            next_id: scan.next_id(),
+            stored: BTreeMap::new(),
+            prepared: BTreeMap::new(),
+            holders: BTreeMap::new(),
+            quarantined: scan.kept.clone(),
+            deferred: BTreeSet::new(),
+            stats: StoreStats::default(),
+        };
+        store.apply(&scan)?;
+        for (id, e) in scan.valid {
+            for h in &e.handles {
+                store.holders.entry(*h).or_default().insert(id);
+            }
+            store.stored.insert(id, e);
+        }
+        Ok((store, rec))
+    }
 
-        // Checkpoint metadata.
+    /// What [`FileStore::open`] would find and do, read without claiming a
+    /// generation or writing anything; `Err(StoreError::BehindCommitted)`
+    /// when it would refuse. For verification tools.
+    pub fn inspect(
+        fs: &dyn Fs,
+        job: JobId,
+        committed: Option<CheckpointId>,
+        check_state: Option<&StateCheck>,
+    ) -> Result<Recovery, StoreError> {
+        let scan = Self::scan(fs, job, check_state)?;
+        if let Some(refusal) = scan.refusal(committed) {
+            return Err(refusal);
+        }
+        let generation = Self::newest_generation(fs)?.unwrap_or_default();
+        Ok(scan.report(generation))
+    }
+
+    /// Reads the store: changes nothing.
+    fn scan(fs: &dyn Fs, job: JobId, check: Option<&StateCheck>) -> Result<Scan, StoreError> {
+        let mut scan = Scan {
+            counter: Self::read_counter(fs, job)?,
+            valid: BTreeMap::new(),
+            damaged: Vec::new(),
+            to_quarantine: BTreeSet::new(),
+            quarantined: Vec::new(),
+            foreign: Vec::new(),
+            partial: Vec::new(),
+            orphans: Vec::new(),
+            kept_unreferenced: Vec::new(),
+            kept: BTreeSet::new(),
+            max_id_named: None,
+        };
+        let mut undecodable_quarantine = false;
         let names = fs
             .list(CHECKPOINT_DIR)
             .map_err(io_err("list", CHECKPOINT_DIR))?;
-        let mut valid: BTreeMap<CheckpointId, Vec<StateHandle>> = BTreeMap::new();
-        let mut dirty = false;
         for name in names {
             let path = join(CHECKPOINT_DIR, &name);
+            let parsed = parse_meta_name(&name);
+            // Ids of stored and quarantined checkpoints (a quarantined one
+            // may be repaired and read again): the counter stays above them.
+            if let Some((id, ext)) = parsed {
+                if ext == "meta" || ext.ends_with(".corrupt") {
+                    scan.max_id_named = scan.max_id_named.max(Some(id));
+                }
+            }
             if name.ends_with(".corrupt") {
+                let bytes = fs.read(&path).map_err(io_err("read", &path))?;
+                match handles_named_by(&bytes) {
+                    Some(hs) => scan.kept.extend(hs),
+                    None => undecodable_quarantine = true,
+                }
+                scan.quarantined.push(path);
                 continue;
             }
-            let parsed = parse_meta_name(&name);
             match parsed {
-                Some((_, "prepared")) => {
-                    fs.remove(&path).map_err(io_err("remove", &path))?;
-                    rec.removed_partial.push(path);
-                    dirty = true;
-                }
-                Some((_, ext)) if ext.ends_with("tmp") => {
-                    fs.remove(&path).map_err(io_err("remove", &path))?;
-                    rec.removed_partial.push(path);
-                    dirty = true;
-                }
+                Some((_, "prepared")) => scan.partial.push(path),
+                Some((_, ext)) if ext.ends_with("tmp") => scan.partial.push(path),
                 Some((id, "meta")) => {
                     let bytes = fs.read(&path).map_err(io_err("read", &path))?;
                     let checked = Metadata::decode(&bytes).and_then(|m| {
@@ -446,111 +1052,170 @@ impl FileStore {
                     });
                     match checked {
                         Ok(m) => {
-                            valid.insert(id, m.handles);
+                            scan.valid.insert(
+                                id,
+                                Entry {
+                                    savepoint: m.savepoint,
+                                    timestamp: m.timestamp,
+                                    handles: m.handles,
+                                },
+                            );
                         }
                         Err(error) => {
-                            Self::quarantine(&*fs, &path)?;
-                            rec.rejected.push(RejectedMetadata { file: path, error });
-                            dirty = true;
+                            match handles_named_by(&bytes) {
+                                Some(hs) => scan.kept.extend(hs),
+                                None => undecodable_quarantine = true,
+                            }
+                            scan.to_quarantine.insert(id);
+                            scan.damaged.push(Damaged {
+                                checkpoint: Some(id),
+                                file: path,
+                                damage: Damage::Metadata(error),
+                            });
                         }
                     }
                 }
-                Some(_) | None => {
-                    // A file we did not write: report it, leave it alone.
-                    rec.rejected.push(RejectedMetadata {
-                        file: path,
-                        error: MetadataError::Foreign,
-                    });
-                }
+                Some(_) | None => scan.foreign.push(path),
             }
         }
-        // A stored checkpoint whose state is missing cannot be restored.
-        let ids: Vec<CheckpointId> = valid.keys().copied().collect();
+        // A stored checkpoint whose state is incomplete cannot be restored.
+        let ids: Vec<CheckpointId> = scan.valid.keys().copied().collect();
         for id in ids {
-            let missing: Vec<StateHandle> = valid
+            let handles = scan
+                .valid
                 .get(&id)
-                .map(|hs| {
-                    hs.iter()
-                        .copied()
-                        .filter(|h| !fs.exists(&state_path(*h)))
-                        .collect()
-                })
+                .map(|e| e.handles.clone())
                 .unwrap_or_default();
+            let missing: Vec<StateHandle> = handles
+                .iter()
+                .copied()
+                .filter(|h| !fs.exists(&state_path(*h)))
+                .collect();
             if !missing.is_empty() {
-                valid.remove(&id);
-                Self::quarantine(&*fs, &meta_name(id, "meta"))?;
-                dirty = true;
-                rec.missing_state
-                    .extend(missing.into_iter().map(|h| (id, h)));
+                scan.mark_damaged(
+                    id,
+                    missing.into_iter().map(|h| {
+                        (
+                            h,
+                            Damage::MissingState {
+                                handle: h,
+                                why: "no such file".into(),
+                            },
+                        )
+                    }),
+                );
             }
         }
-        // Beyond retained_max (a crash between a store and its eviction).
-        while valid.len() > retained_max.max(1) {
-            if let Some((id, _)) = valid.pop_first() {
-                let path = meta_name(id, "meta");
-                fs.remove(&path).map_err(io_err("remove", &path))?;
-                dirty = true;
+        // The checkpoint to restore: every state file read and checked,
+        // newest first until one is whole.
+        if let Some(check) = check {
+            while let Some(id) = scan.restorable() {
+                let handles = scan
+                    .valid
+                    .get(&id)
+                    .map(|e| e.handles.clone())
+                    .unwrap_or_default();
+                let mut bad = Vec::new();
+                for h in handles {
+                    match read_state(fs, h) {
+                        Ok(bytes) => {
+                            if let Err(why) = check(id, h, &bytes) {
+                                bad.push((h, Damage::DamagedState { handle: h, why }));
+                            }
+                        }
+                        Err(e) => bad.push((
+                            h,
+                            Damage::MissingState {
+                                handle: h,
+                                why: e.to_string(),
+                            },
+                        )),
+                    }
+                }
+                if bad.is_empty() {
+                    break;
+                }
+                scan.mark_damaged(id, bad.into_iter());
             }
+        }
+        // State files nobody references.
+        let referenced: BTreeSet<StateHandle> = scan
+            .valid
+            .values()
+            .flat_map(|e| e.handles.iter().copied())
+            .chain(scan.kept.iter().copied())
+            .collect();
+        for name in fs.list(STATE_DIR).map_err(io_err("list", STATE_DIR))? {
+            match parse_state_name(&name) {
+                Some(h) if referenced.contains(&h) => {}
+                Some(h) if undecodable_quarantine => scan.kept_unreferenced.push(h),
+                Some(h) => scan.orphans.push(h),
+                None => scan.foreign.push(join(STATE_DIR, &name)),
+            }
+        }
+        Ok(scan)
+    }
+
+    /// Removes the writes recovery decided on: quarantines, half-written
+    /// files, orphans, then the counter.
+    fn apply(&mut self, scan: &Scan) -> Result<(), StoreError> {
+        self.fence(self.generation)?;
+        let fs = Arc::clone(&self.fs);
+        let mut dirty = false;
+        for path in &scan.partial {
+            match fs.remove(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err("remove", path)(e)),
+            }
+            dirty = true;
+        }
+        for id in &scan.to_quarantine {
+            let from = meta_path(*id);
+            let mut to = format!("{from}.corrupt");
+            let mut n = 2;
+            while fs.exists(&to) {
+                to = format!("{from}.{n}.corrupt");
+                n += 1;
+            }
+            fs.rename(&from, &to).map_err(io_err("rename", &from))?;
+            dirty = true;
         }
         if dirty {
             fs.sync_dir(CHECKPOINT_DIR)
                 .map_err(io_err("sync", CHECKPOINT_DIR))?;
         }
-        // Orphaned state files.
-        let referenced: BTreeSet<StateHandle> = valid.values().flatten().copied().collect();
-        let files = fs.list(STATE_DIR).map_err(io_err("list", STATE_DIR))?;
-        let mut removed_any = false;
-        for name in files {
-            let path = join(STATE_DIR, &name);
-            let handle = u64::from_str_radix(&name, 16).ok().map(StateHandle);
-            let keep = handle.is_some_and(|h| referenced.contains(&h) && name.len() == 16);
-            if !keep {
-                fs.remove(&path).map_err(io_err("remove", &path))?;
-                removed_any = true;
-                if let Some(h) = handle {
-                    rec.removed_orphans.push(h);
-                }
+        for h in &scan.orphans {
+            let path = state_path(*h);
+            match fs.remove(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err("remove", &path)(e)),
             }
         }
-        if removed_any {
+        if !scan.orphans.is_empty() {
             fs.sync_dir(STATE_DIR).map_err(io_err("sync", STATE_DIR))?;
         }
-        // The counter is above every id seen (a counter file lost to a
-        // crash before its first sync restarts above the stored ids).
-        let above_stored = valid.keys().next_back().map_or(1, |id| id.0 + 1);
-        let next_id = next_id.max(above_stored);
-        let mut protected = BTreeMap::new();
-        for (id, hs) in &valid {
-            for h in hs {
-                protected.insert(*h, *id);
-            }
-        }
-        rec.retained = valid
-            .iter()
-            .map(|(id, hs)| StoredCheckpoint {
-                id: *id,
-                handles: hs.clone(),
-            })
-            .collect();
-        rec.next_id = CheckpointId(next_id);
-        let store = FileStore {
-            fs,
-            job,
-            retained_max: retained_max.max(1),
-            next_id,
-            stored: valid,
-            prepared: BTreeMap::new(),
-            protected,
-            deferred: BTreeSet::new(),
-            stats: StoreStats::default(),
-        };
-        store.write_counter(next_id)?;
-        Ok((store, rec))
+        self.write_counter(self.next_id)
     }
 
-    fn quarantine(fs: &dyn Fs, path: &str) -> Result<(), StoreError> {
-        let to = format!("{path}.corrupt");
-        fs.rename(path, &to).map_err(io_err("rename", path))
+    /// Refuses a write for `writer` unless it is this handle's generation
+    /// and still the newest claimed.
+    fn fence(&mut self, writer: Generation) -> Result<(), StoreError> {
+        if writer != self.generation {
+            return Err(StoreError::NotThisGeneration {
+                writer,
+                handle: self.generation,
+            });
+        }
+        match Self::newest_generation(&*self.fs)? {
+            Some(current) if current == writer => Ok(()),
+            Some(current) if current > writer => {
+                self.stats.fenced += 1;
+                Err(StoreError::StaleGeneration { writer, current })
+            }
+            Some(_) | None => Err(StoreError::ClaimLost(writer)),
+        }
     }
 
     fn read_counter(fs: &dyn Fs, job: JobId) -> Result<u64, StoreError> {
@@ -594,9 +1259,10 @@ impl FileStore {
         write_atomic(&*self.fs, IDS_FILE, &b).map_err(io_err("write", IDS_FILE))
     }
 
-    /// Hands out the next checkpoint id; the counter is durable before the
-    /// id is returned.
-    pub fn allocate_id(&mut self) -> Result<CheckpointId, StoreError> {
+    /// Hands out the next checkpoint id on behalf of `writer`; the counter
+    /// is durable before the id is returned.
+    pub fn allocate_id(&mut self, writer: Generation) -> Result<CheckpointId, StoreError> {
+        self.fence(writer)?;
         let id = self.next_id;
         let next = id.checked_add(1).ok_or(StoreError::CounterExhausted)?;
         self.write_counter(next)?;
@@ -606,8 +1272,13 @@ impl FileStore {
     }
 
     /// Moves the counter so the next id is at least `next` (never back:
-    /// ids handed out before a crash must not repeat).
-    pub fn reset_counter(&mut self, next: CheckpointId) -> Result<(), StoreError> {
+    /// ids handed out before a crash must not repeat), on behalf of `writer`.
+    pub fn reset_counter(
+        &mut self,
+        writer: Generation,
+        next: CheckpointId,
+    ) -> Result<(), StoreError> {
+        self.fence(writer)?;
         if next.0 > self.next_id {
             self.write_counter(next.0)?;
             self.next_id = next.0;
@@ -615,25 +1286,25 @@ impl FileStore {
         Ok(())
     }
 
-    /// The coordinator's `FinalizeCheckpoint`: writes and fsyncs the
-    /// metadata under its prepared name. Not yet stored.
+    /// The coordinator's `FinalizeCheckpoint`, on behalf of `writer`: writes
+    /// and fsyncs the metadata of `checkpoint` (a savepoint when
+    /// `savepoint`, triggered at `timestamp`) under its prepared name. Not
+    /// yet stored. Refused when it could not be committed after what the
+    /// store holds ([`crate::commit::check_next`]).
     pub fn finalize(
         &mut self,
+        writer: Generation,
         checkpoint: CheckpointId,
+        savepoint: bool,
         timestamp: Millis,
         handles: &[StateHandle],
     ) -> Result<(), StoreError> {
-        if let Some((latest, _)) = self.stored.last_key_value() {
-            if checkpoint <= *latest {
-                return Err(StoreError::NotNewer {
-                    id: checkpoint,
-                    latest: *latest,
-                });
-            }
-        }
+        self.fence(writer)?;
+        commit::check_next(self.held(), checkpoint, savepoint)?;
         let meta = Metadata {
             job: self.job,
             checkpoint,
+            savepoint,
             timestamp,
             handles: handles.to_vec(),
         };
@@ -651,23 +1322,45 @@ impl FileStore {
                 source: e,
             });
         }
-        self.prepared.insert(checkpoint, handles.to_vec());
+        self.prepared.insert(
+            checkpoint,
+            Entry {
+                savepoint,
+                timestamp,
+                handles: handles.to_vec(),
+            },
+        );
         Ok(())
     }
 
-    /// The coordinator's `StoreCheckpoint`: the commit point (rename, fsync
-    /// of the directory), then eviction beyond `retained_max`. Returns the
-    /// evicted checkpoint ids.
+    fn held(&self) -> impl Iterator<Item = (CheckpointId, bool)> + '_ {
+        self.stored.iter().map(|(id, e)| (*id, e.savepoint))
+    }
+
+    /// The coordinator's `StoreCheckpoint`, on behalf of `writer`: the
+    /// commit order is checked again, then the commit point (rename, fsync
+    /// of the directory), then eviction of the oldest checkpoints (never
+    /// savepoints) beyond `retained_max`. Returns the evicted checkpoint ids.
     ///
-    /// An error before the rename means "definitely not stored". After the
-    /// rename the checkpoint is held as stored even if the directory sync
-    /// fails (the outcome is then unknown until recovery reads the store),
-    /// so its state is guarded either way.
-    pub fn store(&mut self, checkpoint: CheckpointId) -> Result<Vec<CheckpointId>, StoreError> {
-        let Some(handles) = self.prepared.remove(&checkpoint) else {
+    /// An error before the rename means "definitely not stored" (the
+    /// prepared file is removed, unless the error is the fence's: a deposed
+    /// leader changes nothing). After the rename the checkpoint is held as
+    /// stored even if the directory sync fails (the outcome is then unknown
+    /// until recovery reads the store), so its state is guarded either way.
+    pub fn store(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+    ) -> Result<Vec<CheckpointId>, StoreError> {
+        self.fence(writer)?;
+        let Some(entry) = self.prepared.remove(&checkpoint) else {
             return Err(StoreError::NotPrepared(checkpoint));
         };
         let from = meta_name(checkpoint, "prepared");
+        if let Err(e) = commit::check_next(self.held(), checkpoint, entry.savepoint) {
+            let _ = self.fs.remove(&from);
+            return Err(e.into());
+        }
         let to = meta_name(checkpoint, "meta");
         if let Err(e) = self.fs.rename(&from, &to) {
             let _ = self.fs.remove(&from);
@@ -677,26 +1370,40 @@ impl FileStore {
                 source: e,
             });
         }
-        for h in &handles {
-            self.protected.insert(*h, checkpoint);
+        for h in &entry.handles {
+            self.holders.entry(*h).or_default().insert(checkpoint);
         }
-        self.stored.insert(checkpoint, handles);
+        self.stored.insert(checkpoint, entry);
         self.stats.stored += 1;
         self.fs
             .sync_dir(CHECKPOINT_DIR)
             .map_err(io_err("sync", CHECKPOINT_DIR))?;
         let mut evicted = Vec::new();
-        while self.stored.len() > self.retained_max {
-            let Some((old, hs)) = self.stored.pop_first() else {
+        loop {
+            let checkpoints = self.stored.values().filter(|e| !e.savepoint).count();
+            if checkpoints <= self.retained_max {
+                break;
+            }
+            let Some(old) = self
+                .stored
+                .iter()
+                .find(|(_, e)| !e.savepoint)
+                .map(|(id, _)| *id)
+            else {
                 break;
             };
-            let path = meta_name(old, "meta");
+            // A leader deposed after this commit leaves retention to the
+            // new one (the commit itself stands).
+            if self.fence(writer).is_err() {
+                break;
+            }
+            let path = meta_path(old);
             self.fs.remove(&path).map_err(io_err("remove", &path))?;
             self.stats.evicted += 1;
             evicted.push(old);
+            let hs = self.forget(old);
             for h in hs {
-                self.protected.remove(&h);
-                if self.deferred.remove(&h) {
+                if !self.holders.contains_key(&h) && self.deferred.remove(&h) {
                     self.delete_state(h)?;
                 }
             }
@@ -709,21 +1416,53 @@ impl FileStore {
         Ok(evicted)
     }
 
-    /// The coordinator's (or a task's) `DiscardState`: deletes the state
-    /// file unless a stored checkpoint references it (see [`Discarded`]).
-    /// A prepared (finalized, not stored) checkpoint holding the handle is
-    /// dropped first, so it can never be stored without its state.
-    pub fn discard(&mut self, handle: StateHandle) -> Result<Discarded, StoreError> {
-        if let Some(checkpoint) = self.protected.get(&handle).copied() {
-            self.stats.guard_refusals += 1;
-            self.stats.refused.push((handle, checkpoint));
-            self.deferred.insert(handle);
-            return Ok(Discarded::Refused { checkpoint });
+    /// Drops a stored checkpoint from the in-memory view; returns its handles.
+    fn forget(&mut self, id: CheckpointId) -> Vec<StateHandle> {
+        let Some(e) = self.stored.remove(&id) else {
+            return Vec::new();
+        };
+        for h in &e.handles {
+            if let Some(set) = self.holders.get_mut(h) {
+                set.remove(&id);
+                if set.is_empty() {
+                    self.holders.remove(h);
+                }
+            }
+        }
+        e.handles
+    }
+
+    /// The coordinator's (or a task's) `DiscardState`, on behalf of
+    /// `writer`: deletes the state file unless a stored checkpoint or
+    /// savepoint references it (see [`Discarded`]). A prepared (finalized,
+    /// not stored) checkpoint holding the handle is dropped first, so it can
+    /// never be stored without its state.
+    pub fn discard(
+        &mut self,
+        writer: Generation,
+        handle: StateHandle,
+    ) -> Result<Discarded, StoreError> {
+        self.fence(writer)?;
+        if let Some(set) = self.holders.get(&handle) {
+            let checkpoint = set
+                .iter()
+                .find(|id| self.stored.get(id).is_some_and(|e| !e.savepoint))
+                .copied();
+            if let Some(checkpoint) = checkpoint {
+                self.stats.guard_refusals += 1;
+                self.stats.refused.push((handle, checkpoint));
+                self.deferred.insert(handle);
+                return Ok(Discarded::Refused { checkpoint });
+            }
+            if let Some(savepoint) = set.iter().next().copied() {
+                self.stats.savepoint_declines += 1;
+                return Ok(Discarded::Savepoint { savepoint });
+            }
         }
         let holder = self
             .prepared
             .iter()
-            .find(|(_, hs)| hs.contains(&handle))
+            .find(|(_, e)| e.handles.contains(&handle))
             .map(|(id, _)| *id);
         if let Some(id) = holder {
             self.prepared.remove(&id);
@@ -743,6 +1482,55 @@ impl FileStore {
         self.delete_state(handle)
     }
 
+    /// Disposes of stored savepoint `savepoint` on behalf of `writer`, as
+    /// only its user may (the host does this before it sends the
+    /// coordinator `CoordinatorEvent::DisposeSavepoint`, whose discards then
+    /// find the files gone): its metadata is removed first (and the directory
+    /// synced, so a crash after this leaves no savepoint pointing at
+    /// missing files), then every state file of it that no other stored
+    /// checkpoint and no quarantined metadata references. Returns the state
+    /// files deleted.
+    ///
+    /// Refused for a checkpoint that is not stored, not a savepoint, or the
+    /// store's latest (the next start would restore an older one).
+    pub fn dispose_savepoint(
+        &mut self,
+        writer: Generation,
+        savepoint: CheckpointId,
+    ) -> Result<Vec<StateHandle>, StoreError> {
+        self.fence(writer)?;
+        match self.stored.get(&savepoint) {
+            None => return Err(StoreError::NotStored(savepoint)),
+            Some(e) if !e.savepoint => return Err(StoreError::NotASavepoint(savepoint)),
+            Some(_) => {}
+        }
+        if self.latest() == Some(savepoint) {
+            return Err(StoreError::LatestSavepoint(savepoint));
+        }
+        let path = meta_path(savepoint);
+        self.fs.remove(&path).map_err(io_err("remove", &path))?;
+        let handles = self.forget(savepoint);
+        self.fs
+            .sync_dir(CHECKPOINT_DIR)
+            .map_err(io_err("sync", CHECKPOINT_DIR))?;
+        let mut deleted = Vec::new();
+        for h in handles {
+            if self.holders.contains_key(&h) || self.quarantined.contains(&h) {
+                continue;
+            }
+            self.deferred.remove(&h);
+            if self.delete_state(h)? == Discarded::Deleted {
+                deleted.push(h);
+            }
+        }
+        if !deleted.is_empty() {
+            self.fs
+                .sync_dir(STATE_DIR)
+                .map_err(io_err("sync", STATE_DIR))?;
+        }
+        Ok(deleted)
+    }
+
     fn delete_state(&mut self, handle: StateHandle) -> Result<Discarded, StoreError> {
         let path = state_path(handle);
         match self.fs.remove(&path) {
@@ -759,21 +1547,36 @@ impl FileStore {
         }
     }
 
-    /// The stored checkpoints, oldest first.
+    /// The stored checkpoints and savepoints, in id order.
     pub fn stored(&self) -> impl Iterator<Item = (CheckpointId, &[StateHandle])> + '_ {
-        self.stored.iter().map(|(id, hs)| (*id, hs.as_slice()))
+        self.stored
+            .iter()
+            .map(|(id, e)| (*id, e.handles.as_slice()))
     }
 
-    /// The latest stored checkpoint.
+    /// Whether stored checkpoint `id` is a savepoint (`None`: not stored).
+    #[must_use]
+    pub fn is_savepoint(&self, id: CheckpointId) -> Option<bool> {
+        self.stored.get(&id).map(|e| e.savepoint)
+    }
+
+    /// The latest stored checkpoint: the highest id
+    /// ([`crate::commit::latest`]).
     #[must_use]
     pub fn latest(&self) -> Option<CheckpointId> {
-        self.stored.keys().next_back().copied()
+        commit::latest(self.held())
     }
 
     /// The next id the counter hands out.
     #[must_use]
     pub fn next_id(&self) -> CheckpointId {
         CheckpointId(self.next_id)
+    }
+
+    /// The generation this handle claimed and writes for.
+    #[must_use]
+    pub fn generation(&self) -> Generation {
+        self.generation
     }
 
     /// Counters.

@@ -130,7 +130,7 @@ fn step<S: TaskEffectSink>(
     let t = reduce(&inner.state, now, event.clone());
     let before = std::mem::replace(&mut inner.state, t.state);
     for e in &t.step.effects {
-        if let TaskEffect::ScheduleCheckpointMail { checkpoint } = e {
+        if let TaskEffect::Mail(checkpoint) = e {
             inner.mailbox.push_back(TaskEvent::CheckpointMail {
                 checkpoint: *checkpoint,
             });

@@ -7,11 +7,11 @@ use std::sync::mpsc;
 
 use super::*;
 use crate::coordinator::{
-    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, Ignored, Timer,
-    TriggerKind,
+    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, Ignored, IoAnswer,
+    IoRequest, Report, Timer, TriggerKind,
 };
 use crate::invariants::{coordinator as cinv, task as tinv, Violation};
-use crate::route;
+use crate::task::{AsyncCommand, ToCoordinator, WriterCommand};
 use crate::task::{
     DeclineReason, FailureReason, IgnoreReason, LegacyBug, Lifecycle, Outcome, Semantics,
     TaskConfig, TaskEffect, TaskEvent, TaskState,
@@ -39,12 +39,15 @@ impl TaskEffectSink for TaskChecker {
             self.violations.push(v);
         }
         for e in &s.step.effects {
-            self.effects.push(e.clone());
-            if let (Some(tx), TaskEffect::StartWriter { .. } | TaskEffect::StartAsyncPart { .. }) =
-                (&self.work, e)
+            self.effects.push(*e);
+            if let (
+                Some(tx),
+                TaskEffect::Writer(WriterCommand::Start(_))
+                | TaskEffect::AsyncPart(AsyncCommand::Start(_)),
+            ) = (&self.work, e)
             {
                 // The receiver outlives every sender in these tests.
-                let _ = tx.send(e.clone());
+                let _ = tx.send(*e);
             }
         }
     }
@@ -104,19 +107,21 @@ fn abort_before_execute(semantics: Semantics) -> TaskChecker {
 fn abort_before_execute_declines_with_the_fix() {
     let sink = abort_before_execute(Semantics::Fixed);
     assert!(sink.violations.is_empty(), "{:?}", sink.violations);
-    assert!(sink.effects.contains(&TaskEffect::DeclineCheckpoint {
-        checkpoint: cp(1),
-        reason: DeclineReason::AbortedByCoordinator,
-    }));
+    assert!(sink
+        .effects
+        .contains(&TaskEffect::Coordinator(ToCoordinator::Decline {
+            checkpoint: cp(1),
+            reason: DeclineReason::AbortedByCoordinator
+        })));
     assert!(sink.monitor.leaked().is_empty());
 }
 
 #[test]
 fn abort_before_execute_fails_the_task_in_legacy_and_the_invariants_say_so() {
     let sink = abort_before_execute(Semantics::Legacy(LegacyBug::AbortRemovesResult));
-    assert!(sink.effects.contains(&TaskEffect::FailTask {
-        reason: FailureReason::WriteResultMissing
-    }));
+    assert!(sink
+        .effects
+        .contains(&TaskEffect::Fail(FailureReason::WriteResultMissing)));
     assert_eq!(
         sink.violations.first().map(|v| v.invariant),
         Some("no_spurious_failure")
@@ -218,9 +223,10 @@ fn three_threads_netty_task_writer_keep_the_invariants() {
                 std::thread::spawn(move || {
                     // Ends when the sink drops its sender.
                     while let Ok(work) = rx.recv() {
-                        if let TaskEffect::StartWriter { checkpoint } = work {
+                        if let TaskEffect::Writer(WriterCommand::Start(checkpoint)) = work {
                             host.deliver(Millis(20), TaskEvent::WriterCompleted { checkpoint });
-                        } else if let TaskEffect::StartAsyncPart { checkpoint } = work {
+                        } else if let TaskEffect::AsyncPart(AsyncCommand::Start(checkpoint)) = work
+                        {
                             let handle = StateHandle(checkpoint.0);
                             host.deliver(
                                 Millis(20),
@@ -255,7 +261,7 @@ fn three_threads_netty_task_writer_keep_the_invariants() {
             assert!(sink
                 .effects
                 .iter()
-                .any(|e| matches!(e, TaskEffect::AcknowledgeCheckpoint { checkpoint, .. } if *checkpoint == cp(4))));
+                .any(|e| matches!(e, TaskEffect::Coordinator(ToCoordinator::Ack { checkpoint, .. }) if *checkpoint == cp(4))));
         }
     }
 }
@@ -266,7 +272,7 @@ fn three_threads_netty_task_writer_keep_the_invariants() {
 struct CoordChecker {
     ledger: cinv::HandleLedger,
     violations: Vec<Violation>,
-    io: VecDeque<route::IoRequest>,
+    io: VecDeque<IoRequest>,
     effects: Vec<CoordinatorEffect>,
 }
 
@@ -277,8 +283,8 @@ impl CoordinatorEffectSink for CoordChecker {
         }
         for e in &s.step.effects {
             self.effects.push(e.clone());
-            if let route::CoordinatorRoute::Io(req) = route::coordinator(e) {
-                self.io.push_back(req);
+            if let CoordinatorEffect::Io { request, .. } = e {
+                self.io.push_back(request.clone());
             }
         }
     }
@@ -287,13 +293,13 @@ impl CoordinatorEffectSink for CoordChecker {
 /// The I/O completion path: answers one queued I/O request successfully.
 fn answer_io<S: CoordinatorEffectSink>(
     host: &CoordinatorHost<S>,
-    take: impl FnOnce(&mut S) -> Option<route::IoRequest>,
+    take: impl FnOnce(&mut S) -> Option<IoRequest>,
     next_id: u64,
 ) -> bool {
     let Some(req) = host.with_sink(take) else {
         return false;
     };
-    let ev = req.answer(route::IoAnswer::Ok {
+    let ev = req.answer(IoAnswer::Ok {
         id: CheckpointId(next_id),
     });
     host.deliver(Millis(1), ev);
@@ -385,11 +391,11 @@ fn acks_timer_and_io_from_std_threads_keep_the_invariants() {
         let completed = sink
             .effects
             .iter()
-            .any(|e| matches!(e, CoordinatorEffect::CheckpointCompleted { .. }));
+            .any(|e| matches!(e, CoordinatorEffect::Report(Report::Completed { .. })));
         let aborted = sink
             .effects
             .iter()
-            .any(|e| matches!(e, CoordinatorEffect::CheckpointAborted { .. }));
+            .any(|e| matches!(e, CoordinatorEffect::Report(Report::Aborted { .. })));
         assert!(completed ^ aborted);
     }
 }

@@ -12,9 +12,10 @@ use std::collections::BTreeSet;
 
 use super::{ensure, Violation};
 use crate::coordinator::{
-    AckSlot, CoordinatorEffect, CoordinatorEvent, CoordinatorState, Ignored, Outcome, PendingPhase,
-    Step, Timer,
+    AckSlot, CoordinatorEffect, CoordinatorEvent, CoordinatorState, Ignored, JobCommand, Outcome,
+    PendingPhase, Report, Step, Timer,
 };
+use crate::route::TaskMessage;
 use crate::types::{CheckpointId, StateHandle};
 
 /// Invariant names, for matching in tests.
@@ -305,7 +306,7 @@ pub fn check_step(
             let only_discards = step
                 .effects
                 .iter()
-                .all(|e| matches!(e, CoordinatorEffect::DiscardState { .. }));
+                .all(|e| matches!(e, CoordinatorEffect::Discard { .. }));
             ensure(only_discards, names::REFUSED_UNCHANGED, || {
                 format!("ignored event emitted {:?}", step.effects)
             })?;
@@ -345,7 +346,7 @@ pub fn check_step(
         );
         let held: Vec<StateHandle> = p.handles().collect();
         for e in &step.effects {
-            if let CoordinatorEffect::DiscardState { handle, .. } = e {
+            if let CoordinatorEffect::Discard { handle, .. } = e {
                 ensure(
                     failed_here || !held.contains(handle),
                     names::NO_DISCARD_WHILE_STORING,
@@ -367,11 +368,11 @@ pub fn check_step(
         .map(|c| c.id())
         .max();
     for e in &step.effects {
-        if let CoordinatorEffect::CheckpointCompleted {
+        if let CoordinatorEffect::Report(Report::Completed {
             checkpoint,
             savepoint,
             ..
-        } = e
+        }) = e
         {
             let Some(p) = before.pending_checkpoint(*checkpoint) else {
                 return Err(Violation::new(
@@ -393,14 +394,18 @@ pub fn check_step(
                 last_completed = Some(*checkpoint);
             }
         }
-        if let CoordinatorEffect::TriggerTask { checkpoint, .. } = e {
+        if let CoordinatorEffect::Rpc {
+            message: TaskMessage::Trigger { checkpoint, .. },
+            ..
+        } = e
+        {
             ensure(
                 after.pending_checkpoint(*checkpoint).is_some(),
                 names::TRIGGER_ONLY_PENDING,
                 || format!("tasks triggered for checkpoint {checkpoint}, which is not pending"),
             )?;
         }
-        if let CoordinatorEffect::DiscardState { handle, .. } = e {
+        if let CoordinatorEffect::Discard { handle, .. } = e {
             ensure(
                 !retained_after.contains(handle),
                 names::NO_DISCARD_RETAINED,
@@ -461,7 +466,7 @@ fn check_retention(
         )?;
     }
     for e in &step.effects {
-        if let CoordinatorEffect::DiscardState { handle, .. } = e {
+        if let CoordinatorEffect::Discard { handle, .. } = e {
             if let Some(sp) = kept.iter().find(|c| c.handles().any(|h| h == *handle)) {
                 return Err(Violation::new(
                     names::SAVEPOINT_KEPT,
@@ -472,7 +477,7 @@ fn check_retention(
                 ));
             }
         }
-        if let CoordinatorEffect::RestoreState { checkpoint, .. } = e {
+        if let CoordinatorEffect::Job(JobCommand::Restore { checkpoint, .. }) = e {
             ensure(
                 after.completing().is_none(),
                 names::RESTORE_NOT_BEHIND,
@@ -490,11 +495,11 @@ fn check_retention(
                 || format!("restored {checkpoint:?}, but the latest retained is {latest:?}"),
             )?;
         }
-        if let CoordinatorEffect::ResolveInDoubt {
+        if let CoordinatorEffect::Job(JobCommand::ResolveInDoubt {
             checkpoint,
             discard_if_stored,
             discard_if_not_stored,
-        } = e
+        }) = e
         {
             let retained: Vec<StateHandle> = after.completed().flat_map(|c| c.handles()).collect();
             if let Some(h) = discard_if_not_stored.iter().find(|h| retained.contains(h)) {
@@ -571,7 +576,7 @@ impl HandleLedger {
         );
         let discards = || {
             step.effects.iter().filter_map(|e| {
-                if let CoordinatorEffect::DiscardState { handle, .. } = e {
+                if let CoordinatorEffect::Discard { handle, .. } = e {
                     Some(*handle)
                 } else {
                     None

@@ -5,6 +5,7 @@
 use core::hash::{Hash, Hasher};
 
 use crate::ids::{IdMap, IdSet};
+use crate::task::{AsyncCommand, ChannelItem, OperatorNotice, ToCoordinator, WriterCommand};
 use crate::task::{Lifecycle, Outcome, ResultStatus, Step, TaskEffect, TaskEvent, TaskState};
 use crate::types::{CheckpointId, StateHandle, Thread};
 
@@ -192,7 +193,7 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
 pub fn check_effects(effects: &[TaskEffect]) -> Result<(), TaskViolation> {
     let mut failures = 0usize;
     for e in effects {
-        if let TaskEffect::FailTask { reason } = e {
+        if let TaskEffect::Fail(reason) = e {
             if !reason.is_genuine() {
                 return violation(names::NO_SPURIOUS_FAILURE, format!("FailTask({reason:?})"));
             }
@@ -465,16 +466,16 @@ impl TaskMonitor {
         };
         for e in effects {
             match e {
-                TaskEffect::StartWriter { checkpoint } => {
+                TaskEffect::Writer(WriterCommand::Start(checkpoint)) => {
                     if self.tracks.contains_key(checkpoint) {
                         return violation(names::RESULT_CREATED_ONCE, format!("{checkpoint}"));
                     }
                     self.tracks.insert(*checkpoint, Track::default());
                 }
-                TaskEffect::AbortWriter {
+                TaskEffect::Writer(WriterCommand::Abort {
                     checkpoint,
                     cleanup,
-                } => {
+                }) => {
                     if *cleanup && !on_task {
                         return violation(
                             names::REMOVE_ON_TASK_THREAD,
@@ -487,7 +488,7 @@ impl TaskMonitor {
                         t.removed |= cleanup;
                     });
                 }
-                TaskEffect::StartAsyncPart { checkpoint } => {
+                TaskEffect::AsyncPart(AsyncCommand::Start(checkpoint)) => {
                     if !on_task {
                         return violation(
                             names::REMOVE_ON_TASK_THREAD,
@@ -516,14 +517,14 @@ impl TaskMonitor {
                         t.in_async = true;
                     });
                 }
-                TaskEffect::CancelAsyncPart { checkpoint } => {
+                TaskEffect::AsyncPart(AsyncCommand::Cancel(checkpoint)) => {
                     self.running.remove(checkpoint);
                     self.track(*checkpoint, |t| t.settled |= t.in_async);
                 }
-                TaskEffect::AcknowledgeCheckpoint {
+                TaskEffect::Coordinator(ToCoordinator::Ack {
                     checkpoint,
                     handle: h,
-                } => {
+                }) => {
                     Self::use_handle(&mut handle, *h, event)?;
                     if self.declined.contains(checkpoint) {
                         return violation(
@@ -536,7 +537,7 @@ impl TaskMonitor {
                     }
                     self.answer_allowed(*checkpoint)?;
                 }
-                TaskEffect::DeclineCheckpoint { checkpoint, .. } => {
+                TaskEffect::Coordinator(ToCoordinator::Decline { checkpoint, .. }) => {
                     if self.acked.contains(checkpoint) {
                         return violation(
                             names::ACK_XOR_DECLINE,
@@ -554,8 +555,8 @@ impl TaskMonitor {
                         self.raise_floor(*checkpoint);
                     }
                 }
-                TaskEffect::DiscardState { handle: h } => Self::use_handle(&mut handle, *h, event)?,
-                TaskEffect::NotifyOperatorsComplete { checkpoint } => {
+                TaskEffect::Discard(h) => Self::use_handle(&mut handle, *h, event)?,
+                TaskEffect::Operators(OperatorNotice::Complete(checkpoint)) => {
                     if at_or_below(*checkpoint, self.last_complete) {
                         return violation(
                             names::COMPLETE_MONOTONIC,
@@ -564,11 +565,11 @@ impl TaskMonitor {
                     }
                     self.last_complete = Some(*checkpoint);
                 }
-                TaskEffect::FailTask { .. } => self.ended = true,
-                TaskEffect::ScheduleCheckpointMail { .. }
-                | TaskEffect::BroadcastBarrier { .. }
-                | TaskEffect::BroadcastCancelMarker { .. }
-                | TaskEffect::NotifyOperatorsAborted { .. } => {}
+                TaskEffect::Fail(_) => self.ended = true,
+                TaskEffect::Mail(_)
+                | TaskEffect::Downstream(ChannelItem::Barrier(_))
+                | TaskEffect::Downstream(ChannelItem::CancelMarker(_))
+                | TaskEffect::Operators(OperatorNotice::Aborted(_)) => {}
             }
         }
         match event {
@@ -713,20 +714,13 @@ mod tests {
     #[test]
     fn check_effects_catches_spurious_and_double_failure() {
         assert_eq!(check_effects(&[]), Ok(()));
-        let genuine = TaskEffect::FailTask {
-            reason: FailureReason::OperatorFailed,
-        };
+        let genuine = TaskEffect::Fail(FailureReason::OperatorFailed);
         assert_eq!(check_effects(std::slice::from_ref(&genuine)), Ok(()));
         expect_violation(
-            check_effects(&[TaskEffect::FailTask {
-                reason: FailureReason::WriteResultMissing,
-            }]),
+            check_effects(&[TaskEffect::Fail(FailureReason::WriteResultMissing)]),
             names::NO_SPURIOUS_FAILURE,
         );
-        expect_violation(
-            check_effects(&[genuine.clone(), genuine]),
-            names::SINGLE_FAILURE,
-        );
+        expect_violation(check_effects(&[genuine, genuine]), names::SINGLE_FAILURE);
     }
 
     #[test]
@@ -778,7 +772,7 @@ mod tests {
         let ok = Outcome::Applied;
 
         let mut m = TaskMonitor::new();
-        let start = [TaskEffect::StartWriter { checkpoint: cp(1) }];
+        let start = [TaskEffect::Writer(WriterCommand::Start(cp(1)))];
         assert_eq!(m.observe(&ev, &start, &ok), Ok(()));
         assert_eq!(m.leaked(), vec![cp(1)]);
         expect_violation(m.observe(&ev, &start, &ok), names::RESULT_CREATED_ONCE);
@@ -787,33 +781,31 @@ mod tests {
             checkpoint: cp(2),
             via: Thread::Netty,
         };
-        let remove = [TaskEffect::AbortWriter {
+        let remove = [TaskEffect::Writer(WriterCommand::Abort {
             checkpoint: cp(1),
             cleanup: true,
-        }];
+        })];
         expect_violation(
             TaskMonitor::new().observe(&netty, &remove, &ok),
             names::REMOVE_ON_TASK_THREAD,
         );
 
         let mut m = TaskMonitor::new();
-        let exec = [TaskEffect::StartAsyncPart { checkpoint: cp(3) }];
+        let exec = [TaskEffect::AsyncPart(AsyncCommand::Start(cp(3)))];
         assert_eq!(m.observe(&ev, &exec, &ok), Ok(()));
         expect_violation(m.observe(&ev, &exec, &ok), names::EXECUTED_INCREASE);
 
         let mut m = TaskMonitor::new();
-        let done = [TaskEffect::NotifyOperatorsComplete { checkpoint: cp(3) }];
+        let done = [TaskEffect::Operators(OperatorNotice::Complete(cp(3)))];
         assert_eq!(m.observe(&ev, &done, &ok), Ok(()));
         expect_violation(m.observe(&ev, &done, &ok), names::COMPLETE_MONOTONIC);
 
         let mut m = TaskMonitor::new();
-        let ack = [TaskEffect::AcknowledgeCheckpoint {
+        let ack = [TaskEffect::Coordinator(ToCoordinator::Ack {
             checkpoint: cp(1),
             handle: StateHandle(1),
-        }];
-        let discard = [TaskEffect::DiscardState {
-            handle: StateHandle(1),
-        }];
+        })];
+        let discard = [TaskEffect::Discard(StateHandle(1))];
         let done = TaskEvent::AsyncPartCompleted {
             checkpoint: cp(1),
             handle: StateHandle(1),
@@ -823,15 +815,15 @@ mod tests {
         expect_violation(m.observe(&ev, &discard, &ok), names::HANDLE_ONCE);
         // Twice in the step that delivered it.
         expect_violation(
-            TaskMonitor::new().observe(&done, &[ack[0].clone(), discard[0].clone()], &ok),
+            TaskMonitor::new().observe(&done, &[ack[0], discard[0]], &ok),
             names::HANDLE_ONCE,
         );
 
         let mut m = TaskMonitor::new();
-        let decline = [TaskEffect::DeclineCheckpoint {
+        let decline = [TaskEffect::Coordinator(ToCoordinator::Decline {
             checkpoint: cp(1),
             reason: crate::task::DeclineReason::AbortedByCoordinator,
-        }];
+        })];
         let cancel1 = TaskEvent::CancelMarker { checkpoint: cp(1) };
         assert_eq!(m.observe(&cancel1, &decline, &ok), Ok(()));
         expect_violation(m.observe(&done, &ack, &ok), names::ACK_XOR_DECLINE);
@@ -840,12 +832,12 @@ mod tests {
         // is late, even if 2 was never answered before.
         let mut m = TaskMonitor::new();
         let exec3 = TaskEvent::CheckpointMail { checkpoint: cp(3) };
-        let start3 = [TaskEffect::StartAsyncPart { checkpoint: cp(3) }];
+        let start3 = [TaskEffect::AsyncPart(AsyncCommand::Start(cp(3)))];
         assert_eq!(m.observe(&exec3, &start3, &ok), Ok(()));
-        let decline2 = [TaskEffect::DeclineCheckpoint {
+        let decline2 = [TaskEffect::Coordinator(ToCoordinator::Decline {
             checkpoint: cp(2),
             reason: crate::task::DeclineReason::AbortedByCoordinator,
-        }];
+        })];
         expect_violation(
             m.observe(
                 &TaskEvent::CancelMarker { checkpoint: cp(2) },
@@ -877,9 +869,7 @@ mod tests {
         expect_violation(
             TaskMonitor::new().observe(
                 &ev,
-                &[TaskEffect::FailTask {
-                    reason: FailureReason::WriteResultMissing,
-                }],
+                &[TaskEffect::Fail(FailureReason::WriteResultMissing)],
                 &ok,
             ),
             names::NO_SPURIOUS_FAILURE,

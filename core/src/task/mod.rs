@@ -36,21 +36,22 @@
 //! Feed every event to [`reduce`] (or [`TaskState::apply`]) one at a time and
 //! execute the returned effects **in list order**:
 //!
-//! * `StartWriter{N}`: create the result, write channel state, report
+//! * `Writer(Start(N))`: create `N`'s write result and start writing; report
 //!   `WriterCompleted{N}` / `WriterFailed{N}` from the writer thread.
-//! * `AbortWriter{N, cleanup}`: stop writing `N` and fail its result; if
+//! * `Writer(Abort{N, cleanup})`: stop writing `N` and fail its result; if
 //!   `cleanup`, drop the result.
-//! * `ScheduleCheckpointMail{N}`: enqueue a mail (FIFO, never withdrawn) that
-//!   delivers `CheckpointMail{N}` on the task thread.
-//! * `BroadcastBarrier{N}` / `BroadcastCancelMarker{N}`: send downstream.
-//! * `StartAsyncPart{N}`: take `N`'s write result and run the async snapshot;
-//!   report `AsyncPartCompleted{N, handle}` / `AsyncPartFailed{N}`.
-//! * `CancelAsyncPart{N}`: cancel it and discard whatever it wrote; a later
+//! * `Mail(N)`: enqueue a mail (FIFO, never withdrawn) that delivers
+//!   `CheckpointMail{N}` on the task thread.
+//! * `Downstream(Barrier(N))` / `Downstream(CancelMarker(N))`: send downstream.
+//! * `AsyncPart(Start(N))`: take `N`'s write result and run the async
+//!   snapshot; report `AsyncPartCompleted{N, handle}` (or, state unchanged,
+//!   `AsyncPartReused{N, handle}`) / `AsyncPartFailed{N}`.
+//! * `AsyncPart(Cancel(N))`: cancel it and discard whatever it wrote; a later
 //!   report for it is ignored.
-//! * `AcknowledgeCheckpoint` / `DeclineCheckpoint`: RPC to the coordinator.
-//! * `DiscardState{handle}`: delete the state.
-//! * `NotifyOperatorsComplete` / `NotifyOperatorsAborted`: operator hooks.
-//! * `FailTask{reason}`: fail the task (the reducer has already emitted the
+//! * `Coordinator(Ack | Decline)`: RPC to the coordinator.
+//! * `Discard(handle)`: delete the state.
+//! * `Operators(Complete(N) | Aborted(N))`: operator hooks.
+//! * `Fail(reason)`: fail the task (the reducer has already emitted the
 //!   teardown: every result removed, every async part cancelled); then
 //!   deliver `Close` when the task shuts down.
 //!
@@ -189,7 +190,7 @@ impl TaskState {
                     return Outcome::Ignored(IgnoreReason::StaleNotifyComplete);
                 }
                 self.last_completed = max_opt(self.last_completed, Some(checkpoint));
-                fx.push(TaskEffect::NotifyOperatorsComplete { checkpoint });
+                fx.push(TaskEffect::Operators(OperatorNotice::Complete(checkpoint)));
                 Outcome::Applied
             }
             TaskEvent::WriterCompleted { checkpoint } => {
@@ -209,10 +210,10 @@ impl TaskState {
                 if self.async_parts.remove(&checkpoint).is_none() {
                     return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
                 }
-                fx.push(TaskEffect::DeclineCheckpoint {
+                fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
                     checkpoint,
                     reason: DeclineReason::SnapshotFailed,
-                });
+                }));
                 Outcome::Applied
             }
             TaskEvent::OperatorFailed => {
@@ -241,11 +242,11 @@ impl TaskState {
             // Declined, and downstream hears it, so nobody aligns on it.
             self.mark_executed(id);
             self.last_started = max_opt(self.last_started, Some(id));
-            fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
-            fx.push(TaskEffect::DeclineCheckpoint {
+            fx.push(TaskEffect::Downstream(ChannelItem::CancelMarker(id)));
+            fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
                 checkpoint: id,
                 reason: DeclineReason::TaskClosing,
-            });
+            }));
             return Some(Outcome::Skipped(SkipReason::Declined(
                 DeclineReason::TaskClosing,
             )));
@@ -306,17 +307,17 @@ impl TaskState {
             }
             self.results
                 .insert(old, ResultStatus::Failed(ResultFailure::Subsumed));
-            fx.push(TaskEffect::AbortWriter {
+            fx.push(TaskEffect::Writer(WriterCommand::Abort {
                 checkpoint: old,
                 cleanup: false,
-            });
+            }));
         }
         self.last_started = Some(id);
         if self.is_aborted(id) && !self.legacy(LegacyBug::AbortedStartLeaks) {
             return false;
         }
         self.results.insert(id, ResultStatus::InProgress);
-        fx.push(TaskEffect::StartWriter { checkpoint: id });
+        fx.push(TaskEffect::Writer(WriterCommand::Start(id)));
         true
     }
 
@@ -329,7 +330,7 @@ impl TaskState {
         }
         self.start(id, fx);
         self.pending_mails.insert(id);
-        fx.push(TaskEffect::ScheduleCheckpointMail { checkpoint: id });
+        fx.push(TaskEffect::Mail(id));
         Outcome::Applied
     }
 
@@ -350,10 +351,10 @@ impl TaskState {
         }
         if at_or_below(id, self.last_executed) && !self.legacy(LegacyBug::StaleMailExecutes) {
             if self.results.remove(&id).is_some() {
-                fx.push(TaskEffect::AbortWriter {
+                fx.push(TaskEffect::Writer(WriterCommand::Abort {
                     checkpoint: id,
                     cleanup: true,
-                });
+                }));
             }
             return Outcome::Skipped(SkipReason::Stale);
         }
@@ -374,8 +375,8 @@ impl TaskState {
         }
         match taken {
             Some(ResultStatus::InProgress | ResultStatus::Completed) => {
-                fx.push(TaskEffect::BroadcastBarrier { checkpoint: id });
-                fx.push(TaskEffect::StartAsyncPart { checkpoint: id });
+                fx.push(TaskEffect::Downstream(ChannelItem::Barrier(id)));
+                fx.push(TaskEffect::AsyncPart(AsyncCommand::Start(id)));
                 self.async_parts.insert(id);
                 Outcome::Applied
             }
@@ -401,18 +402,18 @@ impl TaskState {
         fx: &mut Vec<TaskEffect>,
     ) -> Outcome {
         if had_result {
-            fx.push(TaskEffect::AbortWriter {
+            fx.push(TaskEffect::Writer(WriterCommand::Abort {
                 checkpoint: id,
                 cleanup: true,
-            });
+            }));
         }
         if !self.legacy(LegacyBug::SkipWithoutCancelMarker) {
-            fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
+            fx.push(TaskEffect::Downstream(ChannelItem::CancelMarker(id)));
         }
-        fx.push(TaskEffect::DeclineCheckpoint {
+        fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
             checkpoint: id,
             reason,
-        });
+        }));
         Outcome::Skipped(SkipReason::Declined(reason))
     }
 
@@ -430,26 +431,26 @@ impl TaskState {
             return Outcome::Ignored(IgnoreReason::StaleCheckpoint);
         }
         if self.results.remove(&id).is_some() {
-            fx.push(TaskEffect::AbortWriter {
+            fx.push(TaskEffect::Writer(WriterCommand::Abort {
                 checkpoint: id,
                 cleanup: true,
-            });
+            }));
         }
         if !self.config.semantics.is(LegacyBug::CancelForgetsAbort) {
             self.mark_executed(id);
         }
-        fx.push(TaskEffect::DeclineCheckpoint {
+        fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
             checkpoint: id,
             reason: DeclineReason::CancelledOnBarrier,
-        });
-        fx.push(TaskEffect::BroadcastCancelMarker { checkpoint: id });
+        }));
+        fx.push(TaskEffect::Downstream(ChannelItem::CancelMarker(id)));
         Outcome::Applied
     }
 
     fn on_notify_aborted(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
         if self.async_parts.remove(&id).is_some() {
-            fx.push(TaskEffect::CancelAsyncPart { checkpoint: id });
-            fx.push(TaskEffect::NotifyOperatorsAborted { checkpoint: id });
+            fx.push(TaskEffect::AsyncPart(AsyncCommand::Cancel(id)));
+            fx.push(TaskEffect::Operators(OperatorNotice::Aborted(id)));
             return Outcome::Applied;
         }
         if at_or_below(id, self.last_executed) {
@@ -457,7 +458,7 @@ impl TaskState {
             if !self.fail_result(id, ResultFailure::Aborted, fx) {
                 return Outcome::Ignored(IgnoreReason::AlreadyExecuted);
             }
-            fx.push(TaskEffect::NotifyOperatorsAborted { checkpoint: id });
+            fx.push(TaskEffect::Operators(OperatorNotice::Aborted(id)));
             return Outcome::Applied;
         }
         if self.is_aborted(id) {
@@ -475,15 +476,15 @@ impl TaskState {
         ) && self.results.contains_key(&id);
         if legacy_remove {
             self.results.remove(&id);
-            fx.push(TaskEffect::AbortWriter {
+            fx.push(TaskEffect::Writer(WriterCommand::Abort {
                 checkpoint: id,
                 cleanup: true,
-            });
+            }));
         } else {
             self.fail_result(id, ResultFailure::Aborted, fx);
             self.remember_aborted(id);
         }
-        fx.push(TaskEffect::NotifyOperatorsAborted { checkpoint: id });
+        fx.push(TaskEffect::Operators(OperatorNotice::Aborted(id)));
         Outcome::Applied
     }
 
@@ -497,10 +498,10 @@ impl TaskState {
         match self.results.get(&id) {
             Some(ResultStatus::InProgress | ResultStatus::Completed) => {
                 self.results.insert(id, ResultStatus::Failed(why));
-                fx.push(TaskEffect::AbortWriter {
+                fx.push(TaskEffect::Writer(WriterCommand::Abort {
                     checkpoint: id,
                     cleanup: false,
-                });
+                }));
                 true
             }
             Some(ResultStatus::Failed(_)) | None => false,
@@ -535,10 +536,13 @@ impl TaskState {
         if self.last_completed.is_some_and(|c| c > checkpoint) {
             // A newer checkpoint already completed: this one is subsumed.
             if owns {
-                fx.push(TaskEffect::DiscardState { handle });
+                fx.push(TaskEffect::Discard(handle));
             }
         } else {
-            fx.push(TaskEffect::AcknowledgeCheckpoint { checkpoint, handle });
+            fx.push(TaskEffect::Coordinator(ToCoordinator::Ack {
+                checkpoint,
+                handle,
+            }));
         }
         Outcome::Applied
     }
@@ -557,7 +561,7 @@ impl TaskState {
     }
 
     fn fail(&mut self, reason: FailureReason, fx: &mut Vec<TaskEffect>) {
-        fx.push(TaskEffect::FailTask { reason });
+        fx.push(TaskEffect::Fail(reason));
         self.teardown(fx);
         self.lifecycle = Lifecycle::Failed;
     }
@@ -566,13 +570,13 @@ impl TaskState {
     /// mailbox.
     fn teardown(&mut self, fx: &mut Vec<TaskEffect>) {
         for id in self.results.keys() {
-            fx.push(TaskEffect::AbortWriter {
+            fx.push(TaskEffect::Writer(WriterCommand::Abort {
                 checkpoint: *id,
                 cleanup: true,
-            });
+            }));
         }
         for id in &self.async_parts {
-            fx.push(TaskEffect::CancelAsyncPart { checkpoint: *id });
+            fx.push(TaskEffect::AsyncPart(AsyncCommand::Cancel(*id)));
         }
         self.results.clear();
         self.async_parts.clear();

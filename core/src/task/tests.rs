@@ -75,16 +75,16 @@ fn cancel(n: u64) -> TaskEvent {
     TaskEvent::CancelMarker { checkpoint: cp(n) }
 }
 fn abort_writer(n: u64, cleanup: bool) -> TaskEffect {
-    E::AbortWriter {
+    E::Writer(WriterCommand::Abort {
         checkpoint: cp(n),
         cleanup,
-    }
+    })
 }
 fn decline(n: u64, reason: DeclineReason) -> TaskEffect {
-    E::DeclineCheckpoint {
+    E::Coordinator(ToCoordinator::Decline {
         checkpoint: cp(n),
         reason,
-    }
+    })
 }
 fn applied(fx: Vec<TaskEffect>) -> (Vec<TaskEffect>, Outcome) {
     (fx, Outcome::Applied)
@@ -155,10 +155,7 @@ fn result_created_only_by_start_removed_only_on_task_thread() {
     // start on netty: creates, never removes.
     assert_eq!(
         h.step(barrier(1)),
-        applied(vec![
-            E::StartWriter { checkpoint: cp(1) },
-            E::ScheduleCheckpointMail { checkpoint: cp(1) }
-        ])
+        applied(vec![E::Writer(WriterCommand::Start(cp(1))), E::Mail(cp(1))])
     );
     assert_eq!(h.step(barrier(1)), ignored(IgnoreReason::AlreadyStarted));
     assert_eq!(
@@ -174,8 +171,8 @@ fn result_created_only_by_start_removed_only_on_task_thread() {
     assert_eq!(
         h.step(mail(1)),
         applied(vec![
-            E::BroadcastBarrier { checkpoint: cp(1) },
-            E::StartAsyncPart { checkpoint: cp(1) }
+            E::Downstream(ChannelItem::Barrier(cp(1))),
+            E::AsyncPart(AsyncCommand::Start(cp(1)))
         ])
     );
     assert!(h.s.write_results().is_empty());
@@ -185,10 +182,10 @@ fn result_created_only_by_start_removed_only_on_task_thread() {
             checkpoint: cp(1),
             handle: StateHandle(10)
         }),
-        applied(vec![E::AcknowledgeCheckpoint {
+        applied(vec![E::Coordinator(ToCoordinator::Ack {
             checkpoint: cp(1),
             handle: StateHandle(10)
-        }])
+        })])
     );
     h.quiescent_without_leak();
 }
@@ -199,9 +196,9 @@ fn trigger_on_a_source_task_starts_and_executes() {
     assert_eq!(
         h.step(TaskEvent::TriggerCheckpoint { checkpoint: cp(1) }),
         applied(vec![
-            E::StartWriter { checkpoint: cp(1) },
-            E::BroadcastBarrier { checkpoint: cp(1) },
-            E::StartAsyncPart { checkpoint: cp(1) }
+            E::Writer(WriterCommand::Start(cp(1))),
+            E::Downstream(ChannelItem::Barrier(cp(1))),
+            E::AsyncPart(AsyncCommand::Start(cp(1)))
         ])
     );
     assert_eq!(
@@ -228,7 +225,7 @@ fn abort_before_execute_notify_aborted_ends_in_decline() {
         h.step(aborted(1)),
         applied(vec![
             abort_writer(1, false),
-            E::NotifyOperatorsAborted { checkpoint: cp(1) }
+            E::Operators(OperatorNotice::Aborted(cp(1)))
         ])
     );
     assert_eq!(
@@ -243,7 +240,7 @@ fn abort_before_execute_notify_aborted_ends_in_decline() {
         skipped(
             vec![
                 abort_writer(1, true),
-                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                E::Downstream(ChannelItem::CancelMarker(cp(1))),
                 decline(1, DeclineReason::AbortedByCoordinator)
             ],
             SkipReason::Declined(DeclineReason::AbortedByCoordinator)
@@ -262,7 +259,7 @@ fn abort_before_execute_cancel_marker_ends_in_decline() {
         applied(vec![
             abort_writer(1, true),
             decline(1, DeclineReason::CancelledOnBarrier),
-            E::BroadcastCancelMarker { checkpoint: cp(1) }
+            E::Downstream(ChannelItem::CancelMarker(cp(1)))
         ])
     );
     assert_eq!(h.step(cancel(1)), ignored(IgnoreReason::StaleCheckpoint));
@@ -279,7 +276,7 @@ fn stale_mail_is_ignored_and_its_leftover_result_cleaned_up() {
         h.step(cancel(6)),
         applied(vec![
             decline(6, DeclineReason::CancelledOnBarrier),
-            E::BroadcastCancelMarker { checkpoint: cp(6) }
+            E::Downstream(ChannelItem::CancelMarker(cp(6)))
         ])
     );
     assert_eq!(h.s.last_executed(), Some(cp(6)));
@@ -305,8 +302,8 @@ fn start_of_newer_checkpoint_subsumes_unfinished_older() {
         h.step(barrier(2)),
         applied(vec![
             abort_writer(1, false),
-            E::StartWriter { checkpoint: cp(2) },
-            E::ScheduleCheckpointMail { checkpoint: cp(2) }
+            E::Writer(WriterCommand::Start(cp(2))),
+            E::Mail(cp(2))
         ])
     );
     assert_eq!(
@@ -321,8 +318,8 @@ fn start_of_newer_checkpoint_subsumes_unfinished_older() {
         h.step(barrier(3)),
         applied(vec![
             abort_writer(2, false),
-            E::StartWriter { checkpoint: cp(3) },
-            E::ScheduleCheckpointMail { checkpoint: cp(3) }
+            E::Writer(WriterCommand::Start(cp(3))),
+            E::Mail(cp(3))
         ])
     );
     assert_eq!(
@@ -330,7 +327,7 @@ fn start_of_newer_checkpoint_subsumes_unfinished_older() {
         skipped(
             vec![
                 abort_writer(1, true),
-                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                E::Downstream(ChannelItem::CancelMarker(cp(1))),
                 decline(1, DeclineReason::Subsumed)
             ],
             SkipReason::Declined(DeclineReason::Subsumed)
@@ -340,8 +337,8 @@ fn start_of_newer_checkpoint_subsumes_unfinished_older() {
     assert_eq!(
         h.step(mail(3)),
         applied(vec![
-            E::BroadcastBarrier { checkpoint: cp(3) },
-            E::StartAsyncPart { checkpoint: cp(3) }
+            E::Downstream(ChannelItem::Barrier(cp(3))),
+            E::AsyncPart(AsyncCommand::Start(cp(3)))
         ])
     );
     h.step(TaskEvent::AsyncPartCompleted {
@@ -356,12 +353,9 @@ fn start_for_an_already_aborted_id_creates_no_result() {
     let mut h = Harness::new(Semantics::Fixed);
     assert_eq!(
         h.step(aborted(3)),
-        applied(vec![E::NotifyOperatorsAborted { checkpoint: cp(3) }])
+        applied(vec![E::Operators(OperatorNotice::Aborted(cp(3)))])
     );
-    assert_eq!(
-        h.step(barrier(3)),
-        applied(vec![E::ScheduleCheckpointMail { checkpoint: cp(3) }])
-    );
+    assert_eq!(h.step(barrier(3)), applied(vec![E::Mail(cp(3))]));
     assert!(h.s.write_results().is_empty());
     // The same for a source task's trigger.
     h.step(aborted(4));
@@ -369,7 +363,7 @@ fn start_for_an_already_aborted_id_creates_no_result() {
         h.step(TaskEvent::TriggerCheckpoint { checkpoint: cp(4) }),
         skipped(
             vec![
-                E::BroadcastCancelMarker { checkpoint: cp(4) },
+                E::Downstream(ChannelItem::CancelMarker(cp(4))),
                 decline(4, DeclineReason::AbortedByCoordinator)
             ],
             SkipReason::Declined(DeclineReason::AbortedByCoordinator)
@@ -389,7 +383,7 @@ fn abort_notified_before_barrier_leaves_no_leaked_result() {
         h.step(mail(1)),
         skipped(
             vec![
-                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                E::Downstream(ChannelItem::CancelMarker(cp(1))),
                 decline(1, DeclineReason::AbortedByCoordinator)
             ],
             SkipReason::Declined(DeclineReason::AbortedByCoordinator)
@@ -402,8 +396,8 @@ fn abort_notified_before_barrier_leaves_no_leaked_result() {
     assert_eq!(
         h.step(mail(2)),
         applied(vec![
-            E::BroadcastBarrier { checkpoint: cp(2) },
-            E::StartAsyncPart { checkpoint: cp(2) }
+            E::Downstream(ChannelItem::Barrier(cp(2))),
+            E::AsyncPart(AsyncCommand::Start(cp(2)))
         ])
     );
 }
@@ -420,8 +414,8 @@ fn skipped_aborted_checkpoint_sends_cancel_marker_downstream() {
             h.step(aborted(7));
         }
         let (fx, _) = h.step(mail(7));
-        assert!(fx.contains(&E::BroadcastCancelMarker { checkpoint: cp(7) }));
-        assert!(!fx.contains(&E::BroadcastBarrier { checkpoint: cp(7) }));
+        assert!(fx.contains(&E::Downstream(ChannelItem::CancelMarker(cp(7)))));
+        assert!(!fx.contains(&E::Downstream(ChannelItem::Barrier(cp(7)))));
     }
 }
 
@@ -430,7 +424,7 @@ fn notify_complete_is_monotonic() {
     let mut h = Harness::new(Semantics::Fixed);
     assert_eq!(
         h.step(TaskEvent::NotifyComplete { checkpoint: cp(2) }),
-        applied(vec![E::NotifyOperatorsComplete { checkpoint: cp(2) }])
+        applied(vec![E::Operators(OperatorNotice::Complete(cp(2)))])
     );
     assert_eq!(
         h.step(TaskEvent::NotifyComplete { checkpoint: cp(2) }),
@@ -442,7 +436,7 @@ fn notify_complete_is_monotonic() {
     );
     assert_eq!(
         h.step(TaskEvent::NotifyComplete { checkpoint: cp(3) }),
-        applied(vec![E::NotifyOperatorsComplete { checkpoint: cp(3) }])
+        applied(vec![E::Operators(OperatorNotice::Complete(cp(3)))])
     );
 }
 
@@ -457,9 +451,7 @@ fn async_part_of_a_checkpoint_older_than_a_completed_one_is_discarded() {
             checkpoint: cp(1),
             handle: StateHandle(9)
         }),
-        applied(vec![E::DiscardState {
-            handle: StateHandle(9)
-        }])
+        applied(vec![E::Discard(StateHandle(9))])
     );
     h.quiescent_without_leak();
 }
@@ -478,10 +470,10 @@ fn async_part_of_the_checkpoint_just_completed_is_acknowledged_not_discarded() {
             checkpoint: cp(1),
             handle: StateHandle(9)
         }),
-        applied(vec![E::AcknowledgeCheckpoint {
+        applied(vec![E::Coordinator(ToCoordinator::Ack {
             checkpoint: cp(1),
             handle: StateHandle(9)
-        }])
+        })])
     );
     h.quiescent_without_leak();
 }
@@ -494,8 +486,8 @@ fn notify_aborted_cancels_a_running_async_part() {
     assert_eq!(
         h.step(aborted(1)),
         applied(vec![
-            E::CancelAsyncPart { checkpoint: cp(1) },
-            E::NotifyOperatorsAborted { checkpoint: cp(1) }
+            E::AsyncPart(AsyncCommand::Cancel(cp(1))),
+            E::Operators(OperatorNotice::Aborted(cp(1)))
         ])
     );
     assert_eq!(h.step(aborted(1)), ignored(IgnoreReason::AlreadyExecuted));
@@ -522,7 +514,7 @@ fn writer_failure_makes_the_mail_decline() {
         skipped(
             vec![
                 abort_writer(1, true),
-                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                E::Downstream(ChannelItem::CancelMarker(cp(1))),
                 decline(1, DeclineReason::WriterFailed)
             ],
             SkipReason::Declined(DeclineReason::WriterFailed)
@@ -542,7 +534,7 @@ fn fixed_mail_with_missing_result_declines() {
         h.step(mail(1)),
         skipped(
             vec![
-                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                E::Downstream(ChannelItem::CancelMarker(cp(1))),
                 decline(1, DeclineReason::WriteResultMissing)
             ],
             SkipReason::Declined(DeclineReason::WriteResultMissing)
@@ -571,15 +563,12 @@ fn aborted_id_memory_is_bounded_with_a_floor() {
     assert!(!h.s.is_aborted(cp(5)));
     assert_eq!(h.step(aborted(2)), ignored(IgnoreReason::AlreadyAborted));
     assert_eq!(h.step(aborted(1)), ignored(IgnoreReason::AlreadyAborted));
-    assert_eq!(
-        h.step(barrier(1)),
-        applied(vec![E::ScheduleCheckpointMail { checkpoint: cp(1) }])
-    );
+    assert_eq!(h.step(barrier(1)), applied(vec![E::Mail(cp(1))]));
     assert_eq!(
         h.step(mail(1)),
         skipped(
             vec![
-                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                E::Downstream(ChannelItem::CancelMarker(cp(1))),
                 decline(1, DeclineReason::AbortedByCoordinator)
             ],
             SkipReason::Declined(DeclineReason::AbortedByCoordinator)
@@ -598,7 +587,7 @@ fn close_is_idempotent_and_cleans_up() {
         h.step(TaskEvent::Close),
         applied(vec![
             abort_writer(2, true),
-            E::CancelAsyncPart { checkpoint: cp(1) }
+            E::AsyncPart(AsyncCommand::Cancel(cp(1)))
         ])
     );
     assert_eq!(h.s.lifecycle(), Lifecycle::Closed);
@@ -619,9 +608,7 @@ fn genuine_failure_fails_the_task_and_tears_down() {
     assert_eq!(
         h.step(TaskEvent::OperatorFailed),
         applied(vec![
-            E::FailTask {
-                reason: FailureReason::OperatorFailed
-            },
+            E::Fail(FailureReason::OperatorFailed),
             abort_writer(1, true)
         ])
     );
@@ -651,7 +638,7 @@ fn seed_race_replay_fixed_declines_legacy_fails_the_task() {
         Some(&skipped(
             vec![
                 abort_writer(1, true),
-                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                E::Downstream(ChannelItem::CancelMarker(cp(1))),
                 decline(1, DeclineReason::AbortedByCoordinator)
             ],
             SkipReason::Declined(DeclineReason::AbortedByCoordinator)
@@ -666,16 +653,14 @@ fn seed_race_replay_fixed_declines_legacy_fails_the_task() {
         legacy.get(1),
         Some(&applied(vec![
             abort_writer(1, true),
-            E::NotifyOperatorsAborted { checkpoint: cp(1) }
+            E::Operators(OperatorNotice::Aborted(cp(1)))
         ]))
     );
     let last = legacy.last().cloned().unwrap_or_else(|| panic!("no steps"));
     assert_eq!(
         last,
         skipped(
-            vec![E::FailTask {
-                reason: FailureReason::WriteResultMissing
-            }],
+            vec![E::Fail(FailureReason::WriteResultMissing)],
             SkipReason::TaskFailed(FailureReason::WriteResultMissing)
         )
     );
@@ -692,15 +677,13 @@ fn legacy_cancel_forgets_abort_fails_the_task() {
         applied(vec![
             abort_writer(1, true),
             decline(1, DeclineReason::CancelledOnBarrier),
-            E::BroadcastCancelMarker { checkpoint: cp(1) }
+            E::Downstream(ChannelItem::CancelMarker(cp(1)))
         ])
     );
     assert_eq!(
         h.step(mail(1)),
         skipped(
-            vec![E::FailTask {
-                reason: FailureReason::WriteResultMissing
-            }],
+            vec![E::Fail(FailureReason::WriteResultMissing)],
             SkipReason::TaskFailed(FailureReason::WriteResultMissing)
         )
     );
@@ -867,7 +850,7 @@ fn a_trigger_after_the_end_of_input_is_declined_with_a_cancel_marker() {
         h.step(trigger(1)),
         skipped(
             vec![
-                E::BroadcastCancelMarker { checkpoint: cp(1) },
+                E::Downstream(ChannelItem::CancelMarker(cp(1))),
                 decline(1, DeclineReason::TaskClosing),
             ],
             SkipReason::Declined(DeclineReason::TaskClosing)
@@ -878,7 +861,7 @@ fn a_trigger_after_the_end_of_input_is_declined_with_a_cancel_marker() {
         h.step(barrier(2)),
         skipped(
             vec![
-                E::BroadcastCancelMarker { checkpoint: cp(2) },
+                E::Downstream(ChannelItem::CancelMarker(cp(2))),
                 decline(2, DeclineReason::TaskClosing),
             ],
             SkipReason::Declined(DeclineReason::TaskClosing)
@@ -897,8 +880,8 @@ fn a_checkpoint_started_before_the_end_of_input_still_runs() {
     assert_eq!(
         h.step(mail(1)),
         applied(vec![
-            E::BroadcastBarrier { checkpoint: cp(1) },
-            E::StartAsyncPart { checkpoint: cp(1) },
+            E::Downstream(ChannelItem::Barrier(cp(1))),
+            E::AsyncPart(AsyncCommand::Start(cp(1))),
         ])
     );
 }
@@ -912,9 +895,7 @@ fn legacy_trigger_after_finish_fails_the_task() {
     );
     assert_eq!(
         fx.first(),
-        Some(&E::FailTask {
-            reason: FailureReason::TriggerAfterFinish
-        })
+        Some(&E::Fail(FailureReason::TriggerAfterFinish))
     );
     caught(verdict, crate::invariants::task::names::NO_SPURIOUS_FAILURE);
 }
@@ -922,9 +903,7 @@ fn legacy_trigger_after_finish_fails_the_task() {
 #[test]
 fn legacy_obsolete_barrier_fails_the_task() {
     let (fx, verdict) = legacy_step(LegacyBug::ObsoleteBarrierFails, &[barrier(2)], barrier(1));
-    assert!(fx.contains(&E::FailTask {
-        reason: FailureReason::ObsoleteBarrier
-    }));
+    assert!(fx.contains(&E::Fail(FailureReason::ObsoleteBarrier)));
     caught(verdict, crate::invariants::task::names::NO_SPURIOUS_FAILURE);
     // Fixed: the obsolete barrier is only stale.
     let mut h = Harness::new(Semantics::Fixed);
@@ -963,7 +942,7 @@ fn legacy_abort_of_a_netty_start_is_ignored_and_the_checkpoint_executes() {
         &[barrier(1), aborted(1)],
         mail(1),
     );
-    assert!(fx.contains(&E::StartAsyncPart { checkpoint: cp(1) }));
+    assert!(fx.contains(&E::AsyncPart(AsyncCommand::Start(cp(1)))));
     caught(
         verdict,
         crate::invariants::task::names::ABORTED_NOT_EXECUTED,
@@ -984,7 +963,7 @@ fn legacy_skip_without_cancel_marker_tells_nobody_downstream() {
     assert_eq!(
         h.step(trigger(1)).0,
         vec![
-            E::BroadcastCancelMarker { checkpoint: cp(1) },
+            E::Downstream(ChannelItem::CancelMarker(cp(1))),
             decline(1, DeclineReason::AbortedByCoordinator),
         ]
     );
@@ -1011,9 +990,7 @@ fn legacy_start_over_an_aborted_result_throws() {
     );
     assert_eq!(
         fx.first(),
-        Some(&E::FailTask {
-            reason: FailureReason::UnfinishedResultAtStart
-        })
+        Some(&E::Fail(FailureReason::UnfinishedResultAtStart))
     );
     caught(verdict, crate::invariants::task::names::NO_SPURIOUS_FAILURE);
 }
@@ -1037,7 +1014,7 @@ fn legacy_notify_complete_out_of_order_commits_again() {
         &[complete(2)],
         complete(1),
     );
-    assert_eq!(fx, vec![E::NotifyOperatorsComplete { checkpoint: cp(1) }]);
+    assert_eq!(fx, vec![E::Operators(OperatorNotice::Complete(cp(1)))]);
     caught(verdict, crate::invariants::task::names::COMPLETE_MONOTONIC);
 }
 

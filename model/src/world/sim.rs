@@ -9,14 +9,14 @@ use ckpt_core::coordinator::{
     AbortReason, Applied, CoordinatorEvent as CEv, CoordinatorSettings, CoordinatorState, Ignored,
     JobStatus, Outcome, RecoveredCheckpoint, RestoreSource, Timer, TriggerKind,
 };
+use ckpt_core::coordinator::{CoordinatorEffect, IoAnswer, JobCommand, Report};
 use ckpt_core::invariants::checked::{self, Rigor};
 use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::invariants::durability::{Deleter, DurableLedger, Stored};
 use ckpt_core::invariants::task::{check_quiescent, names as task_names, TaskMonitor};
 use ckpt_core::invariants::Violation;
-use ckpt_core::route::{
-    self, ChannelItem, CoordinatorRoute, IoAnswer, JobCommand, Report, TaskRoute, ToCoordinator,
-};
+use ckpt_core::route::{ChannelItem, TaskMessage, ToCoordinator};
+use ckpt_core::task::TaskEffect;
 use ckpt_core::task::{Lifecycle, TaskConfig, TaskEvent as TEv, TaskState};
 use ckpt_core::trace::TraceLine;
 use ckpt_core::{
@@ -491,8 +491,6 @@ impl Sim {
                 None => return (t.step.outcome, false),
             },
         };
-        // The host writes on behalf of the coordinator's generation.
-        let generation = before.generation();
         let zombie = who == Leader::Zombie;
         if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &t.step.outcome {
             note(&mut found, s.durable.ledger.used(*checkpoint));
@@ -502,63 +500,57 @@ impl Sim {
         }
         let mut restored = false;
         for e in &t.step.effects {
-            match route::coordinator(e) {
+            match e {
                 // The coordinator state holds its own timer table (the
                 // world fires what it finds armed there; a deposed
                 // coordinator's timers are not fired).
-                CoordinatorRoute::Timer { .. }
-                | CoordinatorRoute::Job(JobCommand::ShutdownServices(_)) => {}
-                CoordinatorRoute::Discard { handle, .. } => {
-                    if Self::fenced(s, generation) {
+                CoordinatorEffect::Timer { .. }
+                | CoordinatorEffect::Job(JobCommand::ShutdownServices(_)) => {}
+                CoordinatorEffect::Discard {
+                    generation, handle, ..
+                } => {
+                    if Self::fenced(s, *generation) {
                         s.history.fenced = true;
                     } else {
                         note(
                             &mut found,
-                            s.durable.ledger.delete(handle, Deleter::Coordinator),
+                            s.durable.ledger.delete(*handle, Deleter::Coordinator),
                         );
                     }
                 }
-                CoordinatorRoute::Io(req) => {
+                CoordinatorEffect::Io { request, .. } => {
                     let list = match who {
                         Leader::Current => Some(&mut s.io),
                         Leader::Zombie => s.zombie.as_mut().map(|z| &mut z.io),
                     };
                     if let Some(list) = list {
-                        insert_sorted(list, Io::of(&req));
+                        insert_sorted(list, Io::of(request));
                     }
                 }
                 // A deposed coordinator's RPCs reach nobody: every task was
                 // redeployed under a new attempt, and an RPC for an attempt
                 // that is gone is dropped.
-                CoordinatorRoute::Rpc { .. } if zombie => {}
-                CoordinatorRoute::Rpc {
+                CoordinatorEffect::Rpc { .. } if zombie => {}
+                CoordinatorEffect::Rpc {
                     task,
                     attempt,
-                    event,
+                    message,
+                    ..
                 } => {
-                    if let TEv::NotifyComplete { checkpoint } = &event {
+                    if let TaskMessage::NotifyComplete { checkpoint, .. } = message {
                         note(&mut found, s.durable.ledger.notified_complete(*checkpoint));
                     }
-                    match Mail::of(&event) {
-                        Some(mail) => self.push_msg(
-                            &mut s.net,
-                            Msg::ToTask {
-                                task,
-                                attempt,
-                                mail,
-                            },
-                        ),
-                        None => note(
-                            &mut found,
-                            Err(Violation::new(
-                                ROUTED,
-                                format!("RPC {event:?} is not a mail"),
-                            )),
-                        ),
-                    }
+                    self.push_msg(
+                        &mut s.net,
+                        Msg::ToTask {
+                            task: *task,
+                            attempt: *attempt,
+                            mail: Mail::of(message),
+                        },
+                    );
                 }
-                CoordinatorRoute::Job(JobCommand::ResetIdCounter(next)) => {
-                    if Self::fenced(s, generation) {
+                CoordinatorEffect::Job(JobCommand::ResetIdCounter { generation, next }) => {
+                    if Self::fenced(s, *generation) {
                         s.history.fenced = true;
                     } else {
                         // Ids only grow: the counter moves forward to
@@ -569,45 +561,45 @@ impl Sim {
                 }
                 // A deposed coordinator commands no job: its task managers
                 // follow the new leader.
-                CoordinatorRoute::Job(_) | CoordinatorRoute::Report(_) if zombie => {}
-                CoordinatorRoute::Job(JobCommand::Restore {
+                CoordinatorEffect::Job(_) | CoordinatorEffect::Report(_) if zombie => {}
+                CoordinatorEffect::Job(JobCommand::Restore {
                     checkpoint,
                     handles,
                 }) => {
                     s.history.restored = true;
                     restored = true;
-                    note(&mut found, s.durable.ledger.restored(checkpoint, &handles));
+                    note(&mut found, s.durable.ledger.restored(*checkpoint, handles));
                 }
-                CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
+                CoordinatorEffect::Job(JobCommand::ResolveInDoubt {
                     checkpoint,
                     discard_if_stored,
                     discard_if_not_stored,
                 }) => {
                     s.durable.in_doubt = Some(InDoubt {
-                        checkpoint,
-                        if_stored: discard_if_stored,
-                        if_not_stored: discard_if_not_stored,
+                        checkpoint: *checkpoint,
+                        if_stored: discard_if_stored.clone(),
+                        if_not_stored: discard_if_not_stored.clone(),
                     });
                 }
-                CoordinatorRoute::Job(JobCommand::Fail(_)) => {
+                CoordinatorEffect::Job(JobCommand::Fail(_)) => {
                     if s.used.job_failovers < self.cfg.job_failovers {
                         s.job_failover_due = true;
                     }
                 }
-                CoordinatorRoute::Report(Report::Completed { checkpoint, .. }) => {
+                CoordinatorEffect::Report(Report::Completed { checkpoint, .. }) => {
                     // The attempts it waited for, captured at trigger time.
                     if before
-                        .pending_checkpoint(checkpoint)
+                        .pending_checkpoint(*checkpoint)
                         .is_some_and(|p| p.attempts().iter().any(|a| a.0 > 0))
                     {
                         s.history.failover_complete = true;
                     }
-                    if s.history.abort_seen.is_some_and(|a| a < checkpoint) {
+                    if s.history.abort_seen.is_some_and(|a| a < *checkpoint) {
                         s.history.abort_then_complete = true;
                         s.history.abort_seen = None;
                     }
                 }
-                CoordinatorRoute::Report(Report::Aborted {
+                CoordinatorEffect::Report(Report::Aborted {
                     checkpoint, reason, ..
                 }) => {
                     let counts = !matches!(
@@ -618,11 +610,11 @@ impl Sim {
                         s.history.abort_seen = Some(
                             s.history
                                 .abort_seen
-                                .map_or(checkpoint, |a| a.min(checkpoint)),
+                                .map_or(*checkpoint, |a| a.min(*checkpoint)),
                         );
                     }
                 }
-                CoordinatorRoute::Report(Report::RequestFailed { .. }) => {}
+                CoordinatorEffect::Report(Report::RequestFailed { .. }) => {}
             }
         }
         if let Some(log) = log {
@@ -662,43 +654,38 @@ impl Sim {
         }
         side.st = tr.state;
         for e in &tr.step.effects {
-            match route::task(e) {
+            match e {
                 // The writer's and the async thread's outstanding work is
                 // read from the task state; discards and operator notices
                 // have no effect on the rest of the world; a failure is
                 // acted on by the action that injected it (and a spurious
                 // one is already a violation).
-                TaskRoute::Writer(_)
-                | TaskRoute::AsyncPart(_)
-                | TaskRoute::Operators(_)
-                | TaskRoute::Fail(_) => {}
-                TaskRoute::Discard(handle) => {
-                    note(&mut found, s.durable.ledger.delete(handle, Deleter::Task));
+                TaskEffect::Writer(_)
+                | TaskEffect::AsyncPart(_)
+                | TaskEffect::Operators(_)
+                | TaskEffect::Fail(_) => {}
+                TaskEffect::Discard(handle) => {
+                    note(&mut found, s.durable.ledger.delete(*handle, Deleter::Task));
                 }
-                TaskRoute::Mail(event) => match Mail::of(&event) {
-                    Some(mail) => {
-                        if let Some(side) = s.tasks.get_mut(t.0 as usize) {
-                            side.mailbox.push(mail);
-                        }
+                TaskEffect::Mail(checkpoint) => {
+                    if let Some(side) = s.tasks.get_mut(t.0 as usize) {
+                        side.mailbox.push(Mail::Checkpoint(*checkpoint));
                     }
-                    None => note(
-                        &mut found,
-                        Err(Violation::new(
-                            ROUTED,
-                            format!("mail {event:?} is not a mail"),
-                        )),
-                    ),
-                },
-                TaskRoute::Downstream(item) => self.broadcast(s, t, item),
-                TaskRoute::Coordinator(msg) => {
+                }
+                TaskEffect::Downstream(item) => self.broadcast(s, t, *item),
+                TaskEffect::Coordinator(msg) => {
+                    let msg = *msg;
                     // What a task may report again (kept only when the
                     // world lets tasks share state: it would split states
                     // for nothing otherwise).
                     if let (true, ToCoordinator::Ack { checkpoint, handle }) =
                         (self.cfg.shared_state, msg)
                     {
+                        // A savepoint's state is never reported again:
+                        // savepoints are self-contained.
+                        let savepoint = is_savepoint(&s.coord, checkpoint);
                         if let Some(side) = s.tasks.get_mut(t.0 as usize) {
-                            side.last_ack = Some((checkpoint, handle));
+                            side.last_ack = (!savepoint).then_some((checkpoint, handle));
                         }
                     }
                     self.push_msg(
@@ -829,7 +816,10 @@ impl Sim {
                 if faults {
                     out.push(Action::Async(t, cp, false));
                 }
-                if self.cfg.shared_state && side.reusable_for(cp).is_some() {
+                if self.cfg.shared_state
+                    && side.reusable_for(cp).is_some()
+                    && !is_savepoint(&s.coord, cp)
+                {
                     out.push(Action::AsyncReused(t, cp));
                 }
             }
@@ -945,7 +935,7 @@ impl Sim {
                     n.used.faults = n.used.faults.saturating_add(1);
                 }
                 let answer = self.carry_out(n, Leader::Current, io, ok);
-                self.coord_event(n, io.request().answer(answer), log.as_deref_mut());
+                self.coord_event(n, io.answer(answer), log.as_deref_mut());
                 if let Io::Finalize(c) | Io::Store(c) = io {
                     self.resolve_in_doubt(n, c);
                 }
@@ -955,12 +945,7 @@ impl Sim {
                 let i = z.io.iter().position(|x| *x == io)?;
                 z.io.remove(i);
                 let answer = self.carry_out(n, Leader::Zombie, io, true);
-                self.leader_event(
-                    n,
-                    Leader::Zombie,
-                    io.request().answer(answer),
-                    log.as_deref_mut(),
-                );
+                self.leader_event(n, Leader::Zombie, io.answer(answer), log.as_deref_mut());
                 if n.zombie.as_ref().is_some_and(|z| z.io.is_empty()) {
                     // Nothing left that it could write: it is gone for
                     // this world.
@@ -970,7 +955,10 @@ impl Sim {
             Action::AsyncReused(t, checkpoint) => {
                 let side = n.tasks.get(t.0 as usize)?;
                 let handle = side.reusable_for(checkpoint)?;
-                if !self.cfg.shared_state || !side.st.async_parts().contains(&checkpoint) {
+                if !self.cfg.shared_state
+                    || !side.st.async_parts().contains(&checkpoint)
+                    || is_savepoint(&n.coord, checkpoint)
+                {
                     return None;
                 }
                 self.task_event(
@@ -1638,6 +1626,17 @@ fn finalize_record(coord: &CoordinatorState, checkpoint: CheckpointId) -> Option
             timestamp: c.timestamp(),
             handles: c.handles().collect(),
         })
+}
+
+/// Whether `checkpoint` is a savepoint, as its trigger and barriers tell a
+/// task (the world reads it from the coordinator that triggered it).
+fn is_savepoint(coord: &CoordinatorState, checkpoint: CheckpointId) -> bool {
+    coord
+        .pending_checkpoint(checkpoint)
+        .is_some_and(|p| p.kind().is_savepoint())
+        || coord
+            .completed()
+            .any(|c| c.id() == checkpoint && c.is_savepoint())
 }
 
 /// Keeps the first violation.

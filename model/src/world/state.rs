@@ -4,12 +4,13 @@ use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
 
+use ckpt_core::coordinator::{CoordinatorEvent, IoAnswer, IoRequest};
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
 use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::invariants::durability::{DurableLedger, Stored};
 use ckpt_core::invariants::task::TaskMonitor;
 use ckpt_core::invariants::Violation;
-use ckpt_core::route::{ChannelItem, IoRequest, ToCoordinator};
+use ckpt_core::route::{ChannelItem, TaskMessage, ToCoordinator};
 use ckpt_core::task::{Lifecycle, TaskEvent, TaskState};
 use ckpt_core::{AttemptNo, CheckpointId, Generation, Millis, StateHandle, TaskId};
 
@@ -28,25 +29,14 @@ pub enum Mail {
 }
 
 impl Mail {
-    /// The mail that carries `event`, for the events that travel through a
-    /// mailbox (`None` for the others).
+    /// The mail an RPC becomes in the task's mailbox (the task reducer
+    /// needs only the checkpoint id; the world keeps nothing else of it).
     #[must_use]
-    pub fn of(event: &TaskEvent) -> Option<Mail> {
-        match event {
-            TaskEvent::TriggerCheckpoint { checkpoint } => Some(Mail::Trigger(*checkpoint)),
-            TaskEvent::NotifyAborted { checkpoint } => Some(Mail::Aborted(*checkpoint)),
-            TaskEvent::NotifyComplete { checkpoint } => Some(Mail::Complete(*checkpoint)),
-            TaskEvent::CheckpointMail { checkpoint } => Some(Mail::Checkpoint(*checkpoint)),
-            TaskEvent::BarrierReceived { .. }
-            | TaskEvent::CancelMarker { .. }
-            | TaskEvent::WriterCompleted { .. }
-            | TaskEvent::WriterFailed { .. }
-            | TaskEvent::AsyncPartCompleted { .. }
-            | TaskEvent::AsyncPartReused { .. }
-            | TaskEvent::AsyncPartFailed { .. }
-            | TaskEvent::OperatorFailed
-            | TaskEvent::EndOfInput
-            | TaskEvent::Close => None,
+    pub fn of(message: &TaskMessage) -> Mail {
+        match message {
+            TaskMessage::Trigger { checkpoint, .. } => Mail::Trigger(*checkpoint),
+            TaskMessage::NotifyAborted { checkpoint, .. } => Mail::Aborted(*checkpoint),
+            TaskMessage::NotifyComplete { checkpoint, .. } => Mail::Complete(*checkpoint),
         }
     }
 
@@ -175,17 +165,19 @@ impl Msg {
     }
 }
 
-/// A pending I/O request of the coordinator (compact: the world answers it
-/// through [`IoRequest::answer`]).
+/// A pending I/O request of the coordinator, compact: the world keeps what
+/// it answers by (the checkpoint, or the request of an id allocation); the
+/// rest of the request (a finalize's handles, kind and time) it reads from
+/// the coordinator that asked when it carries the request out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Io {
-    /// `AllocateCheckpointId`.
+    /// `IoRequest::AllocateId`.
     Allocate(RequestId),
-    /// `TriggerMasterHooks`.
+    /// `IoRequest::MasterHooks`.
     Hooks(CheckpointId),
-    /// `FinalizeCheckpoint`.
+    /// `IoRequest::Finalize`.
     Finalize(CheckpointId),
-    /// `StoreCheckpoint`.
+    /// `IoRequest::Store`.
     Store(CheckpointId),
 }
 
@@ -195,24 +187,40 @@ impl Io {
     pub fn of(req: &IoRequest) -> Io {
         match req {
             IoRequest::AllocateId { request } => Io::Allocate(*request),
-            IoRequest::MasterHooks { checkpoint } => Io::Hooks(*checkpoint),
+            IoRequest::MasterHooks { checkpoint, .. } => Io::Hooks(*checkpoint),
             IoRequest::Finalize { checkpoint, .. } => Io::Finalize(*checkpoint),
             IoRequest::Store { checkpoint } => Io::Store(*checkpoint),
         }
     }
 
-    /// The request again (a finalize without its handles: only the answer
-    /// is built from it).
+    /// The event that answers this request (what `IoRequest::answer` builds
+    /// for the request it records).
     #[must_use]
-    pub fn request(self) -> IoRequest {
+    pub fn answer(self, answer: IoAnswer) -> CoordinatorEvent {
+        let unit = match &answer {
+            IoAnswer::Ok { .. } => Ok(()),
+            IoAnswer::Failed(f) => Err(f.clone()),
+        };
         match self {
-            Io::Allocate(request) => IoRequest::AllocateId { request },
-            Io::Hooks(checkpoint) => IoRequest::MasterHooks { checkpoint },
-            Io::Finalize(checkpoint) => IoRequest::Finalize {
-                checkpoint,
-                handles: Vec::new(),
+            Io::Allocate(request) => CoordinatorEvent::CheckpointIdAllocated {
+                request,
+                result: match answer {
+                    IoAnswer::Ok { id } => Ok(id),
+                    IoAnswer::Failed(f) => Err(f),
+                },
             },
-            Io::Store(checkpoint) => IoRequest::Store { checkpoint },
+            Io::Hooks(checkpoint) => CoordinatorEvent::MasterHooksDone {
+                checkpoint,
+                result: unit,
+            },
+            Io::Finalize(checkpoint) => CoordinatorEvent::FinalizeDone {
+                checkpoint,
+                result: unit,
+            },
+            Io::Store(checkpoint) => CoordinatorEvent::StoreDone {
+                checkpoint,
+                result: unit,
+            },
         }
     }
 }
@@ -272,7 +280,8 @@ impl TaskSide {
     /// checkpoint `checkpoint` (the host rule for incremental state, see
     /// `TaskEvent::AsyncPartReused`): the handle of its own last
     /// acknowledgement, once it was notified that that checkpoint
-    /// completed, and only for a newer checkpoint.
+    /// completed, and only for a newer checkpoint (the world records only
+    /// acknowledgements of checkpoints, never of savepoints).
     #[must_use]
     pub fn reusable_for(&self, checkpoint: CheckpointId) -> Option<StateHandle> {
         self.last_ack

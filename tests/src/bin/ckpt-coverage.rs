@@ -29,11 +29,11 @@ use std::time::Duration;
 
 use arbitrary::{Arbitrary, Unstructured};
 use ckpt_core::task::Semantics;
-use ckpt_model::check::{run_check, CheckOptions};
 use ckpt_model::world::coverage::{
     flush_coverage, Coverage, COORD_EVENT_KINDS, COORD_PHASES, TASK_EVENT_KINDS, TASK_PHASES,
 };
 use ckpt_model::world::ModelConfig;
+use ckpt_model::{run_check, CheckOptions};
 use ckpt_tests::fuzzing::{ACTIONS_MAX, HEAL_BOUND};
 use ckpt_tests::stories::system::{run_recording, SysAction, SystemSpec, SystemStory};
 use ckpt_tests::strategies::{system_story, SystemMix};
@@ -42,40 +42,31 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 const LAYERS: [&str; 3] = ["model", "props", "fuzz"];
 
-fn usage() -> ! {
-    eprintln!("usage: ckpt-coverage [--model-secs S] [--stories N] [--fuzz-dir DIR]...");
-    std::process::exit(2);
-}
-
+/// The transition coverage of the model checker, the property stories and
+/// the fuzz inputs, side by side.
+#[derive(clap::Parser)]
+#[command(name = "ckpt-coverage")]
 struct Args {
+    /// Seconds the model layer may search, over all its worlds.
+    #[arg(long, default_value_t = 60)]
     model_secs: u64,
+    /// System stories drawn from the property tests' strategy.
+    #[arg(long, default_value_t = 256)]
     stories: usize,
+    /// Directories of `system_events` fuzz inputs (default: the committed
+    /// seeds and `fuzz/corpus-work/system_events`); repeatable.
+    #[arg(long = "fuzz-dir", value_name = "DIR")]
     fuzz_dirs: Vec<PathBuf>,
 }
 
 fn args() -> Args {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut a = Args {
-        model_secs: 60,
-        stories: 256,
-        fuzz_dirs: vec![
+    let mut a = <Args as clap::Parser>::parse();
+    if a.fuzz_dirs.is_empty() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        a.fuzz_dirs = vec![
             root.join("fuzz/corpus/system_events"),
             root.join("fuzz/corpus-work/system_events"),
-        ],
-    };
-    let mut it = std::env::args().skip(1);
-    let mut custom_dirs = Vec::new();
-    while let Some(flag) = it.next() {
-        let value = it.next().unwrap_or_else(|| usage());
-        match flag.as_str() {
-            "--model-secs" => a.model_secs = value.parse().unwrap_or_else(|_| usage()),
-            "--stories" => a.stories = value.parse().unwrap_or_else(|_| usage()),
-            "--fuzz-dir" => custom_dirs.push(PathBuf::from(value)),
-            _ => usage(),
-        }
-    }
-    if !custom_dirs.is_empty() {
-        a.fuzz_dirs = custom_dirs;
+        ];
     }
     a
 }

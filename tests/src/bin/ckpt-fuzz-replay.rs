@@ -15,13 +15,22 @@ use std::time::Instant;
 
 use ckpt_tests::fuzzing::{run_target, TARGETS};
 
-fn usage() -> ! {
-    eprintln!(
-        "usage: ckpt-fuzz-replay TARGET DIR|FILE [REPS]\n       ckpt-fuzz-replay TARGET --random N LEN [SEED]\n\
-         TARGET: {}",
-        TARGETS.join(", ")
-    );
-    std::process::exit(2);
+/// Runs a fuzz target's harness over inputs without libFuzzer.
+#[derive(clap::Parser)]
+#[command(name = "ckpt-fuzz-replay")]
+struct Args {
+    /// The fuzz target.
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(TARGETS))]
+    target: String,
+    /// A file or a directory of inputs (every file, once per repetition).
+    #[arg(required_unless_present = "random", conflicts_with = "random")]
+    input: Option<PathBuf>,
+    /// Repetitions of the inputs.
+    #[arg(default_value_t = 1)]
+    reps: u64,
+    /// N pseudo-random inputs of LEN bytes, from SEED (xorshift64*).
+    #[arg(long, num_args = 2..=3, value_names = ["N", "LEN", "SEED"])]
+    random: Option<Vec<u64>>,
 }
 
 fn files(p: &Path) -> Vec<PathBuf> {
@@ -53,27 +62,23 @@ fn random_input(state: &mut u64, len: usize) -> Vec<u8> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(target) = args.first().filter(|t| TARGETS.contains(&t.as_str())) else {
-        usage()
-    };
-    let num = |i: usize, d: u64| -> u64 { args.get(i).and_then(|s| s.parse().ok()).unwrap_or(d) };
-    let inputs: Vec<Vec<u8>> = match args.get(1).map(String::as_str) {
-        Some("--random") => {
-            let n = num(2, 1_000);
-            let len = usize::try_from(num(3, 4_096)).unwrap_or(4_096);
-            let mut state = num(4, 0x9e37_79b9_7f4a_7c15) | 1;
+    let args = <Args as clap::Parser>::parse();
+    let target = args.target.as_str();
+    let inputs: Vec<Vec<u8>> = match (&args.random, &args.input) {
+        (Some(r), _) => {
+            let n = r.first().copied().unwrap_or(1_000);
+            let len = usize::try_from(r.get(1).copied().unwrap_or(4_096)).unwrap_or(4_096);
+            let mut state = r.get(2).copied().unwrap_or(0x9e37_79b9_7f4a_7c15) | 1;
             (0..n).map(|_| random_input(&mut state, len)).collect()
         }
-        Some(path) => {
-            let reps = num(2, 1);
-            let once: Vec<Vec<u8>> = files(Path::new(path))
+        (None, Some(path)) => {
+            let once: Vec<Vec<u8>> = files(path)
                 .iter()
                 .map(|f| std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display())))
                 .collect();
-            (0..reps).flat_map(|_| once.clone()).collect()
+            (0..args.reps).flat_map(|_| once.clone()).collect()
         }
-        None => usage(),
+        (None, None) => unreachable!("clap requires an input or --random"),
     };
     let bytes: usize = inputs.iter().map(Vec::len).sum();
     let start = Instant::now();

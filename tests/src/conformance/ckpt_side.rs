@@ -16,10 +16,11 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use ckpt_core::coordinator::{
-    AbortReason, AckSlot, Applied, CoordinatorEffect as E, CoordinatorError, CoordinatorEvent,
-    CoordinatorState, Ignored, JobStatus, Outcome, RequestId, RestoreSource, Timer, TriggerKind,
-    TriggerRejection,
+    AbortReason, AckSlot, Applied, CheckpointOptions, CoordinatorEffect as E, CoordinatorError,
+    CoordinatorEvent, CoordinatorState, Ignored, IoAnswer, IoRequest, JobCommand, JobStatus,
+    Outcome, Report, RequestId, RestoreSource, Timer, TriggerKind, TriggerRejection,
 };
+use ckpt_core::route::TaskMessage;
 use ckpt_core::{
     AttemptNo, CheckpointId, DeclineReason, IoFailure, JobId, Millis, StateHandle, TaskId,
 };
@@ -411,111 +412,108 @@ impl CkptSide {
 
     fn effect(&mut self, effect: E, acc: &mut Acc, queue: &mut VecDeque<CoordinatorEvent>) {
         match effect {
-            E::AllocateCheckpointId { request } => {
-                let result = if std::mem::take(&mut self.fail_id) {
-                    Err(IoFailure("injected id-counter failure".to_owned()))
-                } else {
-                    let id = CheckpointId(self.next_id);
-                    self.next_id += 1;
-                    Ok(id)
+            E::Io { request, .. } => {
+                let failure = match &request {
+                    IoRequest::AllocateId { .. } => std::mem::take(&mut self.fail_id)
+                        .then(|| IoFailure("injected id-counter failure".to_owned())),
+                    IoRequest::Finalize { .. } => std::mem::take(&mut self.fail_finalize)
+                        .then(|| IoFailure("injected finalize failure".to_owned())),
+                    IoRequest::Store { .. } => std::mem::take(&mut self.fail_store)
+                        .then(|| IoFailure("injected store failure".to_owned())),
+                    IoRequest::MasterHooks { checkpoint, .. } => {
+                        acc.hooks.push(checkpoint.0);
+                        return;
+                    }
                 };
-                queue.push_back(CoordinatorEvent::CheckpointIdAllocated { request, result });
-            }
-            E::FinalizeCheckpoint { checkpoint, .. } => {
-                let result = if std::mem::take(&mut self.fail_finalize) {
-                    Err(IoFailure("injected finalize failure".to_owned()))
-                } else {
-                    Ok(())
+                let answer = match failure {
+                    Some(f) => IoAnswer::Failed(f),
+                    None => {
+                        let id = CheckpointId(self.next_id);
+                        if request.checkpoint().is_none() {
+                            self.next_id += 1;
+                        }
+                        IoAnswer::Ok { id }
+                    }
                 };
-                queue.push_back(CoordinatorEvent::FinalizeDone { checkpoint, result });
+                queue.push_back(request.answer(answer));
             }
-            E::StoreCheckpoint { checkpoint } => {
-                let result = if std::mem::take(&mut self.fail_store) {
-                    Err(IoFailure("injected store failure".to_owned()))
-                } else {
-                    Ok(())
-                };
-                queue.push_back(CoordinatorEvent::StoreDone { checkpoint, result });
-            }
-            E::TriggerMasterHooks { checkpoint, .. } => acc.hooks.push(checkpoint.0),
-            E::TriggerTask {
+            E::Rpc {
                 task,
                 attempt,
-                checkpoint,
-                timestamp,
-                options,
-            } => acc.triggers.push(TriggerMsg {
-                checkpoint: checkpoint.0,
-                task: task.0,
-                attempt: attempt.0,
-                savepoint: matches!(
+                message,
+                ..
+            } => match message {
+                TaskMessage::Trigger {
+                    checkpoint,
+                    timestamp,
                     options,
-                    ckpt_core::coordinator::CheckpointOptions::Savepoint { .. }
-                ),
-                ts: Some(timestamp.0),
-            }),
-            E::NotifyComplete {
-                task,
-                attempt,
-                checkpoint,
-                timestamp,
-            } => acc.completes.push(CompleteMsg {
-                checkpoint: checkpoint.0,
-                task: task.0,
-                attempt: attempt.0,
-                ts: Some(timestamp.0),
-                // ckpt's message has no such field.
-                last_subsumed: None,
-            }),
-            E::NotifyAborted {
-                task,
-                attempt,
-                checkpoint,
-                latest_completed,
-            } => acc.aborts.push(AbortedMsg {
-                checkpoint: checkpoint.0,
-                task: task.0,
-                attempt: attempt.0,
-                latest_completed: self
-                    .profile
-                    .aborted_carries_latest
-                    .then_some(latest_completed.map(|c| c.0)),
-            }),
-            E::CheckpointCompleted {
+                } => acc.triggers.push(TriggerMsg {
+                    checkpoint: checkpoint.0,
+                    task: task.0,
+                    attempt: attempt.0,
+                    savepoint: matches!(options, CheckpointOptions::Savepoint { .. }),
+                    ts: Some(timestamp.0),
+                }),
+                TaskMessage::NotifyComplete {
+                    checkpoint,
+                    timestamp,
+                } => acc.completes.push(CompleteMsg {
+                    checkpoint: checkpoint.0,
+                    task: task.0,
+                    attempt: attempt.0,
+                    ts: Some(timestamp.0),
+                    // ckpt's message has no such field.
+                    last_subsumed: None,
+                }),
+                TaskMessage::NotifyAborted {
+                    checkpoint,
+                    latest_completed,
+                } => acc.aborts.push(AbortedMsg {
+                    checkpoint: checkpoint.0,
+                    task: task.0,
+                    attempt: attempt.0,
+                    latest_completed: self
+                        .profile
+                        .aborted_carries_latest
+                        .then_some(latest_completed.map(|c| c.0)),
+                }),
+            },
+            E::Report(Report::Completed {
                 checkpoint,
                 request,
                 savepoint,
-            } => {
+            }) => {
                 acc.completed.push((checkpoint.0, savepoint));
                 if let Some(o) = self.user.get(&request) {
                     acc.requests.push((*o, RequestEnd::Completed(checkpoint.0)));
                 }
             }
-            E::CheckpointAborted {
+            E::Report(Report::Aborted {
                 checkpoint,
                 request,
                 reason,
-            } => {
+            }) => {
                 acc.aborted.push((checkpoint.0, abort(reason)));
                 if let Some(o) = self.user.get(&request) {
                     acc.requests.push((*o, RequestEnd::Failed(abort(reason))));
                 }
             }
-            E::RequestFailed { request, reason } => {
+            E::Report(Report::RequestFailed { request, reason }) => {
                 if let Some(o) = self.user.get(&request) {
                     acc.requests.push((*o, RequestEnd::Failed(abort(reason))));
                 }
             }
-            E::DiscardState { handle, .. } => acc.discarded.push(handle.0),
-            E::FailJob { .. } => acc.fail_job += 1,
-            E::RestoreState { checkpoint, .. } => acc.restored = Some(checkpoint.map(|c| c.0)),
+            E::Discard { handle, .. } => acc.discarded.push(handle.0),
+            E::Job(JobCommand::Fail(_)) => acc.fail_job += 1,
+            E::Job(JobCommand::Restore { checkpoint, .. }) => {
+                acc.restored = Some(checkpoint.map(|c| c.0));
+            }
             // Timers are read back from the state (next_deadline); the rest
             // needs nothing from a host whose I/O never stays outstanding.
-            E::ScheduleTimer { .. }
-            | E::CancelTimer { .. }
-            | E::ResetIdCounter { .. }
-            | E::ShutdownServices { .. }
-            | E::ResolveInDoubt { .. } => {}
+            E::Timer { .. }
+            | E::Job(JobCommand::ResetIdCounter { .. })
+            | E::Job(JobCommand::ShutdownServices(_))
+            | E::Job(JobCommand::ResolveInDoubt { .. }) => {}
         }
     }
 

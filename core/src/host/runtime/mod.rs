@@ -4,12 +4,18 @@
 //!
 //! # Shape
 //!
-//! [`Job::start`] opens the store (recovery: see [`crate::host::store`]),
-//! feeds every retained checkpoint to a fresh coordinator
-//! (`Restore { Savepoint }`, oldest first, so the reducer and the store
-//! retain the same checkpoints; the id counter only moves up), starts one
-//! attempt of every task restored from the latest one, and starts the
-//! periodic scheduler.
+//! [`Job::start`] asks every operator how far its output is already
+//! committed ([`Operator::committed_epoch`]), opens the store as a new
+//! leader (it claims the generation above the newest and makes every store
+//! write for it, so a deposed host still running is refused) and recovers
+//! (see [`crate::host::store`]: a restore behind the committed output is
+//! refused before anything is written; the state files of the checkpoint to
+//! restore are checked with [`statefile::decode_for`]), hands the recovered
+//! list to a fresh coordinator as it is (`Recover`, then
+//! `Restore { Latest }`), starts one attempt of every task restored from
+//! the latest checkpoint, and starts the periodic scheduler. Finalize
+//! records each checkpoint's kind (savepoint or not) and trigger time from
+//! the coordinator's pending checkpoint.
 //!
 //! * **Coordinator driver** (one tokio task): an event channel in (acks and
 //!   declines from tasks, user triggers, task failures, shutdown); for each
@@ -74,20 +80,24 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::coordinator::{
-    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, JobStatus,
-    Outcome as COutcome, RecoveredCheckpoint, RestoreSource, Timer, TriggerKind,
+    CoordinatorEffect, CoordinatorEvent, CoordinatorSettings, CoordinatorState, IoAnswer,
+    IoRequest, JobCommand, JobStatus, Outcome as COutcome, Report, RestoreSource, Timer,
+    TriggerKind,
 };
 use crate::host::fs::Fs;
-use crate::host::store::{read_state, Discarded, FileStore, Recovery, StoreError, StoreStats};
+use crate::host::store::{
+    read_state, state_path, Discarded, FileStore, OpenOptions, Recovery, StateCheck, StoreError,
+    StoreStats,
+};
 use crate::invariants::coordinator::{check_all as check_coordinator, HandleLedger};
-use crate::route::{self, CoordinatorRoute, IoAnswer, IoRequest, JobCommand, Report};
+
 use crate::task::TaskConfig;
 use crate::trace::{Trace, TraceLine};
 use crate::types::{
     AttemptNo, CheckpointId, Generation, IoFailure, JobId, Millis, StateHandle, TaskId,
 };
 
-use statefile::{task_of, TaskSnapshot};
+use statefile::TaskSnapshot;
 use task::{Attempt, AttemptSpec};
 
 /// One record flowing between tasks.
@@ -172,9 +182,21 @@ pub trait Operator: Send + 'static {
     ) -> Result<(), OperatorError>;
     /// The checkpoint was aborted.
     fn notify_aborted(&mut self, _checkpoint: CheckpointId) {}
+    /// An exactly-once sink's answer to "how far is your output already
+    /// committed?": the newest checkpoint whose output it has committed
+    /// externally (read from `fs` or the external system), `None` when
+    /// nothing is committed or the operator commits nothing. [`Job::start`]
+    /// asks every task's operator before it recovers and refuses to restore
+    /// an older checkpoint (that would commit the same output again). An
+    /// operator that wraps another must forward this.
+    fn committed_epoch(&mut self, _fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
+        Ok(None)
+    }
 }
 
-/// Builds the operator of one task (called for every attempt).
+/// Builds the operator of one task: called for every attempt, and once per
+/// task when the job starts, to ask [`Operator::committed_epoch`] before
+/// recovery.
 pub type OperatorFactory = Arc<dyn Fn(TaskId) -> Box<dyn Operator> + Send + Sync>;
 
 /// A master hook (run for `TriggerMasterHooks`).
@@ -238,21 +260,24 @@ pub enum JobError {
     /// The store failed to open or recover.
     #[error("checkpoint store: {0}")]
     Store(#[from] StoreError),
-    /// A retained checkpoint could not be restored into the coordinator.
-    #[error("restore of checkpoint {checkpoint} refused: {why}")]
-    Restore {
-        /// The checkpoint.
-        checkpoint: CheckpointId,
-        /// The reducer's answer.
-        why: String,
-    },
     /// A state file of the restored checkpoint is unreadable or invalid.
-    #[error("state {handle} of checkpoint {checkpoint}: {why}")]
+    #[error("state file {} of checkpoint {checkpoint}: {why}", state_path(*handle))]
     State {
         /// The checkpoint.
         checkpoint: CheckpointId,
         /// The handle.
         handle: StateHandle,
+        /// Why.
+        why: String,
+    },
+    /// The coordinator refused what the store recovered.
+    #[error("the coordinator refused the recovered checkpoints: {0}")]
+    Recover(String),
+    /// An operator could not say how far its output is committed.
+    #[error("task {task} cannot tell its committed output: {why}")]
+    CommittedEpoch {
+        /// The task.
+        task: TaskId,
         /// Why.
         why: String,
     },
@@ -454,6 +479,12 @@ pub(crate) enum ToCoordinator {
     Rpc(CoordinatorEvent),
     /// Stop: shut the coordinator down with this status and stop every task.
     Shutdown(JobStatus, oneshot::Sender<()>),
+    /// The user disposes of a savepoint: the store first, then the
+    /// coordinator (`DisposeSavepoint`).
+    DisposeSavepoint(
+        CheckpointId,
+        oneshot::Sender<Result<Vec<StateHandle>, StoreError>>,
+    ),
 }
 
 /// A running job.
@@ -487,6 +518,15 @@ struct Driver {
     next_attempt: Vec<AttemptNo>,
     restore_target: Option<(CheckpointId, Vec<StateHandle>)>,
     fail_job: bool,
+    /// The leader generation this driver claimed; every store write names it.
+    generation: Generation,
+}
+
+/// The store's check of the state files of the checkpoint to restore.
+fn state_check() -> StateCheck {
+    Arc::new(|checkpoint, handle, bytes| {
+        statefile::decode_for(checkpoint, handle, bytes).map(|_| ())
+    })
 }
 
 impl Job {
@@ -510,7 +550,27 @@ impl Job {
             }
         }
         let retained = usize::try_from(spec.settings.retained_max.max(1)).unwrap_or(1);
-        let (store, recovery) = FileStore::open(Arc::clone(&fs), spec.settings.job, retained)?;
+        // How far an exactly-once sink has committed its output: recovery
+        // must not restore anything older.
+        let mut committed: Option<CheckpointId> = None;
+        for t in 0..spec.tasks {
+            let task = TaskId(t);
+            let epoch = (spec.operators)(task)
+                .committed_epoch(&*fs)
+                .map_err(|e| JobError::CommittedEpoch { task, why: e.0 })?;
+            committed = committed.max(epoch);
+        }
+        let generation = FileStore::next_generation(&*fs)?;
+        let (store, recovery) = FileStore::open(
+            Arc::clone(&fs),
+            OpenOptions {
+                job: spec.settings.job,
+                retained_max: retained,
+                generation,
+                committed,
+                check_state: Some(state_check()),
+            },
+        )?;
         let (tx, rx) = mpsc::channel(COORDINATOR_INBOX_MAX);
         let (fail_tx, fail_rx) = mpsc::unbounded_channel();
         let net = net::Net::new(spec.options.faults, n, tx.clone());
@@ -553,47 +613,9 @@ impl Job {
             next_attempt: vec![AttemptNo(0); n],
             restore_target: None,
             fail_job: false,
+            generation,
         };
-        // The crate docs' recovery recipe: `Recover` from what the store
-        // holds, then `Restore { Latest }` (answered at once: a fresh
-        // coordinator has nothing in flight).
-        let recover = CoordinatorEvent::Recover {
-            checkpoints: recovery
-                .retained
-                .iter()
-                .map(|cp| RecoveredCheckpoint {
-                    checkpoint: cp.id,
-                    savepoint: false,
-                    timestamp: Millis(0),
-                    handles: cp.handles.clone(),
-                })
-                .collect(),
-            last_id: recovery
-                .next_id
-                .0
-                .checked_sub(1)
-                .filter(|l| *l > 0)
-                .map(CheckpointId),
-            generation: Generation(0),
-        };
-        let outcome = d.apply(recover);
-        if !outcome.is_applied() {
-            return Err(JobError::Restore {
-                checkpoint: recovery.latest().map_or(CheckpointId(0), |c| c.id),
-                why: format!("{outcome:?}"),
-            });
-        }
-        let outcome = d.apply(CoordinatorEvent::Restore {
-            source: RestoreSource::Latest {
-                error_if_none: false,
-            },
-        });
-        if !outcome.is_applied() {
-            return Err(JobError::Restore {
-                checkpoint: recovery.latest().map_or(CheckpointId(0), |c| c.id),
-                why: format!("{outcome:?}"),
-            });
-        }
+        d.recover(&recovery)?;
         d.ctx.stats().restored_at_start = d.restore_target.as_ref().map(|(id, _)| *id);
         d.ctx.stats().last_completed = d.restore_target.as_ref().map(|(id, _)| *id);
         d.start_attempts(&upstream)?;
@@ -667,6 +689,27 @@ impl JobHandle {
             .map_err(|_| JobError::Stopped)
     }
 
+    /// Disposes of stored savepoint `savepoint`, as only its user does:
+    /// the store removes it first (metadata, then the state files no other
+    /// stored checkpoint references: [`FileStore::dispose_savepoint`]), then
+    /// the coordinator forgets it (`DisposeSavepoint`). Returns the state
+    /// files the store deleted. Refused (nothing changed) for a checkpoint
+    /// that is not a stored savepoint, or that is the store's latest.
+    pub async fn dispose_savepoint(
+        &self,
+        savepoint: CheckpointId,
+    ) -> Result<Vec<StateHandle>, JobError> {
+        let (tx, rx) = oneshot::channel();
+        self.ctx
+            .to_coordinator
+            .send(ToCoordinator::DisposeSavepoint(savepoint, tx))
+            .await
+            .map_err(|_| JobError::Stopped)?;
+        rx.await
+            .map_err(|_| JobError::Stopped)?
+            .map_err(JobError::Store)
+    }
+
     /// Shuts the job down (`Shutdown { status }`), stops every task and
     /// waits for the driver.
     pub async fn shutdown(mut self, status: JobStatus) -> HostStats {
@@ -696,6 +739,30 @@ impl Drop for JobHandle {
 }
 
 impl Driver {
+    /// Hands the store's recovery to the fresh coordinator as it is
+    /// (`Recover` with the checkpoints, the counter's last id and the
+    /// generation the store claimed, then `Restore { Latest }`), and checks
+    /// that the coordinator restores the store's latest.
+    fn recover(&mut self, recovery: &Recovery) -> Result<(), JobError> {
+        let outcome = self.apply(recovery.recover_event());
+        if !outcome.is_applied() {
+            return Err(JobError::Recover(format!("{outcome:?}")));
+        }
+        let latest = recovery.latest().map(|c| c.checkpoint);
+        self.apply(CoordinatorEvent::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: false,
+            },
+        });
+        let restored = self.restore_target.as_ref().map(|(id, _)| *id);
+        if restored != latest {
+            return Err(JobError::Recover(format!(
+                "the coordinator restores {restored:?}, the store's latest is {latest:?}"
+            )));
+        }
+        Ok(())
+    }
+
     fn apply(&mut self, event: CoordinatorEvent) -> COutcome {
         let now = self.ctx.now();
         self.ctx.record_coordinator(now, &event);
@@ -718,20 +785,23 @@ impl Driver {
     }
 
     fn carry_out(&mut self, e: CoordinatorEffect) {
-        match route::coordinator(&e) {
-            CoordinatorRoute::Timer {
+        match e {
+            CoordinatorEffect::Timer {
                 timer,
                 at: Some(at),
             } => {
                 self.timers.insert(timer, at);
             }
-            CoordinatorRoute::Timer { timer, at: None } => {
+            CoordinatorEffect::Timer { timer, at: None } => {
                 self.timers.remove(&timer);
             }
-            CoordinatorRoute::Io(req) => {
+            CoordinatorEffect::Io {
+                generation,
+                request: req,
+            } => {
                 let answer = match &req {
-                    IoRequest::AllocateId { .. } => self.store.allocate_id(),
-                    IoRequest::MasterHooks { checkpoint } => {
+                    IoRequest::AllocateId { .. } => self.store.allocate_id(generation),
+                    IoRequest::MasterHooks { checkpoint, .. } => {
                         let checkpoint = *checkpoint;
                         match self.spec.hooks.iter().try_for_each(|h| h(checkpoint)) {
                             Ok(()) => Ok(checkpoint),
@@ -744,17 +814,24 @@ impl Driver {
                     }
                     IoRequest::Finalize {
                         checkpoint,
+                        timestamp,
                         handles,
-                    } => {
-                        let now = self.ctx.now();
-                        self.store
-                            .finalize(*checkpoint, now, handles)
-                            .map(|()| *checkpoint)
-                    }
+                        kind,
+                        ..
+                    } => self
+                        .store
+                        .finalize(
+                            generation,
+                            *checkpoint,
+                            kind.is_savepoint(),
+                            *timestamp,
+                            handles,
+                        )
+                        .map(|()| *checkpoint),
                     IoRequest::Store { checkpoint } => {
-                        let stored = self.store.store(*checkpoint).map(|_| *checkpoint);
+                        let stored = self.store.store(self.generation, *checkpoint);
                         self.ctx.stats().store_latest = self.store.latest();
-                        stored
+                        stored.map(|_| *checkpoint)
                     }
                 };
                 let answer = match answer {
@@ -763,13 +840,16 @@ impl Driver {
                 };
                 self.answers.push_back(req.answer(answer));
             }
-            CoordinatorRoute::Rpc {
+            CoordinatorEffect::Rpc {
                 task,
                 attempt,
-                event,
-            } => self.ctx.net.to_task(task, attempt, event),
-            CoordinatorRoute::Discard { handle, checkpoint } => self.discard(handle, checkpoint),
-            CoordinatorRoute::Report(Report::Completed { checkpoint, .. }) => {
+                message,
+                ..
+            } => self.ctx.net.to_task(task, attempt, message.event()),
+            CoordinatorEffect::Discard {
+                handle, checkpoint, ..
+            } => self.discard(handle, checkpoint),
+            CoordinatorEffect::Report(Report::Completed { checkpoint, .. }) => {
                 let completed = {
                     let mut s = self.ctx.stats();
                     s.completed += 1;
@@ -778,23 +858,23 @@ impl Driver {
                 };
                 self.ctx.completed.send_replace(completed);
             }
-            CoordinatorRoute::Report(Report::Aborted { .. }) => {
+            CoordinatorEffect::Report(Report::Aborted { .. }) => {
                 self.ctx.stats().aborted += 1;
             }
-            CoordinatorRoute::Report(Report::RequestFailed { .. })
-            | CoordinatorRoute::Job(JobCommand::ShutdownServices(_)) => {}
-            CoordinatorRoute::Job(JobCommand::Fail(_)) => self.fail_job = true,
-            CoordinatorRoute::Job(JobCommand::ResetIdCounter(next)) => {
-                if let Err(e) = self.store.reset_counter(next) {
+            CoordinatorEffect::Report(Report::RequestFailed { .. })
+            | CoordinatorEffect::Job(JobCommand::ShutdownServices(_)) => {}
+            CoordinatorEffect::Job(JobCommand::Fail(_)) => self.fail_job = true,
+            CoordinatorEffect::Job(JobCommand::ResetIdCounter { generation, next }) => {
+                if let Err(e) = self.store.reset_counter(generation, next) {
                     self.ctx
                         .violation(format!("id counter reset to {next} failed: {e}"));
                 }
             }
-            CoordinatorRoute::Job(JobCommand::Restore {
+            CoordinatorEffect::Job(JobCommand::Restore {
                 checkpoint,
                 handles,
             }) => self.restore_target = checkpoint.map(|c| (c, handles)),
-            CoordinatorRoute::Job(JobCommand::ResolveInDoubt {
+            CoordinatorEffect::Job(JobCommand::ResolveInDoubt {
                 checkpoint,
                 discard_if_stored,
                 discard_if_not_stored,
@@ -816,14 +896,19 @@ impl Driver {
     }
 
     fn discard(&mut self, handle: StateHandle, checkpoint: CheckpointId) {
-        match self.store.discard(handle) {
+        match self.store.discard(self.generation, handle) {
             Ok(Discarded::Deleted | Discarded::AlreadyGone) => {}
+            Ok(Discarded::Savepoint { savepoint }) => self.ctx.log(format!(
+                "DiscardState of {} (checkpoint {checkpoint}) declined: savepoint {savepoint} holds it",
+                state_path(handle)
+            )),
             Ok(Discarded::Refused { checkpoint: held }) => {
                 self.ctx.violation(format!(
-                    "durability guard: DiscardState of {handle} (checkpoint {checkpoint}) refused: stored checkpoint {held} holds it"
+                    "durability guard: DiscardState of {} (checkpoint {checkpoint}) refused: stored checkpoint {held} holds it",
+                    state_path(handle)
                 ));
             }
-            Err(e) => self.ctx.log(format!("discard {handle}: {e}")),
+            Err(e) => self.ctx.log(format!("discard {}: {e}", state_path(handle))),
         }
     }
 
@@ -848,21 +933,12 @@ impl Driver {
                 handle: *h,
                 why: e.to_string(),
             })?;
-            let snap = TaskSnapshot::decode(&bytes).map_err(|e| JobError::State {
-                checkpoint: *checkpoint,
-                handle: *h,
-                why: e.to_string(),
-            })?;
-            if snap.task != task_of(*h) || snap.checkpoint != *checkpoint {
-                return Err(JobError::State {
+            let snap =
+                statefile::decode_for(*checkpoint, *h, &bytes).map_err(|why| JobError::State {
                     checkpoint: *checkpoint,
                     handle: *h,
-                    why: format!(
-                        "file of task {} checkpoint {} under this handle",
-                        snap.task, snap.checkpoint
-                    ),
-                });
-            }
+                    why,
+                })?;
             out.insert(snap.task, snap);
         }
         Ok(out)
@@ -1028,6 +1104,16 @@ impl Driver {
                 msg = rx.recv() => match msg {
                     Some(ToCoordinator::Rpc(ev)) => {
                         self.apply(ev);
+                    }
+                    Some(ToCoordinator::DisposeSavepoint(savepoint, reply)) => {
+                        let disposed = self.store.dispose_savepoint(self.generation, savepoint);
+                        if disposed.is_ok() {
+                            self.ctx.stats().store_latest = self.store.latest();
+                            self.apply(CoordinatorEvent::DisposeSavepoint {
+                                checkpoint: savepoint,
+                            });
+                        }
+                        let _ = reply.send(disposed);
                     }
                     Some(ToCoordinator::Shutdown(status, done)) => {
                         self.apply(CoordinatorEvent::Shutdown { status });

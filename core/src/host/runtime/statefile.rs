@@ -176,3 +176,25 @@ impl<'a> Cursor<'a> {
         Ok(u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
     }
 }
+
+/// Decodes the state file `bytes` stored under `handle` for `checkpoint`
+/// and checks that it is that task's file of that checkpoint (a file of
+/// another task or checkpoint swapped in is refused, as a damaged one is).
+/// The store runs this on the checkpoint it is about to restore
+/// ([`crate::host::store::OpenOptions::check_state`]).
+pub fn decode_for(
+    checkpoint: CheckpointId,
+    handle: StateHandle,
+    bytes: &[u8],
+) -> Result<TaskSnapshot, String> {
+    let snap = TaskSnapshot::decode(bytes).map_err(|e| e.to_string())?;
+    if snap.task != task_of(handle) || snap.checkpoint != checkpoint {
+        return Err(format!(
+            "holds the state of task {} for checkpoint {}, not of task {} for checkpoint {checkpoint}",
+            snap.task,
+            snap.checkpoint,
+            task_of(handle)
+        ));
+    }
+    Ok(snap)
+}

@@ -42,8 +42,11 @@ use super::statefile::{handle_for, TaskSnapshot};
 use super::{Ctx, DataMsg, Operator, Record, SourcePoll};
 use crate::host::store::{state_path, write_state};
 use crate::invariants::task::{check_all, TaskMonitor};
-use crate::route::{self, AsyncCommand, ChannelItem, OperatorNotice, TaskRoute, WriterCommand};
-use crate::task::{Outcome, TaskConfig, TaskEvent, TaskState};
+use crate::route::ChannelItem;
+use crate::task::{
+    AsyncCommand, OperatorNotice, Outcome, TaskConfig, TaskEffect, TaskEvent, TaskState,
+    WriterCommand,
+};
 use crate::types::{AttemptNo, CheckpointId, StateHandle, TaskId, Thread};
 
 /// Bound of a task's mailbox. The rpc role waits for space (a mail, once
@@ -150,8 +153,8 @@ impl Shared {
         }
         let from_task_thread = event.thread() == Thread::Task;
         for e in &step.effects {
-            match route::task(e) {
-                TaskRoute::Writer(WriterCommand::Start(checkpoint)) => {
+            match *e {
+                TaskEffect::Writer(WriterCommand::Start(checkpoint)) => {
                     let inflight = core
                         .input
                         .iter()
@@ -162,47 +165,48 @@ impl Shared {
                         .collect();
                     let _ = core.writer.send(WriterCmd::Start(checkpoint, inflight));
                 }
-                TaskRoute::Writer(WriterCommand::Abort { checkpoint, .. }) => {
+                TaskEffect::Writer(WriterCommand::Abort { checkpoint, .. }) => {
                     let _ = core.writer.send(WriterCmd::Abort(checkpoint));
                 }
-                TaskRoute::Mail(mail) => {
-                    core.mailbox.push_back(mail);
+                TaskEffect::Mail(checkpoint) => {
+                    core.mailbox
+                        .push_back(TaskEvent::CheckpointMail { checkpoint });
                     self.wake.notify_one();
                 }
-                TaskRoute::Downstream(ChannelItem::Barrier(checkpoint)) => {
+                TaskEffect::Downstream(ChannelItem::Barrier(checkpoint)) => {
                     deferred.push(Deferred::Data(DataMsg::Barrier(checkpoint)));
                 }
-                TaskRoute::Downstream(ChannelItem::CancelMarker(checkpoint)) => {
+                TaskEffect::Downstream(ChannelItem::CancelMarker(checkpoint)) => {
                     deferred.push(Deferred::Data(DataMsg::Cancel(checkpoint)));
                 }
-                TaskRoute::AsyncPart(AsyncCommand::Start(checkpoint)) => {
+                TaskEffect::AsyncPart(AsyncCommand::Start(checkpoint)) => {
                     let cancel = Arc::new(AtomicBool::new(false));
                     core.async_parts.insert(checkpoint, Arc::clone(&cancel));
                     deferred.push(Deferred::Snapshot(checkpoint, cancel));
                 }
-                TaskRoute::AsyncPart(AsyncCommand::Cancel(checkpoint)) => {
+                TaskEffect::AsyncPart(AsyncCommand::Cancel(checkpoint)) => {
                     if let Some(flag) = core.async_parts.remove(&checkpoint) {
                         flag.store(true, Ordering::SeqCst);
                     }
                     self.writes_changed.notify_waiters();
                 }
-                TaskRoute::Coordinator(msg) => {
+                TaskEffect::Coordinator(msg) => {
                     core.async_parts.remove(&msg.checkpoint());
                     self.ctx
                         .net
                         .to_coordinator(msg.event(self.ctx.job, self.task, self.attempt));
                 }
-                TaskRoute::Discard(handle) => {
+                TaskEffect::Discard(handle) => {
                     // Never acknowledged, so no stored checkpoint holds it.
                     self.ctx.delete_unacked_state(handle);
                 }
-                TaskRoute::Operators(OperatorNotice::Complete(checkpoint)) => {
+                TaskEffect::Operators(OperatorNotice::Complete(checkpoint)) => {
                     deferred.push(Deferred::NotifyComplete(checkpoint));
                 }
-                TaskRoute::Operators(OperatorNotice::Aborted(checkpoint)) => {
+                TaskEffect::Operators(OperatorNotice::Aborted(checkpoint)) => {
                     deferred.push(Deferred::NotifyAborted(checkpoint));
                 }
-                TaskRoute::Fail(reason) => {
+                TaskEffect::Fail(reason) => {
                     core.failed = true;
                     self.ctx
                         .task_failed(self.task, self.attempt, reason.is_genuine());

@@ -7,7 +7,9 @@
 //! 64-bit hash of the whole state: canonical by construction (whatever
 //! member of the orbit we start from, the same set of candidates is
 //! compared), up to hash collisions, the same assumption the checker's
-//! fingerprints make (TOOLING pitfall 6). Renaming a task moves everything
+//! fingerprints make (two different states with one 64-bit fingerprint
+//! would be merged: a chance of about n^2 / 2^65 over n states, 3 in 10^8
+//! at a million). Renaming a task moves everything
 //! that names it: its task side, its ack slots and status at the
 //! coordinator, the channels, the messages, and every state handle it wrote
 //! (handles encode their task: [`rename_handle`]) wherever it appears (the
@@ -32,9 +34,11 @@ use ckpt_core::coordinator::CoordinatorState;
 use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::route::ToCoordinator;
 
-use crate::system::{Msg, SysState};
-use crate::world::{rename_handle, Durable, InDoubt, Sealed, SharedSide, Zombie};
 use ckpt_core::invariants::durability::Stored;
+
+use crate::world::{
+    rename_handle, Durable, InDoubt, Msg, Sealed, SharedSide, World as SysState, Zombie,
+};
 
 fn class(s: &SysState) -> Vec<TaskId> {
     let n = u32::try_from(s.tasks.len()).unwrap_or(u32::MAX);

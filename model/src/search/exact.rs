@@ -1,14 +1,17 @@
 //! An exact breadth-first search over the model's states themselves (a
 //! `HashSet<SysState>` compared with `Eq`, no fingerprints), to cross-check
-//! stateright's `unique_state_count()` on small configurations (TOOLING
-//! pitfall 1).
+//! the checkers' `unique_state_count()` on small configurations: a count
+//! from 64-bit fingerprints is only right if the state's `Hash` tells apart
+//! every two states `Eq` does (a collection hashed without its length, for
+//! example, makes `[a, b] + []` and `[a] + [b]` collide).
 
 use std::collections::{HashSet, VecDeque};
 
 use stateright::Model;
 
-use crate::symmetry::canonical;
-use crate::system::{ModelConfig, Reduction, SysModel, SysState};
+use crate::search::symmetry::canonical;
+use crate::search::system::{SysModel, SysState};
+use crate::world::{ModelConfig, Reduction};
 
 /// Number of distinct reachable states, or of distinct canonical
 /// representatives with `symmetry`. Stops counting past `limit`.

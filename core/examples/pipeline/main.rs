@@ -5,8 +5,12 @@
 //! and the committed output holds every record exactly once.
 //!
 //! `cargo run --release -p ckpt-core --features async-host --example pipeline -- DIR`
+//! (`--help` lists the flags). The command is `app.rs`; `ckpt-tests` builds
+//! the same file as its `ckpt-pipeline` binary, which the crash tests start
+//! and `kill -9`.
+
+mod app;
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    ckpt_core::host::pipeline::run_cli(&args)
+    app::main()
 }

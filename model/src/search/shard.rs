@@ -1,6 +1,7 @@
 //! Sharded checks: `check --shard K/N` searches a deterministic part of the
-//! state space, `ckpt-model merge REPORTS...` combines the shards' JSON
-//! reports into one verdict.
+//! state space; `ckpt-model merge REPORTS...` combines the shards' JSON
+//! reports into one verdict (by [`crate::search::report::Verdict::decide`],
+//! the rule a single check uses).
 //!
 //! The split: every shard explores the states of depth below the split
 //! depth itself (breadth-first, every property judged on them, as `check`
@@ -24,8 +25,11 @@ use std::sync::Arc;
 
 use stateright::{Expectation, Model};
 
-use crate::check::{run_check, CheckOptions, CheckReport, Counterexample};
-use crate::system::{Action, ModelConfig, SysModel, World};
+use crate::search::options::CheckOptions;
+use crate::search::report::{CheckReport, Counterexample, Kind, Status};
+use crate::search::run::run_check;
+use crate::search::system::SysModel;
+use crate::world::{Action, ModelConfig, World};
 
 /// Which shard of how many, split at which depth.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +43,15 @@ pub struct ShardSpec {
     pub split_depth: usize,
 }
 
-/// Parses `K/N` (`0 <= K < N`).
+/// The most shards a check may be split into. A shard owns the frontier
+/// states whose fingerprint is `K` modulo `N`; at the default split depth
+/// the default configuration's frontier has a few hundred states, and a
+/// frontier of millions needs a split depth whose shared prefix alone takes
+/// longer than the subtrees below it, so more shards than this only make
+/// shards that own nothing.
+pub const SHARD_COUNT_MAX: u64 = 65_536;
+
+/// Parses `K/N` (`0 <= K < N <= SHARD_COUNT_MAX`).
 pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     let (k, n) = s
         .split_once('/')
@@ -54,6 +66,11 @@ pub fn parse_shard(s: &str) -> Result<(u64, u64), String> {
         .map_err(|_| format!("`{s}`: N is not a number"))?;
     if n == 0 || k >= n {
         return Err(format!("`{s}`: expected 0 <= K < N"));
+    }
+    if n > SHARD_COUNT_MAX {
+        return Err(format!(
+            "`{s}`: at most {SHARD_COUNT_MAX} shards (more would own no frontier state)"
+        ));
     }
     Ok((k, n))
 }
@@ -72,7 +89,7 @@ pub fn split_fingerprint(s: &World, symmetry: bool) -> u64 {
         .hash_one(x)
     };
     if symmetry {
-        h(&crate::symmetry::canonical(s))
+        h(&crate::search::symmetry::canonical(s))
     } else {
         h(s)
     }
@@ -173,7 +190,7 @@ pub fn explore_prefix(cfg: &ModelConfig, split_depth: usize, symmetry: bool) -> 
 /// What a shard searched, besides its check report.
 #[derive(Clone, Debug)]
 pub struct ShardInfo {
-    /// The split.
+    /// The shard and the split it belongs to.
     pub spec: ShardSpec,
     /// States in the whole frontier.
     pub frontier: usize,
@@ -192,7 +209,7 @@ pub fn run_shard(
     opts: &CheckOptions,
     spec: ShardSpec,
 ) -> (CheckReport, ShardInfo) {
-    let symmetry = opts.symmetry && !opts.bfs && crate::symmetry::reduces(cfg);
+    let symmetry = opts.symmetry && !opts.bfs && crate::search::symmetry::reduces(cfg);
     let prefix = explore_prefix(cfg, spec.split_depth, symmetry);
     let frontier = prefix.frontier.len();
     let owned: Vec<(World, Vec<Action>)> = prefix
@@ -211,6 +228,9 @@ pub fn run_shard(
         ..opts.clone()
     };
     let mut report = run_check(cfg, &o);
+    // With an empty frontier the prefix was the whole space; otherwise a
+    // shard that owns none of it searched nothing of its own.
+    report.searched_nothing = info.owned == 0 && info.frontier > 0;
     report.states += prefix.states;
     report.unique += prefix.unique;
     report.depth += spec.split_depth;
@@ -220,9 +240,9 @@ pub fn run_shard(
             continue;
         };
         match p.kind {
-            "sometimes" => p.status = "witnessed",
-            _ => {
-                p.status = "violated";
+            Kind::Sometimes => p.status = Status::Witnessed,
+            Kind::Always | Kind::Eventually => {
+                p.status = Status::Violated;
                 let shorter = report
                     .counterexample
                     .as_ref()
@@ -237,6 +257,7 @@ pub fn run_shard(
             }
         }
     }
+    report.decide();
     (report, info)
 }
 
@@ -247,13 +268,4 @@ fn violation_at(cfg: &ModelConfig, actions: &[Action]) -> Option<ckpt_core::inva
         s = sim.step(&s, *a, None)?;
     }
     s.violation
-}
-
-/// The frontier state (and its prefix) a search from `roots` started at.
-#[must_use]
-pub fn prefix_of<'a>(roots: &'a [(World, Vec<Action>)], first: &World) -> Option<&'a [Action]> {
-    roots
-        .iter()
-        .find(|(s, _)| s == first)
-        .map(|(_, p)| p.as_slice())
 }

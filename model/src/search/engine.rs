@@ -12,7 +12,7 @@
 //! action order), fingerprints them with the same hasher (aHash with
 //! stateright's fixed seeds), deduplicates orbits under symmetry when asked
 //! (by the smallest fingerprint over the orbit,
-//! [`crate::symmetry::orbit_min`]: the same orbits merge as under
+//! [`crate::search::symmetry::orbit_min`]: the same orbits merge as under
 //! stateright's fingerprint of the representative, one clone and one hash
 //! fewer per state), and judges the properties as stateright does:
 //! `always` and `sometimes` on every state taken from the stack,
@@ -52,7 +52,8 @@ use std::thread::JoinHandle;
 
 use stateright::{Checker, Expectation, Model, Path, Property};
 
-use crate::system::{Action, SysModel, SysState};
+use crate::search::system::{SysModel, SysState};
+use crate::world::Action;
 
 /// Lock stripes of the visited set: a power of two well above the thread
 /// count, so two workers rarely wait on one stripe.
@@ -398,7 +399,7 @@ impl Shared {
                 states += 1;
                 terminal = false;
                 let fp = if self.opts.symmetry {
-                    crate::symmetry::orbit_min(&next, fingerprint)
+                    crate::search::symmetry::orbit_min(&next, fingerprint)
                 } else {
                     fingerprint(&next)
                 };
@@ -514,7 +515,7 @@ pub fn spawn(model: SysModel, opts: EngineOptions) -> EngineChecker {
     let mut unique = 0;
     for s in &init {
         unique += usize::from(visited.insert(if opts.symmetry {
-            crate::symmetry::orbit_min(s, fingerprint)
+            crate::search::symmetry::orbit_min(s, fingerprint)
         } else {
             fingerprint(s)
         }));

@@ -18,10 +18,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rand_core::{RngCore, SeedableRng};
+use rand_pcg::Pcg64Mcg;
 use stateright::{Expectation, Model};
 
-use crate::check::Counterexample;
-use crate::system::{Action, ModelConfig, SysModel, World};
+use crate::search::report::Counterexample;
+use crate::search::system::SysModel;
+use crate::world::{Action, ModelConfig, World};
 
 /// How to simulate.
 #[derive(Clone, Debug)]
@@ -69,7 +72,7 @@ pub struct WalkViolation {
 pub struct SimulateReport {
     /// The configuration walked.
     pub config: ModelConfig,
-    /// Walks done.
+    /// Walks taken (fewer than asked when stopped early).
     pub walks: u64,
     /// Actions taken over all walks.
     pub steps: u64,
@@ -79,7 +82,7 @@ pub struct SimulateReport {
     pub cut: u64,
     /// Longest walk, in actions.
     pub longest: usize,
-    /// Wall time.
+    /// Seconds the walks took.
     pub seconds: f64,
     /// Violations found (the first only, unless `keep_going`).
     pub violations: Vec<WalkViolation>,
@@ -101,32 +104,26 @@ impl SimulateReport {
     }
 }
 
-/// SplitMix64: a small, fast, seedable generator (deterministic on every
-/// platform, which is what replaying a walk by its seed needs).
+/// A walk's generator: PCG (`rand_pcg`'s 64-bit-output multiplicative
+/// generator), seeded by `rand_core`'s `seed_from_u64`; both are documented
+/// value-stable, so a walk replays by its seed on every platform and
+/// version.
 #[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
+pub struct WalkRng(Pcg64Mcg);
 
-impl SplitMix64 {
-    /// A generator from `seed`.
+impl WalkRng {
+    /// The generator of the walk with `seed`.
     #[must_use]
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
+    pub fn new(seed: u64) -> WalkRng {
+        WalkRng(Pcg64Mcg::seed_from_u64(seed))
     }
 
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform index below `n` (`n` > 0).
+    /// A uniform index below `n` (`n` > 0), by the multiply-shift of one
+    /// 64-bit draw (the bias, below n / 2^64, is far below any use here).
     pub fn below(&mut self, n: usize) -> usize {
-        // Multiply-shift: unbiased enough for n far below 2^32.
         let n64 = u64::try_from(n).unwrap_or(u64::MAX);
-        usize::try_from(((u128::from(self.next_u64()) * u128::from(n64)) >> 64) as u64).unwrap_or(0)
+        let wide = u128::from(self.0.next_u64()) * u128::from(n64);
+        usize::try_from(wide >> 64).unwrap_or(0)
     }
 }
 
@@ -145,7 +142,7 @@ fn walk(
     depth: usize,
     witnessed: &mut [bool],
 ) -> (Vec<Action>, WalkEnd) {
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = WalkRng::new(seed);
     let mut state: World = model.sim.init();
     let mut actions = Vec::new();
     let mut enabled = Vec::new();
@@ -356,10 +353,23 @@ fn replay_violation(
 mod tests {
     use super::*;
 
+    /// The first draws below 1,000 of the walk with seed 1.
+    const PINNED: [usize; 8] = [856, 137, 470, 726, 369, 557, 391, 739];
+
     #[test]
-    fn splitmix_is_deterministic_and_in_range() {
-        let mut a = SplitMix64::new(7);
-        let mut b = SplitMix64::new(7);
+    fn a_walk_generator_draws_the_same_stream_on_every_build() {
+        // Pinned: a change of this stream (another crate version, another
+        // seeding) changes which walk finds what, and the pinned walks of
+        // the README and the tests with it.
+        let mut r = WalkRng::new(1);
+        let got: Vec<usize> = (0..8).map(|_| r.below(1_000)).collect();
+        assert_eq!(got, PINNED, "{got:?}");
+    }
+
+    #[test]
+    fn a_walk_generator_is_deterministic_and_in_range() {
+        let mut a = WalkRng::new(7);
+        let mut b = WalkRng::new(7);
         for n in 1..100 {
             let x = a.below(n);
             assert_eq!(x, b.below(n));

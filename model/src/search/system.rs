@@ -1,7 +1,9 @@
 //! The stateright model: an exhaustive scheduler over the [one world](crate::world).
 //! Its actions are the world's enabled actions, its transitions the world's
 //! steps; what this module adds is the properties (each `always` paired
-//! with a `sometimes` witness) and the liveness check at run ends.
+//! with a `sometimes` witness) and the liveness check at run ends. What the
+//! Explorer shows of it is given from above, as a [`Presenter`] (the render
+//! layer's `render::explorer::View`).
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,14 +13,7 @@ use ckpt_core::invariants;
 use ckpt_core::DeclineReason;
 use stateright::{Model, Property};
 
-pub use crate::world::coverage::{
-    coord_event_kind, coord_outcome_kind, flush_coverage, Coverage, COORD_EVENT_KINDS,
-    TASK_EVENT_KINDS,
-};
-pub use crate::world::{
-    handle_for, semantics_name, Action, Delivery, Io, Mail, ModelConfig, Msg, Network, Reduction,
-    Sim, TaskSide, Timing, Topology, World, JOB, LEAKED, ROUTED,
-};
+use crate::world::{Action, ModelConfig, Msg, Reduction, Sim, Topology, World, ROUTED};
 
 /// The model's state: the world's.
 pub type SysState = World;
@@ -26,7 +21,7 @@ pub type SysState = World;
 /// The model: the world's dynamics plus the choice of properties.
 #[derive(Clone, Debug)]
 pub struct SysModel {
-    /// The world.
+    /// The world: the configuration and its dynamics.
     pub sim: Sim,
     /// Only the `always` properties (for shortest counterexamples).
     pub safety_only: bool,
@@ -35,15 +30,41 @@ pub struct SysModel {
     pub stop: Option<Arc<AtomicBool>>,
     /// Search from these states (each with the actions that reach it from
     /// the initial state) instead of the initial state: a shard's
-    /// frontier ([`crate::shard`]).
+    /// frontier ([`crate::search::shard`]).
     pub roots: Option<Roots>,
     /// Partial-order reduction: expand an ample set of one task's local
     /// steps where one exists ([`Sim::ample`]).
     pub reduction: Reduction,
+    /// How the Explorer shows actions, steps and paths (`None`: the world's
+    /// descriptions and stateright's defaults).
+    pub presenter: Option<Arc<dyn Presenter>>,
+}
+
+/// How the Explorer shows the model: given by the layer that renders
+/// (`render::explorer::View`), so that the model, below it, does not depend
+/// on it.
+pub trait Presenter: std::fmt::Debug + Send + Sync {
+    /// An action's label in the lists of actions.
+    fn action(&self, sim: &Sim, action: &Action) -> String;
+    /// What a step shows when selected: the step, then the state it leads
+    /// to (`None`: `action` is not enabled in `last`).
+    fn step(&self, sim: &Sim, last: &World, action: Action) -> Option<String>;
+    /// A picture of the path (SVG).
+    fn path(&self, sim: &Sim, actions: &[Action]) -> Option<String>;
 }
 
 /// Start states of a search, each with the actions that reach it.
 pub type Roots = Arc<Vec<(World, Vec<Action>)>>;
+
+/// The actions that reach `first` from the initial state, if it is one of
+/// `roots` (the frontier state a shard's path starts at).
+#[must_use]
+pub fn prefix_of<'a>(roots: &'a [(World, Vec<Action>)], first: &World) -> Option<&'a [Action]> {
+    roots
+        .iter()
+        .find(|(s, _)| s == first)
+        .map(|(_, p)| p.as_slice())
+}
 
 impl Deref for SysModel {
     type Target = Sim;
@@ -295,7 +316,15 @@ impl SysModel {
             stop: None,
             roots: None,
             reduction: Reduction::Off,
+            presenter: None,
         }
+    }
+
+    /// The model with `presenter` for the Explorer.
+    #[must_use]
+    pub fn with_presenter(mut self, presenter: Arc<dyn Presenter>) -> SysModel {
+        self.presenter = Some(presenter);
+        self
     }
 
     /// Collect transition coverage.
@@ -373,19 +402,20 @@ impl Model for SysModel {
     }
 
     fn format_action(&self, a: &Action) -> String {
-        crate::check::plain_ids(&self.sim.describe(a))
+        match &self.presenter {
+            Some(p) => p.action(&self.sim, a),
+            None => self.sim.describe(a),
+        }
     }
 
-    /// The Explorer's view of a step: what happened, then the state it
-    /// leads to, in a few lines ([`crate::explorer::step_view`]).
     fn format_step(&self, last: &World, action: Action) -> Option<String> {
-        crate::explorer::step_view(&self.sim, last, action)
+        self.presenter.as_ref()?.step(&self.sim, last, action)
     }
 
-    /// The Explorer's sequence diagram of the path so far
-    /// ([`crate::explorer::to_svg`]).
     fn as_svg(&self, path: stateright::Path<World, Action>) -> Option<String> {
-        Some(crate::explorer::to_svg(&self.cfg, &path.into_actions()))
+        self.presenter
+            .as_ref()?
+            .path(&self.sim, &path.into_actions())
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
@@ -554,8 +584,9 @@ impl Model for SysModel {
                 s.history.restored
             }));
         }
-        // Judged at run ends only (TOOLING pitfall 5: the model is acyclic,
-        // so terminal states are exactly where runs end).
+        // stateright judges an `eventually` only at terminal states (a state
+        // with no successor inside the boundary); the model is acyclic, so
+        // those are exactly where runs end.
         p.extend([Property::<Self>::eventually(props::E_QUIET, |m, s| {
             s.violation.is_some()
                 || (s.quiet()
@@ -571,6 +602,7 @@ impl Model for SysModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::LEAKED;
 
     #[test]
     fn every_invariant_name_maps_to_a_property_explicitly() {

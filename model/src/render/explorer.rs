@@ -19,8 +19,29 @@ use ckpt_core::route::ChannelItem;
 use ckpt_core::task::{Lifecycle, ResultStatus};
 use ckpt_core::trace::TraceLine;
 
-use crate::check::{plain_ids, render};
+use crate::render::plain::{plain, plain_debug};
+use crate::render::replay::Replay;
 use crate::world::{Action, Delivery, ModelConfig, Sim, World};
+
+/// The Explorer's views of the model ([`step_view`], [`to_svg`], plain
+/// action labels), handed to the model as its
+/// [`Presenter`](crate::search::system::Presenter).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct View;
+
+impl crate::search::system::Presenter for View {
+    fn action(&self, sim: &Sim, action: &Action) -> String {
+        plain_debug(&sim.describe(action))
+    }
+
+    fn step(&self, sim: &Sim, last: &World, action: Action) -> Option<String> {
+        step_view(sim, last, action)
+    }
+
+    fn path(&self, sim: &Sim, actions: &[Action]) -> Option<String> {
+        Some(to_svg(&Replay::new(&sim.cfg, actions)))
+    }
+}
 
 fn opt<T: std::fmt::Display>(x: Option<T>) -> String {
     x.map_or_else(|| "-".to_string(), |v| v.to_string())
@@ -248,7 +269,7 @@ pub fn state_view(cfg: &ModelConfig, w: &World) -> String {
         )
     );
     if let Some(v) = &w.violation {
-        let _ = writeln!(o, "VIOLATION: {}", plain_ids(&v.to_string()));
+        let _ = writeln!(o, "VIOLATION: {}", plain_debug(&v.to_string()));
     }
     o
 }
@@ -257,26 +278,19 @@ fn delivery_lines(cfg: &ModelConfig, ds: &[Delivery], o: &mut String) {
     let n = cfg.tasks.max(1);
     for d in ds {
         let (who, event) = match &d.line {
-            TraceLine::Coordinator { event, .. } => {
-                ("coordinator".to_string(), format!("{event:?}"))
-            }
+            TraceLine::Coordinator { event, .. } => ("coordinator".to_string(), plain(event)),
             TraceLine::Task { task, event, .. } => (
                 format!("task {} (attempt {})", task.0 % n, task.0 / n),
-                format!("{event:?}"),
+                plain(event),
             ),
-            TraceLine::Header { .. } => continue,
+            TraceLine::Header { .. } | TraceLine::End { .. } => continue,
         };
-        let _ = writeln!(
-            o,
-            "  {who} <- {}  => {}",
-            plain_ids(&event),
-            plain_ids(&d.outcome)
-        );
+        let _ = writeln!(o, "  {who} <- {event}  => {}", plain_debug(&d.outcome));
         for e in &d.effects {
-            let _ = writeln!(o, "      -> {}", plain_ids(e));
+            let _ = writeln!(o, "      -> {}", plain_debug(e));
         }
         if let Some(v) = &d.violation {
-            let _ = writeln!(o, "      VIOLATION: {}", plain_ids(&v.to_string()));
+            let _ = writeln!(o, "      VIOLATION: {}", plain_debug(&v.to_string()));
         }
     }
 }
@@ -288,7 +302,7 @@ fn delivery_lines(cfg: &ModelConfig, ds: &[Delivery], o: &mut String) {
 pub fn step_view(sim: &Sim, last: &World, action: Action) -> Option<String> {
     let mut log = Vec::new();
     let next = sim.step(last, action, Some(&mut log))?;
-    let mut o = format!("STEP: {}\n", plain_ids(&sim.describe(&action)));
+    let mut o = format!("STEP: {}\n", plain_debug(&sim.describe(&action)));
     if log.is_empty() {
         o.push_str("  (no machine event: the network, a channel or a mailbox changed)\n");
     }
@@ -296,25 +310,6 @@ pub fn step_view(sim: &Sim, last: &World, action: Action) -> Option<String> {
     o.push_str("\nSTATE AFTER:\n");
     o.push_str(&state_view(&sim.cfg, &next));
     Some(o)
-}
-
-/// The Explorer address (after the server's `/`) of the path that runs
-/// `actions` from the initial state: `#/steps/0/<i1>/<i2>/...`, each index
-/// the action's position among those its state enables. `None` if an action
-/// is not enabled where the path reaches it.
-#[must_use]
-pub fn explorer_fragment(sim: &Sim, actions: &[Action]) -> Option<String> {
-    let mut s = sim.init();
-    let mut out = String::from("#/steps/0");
-    let mut enabled = Vec::new();
-    for a in actions {
-        enabled.clear();
-        sim.enabled(&s, &mut enabled);
-        let i = enabled.iter().position(|x| x == a)?;
-        let _ = write!(out, "/{i}");
-        s = sim.step(&s, *a, None)?;
-    }
-    Some(out)
 }
 
 /// One arrow of a sequence diagram: one checker action, from the lane that
@@ -328,7 +323,7 @@ pub struct Arrow {
     pub to: String,
     /// The step numbers (`4`, `4-5`, or `-` when nothing was delivered).
     pub steps: String,
-    /// What happened.
+    /// What the action did, with the events it delivered (its label).
     pub text: String,
     /// Violations found, with the lane they show on.
     pub violations: Vec<(String, String)>,
@@ -355,11 +350,7 @@ pub fn lanes(cfg: &ModelConfig) -> Vec<(String, String)> {
 }
 
 fn short(d: &Delivery) -> String {
-    let ev = match &d.line {
-        TraceLine::Coordinator { event, .. } => plain_ids(&format!("{event:?}")),
-        TraceLine::Task { event, .. } => plain_ids(&format!("{event:?}")),
-        TraceLine::Header { .. } => String::new(),
-    };
+    let ev = crate::render::text::event(&d.line);
     let fx: Vec<String> = d
         .effects
         .iter()
@@ -372,25 +363,25 @@ fn short(d: &Delivery) -> String {
     }
 }
 
-/// The arrows of the path `actions` (the setup's deliveries are not an
-/// arrow; they are numbered first).
+/// The arrows of a replayed path (the setup's steps are not an arrow; they
+/// are numbered first).
 #[must_use]
-pub fn arrows(cfg: &ModelConfig, actions: &[Action]) -> Vec<Arrow> {
-    let (init, steps) = render(cfg, actions);
-    let mut next_step = init.len() + 1;
+pub fn arrows(r: &Replay) -> Vec<Arrow> {
+    let cfg = &r.config;
+    let mut next_step = r.setup.len() + 1;
     let mut out = Vec::new();
-    for st in &steps {
-        let count = st.deliveries.len();
+    for st in &r.actions {
+        let deliveries: Vec<&Delivery> = st.steps.iter().map(|s| &s.delivery).collect();
+        let count = deliveries.len();
         let steps_label = match count {
             0 => "-".to_string(),
             1 => format!("{next_step}"),
             _ => format!("{}-{}", next_step, next_step + count - 1),
         };
         next_step += count;
-        let detail = st
-            .deliveries
+        let detail = deliveries
             .iter()
-            .map(short)
+            .map(|d| short(d))
             .collect::<Vec<_>>()
             .join(" / ");
         let (from, to, text): (String, String, String) = match st.action {
@@ -463,14 +454,15 @@ pub fn arrows(cfg: &ModelConfig, actions: &[Action]) -> Vec<Arrow> {
                 format!("task restarts: {detail}"),
             ),
         };
-        let violations = st
-            .deliveries
+        let violations = deliveries
             .iter()
             .filter_map(|d| {
                 let v = d.violation.as_ref()?;
                 let lane = match &d.line {
                     TraceLine::Task { task, .. } => format!("T{}", task.0 % cfg.tasks.max(1)),
-                    TraceLine::Coordinator { .. } | TraceLine::Header { .. } => "C".into(),
+                    TraceLine::Coordinator { .. }
+                    | TraceLine::Header { .. }
+                    | TraceLine::End { .. } => "C".into(),
                 };
                 Some((lane, v.to_string()))
             })
@@ -479,7 +471,7 @@ pub fn arrows(cfg: &ModelConfig, actions: &[Action]) -> Vec<Arrow> {
             from,
             to,
             steps: steps_label,
-            text: plain_ids(&text),
+            text: plain_debug(&text),
             violations,
         });
     }
@@ -508,8 +500,9 @@ fn clip(s: &str, n: usize) -> String {
 /// part, one arrow per action, its label (the step numbers it caused and
 /// what it did) in a column right of the lifelines, violations in red.
 #[must_use]
-pub fn to_svg(cfg: &ModelConfig, actions: &[Action]) -> String {
-    let arrows = arrows(cfg, actions);
+pub fn to_svg(r: &Replay) -> String {
+    let cfg = &r.config;
+    let arrows = arrows(r);
     let used: Vec<(String, String)> = lanes(cfg)
         .into_iter()
         .filter(|(id, _)| {
@@ -589,7 +582,7 @@ pub fn to_svg(cfg: &ModelConfig, actions: &[Action]) -> String {
                  <text x=\"{text_x}\" y=\"{y}\" fill=\"#f66\" font-weight=\"bold\">VIOLATION {}</text>",
                 x_of(lane),
                 y - 4,
-                xml(&clip(&plain_ids(v), 96))
+                xml(&clip(&plain_debug(v), 96))
             );
             y += row;
         }

@@ -1,0 +1,99 @@
+//! `ckpt-model zoo`: every knob of the catalog checked in its smallest
+//! world, as the README's table.
+
+use std::time::Duration;
+
+use ckpt_model::render::flags::world_flags;
+use ckpt_model::render::replay::Replay;
+use ckpt_model::search::report::Verdict;
+use ckpt_model::world::{legacy_name, Reduction};
+use ckpt_model::zoo::{check_entry_reduced, entries, trace_name};
+
+use crate::cli::args::ZooArgs;
+use crate::cli::exit::usage_error;
+use crate::cli::exit::ExitStatus;
+use crate::cli::output::write_file;
+
+/// Runs `zoo`.
+pub fn run(args: &ZooArgs) -> ExitStatus {
+    let reduction = if args.reduction {
+        Reduction::Ample
+    } else {
+        Reduction::Off
+    };
+    if let Some(dir) = &args.traces {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return usage_error(&format!("cannot create {}: {e}", dir.display()));
+        }
+    }
+    let limit = Duration::from_secs(args.limit);
+    let mut code = ExitStatus::Ok;
+    println!(
+        "| race | knob | what went wrong | property broken | world (flags) | fixed | actions | steps | time to find |"
+    );
+    println!("|---|---|---|---|---|---|---:|---:|---:|");
+    for entry in entries() {
+        let name = legacy_name(entry.bug);
+        if let Some(only) = &args.only {
+            if !entry.bug.tickets().contains(only.as_str()) && !name.contains(only.as_str()) {
+                continue;
+            }
+        }
+        let row = check_entry_reduced(&entry, usize::from(args.threads), limit, reduction);
+        let replay = row
+            .found
+            .as_ref()
+            .map(|cx| Replay::new(&entry.config, &cx.actions));
+        let (actions, steps) = match (&row.found, &replay) {
+            (Some(cx), Some(r)) if cx.property == entry.property => {
+                (cx.actions.len().to_string(), r.step_count().to_string())
+            }
+            (Some(cx), Some(r)) => (
+                format!("{} (as `{}`)", cx.actions.len(), cx.property),
+                r.step_count().to_string(),
+            ),
+            _ => ("NOT FOUND".into(), "-".into()),
+        };
+        if !row.ok() {
+            code = ExitStatus::Violated;
+        }
+        println!(
+            "| {} | `{}` | {} | {} | `{}` | {} | {} | {} | {:.2} s |",
+            entry.bug.tickets(),
+            name,
+            entry.story,
+            entry.property,
+            world_flags(&entry.config),
+            match row.fixed {
+                Verdict::Holds => "holds".to_string(),
+                Verdict::Violated => "VIOLATED".to_string(),
+                Verdict::Inconclusive => format!("holds to depth {}", row.fixed_depth),
+            },
+            actions,
+            steps,
+            row.seconds
+        );
+        let Some(r) = &replay else { continue };
+        let file = format!("{}.jsonl", trace_name(entry.bug));
+        if let Some(dir) = &args.traces {
+            if let Err(e) = write_file(&dir.join(&file), &r.trace_bytes(), "counterexample trace") {
+                eprintln!("{e}");
+                code = code.worse(ExitStatus::Usage);
+            }
+        }
+        if let Some(dir) = &args.check_traces {
+            let path = dir.join(&file);
+            let committed = std::fs::read(&path).unwrap_or_default();
+            if r.trace_bytes() != committed {
+                eprintln!(
+                    "{}: the committed trace differs from this counterexample (regenerate with \
+                     `ckpt-model zoo --traces {}`)",
+                    path.display(),
+                    dir.display()
+                );
+                code = code.worse(ExitStatus::Violated);
+            }
+        }
+    }
+    code
+}
