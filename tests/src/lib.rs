@@ -12,6 +12,7 @@
 pub mod harness;
 
 pub use harness::{handle, CoordinatorHarness, Record};
+pub mod conformance;
 pub mod fuzzing;
 #[cfg(not(loom))]
 pub mod host;

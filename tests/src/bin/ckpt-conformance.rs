@@ -1,0 +1,268 @@
+//! `ckpt-conformance`: ckpt's coordinator against Flink's real
+//! `CheckpointCoordinator` (1.11.4, 1.20.0, 2.3.0), event by event. See
+//! `tests/flink/README.md`.
+//!
+//! Exit status: 0 when every version compared something and nothing
+//! diverged unexplained; 1 on a divergence (shrunk, printed, written as a
+//! regression file); 2 when a run could not be done (no JVM, harness not
+//! built, a harness crash, a sequence the harness refused, bad arguments).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use ckpt_tests::conformance::profile::Version;
+use ckpt_tests::conformance::{self, catalog, flink_side, Options, Replay, VersionReport};
+use clap::Parser;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// ckpt's coordinator against Flink's own, decision by decision.
+#[derive(Parser, Debug)]
+#[command(name = "ckpt-conformance", version)]
+struct Cli {
+    /// The run's seed (printed); sequence i is generated from seed + i, so
+    /// a failing sequence's seed reruns it alone with --sequences 1.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Sequences per version.
+    #[arg(long, default_value_t = 200)]
+    sequences: u64,
+    /// Versions to compare against (comma-separated: 1.11, 1.20, 2.3).
+    #[arg(long, value_delimiter = ',', default_value = "1.11,1.20,2.3")]
+    versions: Vec<String>,
+    /// Events per sequence.
+    #[arg(long, default_value_t = 20)]
+    events_per_sequence: usize,
+    /// Versions run at once, one JVM each (default: all of them).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Count this gap like a named choice instead of failing (repeatable).
+    #[arg(long)]
+    allow: Vec<String>,
+    /// Where regression files and the JVMs' logs go.
+    #[arg(long, default_value = "target/conformance")]
+    out: PathBuf,
+    /// The harness folder (with run.sh).
+    #[arg(long)]
+    harness: Option<PathBuf>,
+    /// Shrink and write at most this many distinct divergences per version.
+    #[arg(long, default_value_t = 8)]
+    max_reports: usize,
+    /// No progress line.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the divergence catalog (name, class, pattern, Flink, ckpt, why) and exit.
+    #[arg(long)]
+    catalog: bool,
+    /// Replay a regression file against its recorded Flink lines (no JVM)
+    /// and print what the comparator finds today.
+    #[arg(long)]
+    replay: Option<PathBuf>,
+}
+
+fn print_catalog() {
+    for e in catalog::CATALOG {
+        let class = match e.class {
+            catalog::Class::Choice => "choice".to_owned(),
+            catalog::Class::Gap { fix } => format!("gap (proposed fix: {fix})"),
+        };
+        println!("{} [{class}]", e.name);
+        println!("  pattern: {}", e.pattern);
+        println!("  flink:   {}", e.flink);
+        println!("  ckpt:    {}", e.ckpt);
+        println!("  why:     {}", e.why);
+        println!("  after:   {:?}", e.after);
+    }
+}
+
+fn replay(path: &PathBuf, allow: &[String]) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ckpt-conformance: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let file: Replay = match serde_json::from_str(&text) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!(
+                "ckpt-conformance: {}: not a regression file: {e}",
+                path.display()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match file.replay(allow) {
+        Ok(r) => {
+            println!("written with: {}", file.expect);
+            println!(
+                "compared {} events; named: {:?}; stopped by {:?}",
+                r.compared, r.names, r.stopped_by
+            );
+            match r.divergence {
+                Some(d) => {
+                    println!("diverges today: {}", d.signature());
+                    println!(
+                        "  ckpt : {}",
+                        serde_json::to_string(&d.ckpt).unwrap_or_default()
+                    );
+                    println!(
+                        "  flink: {}",
+                        serde_json::to_string(&d.flink).unwrap_or_default()
+                    );
+                    ExitCode::from(1)
+                }
+                None => {
+                    println!("agrees today");
+                    ExitCode::SUCCESS
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("ckpt-conformance: replay failed: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if cli.catalog {
+        print_catalog();
+        return ExitCode::SUCCESS;
+    }
+    if let Some(path) = &cli.replay {
+        return replay(path, &cli.allow);
+    }
+    for a in &cli.allow {
+        match catalog::by_name(a) {
+            Some(e) if e.is_gap() => {}
+            Some(_) => {
+                eprintln!("ckpt-conformance: --allow {a}: a named choice is always allowed; --allow takes gaps");
+                return ExitCode::from(2);
+            }
+            None => {
+                eprintln!("ckpt-conformance: --allow {a}: no such catalog entry (see --catalog)");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let mut versions = Vec::new();
+    for v in &cli.versions {
+        match Version::parse(v.trim()) {
+            Some(v) if !versions.contains(&v) => versions.push(v),
+            Some(_) => {}
+            None => {
+                eprintln!("ckpt-conformance: unknown version '{v}' (known: 1.11, 1.20, 2.3)");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if versions.is_empty() || cli.sequences == 0 || cli.events_per_sequence == 0 {
+        eprintln!("ckpt-conformance: nothing to compare (no versions, sequences or events)");
+        return ExitCode::from(2);
+    }
+    let seed = cli.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    let harness_dir = cli
+        .harness
+        .clone()
+        .unwrap_or_else(flink_side::default_harness_dir);
+    let jobs = cli.jobs.unwrap_or(versions.len()).clamp(1, versions.len());
+    println!(
+        "ckpt-conformance: seed {seed}, {} sequences x {} events per version, versions {}, {jobs} at once",
+        cli.sequences,
+        cli.events_per_sequence,
+        versions.iter().map(|v| v.short()).collect::<Vec<_>>().join(",")
+    );
+    let opts = Options {
+        seed,
+        sequences: cli.sequences,
+        events: cli.events_per_sequence,
+        versions: versions.clone(),
+        jobs,
+        allow: cli.allow.clone(),
+        out_dir: cli.out.clone(),
+        harness_dir,
+        max_reports: cli.max_reports,
+        progress: !cli.quiet,
+    };
+    let multi = MultiProgress::with_draw_target(if opts.progress {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    });
+    let style = ProgressStyle::with_template(
+        "{prefix:>10} {bar:30} {pos}/{len} sequences {msg} [{elapsed_precise}]",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    let queue = Mutex::new(versions.clone());
+    let results: Mutex<Vec<Result<VersionReport, conformance::Fatal>>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                let next = queue
+                    .lock()
+                    .ok()
+                    .and_then(|mut q| (!q.is_empty()).then(|| q.remove(0)));
+                let Some(version) = next else { break };
+                let bar = multi.add(ProgressBar::new(opts.sequences));
+                bar.set_style(style.clone());
+                bar.set_prefix(format!("Flink {}", version.short()));
+                let mut tick = |r: &VersionReport| {
+                    bar.set_position(r.sequences);
+                    bar.set_message(format!(
+                        "{} events compared, {:.0}/s, {} unexplained",
+                        r.compared,
+                        r.events_per_second(),
+                        r.unexplained()
+                    ));
+                };
+                let r = conformance::run_version(version, &opts, &mut tick);
+                bar.finish();
+                if let Ok(mut all) = results.lock() {
+                    all.push(r);
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_default();
+    results.sort_by_key(|r| match r {
+        Ok(r) => r.version,
+        Err(f) => f.version,
+    });
+    let mut reports = Vec::new();
+    let mut fatal = false;
+    for r in results {
+        match r {
+            Ok(r) => reports.push(r),
+            Err(f) => {
+                eprintln!("ckpt-conformance: {f}");
+                fatal = true;
+            }
+        }
+    }
+    for r in &reports {
+        for f in r.found.values() {
+            println!("Flink {}: {}", r.version.full(), conformance::describe(f));
+        }
+    }
+    println!("seed {seed}");
+    print!("{}", conformance::summary(&reports));
+    if fatal {
+        return ExitCode::from(2);
+    }
+    if reports.iter().any(|r| r.compared == 0) {
+        eprintln!("ckpt-conformance: a version compared nothing: that is a failure, not a pass");
+        return ExitCode::from(2);
+    }
+    if reports.iter().all(VersionReport::passed) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
