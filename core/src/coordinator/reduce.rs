@@ -332,7 +332,19 @@ impl CoordinatorState {
         self.cold.config.trigger.iter().all(running) && self.cold.config.wait.iter().all(running)
     }
 
-    /// Earliest time the minimum pause allows a non-forced trigger, when that
+    /// [`Self::pause_until`] for a request of `kind`: the minimum pause holds
+    /// back periodic checkpoints only. FIX (conformance with Flink 1.11,
+    /// 1.20 and 2.3, whose request decider applies it to periodic requests
+    /// only): the seed held back every non-forced request, so a user's
+    /// checkpoint right after a completion was refused.
+    fn pause_until_for(&self, kind: &TriggerKind) -> Option<Millis> {
+        match kind {
+            TriggerKind::Periodic => self.pause_until(),
+            TriggerKind::Checkpoint { .. } | TriggerKind::Savepoint { .. } => None,
+        }
+    }
+
+    /// Earliest time the minimum pause allows a periodic trigger, when that
     /// is still in the future.
     fn pause_until(&self) -> Option<Millis> {
         let last = self.last_completion?;
@@ -362,7 +374,7 @@ impl CoordinatorState {
             if self.pending.len() >= self.cold.config.max_concurrent {
                 return self.queue_too_many(request, fx);
             }
-            if let Some(at) = self.pause_until() {
+            if let Some(at) = self.pause_until_for(&request.kind) {
                 if self.periodic {
                     self.arm(Timer::Periodic, at, fx);
                 }
@@ -564,7 +576,7 @@ impl CoordinatorState {
             if self.pending.len() >= self.cold.config.max_concurrent {
                 return Some(Recheck::Queue);
             }
-            if let Some(at) = self.pause_until() {
+            if let Some(at) = self.pause_until_for(&req.kind) {
                 if self.periodic {
                     self.arm(Timer::Periodic, at, fx);
                 }
@@ -893,11 +905,12 @@ impl CoordinatorState {
         }
         let abort = AbortReason::Declined(reason);
         self.abort(id, abort, fx);
-        // The seed resumes the queued request only when no more recent
-        // checkpoint is pending.
-        if !self.pending.keys().any(|k| *k >= id) {
-            self.resume_queued(fx);
-        }
+        // FIX (conformance with Flink 1.11, 1.20 and 2.3, which all start
+        // the queued request after any decline): the seed resumed it only
+        // when no more recent checkpoint was pending, so a request queued
+        // behind the concurrency bound waited for the newer checkpoint
+        // though the decline had freed a slot.
+        self.resume_queued(fx);
         Outcome::Applied(Applied::Aborted {
             checkpoint: id,
             reason: abort,

@@ -784,27 +784,33 @@ fn min_pause_not_passed_reschedules_periodic_timer() {
 }
 
 #[test]
-fn min_pause_rejects_user_checkpoint_without_timer_when_scheduler_is_off() {
+fn min_pause_holds_back_periodic_checkpoints_only() {
+    // Flink (1.11, 1.20, 2.3) applies the minimum pause to periodic
+    // requests only; a user's checkpoint right after a completion starts.
     let mut h = H::with(CoordinatorSettings {
         min_pause_ms: 500,
         ..settings()
     });
+    h.step(0, Ev::StartScheduler);
     h.user_cp(0, 1);
     h.complete(100, 1);
     h.expect(
         599,
         trigger(user()),
-        vec![],
-        applied(Applied::TriggerRejected {
-            request: rq(1),
-            reason: TriggerRejection::MinimumTimeBetweenCheckpoints,
-        }),
+        vec![e_alloc(1)],
+        applied(Applied::AllocatingId { request: rq(1) }),
     );
+    h.step(599, alloc(1, 2));
+    h.complete(599, 2);
+    // The periodic trigger within the pause is moved to its end.
     h.expect(
-        600,
-        trigger(user()),
-        vec![e_alloc(2)],
-        applied(Applied::AllocatingId { request: rq(2) }),
+        1_000,
+        fire(Timer::Periodic),
+        vec![sched(Timer::Periodic, 2_000), sched(Timer::Periodic, 1_099)],
+        applied(Applied::PeriodicFired(Box::new(Applied::TriggerRejected {
+            request: rq(2),
+            reason: TriggerRejection::MinimumTimeBetweenCheckpoints,
+        }))),
     );
 }
 
@@ -973,7 +979,8 @@ fn non_increasing_id_is_rejected_and_request_stays_in_flight() {
 }
 
 #[test]
-fn recheck_after_id_rejects_when_min_pause_started_meanwhile() {
+fn recheck_after_id_lets_a_user_checkpoint_through_the_min_pause() {
+    // The pause holds back periodic requests only, after the id too.
     let mut h = H::with(CoordinatorSettings {
         min_pause_ms: 500,
         max_concurrent: 2,
@@ -982,19 +989,14 @@ fn recheck_after_id_rejects_when_min_pause_started_meanwhile() {
     h.user_cp(0, 1);
     h.step(10, trigger(user())); // request 1 allocating
     h.complete(100, 1);
-    let reason = AbortReason::Rejected(TriggerRejection::MinimumTimeBetweenCheckpoints);
-    h.expect(
-        150,
-        alloc(1, 2),
-        vec![e_failed(1, reason)],
-        applied(Applied::RequestEnded {
+    let step = h.step(150, alloc(1, 2));
+    assert_eq!(
+        step.outcome,
+        applied(Applied::CheckpointTriggered {
             request: rq(1),
-            reason,
-        }),
+            checkpoint: cp(2)
+        })
     );
-    // The id was consumed.
-    assert_eq!(h.s.last_id(), Some(cp(2)));
-    assert_eq!(h.s.pending_count(), 0);
 }
 
 #[test]
@@ -1932,17 +1934,20 @@ fn decline_aborts_remembers_id_and_resumes_the_queued_request() {
 }
 
 #[test]
-fn decline_with_a_more_recent_pending_checkpoint_does_not_resume_the_queue() {
+fn decline_resumes_the_queue_even_with_a_more_recent_pending_checkpoint() {
+    // Flink (1.11, 1.20, 2.3) starts the queued request after any decline:
+    // the decline freed a slot. The seed waited for the newer checkpoint.
     let mut h = H::with(CoordinatorSettings {
         max_concurrent: 2,
         ..settings()
     });
     let r1 = h.user_cp(0, 1);
-    let r2 = h.user_cp(0, 2);
+    h.user_cp(0, 2);
     h.step(0, trigger(user())); // request 2 queued
     let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
     fx.extend(aborted_notified(1, r1, reason, None));
+    fx.push(e_alloc(2));
     h.expect(
         1,
         decline(0, 1),
@@ -1952,19 +1957,8 @@ fn decline_with_a_more_recent_pending_checkpoint_does_not_resume_the_queue() {
             reason,
         }),
     );
-    assert_eq!(h.queued_ids(), vec![rq(2)]);
-    let mut fx = vec![cancel(Timer::Timeout(cp(2)))];
-    fx.extend(aborted_notified(2, r2, reason, None));
-    fx.push(e_alloc(2));
-    h.expect(
-        2,
-        decline(0, 2),
-        fx,
-        applied(Applied::Aborted {
-            checkpoint: cp(2),
-            reason,
-        }),
-    );
+    assert_eq!(h.queued_ids(), vec![]);
+    assert_eq!(h.s.in_flight().map(Request::id), Some(rq(2)));
 }
 
 #[test]

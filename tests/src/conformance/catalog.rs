@@ -287,23 +287,6 @@ fn already_queued(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     true
 }
 
-fn min_pause_user(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let why = RequestEnd::Failed(Abort::MinimumTimeBetweenCheckpoints);
-    let Some((ordinal, _)) = c.requests.iter().find(|(_, e)| *e == why) else {
-        return false;
-    };
-    // Flink did not refuse it for the pause (it triggered, queued, or
-    // refused it for the next reason it checks).
-    if f.requests.contains(&(*ordinal, why.clone())) {
-        return false;
-    }
-    c.requests = f.requests.clone();
-    make_state_equal(c, f);
-    c.triggers = f.triggers.clone();
-    c.hooks = f.hooks.clone();
-    true
-}
-
 fn periodic_paused(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     // ckpt cancelled the periodic timer when a non-forced request had to
     // wait for a free slot; Flink's keeps running and queueing.
@@ -436,7 +419,7 @@ fn shutdown_silent(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
         .collect();
     let before = f.aborts.len();
     f.aborts
-        .retain(|m| !(ended.contains(&m.checkpoint) && !c.aborts.contains(m)));
+        .retain(|m| !ended.contains(&m.checkpoint) || c.aborts.contains(m));
     f.aborts.len() != before
 }
 
@@ -559,7 +542,7 @@ fn savepoint_completion(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bo
     // What follows from ckpt's completion: subsumed checkpoints, their
     // notifications and discards, the store.
     c.aborted
-        .retain(|(id, w)| !(*w == Abort::Subsumed && !f.aborted.contains(&(*id, Abort::Subsumed))));
+        .retain(|(id, w)| *w != Abort::Subsumed || f.aborted.contains(&(*id, Abort::Subsumed)));
     c.aborts = f.aborts.clone();
     c.requests = f.requests.clone();
     c.discarded = f.discarded.clone();
@@ -691,23 +674,6 @@ fn expiry_unreported(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool 
     true
 }
 
-fn decline_resumes(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let Some(Event::Decline { checkpoint, .. }) = ctx.event else {
-        return false;
-    };
-    // ckpt kept the queued request because a newer checkpoint is pending;
-    // Flink started it.
-    let newer = c.state.pending.iter().any(|p| p.checkpoint > *checkpoint);
-    if !newer || c.state.queued <= f.state.queued || f.triggers.len() + f.hooks.len() == 0 {
-        return false;
-    }
-    make_state_equal(c, f);
-    c.triggers = f.triggers.clone();
-    c.hooks = f.hooks.clone();
-    c.requests = f.requests.clone();
-    true
-}
-
 fn decline_other_attempt(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     let Some(Event::Decline {
         task, checkpoint, ..
@@ -764,25 +730,21 @@ pub static CATALOG: &[Entry] = &[
     },
     Entry {
         name: "trigger-failures-counted",
-        class: Class::Gap {
-            fix: "AbortReason::counts_as_failure: IdAllocationFailed and MasterHooksFailed do not count (every version)",
-        },
+        class: Class::Choice,
         pattern: "an id-counter or master-hook failure (TRIGGER_CHECKPOINT_FAILURE) and ckpt's counter is above Flink's",
         flink: "never counted: 1.11 does not call the failure manager for trigger failures before a pending checkpoint exists, 1.20/2.3 call handleCheckpointException, which ignores TRIGGER_CHECKPOINT_FAILURE (FINDINGS.md, failure-trigger)",
         ckpt: "IdAllocationFailed and MasterHooksFailed count",
-        why: "no Flink version counts them",
+        why: "an id counter or master hook that keeps failing means no checkpoint can ever complete; counting it fails the job after the tolerable number instead of letting it run unprotected forever",
         after: After::MaskCounter,
         recognize: trigger_failure_counted,
     },
     Entry {
         name: "finalize-failures-counted-1.11",
-        class: Class::Gap {
-            fix: "a 1.11 profile switch: FinalizeFailed and StoreFailed do not count (1.11 never tells the failure manager about a failed store, and does not count FINALIZE_CHECKPOINT_FAILURE)",
-        },
+        class: Class::Choice,
         pattern: "1.11: a failed metadata or store write, and only the counter differs",
         flink: "1.11: FINALIZE_CHECKPOINT_FAILURE is not a counted reason; a failed store write comes after handleCheckpointSuccess reset the counter. 1.20/2.3 count both (FINDINGS.md, failure-io)",
         ckpt: "FinalizeFailed and StoreFailed count",
-        why: "matches 1.20/2.3; 1.11 differs",
+        why: "1.20 and 2.3 count both; 1.11's not counting a failed metadata or store write let a broken store go unnoticed",
         after: After::MaskCounter,
         recognize: finalize_failure_counting,
     },
@@ -795,18 +757,6 @@ pub static CATALOG: &[Entry] = &[
         why: "a waiting non-forced request already stands for 'a checkpoint as soon as possible'; a queue of them only replays the same wish later, each a checkpoint nobody waits for",
         after: After::Stop,
         recognize: already_queued,
-    },
-    Entry {
-        name: "min-pause-user-trigger",
-        class: Class::Gap {
-            fix: "apply the minimum pause to periodic requests only (every version); a user's non-forced checkpoint is triggered within the pause",
-        },
-        pattern: "a non-forced user trigger within the minimum pause: ckpt rejects it (MinimumTimeBetweenCheckpoints), Flink triggers or queues it",
-        flink: "every version checks the pause for periodic requests only (CheckpointRequestDecider.chooseRequestToExecute: isPeriodic; FINDINGS.md, periodic)",
-        ckpt: "the pause applies to every non-forced request (the seed's behaviour)",
-        why: "none of the three versions does it",
-        after: After::Stop,
-        recognize: min_pause_user,
     },
     Entry {
         name: "periodic-paused-while-queued",
@@ -900,37 +850,31 @@ pub static CATALOG: &[Entry] = &[
     },
     Entry {
         name: "hooks-serialize-triggers",
-        class: Class::Gap {
-            fix: "keep the request in flight (the trigger in progress) until its master hooks answered or its checkpoint ended, so that further requests queue behind it (as LegacyBug::HookExpiryWedgesTrigger's marker does, but cleared when the checkpoint expires: the 1.20/2.3 behaviour)",
-        },
+        class: Class::Choice,
         pattern: "a master hook of a pending checkpoint is outstanding; a new request: ckpt allocates an id and calls the hooks for it, Flink queues it",
         flink: "every version: the trigger stays in progress until the master hooks (coordinator checkpoints) answered; requests queue meanwhile (FINDINGS.md, hook-expiry; 1.11 even after the checkpoint expired, FLINK-26394)",
         ckpt: "the request leaves flight at id allocation; the next checkpoint's hooks may run while the previous ones' are outstanding",
-        why: "no Flink version runs two checkpoints' master hooks at once",
+        why: "the seed's two-lock trigger: the trigger lock covers the id allocation only, so one checkpoint's slow operator coordinator does not hold the next one back; each checkpoint's tasks are triggered only after its own hooks answered, and a host whose coordinators cannot overlap runs the hook calls one at a time",
         after: After::Stop,
         recognize: hooks_serialize,
     },
     Entry {
         name: "savepoint-completion-1.20",
-        class: Class::Gap {
-            fix: "a 1.20/2.3 profile switch: a completed non-synchronous savepoint is not retained (not in the store, not a restore target, not latest_completed), not notified to the tasks, and subsumes nothing",
-        },
+        class: Class::Choice,
         pattern: "1.20/2.3: a savepoint completes: ckpt notifies the tasks, retains it and subsumes older pending checkpoints; Flink does none of these",
         flink: "1.20/2.3: completePendingCheckpoint stores only checkpoints (if !props.isSavepoint()), and cleanupAfterCompletedCheckpoint notifies and drops subsumed checkpoints only for checkpoints and synchronous savepoints (FINDINGS.md, savepoint-store, savepoint-subsumes). 1.11 stores, notifies and subsumes like ckpt",
         ckpt: "completes a savepoint like a checkpoint (finalize, store, notify, subsume older checkpoints) and keeps it until disposed of",
-        why: "ckpt follows 1.11 here; 1.20/2.3 treat an ordinary savepoint as outside the job's checkpoint history",
+        why: "ckpt follows 1.11: a savepoint is committed, notified to the tasks (their side effects committed) and restorable, so a job never restarts behind it; 1.20 and 2.3 keep an ordinary savepoint outside the job's history and notify nothing, which is what lets them restore an older checkpoint",
         after: After::Stop,
         recognize: savepoint_completion,
     },
     Entry {
         name: "start-scheduler-aborts-pending-1.20",
-        class: Class::Gap {
-            fix: "StartScheduler does not abort pending checkpoints (it only re-arms the periodic timer); versions where startCheckpointScheduler calls stopCheckpointScheduler keep today's behaviour",
-        },
+        class: Class::Choice,
         pattern: "a scheduler start with checkpoints pending: ckpt aborts them (SchedulerStopped), Flink keeps them",
         flink: "1.20/2.3: startCheckpointScheduler only schedules the periodic trigger and leaves pending checkpoints alone; 1.11 calls stopCheckpointScheduler first, as ckpt does (observed by this comparator: no divergence in 1.11)",
         ckpt: "StartScheduler stops first (the seed's stopCheckpointScheduler), aborting every pending checkpoint",
-        why: "a start is not a stop",
+        why: "ckpt follows the seed and 1.11: StartScheduler restarts periodic scheduling (stop, then start), which ends the run of checkpoints started before it; a host that only wants periodic triggering on does not send it while it is on",
         after: After::Stop,
         recognize: start_aborts,
     },
@@ -993,18 +937,6 @@ pub static CATALOG: &[Entry] = &[
         why: "a reporting limit of the 1.11 harness, not a decision: the checkpoint ends on both sides at the same time; ckpt's notification for a checkpoint no task was triggered for is harmless (the task forgets an id it never started)",
         after: After::Continue,
         recognize: expiry_unreported,
-    },
-    Entry {
-        name: "decline-resumes-only-if-newest",
-        class: Class::Gap {
-            fix: "after a declined checkpoint is aborted, resume the queued requests whether or not a newer checkpoint is pending (as after every other abort)",
-        },
-        pattern: "a decline aborts a checkpoint while a newer one is pending and a request waits: Flink starts the waiting request, ckpt keeps it queued",
-        flink: "observed in 1.11 here: the queued request is triggered after the declined checkpoint is aborted",
-        ckpt: "resumes the queue after a decline only when no more recent checkpoint is pending (the seed's rule)",
-        why: "the slot the declined checkpoint freed stays unused until another checkpoint ends",
-        after: After::Stop,
-        recognize: decline_resumes,
     },
     Entry {
         name: "decline-from-other-attempt-ignored",

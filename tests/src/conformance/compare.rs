@@ -137,7 +137,7 @@ pub enum Verdict {
     /// Both decided the same (after the named choices were taken out).
     Agree(Vec<&'static Entry>),
     /// Not explained.
-    Diverge(Divergence),
+    Diverge(Box<Divergence>),
 }
 
 /// Masks that last beyond one event.
@@ -175,10 +175,10 @@ pub fn judge(
             .iter()
             .find(|e| !hits.iter().any(|h| h.name == e.name) && (e.recognize)(ctx, &mut c, &mut f));
         let Some(entry) = hit else {
-            return Verdict::Diverge(divergence(ctx, None, &hits, c, f));
+            return Verdict::Diverge(Box::new(divergence(ctx, None, &hits, c, f)));
         };
         if entry.is_gap() && !allow.iter().any(|a| a == entry.name) {
-            return Verdict::Diverge(divergence(ctx, Some(entry.name), &hits, c, f));
+            return Verdict::Diverge(Box::new(divergence(ctx, Some(entry.name), &hits, c, f)));
         }
         if entry.after == After::MaskCounter {
             masks.counter = true;
@@ -279,7 +279,7 @@ pub fn run_sequence(
                 }
             }
             Verdict::Diverge(d) => {
-                result.divergence = Some(d);
+                result.divergence = Some(*d);
                 if event.is_some() {
                     flink.abandon()?;
                 }
