@@ -1,0 +1,248 @@
+//! Completion: a fully acknowledged checkpoint is finalized, then stored, one at a time in id order; retention, subsumption, notifications, aborts and the failure counter.
+
+use super::*;
+
+impl CoordinatorState {
+    /// A checkpoint has every ack (and its hooks): it no longer waits on
+    /// anybody but us, so its timeout is cancelled; completions run one at a
+    /// time in id order, so completed checkpoint ids only increase.
+    pub(super) fn on_fully_acked(&mut self, id: CheckpointId, fx: &mut Fx) {
+        self.disarm(Timer::Timeout(id), fx);
+        self.start_next_completion(fx);
+    }
+
+    pub(super) fn start_next_completion(&mut self, fx: &mut Fx) {
+        if self.completing.is_some() {
+            return;
+        }
+        let next = self
+            .pending
+            .values()
+            .find(|p| p.remaining == 0 && p.phase == PendingPhase::AwaitingAcks)
+            .map(|p| p.id);
+        let Some(id) = next else {
+            return;
+        };
+        let externalized = self.cold.config.externalized;
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.phase = PendingPhase::Finalizing;
+            let handles = p.handles().collect();
+            let externalized = externalized || p.kind.is_savepoint();
+            self.completing = Some(id);
+            fx.push(E::Io {
+                generation: self.cold.generation,
+                request: IoRequest::Finalize {
+                    checkpoint: id,
+                    kind: p.kind.clone(),
+                    timestamp: p.timestamp,
+                    externalized,
+                    handles,
+                },
+            });
+        }
+    }
+
+    pub(super) fn on_finalize_done(
+        &mut self,
+        id: CheckpointId,
+        result: Result<(), IoFailure>,
+        fx: &mut Fx,
+    ) -> Outcome {
+        if let Err(why) = self.awaits(id, PendingPhase::Finalizing) {
+            return Outcome::Ignored(why);
+        }
+        if result.is_err() {
+            return self.fail_completion(id, AbortReason::FinalizeFailed, fx);
+        }
+        let Some(p) = self.pending.get_mut(&id) else {
+            return unreachable_branch(Unreachable::AwaitedVanished);
+        };
+        p.phase = PendingPhase::Storing;
+        fx.push(E::Io {
+            generation: self.cold.generation,
+            request: IoRequest::Store { checkpoint: id },
+        });
+        Outcome::Applied(Applied::Finalized { checkpoint: id })
+    }
+
+    /// Whether checkpoint `id` is pending and waits in `phase` for an I/O
+    /// answer; if not, why the answer is ignored (late, unknown, or not
+    /// awaited in that phase).
+    pub(super) fn awaits(&self, id: CheckpointId, phase: PendingPhase) -> Result<(), Ignored> {
+        match self.pending.get(&id) {
+            None => Err(self.gone(id)),
+            Some(p) if p.phase == phase => Ok(()),
+            Some(_) => Err(Ignored::NotAwaited),
+        }
+    }
+
+    pub(super) fn fail_completion(
+        &mut self,
+        id: CheckpointId,
+        reason: AbortReason,
+        fx: &mut Fx,
+    ) -> Outcome {
+        self.abort(id, reason, fx);
+        self.resume_queued(fx);
+        self.start_next_completion(fx);
+        Outcome::Applied(Applied::Aborted {
+            checkpoint: id,
+            reason,
+        })
+    }
+
+    pub(super) fn on_store_done(
+        &mut self,
+        id: CheckpointId,
+        result: Result<(), IoFailure>,
+        fx: &mut Fx,
+    ) -> Outcome {
+        if let Err(why) = self.awaits(id, PendingPhase::Storing) {
+            return Outcome::Ignored(why);
+        }
+        if result.is_err() {
+            return self.fail_completion(id, AbortReason::StoreFailed, fx);
+        }
+        let Some(p) = self.pending.remove(&id) else {
+            return unreachable_branch(Unreachable::AwaitedVanished);
+        };
+        self.completing = None;
+        self.remember(id);
+        let savepoint = p.kind.is_savepoint();
+        self.cold.completed.push_back(Completed {
+            id,
+            request: Some(p.request),
+            savepoint,
+            timestamp: p.timestamp,
+            handles: p.acks,
+        });
+        self.evict_completed(fx);
+        // FIX: record the new latest completed id *before* subsuming, so the
+        // notify-aborted of a subsumed checkpoint carries the checkpoint that
+        // subsumed it (modern Flink adds the completed checkpoint to the store
+        // before dropping subsumed ones); it used to carry the previous one.
+        if self.latest_completed.is_none_or(|l| l < id) {
+            self.latest_completed = Some(id);
+        }
+        // Subsume every older pending checkpoint that may be subsumed.
+        let older: Vec<CheckpointId> = self
+            .pending
+            .values()
+            .filter(|q| q.id < id && q.can_be_subsumed())
+            .map(|q| q.id)
+            .collect();
+        for q in older {
+            self.abort(q, AbortReason::Subsumed, fx);
+        }
+        self.last_completion = Some(self.now);
+        self.failures.count = 0;
+        self.failures.job_failed = false;
+        fx.push(E::Report(Report::Completed {
+            checkpoint: id,
+            request: p.request,
+            savepoint,
+        }));
+        for t in &self.cold.config.commit {
+            if let Some(s) = self.cold.tasks.get(t.0 as usize) {
+                fx.push(E::Rpc {
+                    task: *t,
+                    attempt: s.attempt,
+                    generation: self.cold.generation,
+                    message: TaskMessage::NotifyComplete {
+                        checkpoint: id,
+                        timestamp: p.timestamp,
+                    },
+                });
+            }
+        }
+        self.resume_queued(fx);
+        self.start_next_completion(fx);
+        Outcome::Applied(Applied::Completed { checkpoint: id })
+    }
+
+    /// Retention: the oldest checkpoints beyond `retained_max` go, and
+    /// their state not held by another live checkpoint is discarded.
+    /// Savepoints neither count nor go: they are the user's until disposed
+    /// of ([`CoordinatorEvent::DisposeSavepoint`]).
+    pub(super) fn evict_completed(&mut self, fx: &mut Fx) {
+        let legacy = self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::SavepointExpiresWithRetention);
+        let counts = |c: &Completed| legacy || !c.savepoint;
+        let max = self.cold.config.retained_max;
+        while self.cold.completed.iter().filter(|c| counts(c)).count() > max {
+            let Some(at) = self.cold.completed.iter().position(counts) else {
+                return;
+            };
+            let old = self.cold.completed.remove(at);
+            let mut handles: Vec<StateHandle> = old.handles().collect();
+            self.discard_unheld(old.id, &mut handles, fx);
+        }
+    }
+
+    pub(super) fn remember(&mut self, id: CheckpointId) {
+        if self.cold.recent.len() >= RECENT_IDS_MAX {
+            self.cold.recent.pop_front();
+        }
+        self.cold.recent.push_back(id);
+    }
+
+    /// Abort one pending checkpoint: cancel its timeout, discard its state,
+    /// remember its id, tell the host and the tasks, count the failure.
+    pub(super) fn abort(&mut self, id: CheckpointId, reason: AbortReason, fx: &mut Fx) {
+        let Some(p) = self.pending.remove(&id) else {
+            return;
+        };
+        self.disarm(Timer::Timeout(id), fx);
+        if self.completing == Some(id) {
+            self.completing = None;
+        }
+        let mut handles: Vec<StateHandle> = p.handles().collect();
+        self.discard_unheld(id, &mut handles, fx);
+        self.remember(id);
+        fx.push(E::Report(Report::Aborted {
+            checkpoint: id,
+            request: p.request,
+            reason,
+        }));
+        if reason != AbortReason::Shutdown {
+            for t in &self.cold.config.commit {
+                if let Some(s) = self.cold.tasks.get(t.0 as usize) {
+                    if s.running {
+                        fx.push(E::Rpc {
+                            task: *t,
+                            attempt: s.attempt,
+                            generation: self.cold.generation,
+                            message: TaskMessage::NotifyAborted {
+                                checkpoint: id,
+                                latest_completed: self.latest_completed,
+                            },
+                        });
+                    }
+                }
+            }
+        }
+        self.count_failure(reason, p.kind.is_savepoint(), fx);
+    }
+
+    /// Flink's `CheckpointFailureManager`: count each checkpoint id once
+    /// (structurally: see [`FailureCounter`](super::state::FailureCounter)),
+    /// only for counted reasons and never for savepoints; past the limit,
+    /// fail the job (once, until a success resets the counter).
+    pub(super) fn count_failure(&mut self, reason: AbortReason, savepoint: bool, fx: &mut Fx) {
+        if savepoint || !reason.counts_as_failure() {
+            return;
+        }
+        self.failures.count = self.failures.count.saturating_add(1);
+        if self.failures.count > self.cold.config.tolerable_failures && !self.failures.job_failed {
+            self.failures.job_failed = true;
+            fx.push(E::Job(JobCommand::Fail(
+                FailJobReason::TolerableFailuresExceeded {
+                    failures: self.failures.count,
+                },
+            )));
+        }
+    }
+}

@@ -1,0 +1,436 @@
+//! Every invariant check can fail: each one shown catching the state or step it forbids.
+
+use super::*;
+
+// ============================================================================
+// Every invariant check can fail
+// ============================================================================
+
+fn violated(r: Result<(), Violation>) -> &'static str {
+    match r {
+        Ok(()) => panic!("expected a violation"),
+        Err(v) => v.invariant,
+    }
+}
+
+/// One pending checkpoint 1 (task 0 acked with handle 100).
+fn base() -> H {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        queue_max: 2,
+        retained_max: 2,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.step(0, ack(0, 1, 100));
+    h
+}
+
+fn fake_step(effects: Vec<E>, outcome: Outcome) -> Step {
+    Step {
+        effects,
+        outcome,
+        clock: Clock::Monotonic,
+    }
+}
+
+fn fake_completed(id: u64, savepoint: bool) -> Completed {
+    Completed {
+        id: cp(id),
+        request: None,
+        savepoint,
+        timestamp: ms(0),
+        handles: Default::default(),
+    }
+}
+
+#[test]
+fn invariant_pending_bounded_can_fail() {
+    let mut s = base().s;
+    for id in [2, 3] {
+        let mut p = s.pending_checkpoint(cp(1)).expect("pending").clone();
+        p.id = cp(id);
+        s.pending.insert(cp(id), p);
+        s.cold.timers.insert(Timer::Timeout(cp(id)), ms(1));
+    }
+    assert_eq!(violated(check_state(&s)), names::PENDING_BOUNDED);
+}
+
+#[test]
+fn invariant_attempts_only_move_forward_can_fail() {
+    let mut h = H::new();
+    h.step(0, failed(1, 0));
+    let before = h.s.clone();
+    let mut revived = h.s.clone();
+    revived.cold.tasks.set(
+        1,
+        TaskStatus {
+            attempt: AttemptNo(0),
+            running: true,
+        },
+    );
+    let step = fake_step(vec![], applied(Applied::TaskUpdated { aborted: 0 }));
+    let v = check_step(&before, &running(1, 0), &step, &revived);
+    assert_eq!(violated(v), names::ATTEMPTS_FORWARD);
+    // Going back to an older attempt is caught too.
+    h.step(0, running(1, 3));
+    let newer = h.s.clone();
+    let mut older = h.s.clone();
+    older.cold.tasks.set(
+        1,
+        TaskStatus {
+            attempt: AttemptNo(2),
+            running: true,
+        },
+    );
+    let v = check_step(&newer, &running(1, 2), &step, &older);
+    assert_eq!(violated(v), names::ATTEMPTS_FORWARD);
+}
+
+#[test]
+fn invariant_at_most_one_queued_can_fail() {
+    let mut s = base().s;
+    for n in [10, 11] {
+        s.cold.queue.push_back(Request {
+            id: rq(n),
+            kind: user(),
+            requested_at: ms(0),
+            hooks_for: None,
+        });
+    }
+    assert_eq!(violated(check_state(&s)), names::ONE_QUEUED);
+}
+
+#[test]
+fn invariant_queue_bounded_can_fail() {
+    let mut s = base().s;
+    for n in [10, 11, 12] {
+        s.cold.queue.push_back(Request {
+            id: rq(n),
+            kind: savepoint(),
+            requested_at: ms(0),
+            hooks_for: None,
+        });
+    }
+    assert_eq!(violated(check_state(&s)), names::QUEUE_BOUNDED);
+}
+
+#[test]
+fn invariant_ack_count_can_fail() {
+    let mut s = base().s;
+    if let Some(p) = s.pending.get_mut(&cp(1)) {
+        p.remaining = 0;
+    }
+    assert_eq!(violated(check_state(&s)), names::ACK_COUNT);
+}
+
+#[test]
+fn invariant_timeout_timers_can_fail() {
+    let mut s = base().s;
+    s.cold.timers.remove(&Timer::Timeout(cp(1)));
+    assert_eq!(violated(check_state(&s)), names::TIMERS);
+    let mut s = base().s;
+    s.cold.timers.insert(Timer::Timeout(cp(99)), ms(1));
+    assert_eq!(violated(check_state(&s)), names::TIMERS);
+}
+
+#[test]
+fn invariant_one_completing_can_fail() {
+    let mut h = base();
+    h.step(0, ack(1, 1, 101));
+    let mut s = h.s.clone();
+    s.completing = None;
+    assert_eq!(violated(check_state(&s)), names::ONE_COMPLETING);
+    let mut s = h.s;
+    s.completing = Some(cp(5));
+    assert_eq!(violated(check_state(&s)), names::ONE_COMPLETING);
+}
+
+#[test]
+fn invariant_completed_retained_ordered_can_fail() {
+    let mut s = base().s;
+    for id in [1, 2, 3] {
+        s.cold.completed.push_back(fake_completed(id, false));
+    }
+    assert_eq!(violated(check_state(&s)), names::COMPLETED);
+    let mut s = base().s;
+    s.cold.completed.push_back(fake_completed(5, false));
+    s.cold.completed.push_back(fake_completed(4, false));
+    assert_eq!(violated(check_state(&s)), names::COMPLETED);
+    // The same id twice is out of order too (each id completes once), even
+    // where every other bound holds.
+    let mut s = base().s;
+    s.last_id = Some(cp(4));
+    s.latest_completed = Some(cp(4));
+    s.pending = PendingMap::default();
+    s.cold.timers.remove(&Timer::Timeout(cp(1)));
+    s.cold.completed.push_back(fake_completed(4, false));
+    assert_eq!(check_state(&s), Ok(()));
+    s.cold.completed.push_back(fake_completed(4, false));
+    assert_eq!(violated(check_state(&s)), names::COMPLETED);
+}
+
+#[test]
+fn invariant_recent_ids_bounded_can_fail() {
+    let mut s = base().s;
+    for id in 100..117 {
+        s.cold.recent.push_back(cp(id));
+    }
+    assert_eq!(violated(check_state(&s)), names::RECENT);
+}
+
+#[test]
+fn invariant_shutdown_quiet_can_fail() {
+    let mut s = base().s;
+    s.shutdown = true;
+    assert_eq!(violated(check_state(&s)), names::SHUTDOWN_QUIET);
+}
+
+#[test]
+fn invariant_nothing_after_shutdown_can_fail() {
+    let mut h = H::new();
+    h.step(
+        0,
+        Ev::Shutdown {
+            status: JobStatus::Finished,
+        },
+    );
+    let s = h.s;
+    let step = fake_step(
+        vec![sched(Timer::Periodic, 5)],
+        applied(Applied::SchedulerStarted),
+    );
+    assert_eq!(
+        violated(check_step(&s, &Ev::StartScheduler, &step, &s)),
+        names::NOTHING_AFTER_SHUTDOWN
+    );
+}
+
+#[test]
+fn invariant_refused_event_changes_nothing_can_fail() {
+    let before = base().s;
+    let mut after = before.clone();
+    after.periodic = true;
+    let rejected = fake_step(
+        vec![],
+        Outcome::Rejected(CoordinatorError::NoCheckpointToRestore),
+    );
+    assert_eq!(
+        violated(check_step(&before, &Ev::StartScheduler, &rejected, &after)),
+        names::REFUSED_UNCHANGED
+    );
+    let noisy = fake_step(
+        vec![cancel(Timer::Periodic)],
+        ignored(Ignored::TimerNotArmed),
+    );
+    assert_eq!(
+        violated(check_step(&before, &Ev::StartScheduler, &noisy, &before)),
+        names::REFUSED_UNCHANGED
+    );
+}
+
+#[test]
+fn invariant_complete_only_with_all_acks_can_fail() {
+    let s = base().s; // checkpoint 1 misses task 1's ack
+    let step = fake_step(
+        vec![e_completed(1, 0, false)],
+        applied(Applied::Completed { checkpoint: cp(1) }),
+    );
+    assert_eq!(
+        violated(check_step(&s, &store(1, true), &step, &s)),
+        names::COMPLETE_ALL_ACKS
+    );
+    let step = fake_step(
+        vec![e_completed(9, 0, false)],
+        applied(Applied::Completed { checkpoint: cp(9) }),
+    );
+    assert_eq!(
+        violated(check_step(&s, &store(9, true), &step, &s)),
+        names::COMPLETE_ALL_ACKS
+    );
+}
+
+#[test]
+fn invariant_completed_ids_increase_can_fail() {
+    let mut h = base();
+    h.step(0, ack(1, 1, 101));
+    let mut before = h.s;
+    before.cold.completed.push_back(fake_completed(5, false));
+    let step = fake_step(
+        vec![e_completed(1, 0, false)],
+        applied(Applied::Completed { checkpoint: cp(1) }),
+    );
+    assert_eq!(
+        violated(check_step(&before, &store(1, true), &step, &before)),
+        names::COMPLETED_INCREASE
+    );
+    // The same id completing again is not an increase either.
+    let mut again = before.clone();
+    again.cold.completed = Default::default();
+    again.cold.completed.push_back(fake_completed(1, false));
+    assert_eq!(
+        violated(check_step(&again, &store(1, true), &step, &again)),
+        names::COMPLETED_INCREASE
+    );
+}
+
+#[test]
+fn invariant_discard_once_owes_one_discard_per_debt_not_per_delivery() {
+    // A handle delivered twice while owed (a duplicate ack, state two
+    // checkpoints share) is one debt: one discard settles it, a second is
+    // a discard of something not owed.
+    let s = base().s;
+    let mut ledger = HandleLedger::new();
+    let delivered = fake_step(
+        vec![],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+    for _ in 0..2 {
+        // Not retained by `s`: each observation reports the debt as a leak,
+        // and the ledger keeps it.
+        let _ = ledger.observe(&ack(1, 1, 77), &delivered, &s);
+    }
+    let discarded = |n: usize| {
+        fake_step(
+            vec![e_discard(1, 77); n],
+            ignored(Ignored::CheckpointDiscarded),
+        )
+    };
+    let mut once = ledger.clone();
+    assert_eq!(once.observe(&Ev::StopScheduler, &discarded(1), &s), Ok(()));
+    assert_eq!(once.owed(), 0);
+    assert_eq!(
+        violated(ledger.observe(&Ev::StopScheduler, &discarded(2), &s)),
+        names::DISCARD_ONCE
+    );
+    // Delivered again after its discard, it is owed again.
+    let _ = once.observe(&ack(1, 1, 77), &delivered, &s);
+    assert_eq!(once.observe(&Ev::StopScheduler, &discarded(1), &s), Ok(()));
+}
+
+#[test]
+fn invariant_no_discard_of_retained_state_can_fail() {
+    let s = base().s; // checkpoint 1 holds handle 100
+    let step = fake_step(
+        vec![e_discard(1, 100)],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+    assert_eq!(
+        violated(check_step(&s, &ack(1, 1, 101), &step, &s)),
+        names::NO_DISCARD_RETAINED
+    );
+}
+
+#[test]
+fn invariant_handle_retained_or_discarded_can_fail() {
+    let s = H::new().s;
+    let mut ledger = HandleLedger::new();
+    // The ack was "applied" but its handle is neither held nor discarded.
+    let step = fake_step(
+        vec![],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+    assert_eq!(
+        violated(ledger.observe(&ack(0, 1, 100), &step, &s)),
+        names::NO_LEAK
+    );
+}
+
+#[test]
+fn invariant_discard_at_most_once_per_delivery_can_fail() {
+    let s = H::new().s;
+    let mut ledger = HandleLedger::new();
+    let step = fake_step(
+        vec![e_discard(42, 4_200), e_discard(42, 4_200)],
+        ignored(Ignored::UnknownCheckpoint),
+    );
+    assert_eq!(
+        violated(ledger.observe(&ack(0, 42, 4_200), &step, &s)),
+        names::DISCARD_ONCE
+    );
+}
+
+#[test]
+fn ledger_forgets_finished_handles_and_still_catches_a_second_discard() {
+    let mut h = H::new();
+    let mut most = 0usize;
+    for id in 1..=300u64 {
+        h.user_cp(id * 10, id);
+        h.complete(id * 10, id);
+        most = most.max(h.ledger.owed());
+    }
+    // Only the handles of the retained checkpoint are owed, however long
+    // the history (retained_max is 1 in these settings).
+    let tasks = h.s.config().tasks_to_wait().len();
+    assert!(most <= 2 * tasks, "{most} handles owed at most");
+    assert_eq!(h.ledger.owed(), tasks);
+    assert_eq!(h.ledger.discarded(), 299 * tasks as u64);
+    // Handle 100 (checkpoint 1, task 0) was discarded long ago and is
+    // forgotten; discarding it again is still one discard too many.
+    let step = fake_step(vec![e_discard(1, 100)], ignored(Ignored::LateMessage));
+    assert_eq!(
+        violated(h.ledger.observe(&Ev::StartScheduler, &step, &h.s)),
+        names::DISCARD_ONCE
+    );
+}
+
+#[test]
+fn ledger_absorbs_a_duplicate_ack_but_requires_its_handle_held() {
+    let mut h = base();
+    // The same ack again: ignored as a duplicate, handle 100 still held.
+    h.expect(2, ack(0, 1, 100), vec![], ignored(Ignored::DuplicateAck));
+    assert_eq!(h.ledger.owed(), 1, "one debt for two deliveries");
+    // A reducer that ignored a handle it does not hold, without discarding.
+    let s = H::new().s;
+    let mut ledger = HandleLedger::new();
+    let step = fake_step(vec![], ignored(Ignored::DuplicateAck));
+    assert_eq!(
+        violated(ledger.observe(&ack(0, 1, 100), &step, &s)),
+        names::NO_LEAK
+    );
+}
+
+#[test]
+fn new_attempt_without_failure_report_aborts_checkpoints_waiting_for_the_old_one() {
+    let mut h = H::new();
+    let r = h.user_cp(0, 1);
+    h.step(1, ack(0, 1, 100));
+    // Task 1 restarts as attempt 1 without a TaskFailed for attempt 0: the old
+    // attempt can never ack, so checkpoint 1 is aborted now (not at expiry),
+    // and the dead attempt is not notified.
+    h.expect(
+        2,
+        running(1, 1),
+        vec![
+            cancel(Timer::Timeout(cp(1))),
+            e_discard(1, 100),
+            e_aborted(1, r, AbortReason::TaskFailed),
+            e_nab(0, 1, None),
+        ],
+        applied(Applied::TaskUpdated { aborted: 1 }),
+    );
+    assert_eq!(
+        h.s.task_status(t(1)),
+        Some(TaskStatus {
+            attempt: AttemptNo(1),
+            running: true
+        })
+    );
+    // A late ack from the old attempt of checkpoint 1 is a late message whose
+    // state is discarded.
+    h.expect(
+        3,
+        ack_at(1, 0, 1, Some(101)),
+        vec![e_discard(1, 101)],
+        Outcome::Ignored(Ignored::LateMessage),
+    );
+}
