@@ -431,39 +431,9 @@ impl TaskMonitor {
         check_effects(effects)?;
         let on_task = event.thread() == Thread::Task;
         // The handle this step may use, once: the one its event delivered.
-        let mut handle = match event {
-            TaskEvent::AsyncPartCompleted { handle, .. }
-            | TaskEvent::AsyncPartReused { handle, .. } => Some(*handle),
-            TaskEvent::BarrierReceived { .. }
-            | TaskEvent::TriggerCheckpoint { .. }
-            | TaskEvent::CheckpointMail { .. }
-            | TaskEvent::CancelMarker { .. }
-            | TaskEvent::NotifyAborted { .. }
-            | TaskEvent::NotifyComplete { .. }
-            | TaskEvent::WriterCompleted { .. }
-            | TaskEvent::WriterFailed { .. }
-            | TaskEvent::AsyncPartFailed { .. }
-            | TaskEvent::OperatorFailed
-            | TaskEvent::EndOfInput
-            | TaskEvent::Close => None,
-        };
+        let mut handle = event.handle();
         // The checkpoint this step executes, if its event runs one.
-        let executes = match event {
-            TaskEvent::CheckpointMail { checkpoint }
-            | TaskEvent::TriggerCheckpoint { checkpoint } => Some(*checkpoint),
-            TaskEvent::BarrierReceived { .. }
-            | TaskEvent::CancelMarker { .. }
-            | TaskEvent::NotifyAborted { .. }
-            | TaskEvent::NotifyComplete { .. }
-            | TaskEvent::WriterCompleted { .. }
-            | TaskEvent::WriterFailed { .. }
-            | TaskEvent::AsyncPartCompleted { .. }
-            | TaskEvent::AsyncPartReused { .. }
-            | TaskEvent::AsyncPartFailed { .. }
-            | TaskEvent::OperatorFailed
-            | TaskEvent::EndOfInput
-            | TaskEvent::Close => None,
-        };
+        let executes = event.executes();
         for e in effects {
             match e {
                 TaskEffect::Writer(WriterCommand::Start(checkpoint)) => {

@@ -64,522 +64,376 @@
 //! nothing and failed the task. Legacy exists only so the checkers can show
 //! they catch that bug; never run it in a host.
 
-mod api;
+mod effect;
+mod reduce;
 mod state;
 #[cfg(test)]
 mod tests;
 
-pub use api::*;
+pub use effect::*;
+pub use reduce::{reduce, Step, Transition};
 pub use state::{Lifecycle, TaskState};
 
-use crate::types::{CheckpointId, Millis, StateHandle, Thread};
+use serde::{Deserialize, Serialize};
 
-/// The result of one event: the effects to execute in order and the
-/// outcome (what [`TaskState::apply`] returns in place).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Step {
-    /// Effects for the host, in order.
-    pub effects: Vec<TaskEffect>,
-    /// What happened.
-    pub outcome: Outcome,
+pub use crate::route::{ChannelItem, TaskMessage, ToCoordinator};
+use crate::types::{CheckpointId, StateHandle, Thread};
+
+pub use crate::types::{LegacyBug, Semantics};
+
+/// Configuration of one subtask's checkpoint side.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub struct TaskConfig {
+    /// Fixed (default) or a legacy bug.
+    pub semantics: Semantics,
+    /// How many aborted-but-not-yet-executed checkpoint ids are remembered
+    /// individually (at least 1). Older ones fall below the aborted floor.
+    pub aborted_ids_max: usize,
 }
 
-/// The pure result of one event: the next state and the [`Step`] that led
-/// to it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Transition {
-    /// The next state (equal to the input state unless applied / skipped).
-    pub state: TaskState,
-    /// Effects (in order) and outcome.
-    pub step: Step,
-}
+/// Default bound of the aborted-id memory (as in Flink).
+pub const DEFAULT_ABORTED_IDS_MAX: usize = 16;
 
-/// The pure entry point: `state` is left as it is.
-#[must_use]
-pub fn reduce(state: &TaskState, now: Millis, event: TaskEvent) -> Transition {
-    let mut next = state.clone();
-    let step = next.apply(now, event);
-    Transition { state: next, step }
-}
-
-fn max_opt(a: Option<CheckpointId>, b: Option<CheckpointId>) -> Option<CheckpointId> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (Some(x), None) | (None, Some(x)) => Some(x),
-        (None, None) => None,
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig {
+            semantics: Semantics::Fixed,
+            aborted_ids_max: DEFAULT_ABORTED_IDS_MAX,
+        }
     }
 }
 
-fn at_or_below(id: CheckpointId, mark: Option<CheckpointId>) -> bool {
-    mark.is_some_and(|m| id <= m)
-}
-
-impl TaskState {
-    /// The in-place entry point (the same code path as [`reduce`]). The state
-    /// is untouched when the outcome is `Ignored` or `Rejected`: every
-    /// handler decides those before it mutates anything (checked in debug
-    /// builds), so no copy of the state is taken.
-    pub fn apply(&mut self, _now: Millis, event: TaskEvent) -> Step {
-        #[cfg(debug_assertions)]
-        let before = self.clone();
-        let mut effects = Vec::new();
-        let outcome = self.step(event, &mut effects);
-        match outcome {
-            Outcome::Applied | Outcome::Skipped(_) => {}
-            Outcome::Ignored(_) | Outcome::Rejected(_) => {
-                #[cfg(debug_assertions)]
-                debug_assert!(
-                    *self == before && effects.is_empty(),
-                    "a refused task event changed the state or emitted effects: {outcome:?}"
-                );
-            }
-        }
-        Step { effects, outcome }
-    }
-
-    fn step(&mut self, event: TaskEvent, fx: &mut Vec<TaskEffect>) -> Outcome {
-        if let TaskEvent::BarrierReceived { via, .. } = &event {
-            match via {
-                Thread::Netty | Thread::Task => {}
-                Thread::Writer | Thread::Async => {
-                    return Outcome::Rejected(TaskError::WrongThread(*via));
-                }
-            }
-        }
-        match self.lifecycle {
-            Lifecycle::Running | Lifecycle::Finished => {}
-            Lifecycle::Closed => return Outcome::Ignored(IgnoreReason::Closed),
-            Lifecycle::Failed => {
-                return match event {
-                    TaskEvent::Close => {
-                        self.lifecycle = Lifecycle::Closed;
-                        Outcome::Applied
-                    }
-                    TaskEvent::BarrierReceived { .. }
-                    | TaskEvent::TriggerCheckpoint { .. }
-                    | TaskEvent::CheckpointMail { .. }
-                    | TaskEvent::CancelMarker { .. }
-                    | TaskEvent::NotifyAborted { .. }
-                    | TaskEvent::NotifyComplete { .. }
-                    | TaskEvent::WriterCompleted { .. }
-                    | TaskEvent::WriterFailed { .. }
-                    | TaskEvent::AsyncPartCompleted { .. }
-                    | TaskEvent::AsyncPartReused { .. }
-                    | TaskEvent::AsyncPartFailed { .. }
-                    | TaskEvent::OperatorFailed
-                    | TaskEvent::EndOfInput => Outcome::Ignored(IgnoreReason::TaskFailed),
-                };
-            }
-        }
-        match event {
-            TaskEvent::BarrierReceived { checkpoint, .. } => self.on_barrier(checkpoint, fx),
-            TaskEvent::TriggerCheckpoint { checkpoint } => self.on_trigger(checkpoint, fx),
-            TaskEvent::EndOfInput => {
-                if self.lifecycle == Lifecycle::Finished {
-                    return Outcome::Ignored(IgnoreReason::AlreadyFinished);
-                }
-                self.lifecycle = Lifecycle::Finished;
-                Outcome::Applied
-            }
-            TaskEvent::CheckpointMail { checkpoint } => self.on_mail(checkpoint, fx),
-            TaskEvent::CancelMarker { checkpoint } => self.on_cancel(checkpoint, fx),
-            TaskEvent::NotifyAborted { checkpoint } => self.on_notify_aborted(checkpoint, fx),
-            TaskEvent::NotifyComplete { checkpoint } => {
-                let out_of_order = self.legacy(LegacyBug::NotifyCompleteOutOfOrder);
-                if at_or_below(checkpoint, self.last_completed) && !out_of_order {
-                    return Outcome::Ignored(IgnoreReason::StaleNotifyComplete);
-                }
-                self.last_completed = max_opt(self.last_completed, Some(checkpoint));
-                fx.push(TaskEffect::Operators(OperatorNotice::Complete(checkpoint)));
-                Outcome::Applied
-            }
-            TaskEvent::WriterCompleted { checkpoint } => {
-                self.on_writer(checkpoint, ResultStatus::Completed)
-            }
-            TaskEvent::WriterFailed { checkpoint } => self.on_writer(
-                checkpoint,
-                ResultStatus::Failed(ResultFailure::WriterFailed),
-            ),
-            TaskEvent::AsyncPartCompleted { checkpoint, handle } => {
-                self.on_async_done(checkpoint, handle, true, fx)
-            }
-            TaskEvent::AsyncPartReused { checkpoint, handle } => {
-                self.on_async_done(checkpoint, handle, false, fx)
-            }
-            TaskEvent::AsyncPartFailed { checkpoint } => {
-                if self.async_parts.remove(&checkpoint).is_none() {
-                    return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
-                }
-                fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
-                    checkpoint,
-                    reason: DeclineReason::SnapshotFailed,
-                }));
-                Outcome::Applied
-            }
-            TaskEvent::OperatorFailed => {
-                self.fail(FailureReason::OperatorFailed, fx);
-                Outcome::Applied
-            }
-            TaskEvent::Close => {
-                self.teardown(fx);
-                self.lifecycle = Lifecycle::Closed;
-                Outcome::Applied
-            }
-        }
-    }
-
-    fn legacy(&self, bug: LegacyBug) -> bool {
-        self.config.semantics.is(bug)
-    }
-
-    /// What a trigger or barrier for `id` meets before it may start: a
-    /// finished task declines it; the legacy bugs that threw fail the task.
-    fn start_refusal(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Option<Outcome> {
-        if self.lifecycle == Lifecycle::Finished && self.start_guard(id).is_none() {
-            if self.legacy(LegacyBug::TriggerAfterFinishFails) {
-                return Some(self.fail_skipping(FailureReason::TriggerAfterFinish, fx));
-            }
-            // Declined, and downstream hears it, so nobody aligns on it.
-            self.mark_executed(id);
-            self.last_started = max_opt(self.last_started, Some(id));
-            fx.push(TaskEffect::Downstream(ChannelItem::CancelMarker(id)));
-            fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
-                checkpoint: id,
-                reason: DeclineReason::TaskClosing,
-            }));
-            return Some(Outcome::Skipped(SkipReason::Declined(
-                DeclineReason::TaskClosing,
-            )));
-        }
-        if self.legacy(LegacyBug::ObsoleteBarrierFails)
-            && self.last_started.is_some_and(|l| id < l)
-            && !at_or_below(id, self.last_executed)
-        {
-            return Some(self.fail_skipping(FailureReason::ObsoleteBarrier, fx));
-        }
-        if self.legacy(LegacyBug::AbortedResultBlocksStart)
-            && self.start_guard(id).is_none()
-            && self
-                .results
-                .below(id)
-                .iter()
-                .any(|(_, st)| *st == ResultStatus::Failed(ResultFailure::Aborted))
-        {
-            return Some(self.fail_skipping(FailureReason::UnfinishedResultAtStart, fx));
-        }
-        None
-    }
-
-    fn fail_skipping(&mut self, reason: FailureReason, fx: &mut Vec<TaskEffect>) -> Outcome {
-        self.fail(reason, fx);
-        Outcome::Skipped(SkipReason::TaskFailed(reason))
-    }
-
-    /// Whether `id` is not newer than every id started or executed.
-    fn start_guard(&self, id: CheckpointId) -> Option<IgnoreReason> {
-        if self.last_started == Some(id) {
-            Some(IgnoreReason::AlreadyStarted)
-        } else if at_or_below(id, max_opt(self.last_started, self.last_executed)) {
-            Some(IgnoreReason::StaleCheckpoint)
-        } else {
-            None
-        }
-    }
-
-    /// `start(id)`: subsume older unfinished results, create the result
-    /// unless `id` is already aborted. Returns whether a result was created.
-    fn start(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> bool {
-        // At most one result is active (`single_active_result`): collected
-        // inline, no allocation.
-        let older: smallvec::SmallVec<[CheckpointId; crate::ids::IDS_INLINE]> = self
-            .results
-            .below(id)
-            .iter()
-            .filter(|(_, st)| !matches!(st, ResultStatus::Failed(_)))
-            .map(|(k, _)| *k)
-            .collect();
-        for old in older {
-            if self.legacy(LegacyBug::NewerBarrierDropsResult) {
-                // The newer start replaced the older result without failing
-                // it: its writer work is never settled.
-                self.results.remove(&old);
-                continue;
-            }
-            self.results
-                .insert(old, ResultStatus::Failed(ResultFailure::Subsumed));
-            fx.push(TaskEffect::Writer(WriterCommand::Abort {
-                checkpoint: old,
-                cleanup: false,
-            }));
-        }
-        self.last_started = Some(id);
-        if self.is_aborted(id) && !self.legacy(LegacyBug::AbortedStartLeaks) {
-            return false;
-        }
-        self.results.insert(id, ResultStatus::InProgress);
-        fx.push(TaskEffect::Writer(WriterCommand::Start(id)));
-        true
-    }
-
-    fn on_barrier(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
-        if let Some(o) = self.start_refusal(id, fx) {
-            return o;
-        }
-        if let Some(r) = self.start_guard(id) {
-            return Outcome::Ignored(r);
-        }
-        self.start(id, fx);
-        self.pending_mails.insert(id);
-        fx.push(TaskEffect::Mail(id));
-        Outcome::Applied
-    }
-
-    fn on_trigger(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
-        if let Some(o) = self.start_refusal(id, fx) {
-            return o;
-        }
-        if let Some(r) = self.start_guard(id) {
-            return Outcome::Ignored(r);
-        }
-        self.start(id, fx);
-        self.execute(id, fx)
-    }
-
-    fn on_mail(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
-        if self.pending_mails.remove(&id).is_none() {
-            return Outcome::Ignored(IgnoreReason::MailNotScheduled);
-        }
-        if at_or_below(id, self.last_executed) && !self.legacy(LegacyBug::StaleMailExecutes) {
-            if self.results.remove(&id).is_some() {
-                fx.push(TaskEffect::Writer(WriterCommand::Abort {
-                    checkpoint: id,
-                    cleanup: true,
-                }));
-            }
-            return Outcome::Skipped(SkipReason::Stale);
-        }
-        self.execute(id, fx)
-    }
-
-    /// Runs checkpoint `id` (newer than the last executed one) on the task
-    /// thread.
-    fn execute(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
-        let was_aborted = self.is_aborted(id);
-        self.mark_executed(id);
-        let taken = self.results.remove(&id);
-        if was_aborted {
-            // The legacy start created a result it did not expect to exist,
-            // and this skip does not clean it up.
-            let cleanup = taken.is_some() && !self.legacy(LegacyBug::AbortedStartLeaks);
-            return self.skip(id, cleanup, DeclineReason::AbortedByCoordinator, fx);
-        }
-        match taken {
-            Some(ResultStatus::InProgress | ResultStatus::Completed) => {
-                fx.push(TaskEffect::Downstream(ChannelItem::Barrier(id)));
-                fx.push(TaskEffect::AsyncPart(AsyncCommand::Start(id)));
-                self.async_parts.insert(id);
-                Outcome::Applied
-            }
-            Some(ResultStatus::Failed(f)) => self.skip(id, true, f.into(), fx),
-            None => {
-                let sem = self.config.semantics;
-                if sem.is(LegacyBug::AbortRemovesResult) || sem.is(LegacyBug::CancelForgetsAbort) {
-                    // The pre-fix `getAndRemove` found nothing and threw.
-                    self.fail(FailureReason::WriteResultMissing, fx);
-                    Outcome::Skipped(SkipReason::TaskFailed(FailureReason::WriteResultMissing))
-                } else {
-                    self.skip(id, false, DeclineReason::WriteResultMissing, fx)
-                }
-            }
-        }
-    }
-
-    fn skip(
-        &mut self,
-        id: CheckpointId,
-        had_result: bool,
-        reason: DeclineReason,
-        fx: &mut Vec<TaskEffect>,
-    ) -> Outcome {
-        if had_result {
-            fx.push(TaskEffect::Writer(WriterCommand::Abort {
-                checkpoint: id,
-                cleanup: true,
-            }));
-        }
-        if !self.legacy(LegacyBug::SkipWithoutCancelMarker) {
-            fx.push(TaskEffect::Downstream(ChannelItem::CancelMarker(id)));
-        }
-        fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
-            checkpoint: id,
-            reason,
-        }));
-        Outcome::Skipped(SkipReason::Declined(reason))
-    }
-
-    /// Advances the last executed id and forgets aborted ids at or below it
-    /// (they can never execute).
-    fn mark_executed(&mut self, id: CheckpointId) {
-        self.last_executed = max_opt(self.last_executed, Some(id));
-        while self.aborted.get_min().is_some_and(|min| *min <= id) {
-            self.aborted.remove_min();
-        }
-    }
-
-    fn on_cancel(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
-        if at_or_below(id, self.last_executed) {
-            return Outcome::Ignored(IgnoreReason::StaleCheckpoint);
-        }
-        if self.results.remove(&id).is_some() {
-            fx.push(TaskEffect::Writer(WriterCommand::Abort {
-                checkpoint: id,
-                cleanup: true,
-            }));
-        }
-        if !self.config.semantics.is(LegacyBug::CancelForgetsAbort) {
-            self.mark_executed(id);
-        }
-        fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
-            checkpoint: id,
-            reason: DeclineReason::CancelledOnBarrier,
-        }));
-        fx.push(TaskEffect::Downstream(ChannelItem::CancelMarker(id)));
-        Outcome::Applied
-    }
-
-    fn on_notify_aborted(&mut self, id: CheckpointId, fx: &mut Vec<TaskEffect>) -> Outcome {
-        if self.async_parts.remove(&id).is_some() {
-            fx.push(TaskEffect::AsyncPart(AsyncCommand::Cancel(id)));
-            fx.push(TaskEffect::Operators(OperatorNotice::Aborted(id)));
-            return Outcome::Applied;
-        }
-        if at_or_below(id, self.last_executed) {
-            // Finished here; only a stale leftover result may still run.
-            if !self.fail_result(id, ResultFailure::Aborted, fx) {
-                return Outcome::Ignored(IgnoreReason::AlreadyExecuted);
-            }
-            fx.push(TaskEffect::Operators(OperatorNotice::Aborted(id)));
-            return Outcome::Applied;
-        }
-        if self.is_aborted(id) {
-            return Outcome::Ignored(IgnoreReason::AlreadyAborted);
-        }
-        if self.legacy(LegacyBug::AbortIgnoresNettyStart)
-            && self.pending_mails.contains(&id)
-            && self.results.contains_key(&id)
-        {
-            return Outcome::Ignored(IgnoreReason::NotStartedOnTaskThread);
-        }
-        let legacy_remove = matches!(
-            self.config.semantics,
-            Semantics::Legacy(LegacyBug::AbortRemovesResult)
-        ) && self.results.contains_key(&id);
-        if legacy_remove {
-            self.results.remove(&id);
-            fx.push(TaskEffect::Writer(WriterCommand::Abort {
-                checkpoint: id,
-                cleanup: true,
-            }));
-        } else {
-            self.fail_result(id, ResultFailure::Aborted, fx);
-            self.remember_aborted(id);
-        }
-        fx.push(TaskEffect::Operators(OperatorNotice::Aborted(id)));
-        Outcome::Applied
-    }
-
-    /// Fails `id`'s result without removing it, if it is not failed yet.
-    fn fail_result(
-        &mut self,
-        id: CheckpointId,
-        why: ResultFailure,
-        fx: &mut Vec<TaskEffect>,
-    ) -> bool {
-        match self.results.get(&id) {
-            Some(ResultStatus::InProgress | ResultStatus::Completed) => {
-                self.results.insert(id, ResultStatus::Failed(why));
-                fx.push(TaskEffect::Writer(WriterCommand::Abort {
-                    checkpoint: id,
-                    cleanup: false,
-                }));
-                true
-            }
-            Some(ResultStatus::Failed(_)) | None => false,
-        }
-    }
-
-    fn remember_aborted(&mut self, id: CheckpointId) {
-        self.aborted.insert(id);
-        while self.aborted.len() > self.config.aborted_ids_max {
-            match self.aborted.remove_min() {
-                Some(evicted) => self.aborted_floor = max_opt(self.aborted_floor, Some(evicted)),
-                None => break,
-            }
-        }
-    }
-
-    /// The async part of `checkpoint` finished with `handle`: acknowledged,
-    /// or, when a newer checkpoint already completed (this one is
-    /// subsumed), discarded if the task `owns` it (it wrote it for this
-    /// checkpoint) and left alone if it is an earlier checkpoint's state
-    /// reported again.
-    fn on_async_done(
-        &mut self,
+/// One input to the task reducer. [`TaskEvent::thread`] says which thread of
+/// a real task delivers it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
+pub enum TaskEvent {
+    /// The first barrier of an (unaligned) checkpoint arrived on an input
+    /// channel: `start(N)`. `via` is [`Thread::Netty`] for a remote channel,
+    /// [`Thread::Task`] for a local one; any other thread is host misuse.
+    BarrierReceived {
+        /// The checkpoint.
         checkpoint: CheckpointId,
+        /// The delivering thread.
+        via: Thread,
+    },
+    /// The coordinator triggers a checkpoint on this (source) task; runs on
+    /// the task thread as a mail: start and execute at once.
+    TriggerCheckpoint {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The checkpoint mail scheduled by `ScheduleCheckpointMail` runs (task
+    /// thread).
+    CheckpointMail {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// A cancel-checkpoint marker from upstream (task thread).
+    CancelMarker {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The coordinator notifies that a checkpoint was aborted (RPC, mailbox).
+    NotifyAborted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The coordinator notifies that a checkpoint completed (RPC, mailbox).
+    NotifyComplete {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The channel-state writer completed a result (writer thread).
+    WriterCompleted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The channel-state writer failed a result (writer thread).
+    WriterFailed {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// The asynchronous snapshot part finished and wrote `handle` (async thread).
+    AsyncPartCompleted {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The state it wrote (operator and channel state).
         handle: StateHandle,
-        owns: bool,
-        fx: &mut Vec<TaskEffect>,
-    ) -> Outcome {
-        if self.async_parts.remove(&checkpoint).is_none() {
-            return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
+    },
+    /// The asynchronous snapshot part finished and found the task's state
+    /// unchanged since a completed checkpoint: it reports that checkpoint's
+    /// `handle` again instead of writing a new file (an incremental state
+    /// backend; async thread). The task does not own `handle` (the earlier
+    /// checkpoint does): it acknowledges it, and never discards it.
+    ///
+    /// The host rule for reuse: only the handle of the task attempt's own
+    /// last acknowledgement, only once the task was notified that this
+    /// checkpoint completed, only for a newer checkpoint, and never from or
+    /// for a savepoint (savepoints are self-contained: the user may dispose
+    /// of one at any time).
+    AsyncPartReused {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// The earlier checkpoint's state, reported again.
+        handle: StateHandle,
+    },
+    /// The asynchronous snapshot part failed (async thread).
+    AsyncPartFailed {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+    },
+    /// An injected, genuine failure of the task's operators (task thread).
+    OperatorFailed,
+    /// The task's input ended (a bounded source ran out, or every upstream
+    /// finished): the task is finished. Checkpoints already started run to
+    /// their end; a later trigger or barrier is declined (`TaskClosing`)
+    /// with a cancel marker downstream (task thread).
+    EndOfInput,
+    /// The task closes (task thread).
+    Close,
+}
+
+impl TaskEvent {
+    /// The thread that delivers this event in a real task.
+    #[must_use]
+    pub fn thread(&self) -> Thread {
+        match self {
+            TaskEvent::BarrierReceived { via, .. } => *via,
+            TaskEvent::TriggerCheckpoint { .. }
+            | TaskEvent::CheckpointMail { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
+            | TaskEvent::Close => Thread::Task,
+            TaskEvent::WriterCompleted { .. } | TaskEvent::WriterFailed { .. } => Thread::Writer,
+            TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartReused { .. }
+            | TaskEvent::AsyncPartFailed { .. } => Thread::Async,
         }
-        if self.last_completed.is_some_and(|c| c > checkpoint) {
-            // A newer checkpoint already completed: this one is subsumed.
-            if owns {
-                fx.push(TaskEffect::Discard(handle));
-            }
-        } else {
-            fx.push(TaskEffect::Coordinator(ToCoordinator::Ack {
-                checkpoint,
-                handle,
-            }));
-        }
-        Outcome::Applied
     }
 
-    fn on_writer(&mut self, id: CheckpointId, to: ResultStatus) -> Outcome {
-        match self.results.get(&id) {
-            None => Outcome::Ignored(IgnoreReason::NoSuchWriteResult),
-            Some(ResultStatus::Completed | ResultStatus::Failed(_)) => {
-                Outcome::Ignored(IgnoreReason::WriteResultSettled)
-            }
-            Some(ResultStatus::InProgress) => {
-                self.results.insert(id, to);
-                Outcome::Applied
-            }
+    /// A stable short name of the event's kind (for transition coverage).
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TaskEvent::BarrierReceived { .. } => "BarrierReceived",
+            TaskEvent::TriggerCheckpoint { .. } => "TriggerCheckpoint",
+            TaskEvent::CheckpointMail { .. } => "CheckpointMail",
+            TaskEvent::CancelMarker { .. } => "CancelMarker",
+            TaskEvent::NotifyAborted { .. } => "NotifyAborted",
+            TaskEvent::NotifyComplete { .. } => "NotifyComplete",
+            TaskEvent::WriterCompleted { .. } => "WriterCompleted",
+            TaskEvent::WriterFailed { .. } => "WriterFailed",
+            TaskEvent::AsyncPartCompleted { .. } => "AsyncPartCompleted",
+            TaskEvent::AsyncPartReused { .. } => "AsyncPartReused",
+            TaskEvent::AsyncPartFailed { .. } => "AsyncPartFailed",
+            TaskEvent::OperatorFailed => "OperatorFailed",
+            TaskEvent::EndOfInput => "EndOfInput",
+            TaskEvent::Close => "Close",
         }
     }
 
-    fn fail(&mut self, reason: FailureReason, fx: &mut Vec<TaskEffect>) {
-        fx.push(TaskEffect::Fail(reason));
-        self.teardown(fx);
-        self.lifecycle = Lifecycle::Failed;
+    /// The state handle the event delivers (an async part's result), if
+    /// any: the one handle a step may acknowledge or discard.
+    #[must_use]
+    pub fn handle(&self) -> Option<StateHandle> {
+        match self {
+            TaskEvent::AsyncPartCompleted { handle, .. }
+            | TaskEvent::AsyncPartReused { handle, .. } => Some(*handle),
+            TaskEvent::BarrierReceived { .. }
+            | TaskEvent::TriggerCheckpoint { .. }
+            | TaskEvent::CheckpointMail { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::WriterCompleted { .. }
+            | TaskEvent::WriterFailed { .. }
+            | TaskEvent::AsyncPartFailed { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
+            | TaskEvent::Close => None,
+        }
     }
 
-    /// Removes (and fails) every result, cancels every async part, drops the
-    /// mailbox.
-    fn teardown(&mut self, fx: &mut Vec<TaskEffect>) {
-        for id in self.results.keys() {
-            fx.push(TaskEffect::Writer(WriterCommand::Abort {
-                checkpoint: *id,
-                cleanup: true,
-            }));
+    /// The checkpoint this event runs on the task thread (a trigger on a
+    /// source, the checkpoint mail elsewhere), if it runs one.
+    #[must_use]
+    pub fn executes(&self) -> Option<CheckpointId> {
+        match self {
+            TaskEvent::CheckpointMail { checkpoint }
+            | TaskEvent::TriggerCheckpoint { checkpoint } => Some(*checkpoint),
+            TaskEvent::BarrierReceived { .. }
+            | TaskEvent::CancelMarker { .. }
+            | TaskEvent::NotifyAborted { .. }
+            | TaskEvent::NotifyComplete { .. }
+            | TaskEvent::WriterCompleted { .. }
+            | TaskEvent::WriterFailed { .. }
+            | TaskEvent::AsyncPartCompleted { .. }
+            | TaskEvent::AsyncPartReused { .. }
+            | TaskEvent::AsyncPartFailed { .. }
+            | TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
+            | TaskEvent::Close => None,
         }
-        for id in &self.async_parts {
-            fx.push(TaskEffect::AsyncPart(AsyncCommand::Cancel(*id)));
-        }
-        self.results.clear();
-        self.async_parts.clear();
-        self.pending_mails.clear();
     }
+
+    /// The checkpoint the event concerns, if any.
+    #[must_use]
+    pub fn checkpoint(&self) -> Option<CheckpointId> {
+        match self {
+            TaskEvent::BarrierReceived { checkpoint, .. }
+            | TaskEvent::TriggerCheckpoint { checkpoint }
+            | TaskEvent::CheckpointMail { checkpoint }
+            | TaskEvent::CancelMarker { checkpoint }
+            | TaskEvent::NotifyAborted { checkpoint }
+            | TaskEvent::NotifyComplete { checkpoint }
+            | TaskEvent::WriterCompleted { checkpoint }
+            | TaskEvent::WriterFailed { checkpoint }
+            | TaskEvent::AsyncPartCompleted { checkpoint, .. }
+            | TaskEvent::AsyncPartReused { checkpoint, .. }
+            | TaskEvent::AsyncPartFailed { checkpoint } => Some(*checkpoint),
+            TaskEvent::OperatorFailed | TaskEvent::EndOfInput | TaskEvent::Close => None,
+        }
+    }
+}
+
+pub use crate::types::DeclineReason;
+
+/// Why a write result was failed (its status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ResultFailure {
+    /// Failed by a notify-aborted RPC (without cleanup).
+    Aborted,
+    /// Failed because a newer checkpoint started.
+    Subsumed,
+    /// Failed by the writer itself.
+    WriterFailed,
+}
+
+impl From<ResultFailure> for DeclineReason {
+    fn from(f: ResultFailure) -> Self {
+        match f {
+            ResultFailure::Aborted => DeclineReason::AbortedByCoordinator,
+            ResultFailure::Subsumed => DeclineReason::Subsumed,
+            ResultFailure::WriterFailed => DeclineReason::WriterFailed,
+        }
+    }
+}
+
+/// The status of a channel-state write result held by the writer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ResultStatus {
+    /// The writer is still writing it.
+    InProgress,
+    /// The writer completed it.
+    Completed,
+    /// It was failed (and is waiting for the task thread to remove it).
+    Failed(ResultFailure),
+}
+
+/// Why the task is failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum FailureReason {
+    /// A genuine (injected) operator failure.
+    OperatorFailed,
+    /// Legacy only, the FLINK-17869 bug: the mail's `getAndRemove` found no
+    /// write result. Not genuine.
+    WriteResultMissing,
+    /// Legacy only (FLINK-21104 / FLINK-20654): a barrier older than the last
+    /// started checkpoint tripped an assertion. Not genuine.
+    ObsoleteBarrier,
+    /// Legacy only (FLINK-29730): a start found an aborted write result not
+    /// yet removed and threw. Not genuine.
+    UnfinishedResultAtStart,
+    /// Legacy only (FLINK-23884): a trigger or barrier after the task
+    /// finished its input threw. Not genuine.
+    TriggerAfterFinish,
+}
+
+impl FailureReason {
+    /// Whether this is a real failure (as opposed to an abort / ordering race).
+    #[must_use]
+    pub fn is_genuine(self) -> bool {
+        match self {
+            FailureReason::OperatorFailed => true,
+            FailureReason::WriteResultMissing
+            | FailureReason::ObsoleteBarrier
+            | FailureReason::UnfinishedResultAtStart
+            | FailureReason::TriggerAfterFinish => false,
+        }
+    }
+}
+
+/// Why an event changed nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum IgnoreReason {
+    /// The task is closed.
+    Closed,
+    /// The task has failed (its checkpoint side is torn down).
+    TaskFailed,
+    /// A barrier / trigger for the checkpoint already started.
+    AlreadyStarted,
+    /// A barrier / trigger / cancel marker for a checkpoint older than one
+    /// already started or executed.
+    StaleCheckpoint,
+    /// A checkpoint mail that was never scheduled (or already ran).
+    MailNotScheduled,
+    /// A writer report for a result that does not exist (any more).
+    NoSuchWriteResult,
+    /// A writer report for a result already completed or failed.
+    WriteResultSettled,
+    /// An async-part report for a part that is not running.
+    NoSuchAsyncPart,
+    /// A duplicate notify-aborted.
+    AlreadyAborted,
+    /// A notify-aborted for a checkpoint that already finished on this task.
+    AlreadyExecuted,
+    /// A notify-complete not newer than one already seen.
+    StaleNotifyComplete,
+    /// An end of input for a task that already finished it.
+    AlreadyFinished,
+    /// Legacy only (FLINK-18063): a notify-aborted for a checkpoint started
+    /// by a barrier rather than on the task thread.
+    NotStartedOnTaskThread,
+}
+
+/// Why a checkpoint mail or trigger was consumed without executing its
+/// checkpoint (the event did change state; effects say what was cleaned up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SkipReason {
+    /// A stale mail (at or below the last executed id): ignored as a
+    /// checkpoint, its leftover result (if any) cleaned up.
+    Stale,
+    /// The checkpoint was declined.
+    Declined(DeclineReason),
+    /// Legacy only: the task failed.
+    TaskFailed(FailureReason),
+}
+
+/// Host misuse.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
+pub enum TaskError {
+    /// `aborted_ids_max` must be at least 1.
+    #[error("invalid task config: aborted_ids_max must be at least 1")]
+    AbortedIdsMaxZero,
+    /// A barrier can only arrive on the netty or the task thread.
+    #[error("a barrier cannot be delivered by the {0:?} thread")]
+    WrongThread(Thread),
+}
+
+/// The answer to one event.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Outcome {
+    /// The event was applied.
+    Applied,
+    /// A mail / trigger was consumed without executing its checkpoint.
+    Skipped(SkipReason),
+    /// Nothing changed, no effects.
+    Ignored(IgnoreReason),
+    /// Host misuse; nothing changed, no effects.
+    Rejected(TaskError),
 }

@@ -4,7 +4,7 @@ use core::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
-use super::api::{ResultStatus, TaskConfig, TaskError};
+use super::{ResultStatus, TaskConfig, TaskError};
 use crate::ids::{IdMap, IdSet};
 use crate::types::CheckpointId;
 
