@@ -273,7 +273,7 @@ pub struct TaskMonitor {
 impl Hash for TaskMonitor {
     fn hash<H: Hasher>(&self, h: &mut H) {
         // Destructured so that a new field cannot silently drop out of the
-        // hash; every collection writes its length (TOOLING pitfall 1).
+        // hash; every collection writes its length: hashed without it, `[a, b] + []` and `[a] + [b]` write the same bytes.
         let TaskMonitor {
             ended,
             last_executed,

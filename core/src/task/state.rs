@@ -51,7 +51,7 @@ pub struct TaskState {
 impl Hash for TaskState {
     fn hash<H: Hasher>(&self, h: &mut H) {
         // Destructured so that a new field cannot silently drop out of the
-        // hash; every collection writes its length (TOOLING pitfall 1).
+        // hash; every collection writes its length: hashed without it, `[a, b] + []` and `[a] + [b]` write the same bytes.
         let TaskState {
             config,
             lifecycle,

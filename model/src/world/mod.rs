@@ -4,19 +4,21 @@
 //! network, each task's mailbox, the data channels between tasks, the
 //! pending answers to the coordinator's I/O, task attempts and failover,
 //! fault budgets and the cross-step ledgers. The stateright model
-//! ([`crate::system`]) is an exhaustive scheduler over it; the property
+//! ([`crate::search::system`]) is an exhaustive scheduler over it; the property
 //! stories and the `system_events` fuzz target (`ckpt-tests`) are random
 //! schedulers over it; the examples follow the same semantics. This module
 //! does not depend on stateright.
 //!
 //! * [`World`]: the state (the real [`CoordinatorState`] and
 //!   [`TaskState`]s, plus the world around them). Hashable, deterministic,
-//!   std collections with length-prefixed `Hash` (TOOLING pitfall 1).
+//!   std collections with length-prefixed `Hash` (a collection hashed
+//!   without its length lets `[a, b] + []` and `[a] + [b]` write the same
+//!   bytes, and a checker that keeps only fingerprints would merge them).
 //! * [`Sim`]: a configuration ([`ModelConfig`]) with its derived topology,
 //!   and the dynamics: [`Sim::enabled`] lists the actions enabled in a
 //!   state in a fixed order, [`Sim::step`] runs one. One function per thing
-//!   that happens; every effect is routed by [`ckpt_core::route`] in one
-//!   place ([`Sim`]'s two event functions); every event goes through
+//!   that happens; every effect is carried out in one place (`sim/route.rs`:
+//!   the effects name where they go, see [`ckpt_core::route`]); every event goes through
 //!   [`ckpt_core::invariants::checked`] (the one checked step per machine).
 //!
 //! ## Semantics (stated once; the README points here)

@@ -1,0 +1,184 @@
+//! Which actions are enabled in a state, and the network's delivery order.
+
+use super::*;
+
+impl Sim {
+    pub(super) fn budget(&self, s: &World) -> bool {
+        s.used.faults < self.cfg.faults
+    }
+
+    pub(super) fn push_msg(&self, net: &mut Vec<Msg>, m: Msg) {
+        let at = match self.cfg.network {
+            Network::Ordered => net.partition_point(|x| x.link() <= m.link()),
+            Network::Reorder | Network::ReorderDupDrop => net.partition_point(|x| *x <= m),
+        };
+        net.insert(at, m);
+    }
+
+    /// Messages the network may deliver next (the head of each link when
+    /// ordered; each distinct message otherwise).
+    pub(super) fn deliverable(&self, net: &[Msg]) -> Vec<Msg> {
+        let mut out = Vec::new();
+        for (i, m) in net.iter().enumerate() {
+            let first = match i.checked_sub(1).and_then(|j| net.get(j)) {
+                None => true,
+                Some(prev) => match self.cfg.network {
+                    Network::Ordered => prev.link() != m.link(),
+                    Network::Reorder | Network::ReorderDupDrop => prev != m,
+                },
+            };
+            if first {
+                out.push(*m);
+            }
+        }
+        out
+    }
+
+    /// Whether `Action::Fire(timer)` is enabled in `s` (without listing
+    /// every other action: the random schedulers ask this for each armed
+    /// timer when they move the clock).
+    #[must_use]
+    pub fn may_fire(&self, s: &World, timer: Timer) -> bool {
+        s.violation.is_none()
+            && s.coord.timer_deadline(timer).is_some()
+            && self.within_budget(s, timer)
+    }
+
+    /// Whether an armed timer may fire as far as the run's budget goes (the
+    /// periodic trigger is bounded by the checkpoint budget).
+    pub(super) fn within_budget(&self, s: &World, timer: Timer) -> bool {
+        match timer {
+            Timer::Periodic => s.used.triggers < self.cfg.checkpoints,
+            Timer::Timeout(_) => true,
+        }
+    }
+
+    /// Every action enabled in `s`, in a fixed order.
+    pub fn enabled(&self, s: &World, out: &mut Vec<Action>) {
+        if s.violation.is_some() {
+            return;
+        }
+        // Every listed timer is armed and the violation was checked above:
+        // only the budget is left to ask (this is the model's hot path).
+        for (timer, _) in s.coord.timers() {
+            if self.within_budget(s, *timer) {
+                out.push(Action::Fire(*timer));
+            }
+        }
+        let budget = self.budget(s);
+        let mut last = None;
+        for io in &s.io {
+            if last == Some(*io) {
+                continue;
+            }
+            last = Some(*io);
+            out.push(Action::Answer(*io, true));
+            if budget && self.cfg.io_faults {
+                out.push(Action::Answer(*io, false));
+            }
+        }
+        for m in self.deliverable(&s.net) {
+            out.push(Action::Deliver(m));
+            if budget && self.cfg.network == Network::ReorderDupDrop {
+                out.push(Action::Duplicate(m));
+                out.push(Action::Drop(m));
+            }
+        }
+        for (i, side) in s.tasks.iter().enumerate() {
+            let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            for c in &side.inputs {
+                match c.queue.first() {
+                    Some(ChannelItem::Barrier(_)) => out.push(Action::Netty(t, c.from)),
+                    Some(ChannelItem::CancelMarker(_)) => out.push(Action::Input(t, c.from)),
+                    None => {}
+                }
+            }
+            if !side.mailbox.is_empty() {
+                out.push(Action::Mailbox(t));
+            }
+            let faults = budget && self.cfg.task_faults;
+            for cp in side.st.writer_in_progress_iter() {
+                out.push(Action::Writer(t, cp, true));
+                if faults {
+                    out.push(Action::Writer(t, cp, false));
+                }
+            }
+            for cp in side.st.async_parts_iter() {
+                out.push(Action::Async(t, cp, true));
+                if faults {
+                    out.push(Action::Async(t, cp, false));
+                }
+                if self.cfg.shared_state
+                    && side.reusable_for(cp).is_some()
+                    && !is_savepoint(&s.coord, cp)
+                {
+                    out.push(Action::AsyncReused(t, cp));
+                }
+            }
+        }
+        if let Some(z) = &s.zombie {
+            let mut last = None;
+            for io in &z.io {
+                if last != Some(*io) {
+                    out.push(Action::ZombieAnswer(*io));
+                }
+                last = Some(*io);
+            }
+        }
+        if self.cfg.shutdown && !s.coord.is_shutdown() && s.used.triggers >= self.cfg.checkpoints {
+            out.push(Action::Shutdown);
+        }
+        if s.used.savepoints < self.cfg.savepoints {
+            out.push(Action::Savepoint);
+        }
+        if s.used.user_checkpoints < self.cfg.user_checkpoints {
+            out.push(Action::UserCheckpoint { forced: false });
+            out.push(Action::UserCheckpoint { forced: true });
+        }
+        let may_fail = s.used.task_failures < self.cfg.task_failures && !s.coord.is_shutdown();
+        for (i, side) in s.tasks.iter().enumerate() {
+            let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            // While the job waits for its restore point, every task is
+            // stopped and none restarts on its own.
+            if s.awaiting_restore {
+                continue;
+            }
+            if side.is_down() {
+                out.push(Action::RestartTask(t));
+            } else if may_fail {
+                out.push(Action::FailTask(t));
+            }
+        }
+        if self.cfg.dispose_savepoints && !s.coord.is_shutdown() {
+            for c in s.coord.completed().filter(|c| c.is_savepoint()) {
+                out.push(Action::DisposeSavepoint(c.id()));
+            }
+        }
+        if s.scheduler_stopped {
+            out.push(Action::StartScheduler);
+        } else if s.used.scheduler_stops < self.cfg.scheduler_restarts && !s.coord.is_shutdown() {
+            out.push(Action::StopScheduler);
+        }
+        let crash = s.used.coordinator_failovers < self.cfg.coordinator_failovers;
+        if crash && !s.coord.is_shutdown() {
+            out.push(Action::CoordinatorFailover { commit: false });
+            if s.io.iter().any(|x| matches!(x, Io::Store(_))) {
+                out.push(Action::CoordinatorFailover { commit: true });
+            }
+        }
+        if s.job_failover_due && !s.coord.is_shutdown() && !s.awaiting_restore {
+            out.push(Action::JobFailover);
+        }
+        if s.used.end_of_input < self.cfg.end_of_input {
+            for t in &self.settings.tasks_to_trigger {
+                let running = s
+                    .tasks
+                    .get(t.0 as usize)
+                    .is_some_and(|side| side.st.lifecycle() == Lifecycle::Running);
+                if running {
+                    out.push(Action::EndOfInput(*t));
+                }
+            }
+        }
+    }
+}

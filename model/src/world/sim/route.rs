@@ -1,0 +1,347 @@
+//! The checked step of each machine, then the routing of every effect it returns into the world (one routing, through the effects' own shape).
+
+use super::*;
+
+impl Sim {
+    pub(super) fn render_all<T: std::fmt::Debug>(&self, items: &[T]) -> Vec<String> {
+        if self.render {
+            items.iter().map(|e| format!("{e:?}")).collect()
+        } else {
+            Vec::new()
+        }
+    }
+
+    pub(super) fn render_one<T: std::fmt::Debug>(&self, item: &T) -> String {
+        if self.render {
+            format!("{item:?}")
+        } else {
+            String::new()
+        }
+    }
+
+    pub(super) fn record(
+        &self,
+        machine: &'static str,
+        phase: &'static str,
+        kind: &'static str,
+        key: u64,
+        outcome: impl FnOnce(&mut String),
+    ) {
+        if let Some(c) = &self.coverage {
+            coverage::record(c, machine, phase, kind, key, outcome);
+        }
+    }
+
+    /// The checked step of the coordinator, then the routing of its
+    /// effects; when they restored the job's state while its tasks wait for
+    /// it (a failover), the tasks start from it.
+    pub(super) fn coord_event(
+        &self,
+        s: &mut World,
+        ev: CEv,
+        mut log: Option<&mut Vec<Delivery>>,
+    ) -> Outcome {
+        let (outcome, restored) = self.leader_event(s, Leader::Current, ev, log.as_deref_mut());
+        if restored && s.awaiting_restore {
+            self.start_tasks(s, log);
+        }
+        outcome
+    }
+
+    /// Whether the store, the id counter and the state files refuse a write
+    /// on behalf of `generation`: a newer one was claimed.
+    pub(super) fn fenced(s: &World, generation: Generation) -> bool {
+        generation < s.durable.fence
+    }
+
+    /// One event for the current or the deposed coordinator, through the
+    /// checked step, then the routing of its effects. Returns the outcome
+    /// and whether a `RestoreState` was carried out.
+    pub(super) fn leader_event(
+        &self,
+        s: &mut World,
+        who: Leader,
+        ev: CEv,
+        log: Option<&mut Vec<Delivery>>,
+    ) -> (Outcome, bool) {
+        let now = s.now;
+        let (coord, ledger) = match who {
+            Leader::Current => (&s.coord, &mut s.ledger),
+            Leader::Zombie => match &mut s.zombie {
+                Some(z) => (&z.coord, &mut z.ledger),
+                None => return (Outcome::Ignored(Ignored::Shutdown), false),
+            },
+        };
+        let (t, verdict) = checked::coordinator_step(ledger, coord, now, &ev, self.rigor);
+        let mut found = verdict.err();
+        if self.coverage.is_some() && who == Leader::Current {
+            let phase = coverage::coord_phase(&s.coord);
+            let key = coverage::outcome_key(&t.step.outcome);
+            self.record("coordinator", phase, coord_event_kind(&ev), key, |w| {
+                coverage::write_coord_outcome_kind(w, &t.step.outcome);
+            });
+        }
+        let before = match who {
+            Leader::Current => std::mem::replace(&mut s.coord, Sealed::new(t.state)),
+            Leader::Zombie => match &mut s.zombie {
+                Some(z) => std::mem::replace(&mut z.coord, Sealed::new(t.state)),
+                None => return (t.step.outcome, false),
+            },
+        };
+        let zombie = who == Leader::Zombie;
+        if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &t.step.outcome {
+            note(&mut found, s.durable.ledger.used(*checkpoint));
+        }
+        if let Outcome::Applied(Applied::RestoreDeferred { .. }) = &t.step.outcome {
+            s.history.restore_waited = true;
+        }
+        let mut restored = false;
+        for e in &t.step.effects {
+            match e {
+                // The coordinator state holds its own timer table (the
+                // world fires what it finds armed there; a deposed
+                // coordinator's timers are not fired).
+                CoordinatorEffect::Timer { .. }
+                | CoordinatorEffect::Job(JobCommand::ShutdownServices(_)) => {}
+                CoordinatorEffect::Discard {
+                    generation, handle, ..
+                } => {
+                    if Self::fenced(s, *generation) {
+                        s.history.fenced = true;
+                    } else {
+                        note(
+                            &mut found,
+                            s.durable.ledger.delete(*handle, Deleter::Coordinator),
+                        );
+                    }
+                }
+                CoordinatorEffect::Io { request, .. } => {
+                    let list = match who {
+                        Leader::Current => Some(&mut s.io),
+                        Leader::Zombie => s.zombie.as_mut().map(|z| &mut z.io),
+                    };
+                    if let Some(list) = list {
+                        insert_sorted(list, Io::of(request));
+                    }
+                }
+                // A deposed coordinator's RPCs reach nobody: every task was
+                // redeployed under a new attempt, and an RPC for an attempt
+                // that is gone is dropped.
+                CoordinatorEffect::Rpc { .. } if zombie => {}
+                CoordinatorEffect::Rpc {
+                    task,
+                    attempt,
+                    message,
+                    ..
+                } => {
+                    if let TaskMessage::NotifyComplete { checkpoint, .. } = message {
+                        note(&mut found, s.durable.ledger.notified_complete(*checkpoint));
+                    }
+                    self.push_msg(
+                        &mut s.net,
+                        Msg::ToTask {
+                            task: *task,
+                            attempt: *attempt,
+                            mail: Mail::of(message),
+                        },
+                    );
+                }
+                CoordinatorEffect::Job(JobCommand::ResetIdCounter { generation, next }) => {
+                    if Self::fenced(s, *generation) {
+                        s.history.fenced = true;
+                    } else {
+                        // Ids only grow: the counter moves forward to
+                        // `next - 1`, never back.
+                        let last = next.0.checked_sub(1).filter(|n| *n > 0).map(CheckpointId);
+                        s.durable.counter = s.durable.counter.max(last);
+                    }
+                }
+                // A deposed coordinator commands no job: its task managers
+                // follow the new leader.
+                CoordinatorEffect::Job(_) | CoordinatorEffect::Report(_) if zombie => {}
+                CoordinatorEffect::Job(JobCommand::Restore {
+                    checkpoint,
+                    handles,
+                }) => {
+                    s.history.restored = true;
+                    restored = true;
+                    note(&mut found, s.durable.ledger.restored(*checkpoint, handles));
+                }
+                CoordinatorEffect::Job(JobCommand::ResolveInDoubt {
+                    checkpoint,
+                    discard_if_stored,
+                    discard_if_not_stored,
+                }) => {
+                    s.durable.in_doubt = Some(InDoubt {
+                        checkpoint: *checkpoint,
+                        if_stored: discard_if_stored.clone(),
+                        if_not_stored: discard_if_not_stored.clone(),
+                    });
+                }
+                CoordinatorEffect::Job(JobCommand::Fail(_)) => {
+                    if s.used.job_failovers < self.cfg.job_failovers {
+                        s.job_failover_due = true;
+                    }
+                }
+                CoordinatorEffect::Report(Report::Completed { checkpoint, .. }) => {
+                    // The attempts it waited for, captured at trigger time.
+                    if before
+                        .pending_checkpoint(*checkpoint)
+                        .is_some_and(|p| p.attempts().iter().any(|a| a.0 > 0))
+                    {
+                        s.history.failover_complete = true;
+                    }
+                    if s.history.abort_seen.is_some_and(|a| a < *checkpoint) {
+                        s.history.abort_then_complete = true;
+                        s.history.abort_seen = None;
+                    }
+                }
+                CoordinatorEffect::Report(Report::Aborted {
+                    checkpoint, reason, ..
+                }) => {
+                    let counts = !matches!(
+                        reason,
+                        AbortReason::Subsumed | AbortReason::Shutdown | AbortReason::Restored
+                    );
+                    if counts && !s.history.abort_then_complete {
+                        s.history.abort_seen = Some(
+                            s.history
+                                .abort_seen
+                                .map_or(*checkpoint, |a| a.min(*checkpoint)),
+                        );
+                    }
+                }
+                CoordinatorEffect::Report(Report::RequestFailed { .. }) => {}
+            }
+        }
+        if let Some(log) = log {
+            log.push(Delivery {
+                now,
+                line: TraceLine::Coordinator { now, event: ev },
+                effects: self.render_all(&t.step.effects),
+                outcome: self.render_one(&t.step.outcome),
+                violation: found.clone(),
+            });
+        }
+        if s.violation.is_none() {
+            s.violation = found;
+        }
+        (t.step.outcome, restored)
+    }
+
+    /// The checked step of task `t`, then the routing of its effects.
+    pub(super) fn task_event(
+        &self,
+        s: &mut World,
+        t: TaskId,
+        ev: TEv,
+        log: Option<&mut Vec<Delivery>>,
+    ) {
+        let now = s.now;
+        let Some(side) = s.tasks.get_mut(t.0 as usize).map(|c| &mut **c) else {
+            return;
+        };
+        let attempt = side.attempt;
+        if self.record_task_order {
+            side.record(&ev);
+        }
+        let (tr, verdict) = checked::task_step(&mut side.monitor, &side.st, now, &ev, self.rigor);
+        let mut found = verdict.err();
+        if self.coverage.is_some() {
+            let phase = coverage::task_phase(&side.st);
+            let key = coverage::outcome_key(&tr.step.outcome);
+            self.record("task", phase, ev.kind(), key, |w| {
+                use std::fmt::Write as _;
+                let _ = write!(w, "{:?}", tr.step.outcome);
+            });
+        }
+        side.st = tr.state;
+        for e in &tr.step.effects {
+            match e {
+                // The writer's and the async thread's outstanding work is
+                // read from the task state; discards and operator notices
+                // have no effect on the rest of the world; a failure is
+                // acted on by the action that injected it (and a spurious
+                // one is already a violation).
+                TaskEffect::Writer(_)
+                | TaskEffect::AsyncPart(_)
+                | TaskEffect::Operators(_)
+                | TaskEffect::Fail(_) => {}
+                TaskEffect::Discard(handle) => {
+                    note(&mut found, s.durable.ledger.delete(*handle, Deleter::Task));
+                }
+                TaskEffect::Mail(checkpoint) => {
+                    if let Some(side) = s.tasks.get_mut(t.0 as usize) {
+                        side.mailbox.push(Mail::Checkpoint(*checkpoint));
+                    }
+                }
+                TaskEffect::Downstream(item) => self.broadcast(s, t, *item),
+                TaskEffect::Coordinator(msg) => {
+                    let msg = *msg;
+                    // What a task may report again (kept only when the
+                    // world lets tasks share state: it would split states
+                    // for nothing otherwise).
+                    if let (true, ToCoordinator::Ack { checkpoint, handle }) =
+                        (self.cfg.shared_state, msg)
+                    {
+                        // A savepoint's state is never reported again:
+                        // savepoints are self-contained.
+                        let savepoint = is_savepoint(&s.coord, checkpoint);
+                        if let Some(side) = s.tasks.get_mut(t.0 as usize) {
+                            side.last_ack = (!savepoint).then_some((checkpoint, handle));
+                        }
+                    }
+                    self.push_msg(
+                        &mut s.net,
+                        Msg::ToCoord {
+                            task: t,
+                            attempt,
+                            msg,
+                        },
+                    );
+                }
+            }
+        }
+        if let Some(log) = log {
+            log.push(Delivery {
+                now,
+                line: TraceLine::Task {
+                    now,
+                    task: self.trace_task(t, attempt),
+                    event: ev,
+                },
+                effects: self.render_all(&tr.step.effects),
+                outcome: self.render_one(&tr.step.outcome),
+                violation: found.clone(),
+            });
+        }
+        if s.violation.is_none() {
+            s.violation = found;
+        }
+    }
+
+    /// Appends `item` to every output channel of `from` (lossless FIFO); a
+    /// down attempt's input channels are gone.
+    pub(super) fn broadcast(&self, s: &mut World, from: TaskId, item: ChannelItem) {
+        for d in self.downstream.get(from.0 as usize).into_iter().flatten() {
+            if let Some(side) = s.tasks.get_mut(d.0 as usize) {
+                if side.is_down() {
+                    continue;
+                }
+                if let Some(c) = side.inputs.iter_mut().find(|c| c.from == from) {
+                    c.queue.push(item);
+                }
+            }
+        }
+    }
+
+    /// Enqueues an RPC mail for attempt `attempt` of task `t`; dropped when
+    /// that attempt is not the running one (restarted since, or down).
+    pub(super) fn push_mail(s: &mut World, t: TaskId, attempt: AttemptNo, m: Mail) {
+        if let Some(side) = s.tasks.get_mut(t.0 as usize) {
+            if side.attempt == attempt && !side.is_down() {
+                side.mailbox.push(m);
+            }
+        }
+    }
+}
