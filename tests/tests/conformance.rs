@@ -223,44 +223,67 @@ fn regressions() -> Vec<(PathBuf, Replay)> {
     out
 }
 
-/// Every recorded divergence is still recognized as what it was written
-/// as: a gap by its name. When the reducer is changed to close a gap, its
-/// files start to agree and this test says which to update.
+/// Every regression file is still recognized as what its `expect` says.
+/// A file is written at a divergence, as `gap:NAME`; when the reducer
+/// changes or the catalog reclassifies the difference, the file starts to
+/// agree and this test says which to update:
+/// - `gap:NAME`: the same gap is found at the same place, and allowing it
+///   explains the sequence;
+/// - `choice:NAME`: the gap became a named choice: the replay recognizes
+///   it and finds no divergence;
+/// - `closed:NAME`: the reducer closed the gap: the name is gone from the
+///   catalog and ckpt agrees with every recorded Flink decision, the one it
+///   used to differ on included.
 #[test]
 fn regression_files_replay_to_their_recorded_divergence() {
     for (path, r) in regressions() {
-        let found = r
-            .replay(&[])
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let got = found.divergence.as_ref().map(|d| d.signature());
-        assert_eq!(
-            got.as_deref(),
-            Some(r.expect.as_str()),
-            "{}",
-            path.display()
-        );
-        // Allowing the gap explains it: the sequence then agrees (or
-        // stops at the gap, counted).
-        if let Some(gap) = r.expect.strip_prefix("gap:") {
-            // The record ends at the divergence: a gap that lets the
-            // comparison go on runs out of recorded lines after it.
-            match r.replay(&[gap.to_owned()]) {
-                Ok(allowed) => {
-                    assert!(
-                        allowed.divergence.is_none(),
-                        "{}: {:?}",
-                        path.display(),
-                        allowed.divergence
-                    );
-                    assert!(allowed.names.contains(&catalog::by_name(gap).unwrap().name));
-                }
-                Err(e) => assert!(
-                    e.contains("no recorded response left"),
-                    "{}: {e}",
-                    path.display()
-                ),
-            }
+        let file = path.display();
+        let found = r.replay(&[]).unwrap_or_else(|e| panic!("{file}: {e}"));
+        if let Some(closed) = r.expect.strip_prefix("closed:") {
+            assert!(
+                catalog::by_name(closed).is_none(),
+                "{file}: {closed} is closed but still in the catalog"
+            );
+            assert!(
+                found.divergence.is_none(),
+                "{file}: a closed gap diverges again: {:?}",
+                found.divergence
+            );
+            continue;
         }
+        if let Some(choice) = r.expect.strip_prefix("choice:") {
+            let entry = catalog::by_name(choice)
+                .unwrap_or_else(|| panic!("{file}: {choice} is not in the catalog"));
+            assert!(!entry.is_gap(), "{file}: {choice} is a gap again");
+            assert!(
+                found.divergence.is_none(),
+                "{file}: {:?}",
+                found.divergence
+            );
+            assert!(
+                found.names.contains(&entry.name),
+                "{file}: {choice} not recognized: {:?}",
+                found.names
+            );
+            continue;
+        }
+        let got = found.divergence.as_ref().map(|d| d.signature());
+        assert_eq!(got.as_deref(), Some(r.expect.as_str()), "{file}");
+        let gap = r
+            .expect
+            .strip_prefix("gap:")
+            .unwrap_or_else(|| panic!("{file}: expect is not gap:, choice: or closed:"));
+        // Allowing the gap explains it: the sequence then agrees up to the
+        // end of the record (files end at the divergence).
+        let allowed = r
+            .replay(&[gap.to_owned()])
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            allowed.divergence.is_none(),
+            "{file}: {:?}",
+            allowed.divergence
+        );
+        assert!(allowed.names.contains(&catalog::by_name(gap).unwrap().name));
     }
 }
 

@@ -47,7 +47,7 @@ impl FlinkSource for Recorded {
     fn send(&mut self, cmd: &Value) -> Result<Value, FlinkError> {
         self.lines
             .next()
-            .ok_or_else(|| FlinkError::Crash(format!("no recorded response left for {cmd}")))
+            .ok_or_else(|| FlinkError::EndOfRecord(cmd.to_string()))
     }
     fn abandon(&mut self) -> Result<(), FlinkError> {
         Ok(())
@@ -130,6 +130,10 @@ pub struct SeqResult {
     pub divergence: Option<Divergence>,
     /// Every response line, `begin` first (for regression files).
     pub lines: Vec<Value>,
+    /// The recorded source ran out before the sequence did (a regression
+    /// file that ends at what used to be its divergence): every recorded
+    /// response was compared.
+    pub record_ended: bool,
 }
 
 /// The verdict on one event.
@@ -248,6 +252,10 @@ pub fn run_sequence(
         };
         let resp = match flink.send(&cmd) {
             Ok(r) => r,
+            Err(FlinkError::EndOfRecord(_)) => {
+                result.record_ended = true;
+                return Ok(result);
+            }
             Err(e) => {
                 let _ = flink.abandon();
                 return Err(e.into());

@@ -36,6 +36,10 @@ pub enum FlinkError {
     },
     /// A response this side cannot read.
     Malformed(String),
+    /// A recorded source (a regression file) has no response left: the
+    /// record ended there (files end at the divergence they were written
+    /// for). Not a failure of Flink's side.
+    EndOfRecord(String),
 }
 
 impl std::fmt::Display for FlinkError {
@@ -47,6 +51,7 @@ impl std::fmt::Display for FlinkError {
                 write!(f, "the Flink harness refused '{cmd}' ({kind}): {message}")
             }
             FlinkError::Malformed(m) => write!(f, "unreadable harness response: {m}"),
+            FlinkError::EndOfRecord(cmd) => write!(f, "no recorded response left for {cmd}"),
         }
     }
 }
