@@ -51,6 +51,15 @@ pub enum CheckpointOptions {
         /// Target directory.
         target: String,
     },
+    /// A synchronous savepoint that stops the job (stop-with-savepoint):
+    /// after it the task processes nothing more, and ends when the job
+    /// stops (draining first if `drain`).
+    SynchronousSavepoint {
+        /// Target directory.
+        target: String,
+        /// Drain the pipeline rather than suspend it.
+        drain: bool,
+    },
 }
 
 /// An RPC from the coordinator to one task attempt: what Flink's

@@ -62,7 +62,7 @@ use thiserror::Error;
 use crate::coordinator::{
     AckSlot, Cold, Completed, ConfigError, CoordinatorConfig, CoordinatorSettings,
     CoordinatorState, FailureCounter, Pending, PendingMap, PendingPhase, Request, RequestId,
-    Shared, TaskStatus, Timer, TriggerKind,
+    Shared, StopPhase, TaskStatus, Timer, TriggerKind,
 };
 use crate::invariants::{self, Violation};
 use crate::task::{Lifecycle, ResultStatus, TaskConfig, TaskError, TaskState};
@@ -266,6 +266,9 @@ pub struct CoordinatorSnapshot {
     /// The coordinator's generation (version 2).
     #[serde(default)]
     pub generation: Generation,
+    /// A stop-with-savepoint, requested or done (version 2).
+    #[serde(default)]
+    pub stop: Option<StopPhase>,
 }
 
 /// A [`TaskState`], as persisted. Build it with [`TaskState::snapshot`];
@@ -440,6 +443,7 @@ impl CoordinatorState {
             in_doubt,
             restore_deferred,
             generation,
+            stop,
         } = &**cold;
         let FailureCounter { count, job_failed } = failures;
         CoordinatorSnapshot {
@@ -466,6 +470,7 @@ impl CoordinatorState {
             in_doubt: in_doubt.as_ref().map(CompletedSnapshot::from),
             restore_deferred: *restore_deferred,
             generation: *generation,
+            stop: *stop,
         }
     }
 
@@ -497,6 +502,7 @@ impl CoordinatorState {
             in_doubt,
             restore_deferred,
             generation,
+            stop,
         } = snap;
         version(v)?;
         let config = CoordinatorConfig::new(settings).map_err(SnapshotError::Config)?;
@@ -599,6 +605,7 @@ impl CoordinatorState {
                 in_doubt: in_doubt.map(Completed::from),
                 restore_deferred,
                 generation,
+                stop,
             }),
             pending: pending_map,
             completing,

@@ -273,11 +273,22 @@ pub enum LegacyBug {
     /// savepoint committed after a newer checkpoint, which the coordinator
     /// allows (an older savepoint may finish after a newer checkpoint).
     StoreRefusesOlderSavepoint,
+    /// Coordinator, Arroyo issue 24: stopping the job with a savepoint does
+    /// not stop periodic checkpointing, so a second checkpoint is launched
+    /// while the stop runs; the tasks stop after the savepoint and the job
+    /// waits for a checkpoint that can never complete.
+    StopLaunchesSecondCheckpoint,
+    /// Coordinator, Arroyo PR 1124: a stop-with-savepoint is treated as done
+    /// once every task acknowledged it, before its metadata is written and
+    /// stored: the tasks commit it and the job stops, and recovery rolls
+    /// back to the previous checkpoint though the final one committed its
+    /// side effects.
+    StopBeforeCommit,
 }
 
 impl LegacyBug {
     /// Every bug, in the bug zoo's order.
-    pub const ALL: [LegacyBug; 22] = [
+    pub const ALL: [LegacyBug; 24] = [
         LegacyBug::AbortRemovesResult,
         LegacyBug::CancelForgetsAbort,
         LegacyBug::StaleMailExecutes,
@@ -300,6 +311,8 @@ impl LegacyBug {
         LegacyBug::RestoreLastCommitted,
         LegacyBug::NoFencing,
         LegacyBug::StoreRefusesOlderSavepoint,
+        LegacyBug::StopLaunchesSecondCheckpoint,
+        LegacyBug::StopBeforeCommit,
     ];
 
     /// The public tickets of the race (Apache Flink's JIRA).
@@ -327,6 +340,8 @@ impl LegacyBug {
             | LegacyBug::RestoreLastCommitted
             | LegacyBug::StoreRefusesOlderSavepoint => "ckpt-issue-25",
             LegacyBug::NoFencing => "ckpt-issue-25, arroyo-pr-1051",
+            LegacyBug::StopLaunchesSecondCheckpoint => "arroyo-issue-24",
+            LegacyBug::StopBeforeCommit => "arroyo-pr-1124",
         }
     }
 }

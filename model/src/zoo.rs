@@ -174,6 +174,19 @@ pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
                 missing.push("--savepoints 1");
             }
         }
+        LegacyBug::StopLaunchesSecondCheckpoint => {
+            if !cfg.stop_with_savepoint {
+                missing.push("--stop-with-savepoint");
+            }
+            if cfg.checkpoints == 0 {
+                missing.push("--checkpoints 1 (a periodic trigger to launch)");
+            }
+        }
+        LegacyBug::StopBeforeCommit => {
+            if !cfg.stop_with_savepoint {
+                missing.push("--stop-with-savepoint");
+            }
+        }
     }
     if missing.is_empty() {
         Ok(())
@@ -428,6 +441,28 @@ pub fn entry(bug: LegacyBug) -> Entry {
                 tasks: 1,
                 max_concurrent: 2,
                 savepoints: 1,
+                shutdown: false,
+                ..base()
+            },
+        ),
+        LegacyBug::StopLaunchesSecondCheckpoint => (
+            "the stop-with-savepoint leaves periodic checkpointing on; a checkpoint is triggered while the job stops",
+            props::STOP,
+            ModelConfig {
+                tasks: 1,
+                max_concurrent: 2,
+                stop_with_savepoint: true,
+                shutdown: false,
+                ..base()
+            },
+        ),
+        LegacyBug::StopBeforeCommit => (
+            "the stop-with-savepoint completes on its last ack, before the store committed it; the job stops on state it may not hold",
+            props::NOTIFY,
+            ModelConfig {
+                tasks: 1,
+                checkpoints: 0,
+                stop_with_savepoint: true,
                 shutdown: false,
                 ..base()
             },

@@ -268,3 +268,21 @@ fn a_deposed_coordinator_that_keeps_writing_is_refused() {
     let n = holds_and_reaches(&cfg, &[props::S_FENCED, props::S_RESTORED]);
     assert_eq!(n, 170);
 }
+
+#[test]
+fn a_job_stopped_with_a_savepoint_ends_on_it_and_resumes_from_it() {
+    // One task, periodic checkpoints and two concurrent, so that a
+    // checkpoint can be pending or due when the stop is asked for; the
+    // stop's savepoint must be the job's last checkpoint, complete only
+    // once stored, and a later start must restore it.
+    let cfg = ModelConfig {
+        tasks: 1,
+        checkpoints: 1,
+        max_concurrent: 2,
+        stop_with_savepoint: true,
+        shutdown: false,
+        ..small()
+    };
+    let n = holds_and_reaches(&cfg, &[props::S_STOP_RESUMED, props::S_RESTORED]);
+    assert_eq!(n, 2_309);
+}

@@ -255,11 +255,7 @@ fn regression_files_replay_to_their_recorded_divergence() {
             let entry = catalog::by_name(choice)
                 .unwrap_or_else(|| panic!("{file}: {choice} is not in the catalog"));
             assert!(!entry.is_gap(), "{file}: {choice} is a gap again");
-            assert!(
-                found.divergence.is_none(),
-                "{file}: {:?}",
-                found.divergence
-            );
+            assert!(found.divergence.is_none(), "{file}: {:?}", found.divergence);
             assert!(
                 found.names.contains(&entry.name),
                 "{file}: {choice} not recognized: {:?}",

@@ -87,7 +87,7 @@ fn every_committed_trace_parses_and_replays() {
 #[test]
 fn every_zoo_counterexample_is_caught_in_core_and_clean_when_fixed() {
     use ckpt_core::{LegacyBug, Semantics};
-    let expected: [(LegacyBug, Option<&str>); 22] = [
+    let expected: [(LegacyBug, Option<&str>); 24] = [
         (LegacyBug::AbortRemovesResult, Some("no_spurious_failure")),
         (LegacyBug::CancelForgetsAbort, Some("no_spurious_failure")),
         (LegacyBug::StaleMailExecutes, Some("ack_xor_decline")),
@@ -144,6 +144,14 @@ fn every_zoo_counterexample_is_caught_in_core_and_clean_when_fixed() {
         // and refuses the second `Recover` as `NotFresh`.
         (LegacyBug::RestoreLastCommitted, None),
         (LegacyBug::NoFencing, None),
+        (
+            LegacyBug::StopLaunchesSecondCheckpoint,
+            Some("stop-with-savepoint-is-last"),
+        ),
+        (
+            LegacyBug::StopBeforeCommit,
+            Some("complete-only-when-stored"),
+        ),
         // A store's rule, not a reducer's: core has nothing to catch.
         (LegacyBug::StoreRefusesOlderSavepoint, None),
     ];

@@ -193,6 +193,17 @@ pub enum JobCommand {
     },
     /// Shut the completed store and the id counter down.
     ShutdownServices(JobStatus),
+    /// The stop-with-savepoint `savepoint` is committed: end the job on it.
+    /// The host stops every task attempt (after draining the sources first
+    /// if `drain`), then sends `Shutdown { status: Finished }`. A later
+    /// start recovers from the store and restores this savepoint (the
+    /// latest).
+    Stop {
+        /// The savepoint the job ends on.
+        savepoint: CheckpointId,
+        /// Whether the job is drained rather than suspended.
+        drain: bool,
+    },
     /// The coordinator shut down while this checkpoint's finalize or store
     /// was outstanding: whether the store holds it is unknown here, and no
     /// coordinator will hear the answer. Once that operation has ended, the

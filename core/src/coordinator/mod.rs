@@ -134,6 +134,22 @@ pub enum TriggerKind {
         /// Target directory.
         target: String,
     },
+    /// Stop the job with a savepoint into `target` (Flink's
+    /// stop-with-savepoint, FLIP-34: a synchronous savepoint). Periodic
+    /// scheduling stops and the checkpoints still waiting for acks end
+    /// first; no other checkpoint is triggered while it runs; when the
+    /// store has committed it, the coordinator emits
+    /// [`JobCommand::Stop`](crate::coordinator::JobCommand::Stop) and the job
+    /// ends on it (a later recovery restores it: it is the latest). If it
+    /// fails, periodic scheduling resumes as it was.
+    StopWithSavepoint {
+        /// Target directory.
+        target: String,
+        /// Drain the pipeline first (`--drain`: the sources reach the end
+        /// of their input, event time advances to its end) rather than
+        /// suspend it.
+        drain: bool,
+    },
 }
 
 impl TriggerKind {
@@ -143,22 +159,49 @@ impl TriggerKind {
         match self {
             TriggerKind::Periodic => false,
             TriggerKind::Checkpoint { forced } => *forced,
-            TriggerKind::Savepoint { .. } => true,
+            TriggerKind::Savepoint { .. } | TriggerKind::StopWithSavepoint { .. } => true,
         }
     }
-    /// Queue priority: savepoint > forced > the rest.
+    /// Queue priority: stop-with-savepoint > savepoint > forced > the rest.
     #[must_use]
     pub fn priority(&self) -> u8 {
         match self {
+            TriggerKind::StopWithSavepoint { .. } => 3,
             TriggerKind::Savepoint { .. } => 2,
             TriggerKind::Checkpoint { forced: true } => 1,
             TriggerKind::Checkpoint { forced: false } | TriggerKind::Periodic => 0,
         }
     }
-    /// Whether this is a savepoint.
+    /// Whether this is a savepoint (a stop-with-savepoint is one).
     #[must_use]
     pub fn is_savepoint(&self) -> bool {
-        matches!(self, TriggerKind::Savepoint { .. })
+        matches!(
+            self,
+            TriggerKind::Savepoint { .. } | TriggerKind::StopWithSavepoint { .. }
+        )
+    }
+    /// Whether this stops the job once it completes.
+    #[must_use]
+    pub fn stops_the_job(&self) -> bool {
+        matches!(self, TriggerKind::StopWithSavepoint { .. })
+    }
+    /// The options the trigger message carries to the tasks.
+    #[must_use]
+    pub fn options(&self) -> CheckpointOptions {
+        match self {
+            TriggerKind::Periodic | TriggerKind::Checkpoint { .. } => {
+                CheckpointOptions::FullCheckpoint
+            }
+            TriggerKind::Savepoint { target } => CheckpointOptions::Savepoint {
+                target: target.clone(),
+            },
+            TriggerKind::StopWithSavepoint { target, drain } => {
+                CheckpointOptions::SynchronousSavepoint {
+                    target: target.clone(),
+                    drain: *drain,
+                }
+            }
+        }
     }
 }
 
@@ -423,6 +466,10 @@ pub enum TriggerRejection {
     /// (completed and pending): dispose of one first
     /// ([`CoordinatorEvent::DisposeSavepoint`]).
     TooManySavepoints,
+    /// A stop-with-savepoint is running or has stopped the job: nothing else
+    /// is triggered (a second checkpoint could never complete on tasks that
+    /// stop).
+    Stopping,
 }
 
 /// Why a request waits in the queue.

@@ -47,6 +47,25 @@ pub enum PendingPhase {
     Storing,
 }
 
+/// Where a stop-with-savepoint is (`TriggerKind::StopWithSavepoint`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StopPhase {
+    /// Requested: its id is allocating or its savepoint is pending. Nothing
+    /// else is triggered meanwhile.
+    Requested {
+        /// The request.
+        request: RequestId,
+        /// Periodic scheduling was on when the stop was asked for (it
+        /// resumes if the savepoint fails).
+        resume_periodic: bool,
+    },
+    /// The savepoint is committed and the job told to stop on it.
+    Stopped {
+        /// The savepoint the job ends on.
+        savepoint: CheckpointId,
+    },
+}
+
 /// A checkpoint that was triggered and has not completed or been aborted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pending {
@@ -434,6 +453,8 @@ pub(crate) struct Cold {
     pub(crate) restore_deferred: bool,
     /// This coordinator's fencing token (set by `Recover`).
     pub(crate) generation: Generation,
+    /// A stop-with-savepoint, requested or done.
+    pub(crate) stop: Option<StopPhase>,
 }
 
 /// Small vectors compared without imbl's tree iterator, shared ones by
@@ -464,9 +485,11 @@ impl PartialEq for Cold {
             in_doubt,
             restore_deferred,
             generation,
+            stop,
         } = self;
         *restore_deferred == other.restore_deferred
             && *generation == other.generation
+            && *stop == other.stop
             && (Arc::ptr_eq(config, &other.config) || config == &other.config)
             && (timers.ptr_eq(&other.timers) || *timers == other.timers)
             && (tasks.ptr_eq(&other.tasks) || vec_eq(tasks, &other.tasks))
@@ -567,6 +590,7 @@ impl Hash for CoordinatorState {
             in_doubt,
             restore_deferred,
             generation,
+            stop,
         } = &**cold;
         now.hash(h);
         shutdown.hash(h);
@@ -588,6 +612,7 @@ impl Hash for CoordinatorState {
         in_doubt.hash(h);
         restore_deferred.hash(h);
         generation.hash(h);
+        stop.hash(h);
     }
 }
 
@@ -619,6 +644,7 @@ impl CoordinatorState {
                 in_doubt: None,
                 restore_deferred: false,
                 generation: Generation(0),
+                stop: None,
             }),
             pending: PendingMap::default(),
             completing: None,
@@ -691,6 +717,10 @@ impl CoordinatorState {
     /// what `Restore { Latest }` restores.
     pub fn latest_retained(&self) -> Option<&Completed> {
         self.cold.completed.iter().max_by_key(|c| c.id)
+    }
+    /// The stop-with-savepoint, if one was asked for.
+    pub fn stop_phase(&self) -> Option<StopPhase> {
+        self.cold.stop
     }
     /// Whether a `Restore { Latest }` waits for the outstanding completion.
     pub fn is_restore_deferred(&self) -> bool {

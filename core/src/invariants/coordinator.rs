@@ -79,10 +79,17 @@ pub mod names {
     /// A savepoint stays until the user disposes of it, and no discard names
     /// a handle a kept savepoint holds.
     pub const SAVEPOINT_KEPT: &str = "savepoint-state-kept";
+    /// A checkpoint completes only in the step in which the store answered
+    /// that it committed it.
+    pub const COMPLETE_AFTER_STORE: &str = "complete-only-when-stored";
+    /// A stop-with-savepoint is the job's last checkpoint: nothing else is
+    /// triggered once it was asked for, and the job is told to stop only
+    /// with nothing else pending, queued or allocating its id.
+    pub const STOP_IS_LAST: &str = "stop-with-savepoint-is-last";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 24] = [
+    pub const ALL: [&str; 26] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -107,6 +114,8 @@ pub mod names {
         RESTORE_NOT_BEHIND,
         HAND_OVER_SPARES_SHARED,
         SAVEPOINT_KEPT,
+        COMPLETE_AFTER_STORE,
+        STOP_IS_LAST,
     ];
 }
 
@@ -362,6 +371,7 @@ pub fn check_step(
         }
     }
     check_retention(before, event, step, after)?;
+    check_stop(before, event, step, after)?;
     let mut last_completed = before
         .completed()
         .filter(|c| !c.is_savepoint())
@@ -412,6 +422,54 @@ pub fn check_step(
                 || format!("handle {handle} discarded but still retained"),
             )?;
         }
+    }
+    Ok(())
+}
+
+/// Completion only on the store's word, and a stop-with-savepoint that is
+/// the job's last checkpoint, for one step.
+fn check_stop(
+    before: &CoordinatorState,
+    event: &CoordinatorEvent,
+    step: &Step,
+    after: &CoordinatorState,
+) -> Result<(), Violation> {
+    for e in &step.effects {
+        if let CoordinatorEffect::Report(Report::Completed { checkpoint, .. }) = e {
+            let stored = matches!(
+                event,
+                CoordinatorEvent::StoreDone { checkpoint: c, result: Ok(()) } if c == checkpoint
+            );
+            ensure(stored, names::COMPLETE_AFTER_STORE, || {
+                format!("checkpoint {checkpoint} reported complete by {event:?}, not by its store's answer")
+            })?;
+        }
+        if let CoordinatorEffect::Job(JobCommand::Stop { savepoint, .. }) = e {
+            let quiet = after.pending_count() == 0
+                && after.in_flight().is_none()
+                && after.queued().next().is_none();
+            ensure(quiet, names::STOP_IS_LAST, || {
+                let pending: Vec<CheckpointId> = after.pending().map(|p| p.id()).collect();
+                format!("the job stops on savepoint {savepoint} with {pending:?} pending or a request waiting")
+            })?;
+        }
+    }
+    let stop_request = match before.stop_phase() {
+        Some(crate::coordinator::StopPhase::Requested { request, .. }) => Some(Some(request)),
+        Some(crate::coordinator::StopPhase::Stopped { .. }) => Some(None),
+        None => None,
+    };
+    if let (
+        Some(stop),
+        Outcome::Applied(crate::coordinator::Applied::CheckpointTriggered {
+            request,
+            checkpoint,
+        }),
+    ) = (stop_request, &step.outcome)
+    {
+        ensure(stop == Some(*request), names::STOP_IS_LAST, || {
+            format!("checkpoint {checkpoint} triggered after a stop-with-savepoint was asked for")
+        })?;
     }
     Ok(())
 }

@@ -194,6 +194,10 @@ pub struct ModelArgs {
     /// The user may dispose of each kept savepoint (DisposeSavepoint).
     #[arg(long)]
     pub dispose_savepoints: bool,
+    /// The user may stop the job with a savepoint once, and start it again
+    /// from the store afterwards.
+    #[arg(long)]
+    pub stop_with_savepoint: bool,
     /// Checker threads (1..=64).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
@@ -226,6 +230,7 @@ impl ModelArgs {
             shared_state: self.shared_state,
             zombie_coordinators: self.zombie_coordinators,
             dispose_savepoints: self.dispose_savepoints,
+            stop_with_savepoint: self.stop_with_savepoint,
             ..ModelConfig::default()
         }
     }

@@ -62,6 +62,7 @@ fn trigger_kind(k: &TriggerKind) -> &'static str {
         TriggerKind::Checkpoint { forced: true } => "forced checkpoint",
         TriggerKind::Checkpoint { forced: false } => "checkpoint",
         TriggerKind::Savepoint { .. } => "savepoint",
+        TriggerKind::StopWithSavepoint { .. } => "stop-with-savepoint",
     }
 }
 
@@ -441,6 +442,8 @@ pub fn arrows(r: &Replay) -> Vec<Arrow> {
             | Action::StartScheduler
             | Action::UserCheckpoint { .. }
             | Action::CoordinatorFailover { .. }
+            | Action::StopWithSavepoint
+            | Action::ResumeJob
             | Action::JobFailover => ("C".into(), "C".into(), format!("{}: {detail}", st.text)),
             Action::EndOfInput(t) => (
                 format!("T{t}"),

@@ -68,6 +68,7 @@ pub fn flags(c: &ModelConfig) -> String {
         (c.savepoint_restore, " --savepoint-restore"),
         (c.shared_state, " --shared-state"),
         (c.dispose_savepoints, " --dispose-savepoints"),
+        (c.stop_with_savepoint, " --stop-with-savepoint"),
     ] {
         if on {
             f.push_str(flag);

@@ -188,6 +188,7 @@ fn assemble(
         job_failover_due,
         awaiting_restore,
         zombie,
+        stopped_with,
         violation,
         ordered_net: net_ordered,
     } = s;
@@ -213,6 +214,7 @@ fn assemble(
         job_failover_due: *job_failover_due,
         awaiting_restore: *awaiting_restore,
         zombie,
+        stopped_with: *stopped_with,
         violation: violation.clone(),
         ordered_net: *net_ordered,
     })

@@ -102,6 +102,10 @@ pub mod props {
     /// The store commits in the one legal order, and accepts every legal
     /// commit (it agrees with the coordinator on what may be committed).
     pub const COMMIT_ORDER: &str = "the store and the coordinator agree on the commit order";
+    /// A stop-with-savepoint is the job's last checkpoint: nothing is
+    /// triggered after it was asked for, and the job stops on it only with
+    /// nothing else in flight.
+    pub const STOP: &str = "a stop-with-savepoint is the job's last checkpoint";
     /// A checkpoint a task was told is aborted (before it executed) never
     /// executes.
     pub const ABORT_HONOURED: &str = "an aborted checkpoint never executes on a task";
@@ -155,6 +159,9 @@ pub mod props {
     pub const S_SHARED: &str = "a checkpoint commits state another stored checkpoint holds";
     /// Sometimes (`--dispose-savepoints`): the user disposes of a savepoint.
     pub const S_DISPOSED: &str = "a savepoint is disposed of";
+    /// Sometimes (`--stop-with-savepoint`): the job stops on a savepoint
+    /// and a new run starts from it.
+    pub const S_STOP_RESUMED: &str = "a job stopped with a savepoint resumes from it";
     /// Eventually: every run ends quiet (no deadlock, nothing stuck).
     pub const E_QUIET: &str = "every run ends quiet";
     /// At every run end (a state with no action left): no task waits for
@@ -197,7 +204,8 @@ pub mod props {
     /// Opt-in pairs: (always, sometimes, the flag that must be > 0 for the
     /// `sometimes` to be checked). With the flag at 0 the `sometimes` is not
     /// part of the model (nothing could witness it) and `check` says so.
-    pub const OPT_IN_PAIRS: [(&str, &str, &str); 10] = [
+    pub const OPT_IN_PAIRS: [(&str, &str, &str); 11] = [
+        (STOP, S_STOP_RESUMED, "--stop-with-savepoint"),
         (COMPLETED_INCREASE, S_SAVEPOINT, "--savepoints"),
         (COMMIT_ORDER, S_SAVEPOINT_AFTER_NEWER, "--savepoints"),
         (
@@ -221,7 +229,7 @@ pub mod props {
         (
             RESTORE,
             S_RESTORED,
-            "--coordinator-failovers, --job-failovers or --savepoint-restore",
+            "--coordinator-failovers, --job-failovers, --savepoint-restore or --stop-with-savepoint",
         ),
         (E_ALIGNED, S_ALIGNED, "--topology join"),
     ];
@@ -267,7 +275,8 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         d::RESTORE_LATEST | c::RESTORE_NOT_BEHIND => props::RESTORE,
         d::COMMIT_ORDER => props::COMMIT_ORDER,
         d::IDS_NEVER_REPEAT => props::IDS,
-        d::NOTIFY_AFTER_COMMIT => props::NOTIFY,
+        d::NOTIFY_AFTER_COMMIT | c::COMPLETE_AFTER_STORE => props::NOTIFY,
+        c::STOP_IS_LAST => props::STOP,
         t::ABORTED_NOT_EXECUTED => props::ABORT_HONOURED,
         c::NOTHING_AFTER_SHUTDOWN | c::SHUTDOWN_QUIET | t::SILENT_AFTER_END => {
             props::NOTHING_AFTER_SHUTDOWN
@@ -446,6 +455,7 @@ impl Model for SysModel {
             Property::<Self>::always(props::COMMIT_ORDER, |_, s| {
                 !violated(s, props::COMMIT_ORDER)
             }),
+            Property::<Self>::always(props::STOP, |_, s| !violated(s, props::STOP)),
             Property::<Self>::always(props::ABORT_HONOURED, |_, s| {
                 !violated(s, props::ABORT_HONOURED)
             }),
@@ -571,6 +581,12 @@ impl Model for SysModel {
                 s.history.shared_committed
             }));
         }
+        if self.cfg.stop_with_savepoint {
+            p.push(Property::<Self>::sometimes(
+                props::S_STOP_RESUMED,
+                |_, s| s.history.stop_resumed,
+            ));
+        }
         if self.cfg.task_failures > 0 {
             p.push(Property::<Self>::sometimes(props::S_FAILOVER, |_, s| {
                 s.history.failover_complete
@@ -579,6 +595,7 @@ impl Model for SysModel {
         if self.cfg.coordinator_failovers > 0
             || self.cfg.job_failovers > 0
             || self.cfg.savepoint_restore
+            || self.cfg.stop_with_savepoint
         {
             p.push(Property::<Self>::sometimes(props::S_RESTORED, |_, s| {
                 s.history.restored

@@ -138,6 +138,10 @@ pub struct ModelConfig {
     /// (`DisposeSavepoint`, after removing it from the store). Off by
     /// default.
     pub dispose_savepoints: bool,
+    /// The user may stop the job with a savepoint once (FLIP-34); once it
+    /// stopped, the job may be started again, recovering from the store.
+    /// Off by default.
+    pub stop_with_savepoint: bool,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -180,6 +184,8 @@ pub fn legacy_name(bug: LegacyBug) -> &'static str {
         LegacyBug::RestoreLastCommitted => "legacy-restore-last-committed",
         LegacyBug::NoFencing => "legacy-no-fencing",
         LegacyBug::StoreRefusesOlderSavepoint => "legacy-store-refuses-older-savepoint",
+        LegacyBug::StopLaunchesSecondCheckpoint => "legacy-stop-launches-second-checkpoint",
+        LegacyBug::StopBeforeCommit => "legacy-stop-before-commit",
     }
 }
 
@@ -213,6 +219,7 @@ impl Default for ModelConfig {
             shared_state: false,
             zombie_coordinators: 0,
             dispose_savepoints: false,
+            stop_with_savepoint: false,
         }
     }
 }

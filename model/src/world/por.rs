@@ -270,6 +270,8 @@ fn local_to(a: &Action) -> Option<TaskId> {
         | Action::JobFailover
         | Action::EndOfInput(_)
         | Action::ZombieAnswer(_)
+        | Action::StopWithSavepoint
+        | Action::ResumeJob
         | Action::DisposeSavepoint(_) => None,
     }
 }

@@ -483,6 +483,9 @@ pub struct Used {
     pub end_of_input: u8,
     /// Coordinators that kept running after they were replaced.
     pub zombies: u8,
+    /// Stops with a savepoint asked for (and, counting one more, the job
+    /// started again after one).
+    pub stops: u8,
 }
 
 /// Two writes instead of nine (every generated state hashes it).
@@ -499,6 +502,7 @@ impl Hash for Used {
             job_failovers,
             end_of_input,
             zombies,
+            stops,
         } = *self;
         h.write_u64(u64::from_le_bytes([
             triggers,
@@ -510,7 +514,7 @@ impl Hash for Used {
             coordinator_failovers,
             job_failovers,
         ]));
-        h.write_u16(u16::from(end_of_input) | u16::from(zombies) << 8);
+        h.write_u32(u32::from(end_of_input) | u32::from(zombies) << 8 | u32::from(stops) << 16);
     }
 }
 
@@ -546,6 +550,8 @@ pub struct History {
     pub disposed: bool,
     /// A savepoint committed after a newer checkpoint.
     pub savepoint_after_newer: bool,
+    /// A job stopped with a savepoint was started again and restored it.
+    pub stop_resumed: bool,
 }
 
 /// Two writes instead of seven (every generated state hashes it).
@@ -564,6 +570,7 @@ impl Hash for History {
             savepoint_outlived,
             disposed,
             savepoint_after_newer,
+            stop_resumed,
         } = *self;
         let bits = u16::from(abort_seen.is_some())
             | u16::from(abort_then_complete) << 1
@@ -576,7 +583,8 @@ impl Hash for History {
             | u16::from(shared_committed) << 8
             | u16::from(savepoint_outlived) << 9
             | u16::from(disposed) << 10
-            | u16::from(savepoint_after_newer) << 11;
+            | u16::from(savepoint_after_newer) << 11
+            | u16::from(stop_resumed) << 12;
         h.write_u64(abort_seen.map_or(0, |c| c.0));
         h.write_u16(bits);
     }
@@ -676,6 +684,8 @@ pub struct World {
     pub awaiting_restore: bool,
     /// The deposed coordinator still running, if any.
     pub zombie: Option<Zombie>,
+    /// The job ended on this stop-with-savepoint (until it starts again).
+    pub stopped_with: Option<CheckpointId>,
     /// The first invariant violation (the state is then terminal).
     pub violation: Option<Violation>,
     /// Constant: the network is per-link FIFO (kept here so the symmetry

@@ -451,7 +451,11 @@ impl CkptSide {
                     checkpoint: checkpoint.0,
                     task: task.0,
                     attempt: attempt.0,
-                    savepoint: matches!(options, CheckpointOptions::Savepoint { .. }),
+                    savepoint: matches!(
+                        options,
+                        CheckpointOptions::Savepoint { .. }
+                            | CheckpointOptions::SynchronousSavepoint { .. }
+                    ),
                     ts: Some(timestamp.0),
                 }),
                 TaskMessage::NotifyComplete {
@@ -509,8 +513,11 @@ impl CkptSide {
                 acc.restored = Some(checkpoint.map(|c| c.0));
             }
             // Timers are read back from the state (next_deadline); the rest
-            // needs nothing from a host whose I/O never stays outstanding.
+            // needs nothing from a host whose I/O never stays outstanding
+            // (and the sequences never stop the job with a savepoint: the
+            // harness drives no stop).
             E::Timer { .. }
+            | E::Job(JobCommand::Stop { .. })
             | E::Job(JobCommand::ResetIdCounter { .. })
             | E::Job(JobCommand::ShutdownServices(_))
             | E::Job(JobCommand::ResolveInDoubt { .. }) => {}
@@ -637,6 +644,7 @@ fn rejection(r: TriggerRejection) -> Abort {
         TriggerRejection::NotAllRequiredTasksRunning => Abort::NotAllRequiredTasksRunning,
         TriggerRejection::QueueFull => Abort::TooManyRequests,
         TriggerRejection::TooManySavepoints => Abort::TooManySavepoints,
+        TriggerRejection::Stopping => Abort::Stopping,
     }
 }
 

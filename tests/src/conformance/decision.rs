@@ -45,6 +45,8 @@ pub enum Abort {
     AlreadyQueued,
     /// ckpt only: too many savepoints kept.
     TooManySavepoints,
+    /// ckpt only: a request while the job stops with a savepoint.
+    Stopping,
     /// Any other Flink reason, by name.
     Other(String),
 }

@@ -114,6 +114,7 @@ impl SystemSpec {
             shared_state: self.retained % 2 == 1,
             zombie_coordinators: 1,
             dispose_savepoints: true,
+            stop_with_savepoint: true,
         }
     }
 }
@@ -222,6 +223,7 @@ pub fn kind(a: &Action) -> Kind {
         | Action::RestartTask(_)
         | Action::StartScheduler
         | Action::JobFailover
+        | Action::ResumeJob
         | Action::ZombieAnswer(_)
         | Action::AsyncReused(..) => Kind::Progress,
         Action::Duplicate(_) | Action::Drop(_) => Kind::Fault,
@@ -231,6 +233,7 @@ pub fn kind(a: &Action) -> Kind {
         | Action::UserCheckpoint { .. }
         | Action::StopScheduler
         | Action::EndOfInput(_)
+        | Action::StopWithSavepoint
         | Action::DisposeSavepoint(_) => Kind::User,
         Action::Fire(_) => Kind::Timer,
     }
@@ -357,6 +360,8 @@ impl SystemDriver {
             | Action::EndOfInput(_)
             | Action::ZombieAnswer(_)
             | Action::AsyncReused(..)
+            | Action::StopWithSavepoint
+            | Action::ResumeJob
             | Action::DisposeSavepoint(_) => {}
         }
         if a.is_fault() {

@@ -8,7 +8,52 @@ impl CoordinatorState {
     /// time in id order, so completed checkpoint ids only increase.
     pub(super) fn on_fully_acked(&mut self, id: CheckpointId, fx: &mut Fx) {
         self.disarm(Timer::Timeout(id), fx);
+        if self.cold.config.semantics().is(LegacyBug::StopBeforeCommit) {
+            // Legacy (Arroyo PR 1124): every task acknowledged the stop's
+            // savepoint, so it counts as done: the tasks commit and the job
+            // stops before its metadata is written and stored.
+            if let Some(p) = self.pending.get(&id).filter(|p| p.kind.stops_the_job()) {
+                let (request, timestamp, kind) = (p.request, p.timestamp, p.kind.clone());
+                fx.push(E::Report(Report::Completed {
+                    checkpoint: id,
+                    request,
+                    savepoint: true,
+                }));
+                self.notify_complete(id, timestamp, fx);
+                self.emit_stop(id, &kind, fx);
+            }
+        }
         self.start_next_completion(fx);
+    }
+
+    /// Tells every task to commit to that checkpoint `id` completed.
+    pub(super) fn notify_complete(&self, id: CheckpointId, timestamp: Millis, fx: &mut Fx) {
+        for t in &self.cold.config.commit {
+            if let Some(s) = self.cold.tasks.get(t.0 as usize) {
+                fx.push(E::Rpc {
+                    task: *t,
+                    attempt: s.attempt,
+                    generation: self.cold.generation,
+                    message: TaskMessage::NotifyComplete {
+                        checkpoint: id,
+                        timestamp,
+                    },
+                });
+            }
+        }
+    }
+
+    /// The stop-with-savepoint `id` is done: the job stops on it.
+    pub(super) fn emit_stop(&mut self, id: CheckpointId, kind: &TriggerKind, fx: &mut Fx) {
+        if let TriggerKind::StopWithSavepoint { drain, .. } = kind {
+            if !matches!(self.cold.stop, Some(StopPhase::Stopped { .. })) {
+                self.cold.stop = Some(StopPhase::Stopped { savepoint: id });
+                fx.push(E::Job(JobCommand::Stop {
+                    savepoint: id,
+                    drain: *drain,
+                }));
+            }
+        }
     }
 
     pub(super) fn start_next_completion(&mut self, fx: &mut Fx) {
@@ -142,19 +187,9 @@ impl CoordinatorState {
             request: p.request,
             savepoint,
         }));
-        for t in &self.cold.config.commit {
-            if let Some(s) = self.cold.tasks.get(t.0 as usize) {
-                fx.push(E::Rpc {
-                    task: *t,
-                    attempt: s.attempt,
-                    generation: self.cold.generation,
-                    message: TaskMessage::NotifyComplete {
-                        checkpoint: id,
-                        timestamp: p.timestamp,
-                    },
-                });
-            }
-        }
+        self.notify_complete(id, p.timestamp, fx);
+        // A stop-with-savepoint ends the job once the store committed it.
+        self.emit_stop(id, &p.kind, fx);
         self.resume_queued(fx);
         self.start_next_completion(fx);
         Outcome::Applied(Applied::Completed { checkpoint: id })

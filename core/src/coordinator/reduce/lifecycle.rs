@@ -327,6 +327,81 @@ impl CoordinatorState {
         Outcome::Applied(Applied::SavepointDisposed { checkpoint: id })
     }
 
+    /// Whether a stop-with-savepoint holds back every other trigger (always
+    /// once one was asked for, but in the legacy semantics of Arroyo issue
+    /// 24, which kept checkpointing).
+    pub(super) fn stopping(&self) -> bool {
+        self.cold.stop.is_some()
+            && !self
+                .cold
+                .config
+                .semantics()
+                .is(LegacyBug::StopLaunchesSecondCheckpoint)
+    }
+
+    /// `Trigger { StopWithSavepoint }`: stop periodic scheduling (ending the
+    /// checkpoints that wait for acks and the requests waiting, as
+    /// `StopScheduler` does; the one being stored completes), then trigger
+    /// the savepoint as any forced one. A refused one leaves everything as
+    /// it was but the stop of the scheduler, which resumes.
+    pub(super) fn on_stop_with_savepoint(&mut self, request: Request, fx: &mut Fx) -> Applied {
+        let id = request.id;
+        if self.stopping() {
+            return Applied::TriggerRejected {
+                request: id,
+                reason: TriggerRejection::Stopping,
+            };
+        }
+        let resume_periodic = self.periodic;
+        if !self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::StopLaunchesSecondCheckpoint)
+        {
+            self.stop_scheduler(fx);
+        }
+        self.cold.stop = Some(StopPhase::Requested {
+            request: id,
+            resume_periodic,
+        });
+        // The stop itself is not held back by its own phase.
+        let phase = self.cold.stop.take();
+        let applied = self.on_request(request, true, fx);
+        self.cold.stop = phase;
+        applied
+    }
+
+    /// A stop-with-savepoint whose request is gone without a savepoint
+    /// (its id allocation failed, its checkpoint was aborted, the request
+    /// was refused or dropped) is over: periodic scheduling resumes as it
+    /// was when the stop was asked for.
+    pub(super) fn end_failed_stop(&mut self, fx: &mut Fx) {
+        let Some(StopPhase::Requested {
+            request,
+            resume_periodic,
+        }) = self.cold.stop
+        else {
+            return;
+        };
+        let alive = self
+            .cold
+            .in_flight
+            .as_ref()
+            .is_some_and(|r| r.id == request)
+            || self.cold.queue.iter().any(|r| r.id == request)
+            || self.pending.values().any(|p| p.request == request);
+        if alive {
+            return;
+        }
+        self.cold.stop = None;
+        if resume_periodic && !self.shutdown && !self.periodic {
+            self.periodic = true;
+            let at = self.now.saturating_add(self.cold.config.interval_ms);
+            self.arm(Timer::Periodic, at, fx);
+        }
+    }
+
     pub(super) fn on_shutdown(&mut self, status: JobStatus, fx: &mut Fx) -> Outcome {
         self.shutdown = true;
         self.periodic = false;

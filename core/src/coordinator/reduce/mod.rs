@@ -13,7 +13,9 @@ mod trigger;
 
 use super::config::RECENT_IDS_MAX;
 use super::slots::AckTable;
-use super::state::{AckSlot, Completed, CoordinatorState, Pending, PendingPhase, Request};
+use super::state::{
+    AckSlot, Completed, CoordinatorState, Pending, PendingPhase, Request, StopPhase,
+};
 use super::{
     AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect as E, CoordinatorError,
     CoordinatorEvent, FailJobReason, Ignored, IoRequest, JobCommand, JobStatus, Outcome,
@@ -67,6 +69,11 @@ impl CoordinatorState {
                 self.cold.restore_deferred = false;
                 self.emit_restore(&mut fx);
             }
+            // Whatever ended a stop-with-savepoint's request without its
+            // savepoint completing (a failed id allocation, an abort, a
+            // shutdown), the stop is over and periodic scheduling resumes
+            // as it was.
+            self.end_failed_stop(&mut fx);
             outcome
         };
         Step {
@@ -81,8 +88,13 @@ impl CoordinatorState {
             CoordinatorEvent::StartScheduler => self.on_start_scheduler(fx),
             CoordinatorEvent::StopScheduler => self.on_stop_scheduler(fx),
             CoordinatorEvent::Trigger { kind } => {
+                let stop = kind.stops_the_job();
                 let request = self.new_request(kind);
-                Outcome::Applied(self.on_request(request, true, fx))
+                if stop {
+                    Outcome::Applied(self.on_stop_with_savepoint(request, fx))
+                } else {
+                    Outcome::Applied(self.on_request(request, true, fx))
+                }
             }
             CoordinatorEvent::TimerFired { timer } => self.on_timer(timer, fx),
             CoordinatorEvent::CheckpointIdAllocated { request, result } => {

@@ -78,7 +78,9 @@ impl CoordinatorState {
     pub(super) fn pause_until_for(&self, kind: &TriggerKind) -> Option<Millis> {
         match kind {
             TriggerKind::Periodic => self.pause_until(),
-            TriggerKind::Checkpoint { .. } | TriggerKind::Savepoint { .. } => None,
+            TriggerKind::Checkpoint { .. }
+            | TriggerKind::Savepoint { .. }
+            | TriggerKind::StopWithSavepoint { .. } => None,
         }
     }
 
@@ -101,6 +103,9 @@ impl CoordinatorState {
         };
         if matches!(request.kind, TriggerKind::Periodic) && !self.periodic {
             return reject(TriggerRejection::PeriodicSchedulerShutdown);
+        }
+        if fresh && self.stopping() {
+            return reject(TriggerRejection::Stopping);
         }
         if fresh && request.kind.is_savepoint() && self.savepoints_kept() >= self.savepoints_max() {
             return reject(TriggerRejection::TooManySavepoints);
@@ -186,7 +191,9 @@ impl CoordinatorState {
                 TriggerKind::Checkpoint { forced: false } => {
                     !self.cold.timers.contains_key(&Timer::Periodic)
                 }
-                TriggerKind::Checkpoint { forced: true } | TriggerKind::Savepoint { .. } => false,
+                TriggerKind::Checkpoint { forced: true }
+                | TriggerKind::Savepoint { .. }
+                | TriggerKind::StopWithSavepoint { .. } => false,
             };
             if rearm && self.periodic {
                 let at = self.now.saturating_add(self.cold.config.interval_ms);
@@ -381,15 +388,7 @@ impl CoordinatorState {
         let Some(p) = self.pending.get(&id) else {
             return;
         };
-        let options = match &p.kind {
-            TriggerKind::Savepoint { target } => CheckpointOptions::Savepoint {
-                target: target.clone(),
-            },
-            TriggerKind::Periodic | TriggerKind::Checkpoint { .. } => {
-                CheckpointOptions::FullCheckpoint
-            }
-        };
-        self.trigger_tasks(id, p.timestamp, options, fx);
+        self.trigger_tasks(id, p.timestamp, p.kind.options(), fx);
     }
 
     pub(super) fn trigger_tasks(

@@ -17,6 +17,7 @@ mod invariants;
 mod lifecycle;
 mod mutants;
 mod scheduling;
+mod stop;
 mod trigger;
 
 use super::*;

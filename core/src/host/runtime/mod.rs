@@ -332,6 +332,8 @@ pub struct HostStats {
     /// The latest checkpoint the store has committed, updated in the same
     /// step as the commit (so it is exact at any crash point).
     pub store_latest: Option<CheckpointId>,
+    /// The stop-with-savepoint the job ended on, if it did.
+    pub stopped_with: Option<CheckpointId>,
 }
 
 /// A live view of a job's counters and trace that stays readable after the
@@ -518,6 +520,8 @@ struct Driver {
     next_attempt: Vec<AttemptNo>,
     restore_target: Option<(CheckpointId, Vec<StateHandle>)>,
     fail_job: bool,
+    /// The stop-with-savepoint committed: the job ends on it.
+    stop: Option<CheckpointId>,
     /// The leader generation this driver claimed; every store write names it.
     generation: Generation,
 }
@@ -613,6 +617,7 @@ impl Job {
             next_attempt: vec![AttemptNo(0); n],
             restore_target: None,
             fail_job: false,
+            stop: None,
             generation,
         };
         d.recover(&recovery)?;
@@ -864,6 +869,11 @@ impl Driver {
             CoordinatorEffect::Report(Report::RequestFailed { .. })
             | CoordinatorEffect::Job(JobCommand::ShutdownServices(_)) => {}
             CoordinatorEffect::Job(JobCommand::Fail(_)) => self.fail_job = true,
+            // The tasks of this host run no drain phase of their own (a
+            // drained source simply has no more records): the job ends.
+            CoordinatorEffect::Job(JobCommand::Stop { savepoint, .. }) => {
+                self.stop = Some(savepoint);
+            }
             CoordinatorEffect::Job(JobCommand::ResetIdCounter { generation, next }) => {
                 if let Err(e) = self.store.reset_counter(generation, next) {
                     self.ctx
@@ -1061,6 +1071,18 @@ impl Driver {
         loop {
             self.drain_answers().await;
             self.sync_store_stats();
+            if let Some(savepoint) = self.stop {
+                // The crate docs' stop recipe: every attempt stops, then the
+                // coordinator shuts down with the job finished.
+                self.stop_attempts().await;
+                self.apply(CoordinatorEvent::Shutdown {
+                    status: JobStatus::Finished,
+                });
+                self.drain_answers().await;
+                self.ctx.stats().stopped_with = Some(savepoint);
+                self.sync_store_stats();
+                return;
+            }
             if self.fail_job {
                 self.failover(&upstream, "tolerable checkpoint failures exceeded")
                     .await;

@@ -131,6 +131,13 @@ impl Sim {
         if s.used.savepoints < self.cfg.savepoints {
             out.push(Action::Savepoint);
         }
+        if self.cfg.stop_with_savepoint {
+            if s.used.stops == 0 && !s.coord.is_shutdown() && !s.awaiting_restore {
+                out.push(Action::StopWithSavepoint);
+            } else if s.used.stops == 1 && s.stopped_with.is_some() && s.coord.is_shutdown() {
+                out.push(Action::ResumeJob);
+            }
+        }
         if s.used.user_checkpoints < self.cfg.user_checkpoints {
             out.push(Action::UserCheckpoint { forced: false });
             out.push(Action::UserCheckpoint { forced: true });
@@ -138,9 +145,9 @@ impl Sim {
         let may_fail = s.used.task_failures < self.cfg.task_failures && !s.coord.is_shutdown();
         for (i, side) in s.tasks.iter().enumerate() {
             let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
-            // While the job waits for its restore point, every task is
-            // stopped and none restarts on its own.
-            if s.awaiting_restore {
+            // While the job waits for its restore point, or is stopped,
+            // every task is stopped and none restarts on its own.
+            if s.awaiting_restore || s.stopped_with.is_some() {
                 continue;
             }
             if side.is_down() {

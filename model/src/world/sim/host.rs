@@ -184,6 +184,21 @@ impl Sim {
         stopped
     }
 
+    /// The crate docs' stop recipe, once `Stop` came: every task attempt
+    /// stops, then the coordinator shuts down with the job finished. The
+    /// job stays down until [`Action::ResumeJob`].
+    pub(super) fn stop_job(
+        &self,
+        n: &mut World,
+        savepoint: CheckpointId,
+        mut log: Option<&mut Vec<Delivery>>,
+    ) {
+        n.stopped_with = Some(savepoint);
+        self.stop_all(n, log.as_deref_mut());
+        let status = JobStatus::Finished;
+        self.coord_event(n, CEv::Shutdown { status }, log);
+    }
+
     /// The last steps of the failover recipes, once `RestoreState` came:
     /// a fresh task state per task under its next attempt, then
     /// `TaskRunning` for each.

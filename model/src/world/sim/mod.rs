@@ -106,6 +106,11 @@ pub enum Action {
     /// (`dispose_savepoints`): the host removes it from the store, then
     /// tells the coordinator.
     DisposeSavepoint(CheckpointId),
+    /// The user stops the job with a savepoint (`stop_with_savepoint`).
+    StopWithSavepoint,
+    /// A job that ended on a stop-with-savepoint starts again: a new
+    /// coordinator recovers from the store, as after a crash.
+    ResumeJob,
 }
 
 impl Action {
@@ -133,7 +138,9 @@ impl Action {
             | Action::EndOfInput(_)
             | Action::ZombieAnswer(_)
             | Action::AsyncReused(..)
-            | Action::DisposeSavepoint(_) => false,
+            | Action::DisposeSavepoint(_)
+            | Action::StopWithSavepoint
+            | Action::ResumeJob => false,
         }
     }
 }
@@ -333,6 +340,7 @@ impl Sim {
             job_failover_due: false,
             awaiting_restore: false,
             zombie: None,
+            stopped_with: None,
             violation: None,
             ordered_net: self.cfg.network == Network::Ordered,
         };
@@ -444,6 +452,8 @@ impl Sim {
                 format!("task {t} async part of {c} completes with its unchanged state")
             }
             Action::DisposeSavepoint(c) => format!("user disposes of savepoint {c}"),
+            Action::StopWithSavepoint => "user stops the job with a savepoint".into(),
+            Action::ResumeJob => "the stopped job starts again and recovers from the store".into(),
         }
     }
 }

@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// What the host does after routing one coordinator step's effects.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Follow {
+    /// A `RestoreState` was carried out.
+    pub(super) restored: bool,
+    /// The job was told to stop on this savepoint.
+    pub(super) stop: Option<CheckpointId>,
+}
+
 impl Sim {
     pub(super) fn render_all<T: std::fmt::Debug>(&self, items: &[T]) -> Vec<String> {
         if self.render {
@@ -41,9 +50,11 @@ impl Sim {
         ev: CEv,
         mut log: Option<&mut Vec<Delivery>>,
     ) -> Outcome {
-        let (outcome, restored) = self.leader_event(s, Leader::Current, ev, log.as_deref_mut());
-        if restored && s.awaiting_restore {
+        let (outcome, follow) = self.leader_event(s, Leader::Current, ev, log.as_deref_mut());
+        if follow.restored && s.awaiting_restore {
             self.start_tasks(s, log);
+        } else if let Some(savepoint) = follow.stop {
+            self.stop_job(s, savepoint, log);
         }
         outcome
     }
@@ -56,20 +67,20 @@ impl Sim {
 
     /// One event for the current or the deposed coordinator, through the
     /// checked step, then the routing of its effects. Returns the outcome
-    /// and whether a `RestoreState` was carried out.
+    /// and what the host must do next ([`Follow`]).
     pub(super) fn leader_event(
         &self,
         s: &mut World,
         who: Leader,
         ev: CEv,
         log: Option<&mut Vec<Delivery>>,
-    ) -> (Outcome, bool) {
+    ) -> (Outcome, Follow) {
         let now = s.now;
         let (coord, ledger) = match who {
             Leader::Current => (&s.coord, &mut s.ledger),
             Leader::Zombie => match &mut s.zombie {
                 Some(z) => (&z.coord, &mut z.ledger),
-                None => return (Outcome::Ignored(Ignored::Shutdown), false),
+                None => return (Outcome::Ignored(Ignored::Shutdown), Follow::default()),
             },
         };
         let (t, verdict) = checked::coordinator_step(ledger, coord, now, &ev, self.rigor);
@@ -85,7 +96,7 @@ impl Sim {
             Leader::Current => std::mem::replace(&mut s.coord, Sealed::new(t.state)),
             Leader::Zombie => match &mut s.zombie {
                 Some(z) => std::mem::replace(&mut z.coord, Sealed::new(t.state)),
-                None => return (t.step.outcome, false),
+                None => return (t.step.outcome, Follow::default()),
             },
         };
         let zombie = who == Leader::Zombie;
@@ -95,7 +106,7 @@ impl Sim {
         if let Outcome::Applied(Applied::RestoreDeferred { .. }) = &t.step.outcome {
             s.history.restore_waited = true;
         }
-        let mut restored = false;
+        let mut follow = Follow::default();
         for e in &t.step.effects {
             match e {
                 // The coordinator state holds its own timer table (the
@@ -164,7 +175,7 @@ impl Sim {
                     handles,
                 }) => {
                     s.history.restored = true;
-                    restored = true;
+                    follow.restored = true;
                     note(&mut found, s.durable.ledger.restored(*checkpoint, handles));
                 }
                 CoordinatorEffect::Job(JobCommand::ResolveInDoubt {
@@ -177,6 +188,9 @@ impl Sim {
                         if_stored: discard_if_stored.clone(),
                         if_not_stored: discard_if_not_stored.clone(),
                     });
+                }
+                CoordinatorEffect::Job(JobCommand::Stop { savepoint, .. }) => {
+                    follow.stop = Some(*savepoint);
                 }
                 CoordinatorEffect::Job(JobCommand::Fail(_)) => {
                     if s.used.job_failovers < self.cfg.job_failovers {
@@ -226,7 +240,7 @@ impl Sim {
         if s.violation.is_none() {
             s.violation = found;
         }
-        (t.step.outcome, restored)
+        (t.step.outcome, follow)
     }
 
     /// The checked step of task `t`, then the routing of its effects.

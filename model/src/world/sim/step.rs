@@ -209,6 +209,29 @@ impl Sim {
                 };
                 self.coord_event(n, CEv::Trigger { kind }, log.as_deref_mut());
             }
+            Action::StopWithSavepoint => {
+                if n.used.stops > 0 || n.coord.is_shutdown() {
+                    return None;
+                }
+                n.used.stops = 1;
+                let kind = TriggerKind::StopWithSavepoint {
+                    target: "stop".into(),
+                    drain: false,
+                };
+                self.coord_event(n, CEv::Trigger { kind }, log.as_deref_mut());
+            }
+            Action::ResumeJob => {
+                if n.used.stops != 1 || n.stopped_with.is_none() || !n.coord.is_shutdown() {
+                    return None;
+                }
+                n.used.stops = 2;
+                let savepoint = n.stopped_with.take();
+                self.coordinator_failover(n, None, log.as_deref_mut());
+                // Witness only: what the restore must be is checked where
+                // `RestoreState` is routed.
+                n.history.stop_resumed =
+                    n.coord.latest_completed() == savepoint && n.history.restored;
+            }
             Action::UserCheckpoint { forced } => {
                 n.used.user_checkpoints = n.used.user_checkpoints.saturating_add(1);
                 let kind = TriggerKind::Checkpoint { forced };
