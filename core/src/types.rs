@@ -284,11 +284,17 @@ pub enum LegacyBug {
     /// back to the previous checkpoint though the final one committed its
     /// side effects.
     StopBeforeCommit,
+    /// Coordinator, FLINK-40482: the checkpoint plan counts a task that
+    /// failed (or was cancelled) as finished, so a checkpoint triggered
+    /// while it is down expects no ack from it and completes without its
+    /// state; a restore from it treats the task as finished and loses its
+    /// state.
+    FailedCountsAsFinished,
 }
 
 impl LegacyBug {
     /// Every bug, in the bug zoo's order.
-    pub const ALL: [LegacyBug; 24] = [
+    pub const ALL: [LegacyBug; 25] = [
         LegacyBug::AbortRemovesResult,
         LegacyBug::CancelForgetsAbort,
         LegacyBug::StaleMailExecutes,
@@ -313,6 +319,7 @@ impl LegacyBug {
         LegacyBug::StoreRefusesOlderSavepoint,
         LegacyBug::StopLaunchesSecondCheckpoint,
         LegacyBug::StopBeforeCommit,
+        LegacyBug::FailedCountsAsFinished,
     ];
 
     /// The public tickets of the race (Apache Flink's JIRA).
@@ -342,6 +349,7 @@ impl LegacyBug {
             LegacyBug::NoFencing => "ckpt-issue-25, arroyo-pr-1051",
             LegacyBug::StopLaunchesSecondCheckpoint => "arroyo-issue-24",
             LegacyBug::StopBeforeCommit => "arroyo-pr-1124",
+            LegacyBug::FailedCountsAsFinished => "FLINK-40482",
         }
     }
 }

@@ -187,6 +187,11 @@ pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
                 missing.push("--stop-with-savepoint");
             }
         }
+        LegacyBug::FailedCountsAsFinished => {
+            if cfg.task_failures == 0 {
+                missing.push("--task-failures 1");
+            }
+        }
     }
     if missing.is_empty() {
         Ok(())
@@ -463,6 +468,15 @@ pub fn entry(bug: LegacyBug) -> Entry {
                 tasks: 1,
                 checkpoints: 0,
                 stop_with_savepoint: true,
+                shutdown: false,
+                ..base()
+            },
+        ),
+        LegacyBug::FailedCountsAsFinished => (
+            "the plan counts a failed task as finished; a checkpoint triggered while it is down completes without its state",
+            props::COMPLETE_ALL_ACKS,
+            ModelConfig {
+                task_failures: 1,
                 shutdown: false,
                 ..base()
             },

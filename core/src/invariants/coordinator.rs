@@ -86,10 +86,15 @@ pub mod names {
     /// triggered once it was asked for, and the job is told to stop only
     /// with nothing else pending, queued or allocating its id.
     pub const STOP_IS_LAST: &str = "stop-with-savepoint-is-last";
+    /// A checkpoint's plan waits for every task: a new pending checkpoint
+    /// starts with every ack slot waiting, each for the attempt that runs
+    /// (a task that is down blocks the trigger; it is never planned as
+    /// finished, FLINK-40482).
+    pub const PLAN_WAITS_FOR_ALL: &str = "plan-waits-for-every-task";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 26] = [
+    pub const ALL: [&str; 27] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -116,6 +121,7 @@ pub mod names {
         SAVEPOINT_KEPT,
         COMPLETE_AFTER_STORE,
         STOP_IS_LAST,
+        PLAN_WAITS_FOR_ALL,
     ];
 }
 
@@ -293,6 +299,21 @@ pub fn check_step(
                 )
             },
         )?;
+    }
+    for p in after.pending() {
+        if before.pending_checkpoint(p.id()).is_some() {
+            continue;
+        }
+        let planned = p.acks().all(|a| a == AckSlot::Waiting)
+            && p.remaining() == after.config().tasks_to_wait().len();
+        ensure(planned, names::PLAN_WAITS_FOR_ALL, || {
+            format!(
+                "checkpoint {} triggered waiting for {} of {} tasks",
+                p.id(),
+                p.remaining(),
+                after.config().tasks_to_wait().len()
+            )
+        })?;
     }
     if let Outcome::Ignored(Ignored::Unreachable(which)) = &step.outcome {
         return Err(Violation::new(

@@ -189,7 +189,11 @@ pub enum TaskEvent {
     /// The task's input ended (a bounded source ran out, or every upstream
     /// finished): the task is finished. Checkpoints already started run to
     /// their end; a later trigger or barrier is declined (`TaskClosing`)
-    /// with a cancel marker downstream (task thread).
+    /// with a cancel marker downstream (task thread). The coordinator does
+    /// not count that decline as a failure, so a job whose sources finish
+    /// never fails for it (Flink's FLINK-33186 counted it). ckpt has no
+    /// finished-task plan (Flink's FLIP-147): after a task finished, every
+    /// checkpoint is declined until the job ends or restarts.
     EndOfInput,
     /// The task closes (task thread).
     Close,

@@ -79,7 +79,8 @@ impl Deref for SysModel {
 pub mod props {
     /// No `FailTask` for a non-genuine reason.
     pub const NO_SPURIOUS_FAILURE: &str = "no spurious task failure";
-    /// Completion only with every ack.
+    /// Completion only with every ack: a checkpoint's plan waits for every
+    /// task (a task that is down is never planned as finished).
     pub const COMPLETE_ALL_ACKS: &str = "checkpoint completes only with all acks";
     /// Completed ids increase.
     pub const COMPLETED_INCREASE: &str = "completed checkpoint ids increase";
@@ -254,7 +255,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
     use invariants::task::names as t;
     let p = match invariant {
         t::NO_SPURIOUS_FAILURE | t::SINGLE_FAILURE => props::NO_SPURIOUS_FAILURE,
-        c::COMPLETE_ALL_ACKS => props::COMPLETE_ALL_ACKS,
+        c::COMPLETE_ALL_ACKS | c::PLAN_WAITS_FOR_ALL => props::COMPLETE_ALL_ACKS,
         c::COMPLETED_INCREASE | c::COMPLETED | t::EXECUTED_INCREASE | t::COMPLETE_MONOTONIC => {
             props::COMPLETED_INCREASE
         }

@@ -186,6 +186,7 @@ pub fn legacy_name(bug: LegacyBug) -> &'static str {
         LegacyBug::StoreRefusesOlderSavepoint => "legacy-store-refuses-older-savepoint",
         LegacyBug::StopLaunchesSecondCheckpoint => "legacy-stop-launches-second-checkpoint",
         LegacyBug::StopBeforeCommit => "legacy-stop-before-commit",
+        LegacyBug::FailedCountsAsFinished => "legacy-failed-counts-as-finished",
     }
 }
 

@@ -66,8 +66,26 @@ impl CoordinatorState {
         if self.cold.restore_deferred {
             return false;
         }
+        if self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::FailedCountsAsFinished)
+        {
+            // Legacy (FLINK-40482): a task that is down counts as finished,
+            // so the plan leaves it out instead of refusing the trigger.
+            return true;
+        }
         let running = |t: &TaskId| self.cold.tasks.get(t.0 as usize).is_some_and(|s| s.running);
         self.cold.config.trigger.iter().all(running) && self.cold.config.wait.iter().all(running)
+    }
+
+    /// Whether `task`'s current attempt is running.
+    pub(super) fn is_running(&self, task: TaskId) -> bool {
+        self.cold
+            .tasks
+            .get(task.0 as usize)
+            .is_some_and(|s| s.running)
     }
 
     /// [`Self::pause_until`] for a request of `kind`: the minimum pause holds
@@ -353,14 +371,30 @@ impl CoordinatorState {
             .collect();
         let slots = attempts.len();
         let hooks = self.cold.config.master_hooks > 0;
+        let mut acks = AckTable::filled(slots, AckSlot::Waiting);
+        let mut remaining = slots;
+        if self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::FailedCountsAsFinished)
+        {
+            // Legacy (FLINK-40482): a task that is down is planned as
+            // finished, acknowledged with no state in advance.
+            for (slot, t) in self.cold.config.wait.iter().enumerate() {
+                if !self.is_running(*t) && acks.set(slot, AckSlot::Acked(None)).is_some() {
+                    remaining = remaining.saturating_sub(1);
+                }
+            }
+        }
         let pending = Pending {
             id,
             request: req.id,
             kind: req.kind,
             timestamp: self.now,
             attempts: attempts.into(),
-            acks: AckTable::filled(slots, AckSlot::Waiting),
-            remaining: slots,
+            acks,
+            remaining,
             phase: if hooks {
                 PendingPhase::AwaitingHooks
             } else {
@@ -398,7 +432,15 @@ impl CoordinatorState {
         options: CheckpointOptions,
         fx: &mut Fx,
     ) {
+        let down_is_finished = self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::FailedCountsAsFinished);
         for t in &self.cold.config.trigger {
+            if down_is_finished && !self.is_running(*t) {
+                continue;
+            }
             if let Some(s) = self.cold.tasks.get(t.0 as usize) {
                 fx.push(E::Rpc {
                     task: *t,

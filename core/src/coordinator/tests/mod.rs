@@ -16,6 +16,7 @@ mod durability;
 mod invariants;
 mod lifecycle;
 mod mutants;
+mod plan;
 mod scheduling;
 mod stop;
 mod trigger;
