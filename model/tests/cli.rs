@@ -1225,7 +1225,10 @@ fn the_model_guide_shows_the_explorer_address_check_prints() {
         .unwrap_or_else(|| panic!("{}", stdout(&o)));
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
         .unwrap_or_else(|e| panic!("model/README.md: {e}"));
-    assert!(readme.contains(&line), "model/README.md should show\n{line}");
+    assert!(
+        readme.contains(&line),
+        "model/README.md should show\n{line}"
+    );
 }
 
 #[test]
