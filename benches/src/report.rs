@@ -1,4 +1,4 @@
-//! Turns criterion's saved estimates into the README's markdown tables, with
+//! Turns criterion's saved estimates into the markdown tables of `benches/README.md`, with
 //! every figure also given as a ratio to a reference measured in the same run
 //! (the floor for acks, the default configuration for the model checker).
 //!

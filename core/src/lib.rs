@@ -293,6 +293,9 @@
 //!   pipeline -- DIR`).
 
 #![forbid(unsafe_code)]
+// docs.rs (`[package.metadata.docs.rs]`: every feature, `--cfg docsrs`)
+// marks each feature-gated item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -302,6 +305,7 @@
 pub mod commit;
 pub mod coordinator;
 #[cfg(feature = "host")]
+#[cfg_attr(docsrs, doc(cfg(feature = "host")))]
 pub mod host;
 pub mod ids;
 pub mod invariants;

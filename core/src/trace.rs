@@ -599,7 +599,7 @@ pub fn write_trace_expecting<W: Write>(
 
 /// One replayed step, rendered for humans. A step is one event delivered to
 /// one machine: one line of the trace after the header, numbered from 1.
-/// The model checker's counterexamples, `ckpt-model replay` and the README
+/// The model checker's counterexamples, `ckpt-model replay` and `model/README.md`
 /// use this numbering.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayedStep {

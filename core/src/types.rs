@@ -179,7 +179,7 @@ impl Semantics {
 }
 
 /// A historical bug reproduced by [`Semantics::Legacy`], named after what it
-/// did (the README's bug zoo gives each one's ticket).
+/// did (the bug zoo, `model/README.md`, gives each one's ticket).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum LegacyBug {

@@ -2,7 +2,7 @@
 //! reducers (`check`, `simulate`, `merge`, `zoo`), explore the model in
 //! stateright's web UI (`explore`), or replay a JSON-lines trace through
 //! the core (`replay`). The exit statuses are [`cli::exit::ExitStatus`]
-//! (`ckpt-model --help` ends with them; the README has the table).
+//! (`ckpt-model --help` ends with them; `model/README.md` has the table).
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

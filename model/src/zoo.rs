@@ -4,7 +4,7 @@
 //!
 //! `ckpt-model zoo` checks each entry (the fixed semantics must hold in the
 //! same world; the legacy semantics must be caught) and prints the table the
-//! README carries. The same entries decide which `check --semantics ...`
+//! bug zoo of `model/README.md` shows. The same entries decide which `check --semantics ...`
 //! combinations can reach their bug at all ([`needs`], [`validate`]).
 //!
 //! The catalog is one table: [`needs`] (what world a knob needs) and

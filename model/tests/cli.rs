@@ -1208,7 +1208,7 @@ fn zoo_and_check_count_actions_and_steps_alike() {
 }
 
 #[test]
-fn the_readme_shows_the_explorer_address_check_prints() {
+fn the_model_guide_shows_the_explorer_address_check_prints() {
     let o = run(&[
         "check",
         "--semantics",
@@ -1223,9 +1223,12 @@ fn the_readme_shows_the_explorer_address_check_prints() {
         .find(|l| l.starts_with("open it in the Explorer"))
         .map(str::to_string)
         .unwrap_or_else(|| panic!("{}", stdout(&o)));
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(readme.contains(&line), "README.md should show\n{line}");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .unwrap_or_else(|e| panic!("model/README.md: {e}"));
+    assert!(
+        readme.contains(&line),
+        "model/README.md should show\n{line}"
+    );
 }
 
 #[test]

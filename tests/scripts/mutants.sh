@@ -25,7 +25,7 @@
 # in about 40 s on 2 cores.
 #
 # Results: tests/mutants/<mode>-shard-K-of-N/{caught,missed,unviable,timeout}.txt
-# (committed when they back a figure in the README; the full mutants.out with
+# (committed when they back a figure in tests/STRENGTH-*.md; the full mutants.out with
 # logs stays next to them and is git-ignored). Runs one job at a time
 # (CKPT_MUTANTS_JOBS=2 for two: each job has its own build directory).
 #

@@ -10,7 +10,7 @@ use crate::stories::system::{SysAction, SystemSpec, SystemStory};
 /// unset; at most 1,000), failures persisted to
 /// `proptest-regressions/<file>.txt`. The seed is random unless
 /// `PROPTEST_RNG_SEED` fixes it (CI does, so that its verdict is
-/// reproducible; see the README).
+/// reproducible; see `tests/README.md`).
 #[must_use]
 pub fn config(cases: u32, file: &'static str) -> ProptestConfig {
     const SCALE_MAX: u32 = 1_000;

@@ -3,7 +3,7 @@
 //! `ckpt_tests::stories::system`) run each legacy semantics for up to
 //! `BUDGET` generated stories. The knobs pinned in `FOUND` must be found
 //! (the layer is shown able to fail on each); the others are listed with
-//! the reason the random layer misses them, in the README's zoo table.
+//! the reason the random layer misses them, in `model/README.md` (the bug zoo, "Other layers").
 
 use ckpt_core::{LegacyBug, Semantics};
 use ckpt_tests::stories::system::{run, SystemStory};

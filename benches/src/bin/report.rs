@@ -1,4 +1,4 @@
-//! Prints the README tables from criterion's saved results.
+//! Prints the tables of `benches/README.md` from criterion's saved results.
 //!
 //! `cargo run --release -p ckpt-benches --bin report [CRITERION_DIR]`
 //! (default: `$CRITERION_HOME`, else `$CARGO_TARGET_DIR/criterion`, else
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use ckpt_benches::report;
 use clap::Parser;
 
-/// Prints the README's benchmark tables from criterion's saved results.
+/// Prints the benchmark tables of `benches/README.md` from criterion's saved results.
 #[derive(Parser)]
 #[command(name = "report")]
 struct Args {

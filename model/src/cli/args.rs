@@ -266,7 +266,7 @@ pub struct CheckArgs {
     pub no_symmetry: bool,
     /// Turn partial-order reduction off (on by default: where one task's
     /// local steps commute with everything else that may happen before
-    /// them, only those are expanded; same verdicts, fewer states; README
+    /// them, only those are expanded; same verdicts, fewer states; model/README.md,
     /// "Partial-order reduction").
     #[arg(long)]
     pub no_reduction: bool,

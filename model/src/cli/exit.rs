@@ -1,5 +1,5 @@
 //! The exit statuses, defined once: every command returns one of these,
-//! `--help` prints their summary, and the README's table is [`ExitStatus::table`]
+//! `--help` prints their summary, and `model/README.md`'s table is [`ExitStatus::table`]
 //! (a test compares the two).
 
 use ckpt_model::search::report::{CheckReport, Completion, Verdict};
@@ -138,7 +138,7 @@ impl ExitStatus {
         }
     }
 
-    /// The table of every status, as the README carries it (Markdown).
+    /// The table of every status, as `model/README.md` carries it (Markdown).
     #[must_use]
     pub fn table() -> String {
         let mut t = String::from("| exit | `check` | `replay` | `explore` |\n|---|---|---|---|\n");
@@ -191,12 +191,12 @@ mod tests {
 
     #[test]
     fn the_readme_carries_the_exit_status_table_of_the_code() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-            .unwrap_or_else(|e| panic!("README.md: {e}"));
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .unwrap_or_else(|e| panic!("model/README.md: {e}"));
         let table = ExitStatus::table();
         assert!(
             readme.contains(&table),
-            "README.md's exit status table differs from the code's; it should be:\n{table}"
+            "model/README.md's exit status table differs from the code's; it should be:\n{table}"
         );
     }
 

@@ -1,5 +1,5 @@
 //! `ckpt-model zoo`: every knob of the catalog checked in its smallest
-//! world, as the README's table.
+//! world, as the table of `model/README.md`.
 
 use std::time::Duration;
 

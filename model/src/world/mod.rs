@@ -21,7 +21,7 @@
 //!   the effects name where they go, see [`ckpt_core::route`]); every event goes through
 //!   [`ckpt_core::invariants::checked`] (the one checked step per machine).
 //!
-//! ## Semantics (stated once; the README points here)
+//! ## Semantics (stated once; `model/README.md` points here)
 //!
 //! * **RPC network** (coordinator <-> tasks): a multiset (`reorder`, any
 //!   message may be delivered next), per-link FIFOs (`ordered`: one link per
