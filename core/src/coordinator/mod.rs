@@ -45,7 +45,7 @@
 //! task failure or a new attempt only aborts checkpoints still waiting for
 //! acks, a fully acknowledged checkpoint has no timeout, subsumption only
 //! reaches older checkpoints that wait for acks, and a shutdown hands the
-//! checkpoint to the host in doubt ([`CoordinatorEffect::ResolveInDoubt`];
+//! checkpoint to the host in doubt ([`JobCommand::ResolveInDoubt`];
 //! the coordinator keeps owning the handles). An unknown outcome (the answer
 //! is lost, the host or the coordinator dies) is never guessed: the next
 //! coordinator reads the store and starts from it
@@ -139,7 +139,7 @@ pub enum TriggerKind {
     /// scheduling stops and the checkpoints still waiting for acks end
     /// first; no other checkpoint is triggered while it runs; when the
     /// store has committed it, the coordinator emits
-    /// [`JobCommand::Stop`](crate::coordinator::JobCommand::Stop) and the job
+    /// [`JobCommand::Stop`] and the job
     /// ends on it (a later recovery restores it: it is the latest). If it
     /// fails, periodic scheduling resumes as it was.
     StopWithSavepoint {
@@ -257,14 +257,14 @@ pub enum CoordinatorEvent {
         /// Which one.
         timer: Timer,
     },
-    /// The answer to [`CoordinatorEffect::AllocateCheckpointId`].
+    /// The answer to [`IoRequest::AllocateId`].
     CheckpointIdAllocated {
         /// The request it was allocated for.
         request: RequestId,
         /// The id, or why the counter failed.
         result: Result<CheckpointId, IoFailure>,
     },
-    /// The answer to [`CoordinatorEffect::TriggerMasterHooks`].
+    /// The answer to [`IoRequest::MasterHooks`].
     MasterHooksDone {
         /// The checkpoint.
         checkpoint: CheckpointId,
@@ -297,14 +297,14 @@ pub enum CoordinatorEvent {
         /// Why.
         reason: DeclineReason,
     },
-    /// The answer to [`CoordinatorEffect::FinalizeCheckpoint`].
+    /// The answer to [`IoRequest::Finalize`].
     FinalizeDone {
         /// The checkpoint.
         checkpoint: CheckpointId,
         /// Success or the failure.
         result: Result<(), IoFailure>,
     },
-    /// The answer to [`CoordinatorEffect::StoreCheckpoint`].
+    /// The answer to [`IoRequest::Store`].
     StoreDone {
         /// The checkpoint.
         checkpoint: CheckpointId,

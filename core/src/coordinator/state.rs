@@ -777,7 +777,7 @@ impl CoordinatorState {
         self.completing
     }
     /// The checkpoint whose finalize or store was outstanding when the
-    /// coordinator shut down (see [`super::CoordinatorEffect::ResolveInDoubt`]).
+    /// coordinator shut down (see [`JobCommand::ResolveInDoubt`](super::JobCommand::ResolveInDoubt)).
     pub fn in_doubt(&self) -> Option<&Completed> {
         self.cold.in_doubt.as_ref()
     }
