@@ -241,7 +241,9 @@ fn savepoints_outlive_retention_until_disposed_of() {
             props::S_DISPOSED,
         ],
     );
-    assert_eq!(n, 532_537);
+    // 532,537 until the world's store refused to dispose of its latest
+    // checkpoint (the restore point), as the file store does.
+    assert_eq!(n, 488_677);
 }
 
 #[test]

@@ -369,7 +369,13 @@ pub enum CoordinatorEvent {
     /// are the user's: retention never discards them). The host removes the
     /// savepoint from its store **first**, then sends this event; the
     /// coordinator forgets the savepoint and discards the handles no other
-    /// live checkpoint holds.
+    /// live checkpoint holds. The store must refuse to dispose of its latest
+    /// checkpoint (the file store does: `StoreError::LatestSavepoint`): it
+    /// is the restore point and its completion may be committed by the
+    /// sinks, so without it the next restore would rewind behind it; the
+    /// host then sends nothing. The coordinator cannot judge this itself: a
+    /// newer checkpoint may be committed in the store before the
+    /// coordinator hears of it.
     DisposeSavepoint {
         /// The savepoint's id.
         checkpoint: CheckpointId,

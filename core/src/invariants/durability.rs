@@ -253,16 +253,28 @@ impl DurableLedger {
 
     /// The user disposed of savepoint `id`: the store drops its entry (its
     /// state files are deleted afterwards). Not a savepoint the store
-    /// holds: a violation of the disposal recipe.
+    /// holds, or the store's latest (the restore point; a store refuses
+    /// that, see [`DurableLedger::may_dispose`]): a violation of the
+    /// disposal recipe.
     pub fn dispose(&mut self, id: CheckpointId) -> Result<(), Violation> {
         let at = self.store.iter().position(|s| s.id == id && s.savepoint);
         ensure(at.is_some(), names::COMMIT_ORDER, || {
             format!("disposed of {id}, which is not a savepoint the store holds")
         })?;
+        ensure(self.latest() != Some(id), names::RESTORE_LATEST, || {
+            format!("disposed of savepoint {id}, the store's latest: the next restore would rewind behind it")
+        })?;
         if let Some(at) = at {
             self.store.remove(at);
         }
         Ok(())
+    }
+
+    /// Whether the store lets the user dispose of savepoint `id`: one it
+    /// holds that is not its latest checkpoint (the restore point).
+    #[must_use]
+    pub fn may_dispose(&self, id: CheckpointId) -> bool {
+        self.store.iter().any(|s| s.id == id && s.savepoint) && self.latest() != Some(id)
     }
 
     /// The host registered a savepoint (its files exist) as the store's
@@ -484,6 +496,18 @@ mod tests {
         d.dispose(CheckpointId(1))
             .expect("a savepoint the store holds");
         d.delete(h(1), Deleter::Host).expect("disposed of");
+    }
+
+    #[test]
+    fn the_latest_savepoint_is_the_restore_point_and_is_not_disposed_of() {
+        let mut d = DurableLedger::new(1);
+        d.commit(stored(1, &[])).expect("commit");
+        d.commit(savepoint(2, &[])).expect("savepoint");
+        assert!(!d.may_dispose(CheckpointId(2)));
+        caught(d.dispose(CheckpointId(2)), names::RESTORE_LATEST);
+        d.commit(stored(3, &[])).expect("a newer checkpoint");
+        assert!(d.may_dispose(CheckpointId(2)));
+        d.dispose(CheckpointId(2)).expect("no longer the latest");
     }
 
     #[test]

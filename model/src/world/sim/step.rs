@@ -89,8 +89,13 @@ impl Sim {
                 {
                     return None;
                 }
-                // The disposal recipe: out of the store first, then the
-                // coordinator discards what no other checkpoint holds.
+                // The disposal recipe: out of the store first (which
+                // refuses its latest checkpoint, the restore point: then
+                // nothing is sent), then the coordinator discards what no
+                // other checkpoint holds.
+                if !n.durable.ledger.may_dispose(checkpoint) {
+                    return None;
+                }
                 n.history.disposed = true;
                 if let Err(v) = n.durable.ledger.dispose(checkpoint) {
                     n.violation.get_or_insert(v);
