@@ -384,7 +384,7 @@ pub fn mutate_story(
     seed: u32,
     bytes: ByteMutator<'_>,
 ) -> usize {
-    let mut pick = Pick(u64::from(seed) | 1 << 40);
+    let mut pick = Pick(u64::from(seed) | (1 << 40));
     let layout = story_layout(name, &data[..size]).filter(|l| !l.actions.is_empty());
     let Some(layout) = layout else {
         return bytes(data, size, max_size);
@@ -411,7 +411,7 @@ pub fn mutate_story(
 /// the first actions of `a`, then actions of `b` from a random one on,
 /// written into `out`; returns the size (0 when neither has a layout).
 pub fn cross_stories(name: &str, a: &[u8], b: &[u8], out: &mut [u8], seed: u32) -> usize {
-    let mut pick = Pick(u64::from(seed) | 1 << 41);
+    let mut pick = Pick(u64::from(seed) | (1 << 41));
     let (Some(la), Some(lb)) = (story_layout(name, a), story_layout(name, b)) else {
         return 0;
     };
