@@ -12,7 +12,11 @@
 # Stories of 256 actions need about 1.3-1.8 KiB of input (5-7 bytes per
 # action), so the story targets run with -max_len=4096 and -len_control=0
 # (libFuzzer would otherwise grow inputs slowly from small ones).
-# No sanitizer: ckpt forbids unsafe code, and ASan costs about 5x.
+# Sanitizer: CKPT_FUZZ_SANITIZER=none (default; ckpt forbids unsafe code)
+# or address (cargo-fuzz's default, a few times slower per execution).
+# Built as `cargo fuzz run` builds by default: optimized, with debug
+# assertions (the task reducer's check that a refused event changed
+# nothing is one; `--release` would drop it).
 #
 # Output: fuzz/corpus-work/TARGET (merged corpus, git-ignored),
 # fuzz/logs/TARGET-DATE.log (libFuzzer's status lines: executions and the
@@ -33,6 +37,7 @@ cd "$here"
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
+sanitizer="${CKPT_FUZZ_SANITIZER:-none}"
 toolchain=()
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     toolchain=(+nightly)
@@ -49,8 +54,8 @@ for t in "${targets[@]}"; do
         trace_decode) len=(-max_len=65536) ;;
         *) len=(-max_len=4096 -len_control=0) ;;
     esac
-    log="logs/$t-$stamp.log"
-    echo "== $t: ${hours} h, -fork=$forks, log $log =="
+    log="logs/$t-$sanitizer-$stamp.log"
+    echo "== $t: ${hours} h, -fork=$forks, sanitizer $sanitizer, log $log =="
     crashed=0
     # --no-trace-compares: libFuzzer's comparison tracing was half of every
     # execution's instructions in the story targets (callgrind), and it buys
@@ -61,7 +66,7 @@ for t in "${targets[@]}"; do
     # 1,288 vs 1,190; trace_decode 4,413 vs 4,384); coordinator_events
     # without it found a lost-state bug in 38 s that the run with it had not
     # found in 90 (README, "Fuzzing").
-    cargo "${toolchain[@]}" fuzz run --sanitizer none --release --no-trace-compares "$t" "$work" "corpus/$t" -- \
+    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "$t" "$work" "corpus/$t" -- \
         -fork="$forks" -max_total_time="$secs" "${len[@]}" \
         -print_final_stats=1 >"$log" 2>&1 || crashed=1
     tail -n 3 "$log"
@@ -75,7 +80,7 @@ for t in "${targets[@]}"; do
     # Merge: keep only the inputs that add coverage.
     merged="corpus-work/$t.merged"
     rm -rf "$merged" && mkdir -p "$merged"
-    cargo "${toolchain[@]}" fuzz run --sanitizer none --release --no-trace-compares "$t" "$merged" "$work" -- \
+    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "$t" "$merged" "$work" -- \
         -merge=1 "${len[@]}" >>"$log" 2>&1 || true
     if [ -n "$(ls -A "$merged")" ]; then
         rm -rf "$work" && mv "$merged" "$work"

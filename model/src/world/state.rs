@@ -369,6 +369,19 @@ impl<T: Hash + Clone> Sealed<T> {
         s
     }
 
+    /// A part of its own whose hash is computed when first needed (by
+    /// [`Sealed::seal`] or by `Hash`), for drivers that never hash worlds.
+    #[must_use]
+    pub fn unsealed(inner: T) -> Sealed<T> {
+        Sealed {
+            inner: triomphe::Arc::new(Part {
+                value: inner,
+                images: OnceLock::new(),
+            }),
+            digest: 0,
+        }
+    }
+
     /// Computes the cached hash if a mutable access forgot it.
     pub fn seal(&mut self) {
         if self.digest == 0 {

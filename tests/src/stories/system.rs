@@ -259,7 +259,11 @@ impl SystemDriver {
         )
     }
 
+    /// The driver keeps one world and never fingerprints it: the parts a
+    /// step changes are not hashed (`Sim::without_sealing`; a hash, if
+    /// asked for, is computed then).
     fn with_sim(sim: Sim) -> Self {
+        let sim = sim.without_sealing();
         let (world, log) = sim.init_with_log();
         SystemDriver {
             sim,

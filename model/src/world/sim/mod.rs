@@ -204,6 +204,13 @@ pub struct Sim {
     /// of each task's own events that some run ends with". Not meant with
     /// symmetry (the digest is not renamed).
     pub record_task_order: bool,
+    /// Whether each step computes the changed parts' hashes at once (true
+    /// by default: the model checker fingerprints every state, and a
+    /// sealed part is hashed once for all the states that share it).
+    /// False for drivers that keep one world and never hash it (the story
+    /// driver, the fuzz targets): a part's hash is then computed only if
+    /// something asks for it, and `Hash` and equality are unchanged.
+    pub seal: bool,
 }
 
 impl Sim {
@@ -239,6 +246,7 @@ impl Sim {
             coverage: None,
             render: true,
             record_task_order: false,
+            seal: true,
         }
     }
 
@@ -247,6 +255,13 @@ impl Sim {
     #[must_use]
     pub fn with_rigor(mut self, rigor: Rigor) -> Sim {
         self.rigor = rigor;
+        self
+    }
+
+    /// Leave the parts a step changes unhashed ([`Sim::seal`]).
+    #[must_use]
+    pub fn without_sealing(mut self) -> Sim {
+        self.seal = false;
         self
     }
 

@@ -93,9 +93,9 @@ impl Sim {
             });
         }
         let before = match who {
-            Leader::Current => std::mem::replace(&mut s.coord, Sealed::new(t.state)),
+            Leader::Current => std::mem::replace(&mut s.coord, self.part(t.state)),
             Leader::Zombie => match &mut s.zombie {
-                Some(z) => std::mem::replace(&mut z.coord, Sealed::new(t.state)),
+                Some(z) => std::mem::replace(&mut z.coord, self.part(t.state)),
                 None => return (t.step.outcome, Follow::default()),
             },
         };

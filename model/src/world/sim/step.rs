@@ -20,8 +20,19 @@ impl Sim {
         if self.apply_action(w, a, log).is_none() {
             return false;
         }
-        w.seal();
+        if self.seal {
+            w.seal();
+        }
         true
+    }
+
+    /// `value` as a world part, hashed now when this sim seals its steps.
+    pub(super) fn part<T: std::hash::Hash + Clone>(&self, value: T) -> Sealed<T> {
+        if self.seal {
+            Sealed::new(value)
+        } else {
+            Sealed::unsealed(value)
+        }
     }
 
     /// The body of [`Sim::step_in_place`]; `None` before any write when
