@@ -9,6 +9,7 @@
 //! ```text
 //! log/<position, 20 digits>           the store's log: one entry per change, created with PutMode::Create
 //! checkpoints/chk-<id, 20 digits>.meta  a checkpoint's metadata (the file store's format), written by finalize
+//! checkpoints/*.corrupt               a quarantined checkpoint's metadata, kept with its state for a human
 //! state/<handle as 16 hex digits>     one state handle = one object, written by a task
 //! ```
 //!
@@ -67,7 +68,8 @@
 //! restored and the next newest tried; [`OpenOptions::committed`] refuses a
 //! restore behind an exactly-once sink's commit before anything is changed.
 //! Damaged checkpoints are then quarantined by a [`LogEntry::Quarantine`]
-//! entry (their objects are kept, for a human), metadata objects the log
+//! entry, their metadata moved to `chk-N.meta.g<generation>.corrupt` and
+//! their state objects kept, for a human; metadata objects the log
 //! does not name and state objects no stored or quarantined checkpoint
 //! references are deleted.
 //!
@@ -459,6 +461,7 @@ impl ObjStore {
         let mut damaged: Vec<Damaged> = Vec::new();
         let mut to_quarantine: BTreeSet<CheckpointId> = BTreeSet::new();
         let mut kept: BTreeSet<StateHandle> = BTreeSet::new();
+        let mut quarantined_ids_max: Option<CheckpointId> = None;
         let state_names: BTreeSet<StateHandle> = list(objects, STATE_DIR)
             .await?
             .iter()
@@ -562,32 +565,49 @@ impl ObjStore {
                 });
             }
         }
-        // Quarantined earlier: their metadata names handles kept for good.
-        for id in &r.quarantined {
-            let path = Path::from(meta_path(*id));
-            if let Ok(m) = read(objects, &path).await.map(|b| Metadata::decode(&b)) {
-                if let Ok(m) = m {
-                    kept.extend(m.handles);
-                }
-            }
-        }
         for id in &to_quarantine {
             self.append(LogEntry::Quarantine {
                 generation: self.generation,
                 checkpoint: *id,
             })
             .await?;
+            // The metadata moves aside (copy, then delete), as the file
+            // store renames it `*.corrupt`: the id may be finalized again.
+            let from = Path::from(meta_path(*id));
+            let to = Path::from(format!("{}.g{}.corrupt", meta_path(*id), self.generation.0));
+            match objects.copy(&from, &to).await {
+                Ok(()) => delete(objects, &from).await?,
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(obj_err("copy", &from)(e)),
+            }
         }
-        let named: BTreeSet<CheckpointId> = valid
-            .keys()
-            .chain(&to_quarantine)
-            .chain(&r.quarantined)
-            .copied()
-            .collect();
+        // Quarantined metadata names handles kept for good. One too
+        // damaged to name them keeps every unreferenced state object (as
+        // the file store does), until a human removes it.
+        let mut unnamed = false;
+        let mut quarantined = Vec::new();
+        for name in list(objects, CHECKPOINT_DIR).await? {
+            if !name.ends_with(".corrupt") {
+                continue;
+            }
+            let path = Path::from(format!("{CHECKPOINT_DIR}/{name}"));
+            match read(objects, &path).await.map(|b| Metadata::decode(&b)) {
+                Ok(Ok(m)) => {
+                    max_named_corrupt(&mut quarantined_ids_max, m.checkpoint);
+                    kept.extend(m.handles);
+                }
+                Ok(Err(_)) | Err(_) => unnamed = true,
+            }
+            quarantined.push(path.to_string());
+        }
+        let named: BTreeSet<CheckpointId> = valid.keys().copied().collect();
         let mut foreign = Vec::new();
         let mut removed_partial = Vec::new();
-        let mut max_id_named = r.max_id_named;
+        let mut max_id_named = r.max_id_named.max(quarantined_ids_max);
         for name in list(objects, CHECKPOINT_DIR).await? {
+            if name.ends_with(".corrupt") {
+                continue;
+            }
             match parse_meta_name(&name) {
                 Some(id) => {
                     max_id_named = max_id_named.max(Some(id));
@@ -607,8 +627,11 @@ impl ObjStore {
             .chain(kept.iter().copied())
             .collect();
         let mut removed_orphans = Vec::new();
+        let mut kept_unreferenced = Vec::new();
         for h in &state_names {
-            if !referenced.contains(h) {
+            if unnamed && !referenced.contains(h) {
+                kept_unreferenced.push(*h);
+            } else if !referenced.contains(h) {
                 self.fence(self.generation).await?;
                 delete(objects, &Path::from(state_path(*h))).await?;
                 removed_orphans.push(*h);
@@ -644,11 +667,6 @@ impl ObjStore {
             })
             .collect();
         self.stored = valid;
-        let mut quarantined: Vec<String> = named
-            .iter()
-            .filter(|id| to_quarantine.contains(id) || r.quarantined.contains(id))
-            .map(|id| meta_path(*id))
-            .collect();
         quarantined.sort();
         Ok(Recovery {
             generation: self.generation,
@@ -659,7 +677,7 @@ impl ObjStore {
             foreign,
             removed_partial,
             removed_orphans,
-            kept_unreferenced: Vec::new(),
+            kept_unreferenced,
         })
     }
 
@@ -1034,6 +1052,10 @@ impl ObjStore {
     pub fn objects(&self) -> &Arc<dyn ObjectStore> {
         &self.objects
     }
+}
+
+fn max_named_corrupt(max: &mut Option<CheckpointId>, id: CheckpointId) {
+    *max = (*max).max(Some(id));
 }
 
 async fn check_latest(

@@ -102,6 +102,8 @@ async fn open_pair(
         .expect("object store opens");
     assert_eq!(recovery_view(&rf), recovery_view(&ro));
     assert_eq!(rf.removed_partial.len(), ro.removed_partial.len());
+    assert_eq!(rf.quarantined.len(), ro.quarantined.len());
+    assert_eq!(rf.kept_unreferenced, ro.kept_unreferenced);
     (file, obj, g_file)
 }
 
@@ -445,5 +447,96 @@ fn concurrent_claims_of_one_generation_one_wins() {
                 "round {round}: {a:?} {b:?}"
             );
         }
+    });
+}
+
+/// A stored checkpoint whose state object was removed by hand is
+/// quarantined on the next start (a log entry), the one before it restored,
+/// and its other objects kept; later starts agree.
+#[test]
+fn damaged_checkpoint_is_quarantined_and_the_previous_restored() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let g1 = Generation(1);
+        let (mut s, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 2, g1))
+            .await
+            .expect("open");
+        let hs = [StateHandle(1), StateHandle(2), StateHandle(3)];
+        for h in hs {
+            objstore::write_state(&*objects, h, vec![7])
+                .await
+                .expect("state");
+        }
+        let c1 = s.allocate_id(g1).await.expect("id");
+        s.finalize(g1, c1, false, Millis(1), &hs[..1])
+            .await
+            .expect("finalize");
+        s.store(g1, c1).await.expect("store");
+        let c2 = s.allocate_id(g1).await.expect("id");
+        s.finalize(g1, c2, false, Millis(2), &hs[1..])
+            .await
+            .expect("finalize");
+        s.store(g1, c2).await.expect("store");
+        objects
+            .delete(&object_store::path::Path::from(store::state_path(hs[2])))
+            .await
+            .expect("remove by hand");
+
+        let (_, rec) = ObjStore::open(
+            Arc::clone(&objects),
+            OpenOptions::new(JOB, 2, Generation(2)),
+        )
+        .await
+        .expect("second start");
+        assert_eq!(
+            rec.checkpoints
+                .iter()
+                .map(|c| c.checkpoint)
+                .collect::<Vec<_>>(),
+            [c1]
+        );
+        assert_eq!(rec.damaged.len(), 1, "{:?}", rec.damaged);
+        assert_eq!(
+            rec.quarantined,
+            [format!("{}.g2.corrupt", store::meta_path(c2))]
+        );
+        assert!(rec.removed_orphans.is_empty(), "{:?}", rec.removed_orphans);
+        assert_eq!(rec.last_id, Some(c2));
+        // Refused when the sink already committed checkpoint 2's output.
+        let mut behind = OpenOptions::new(JOB, 2, Generation(3));
+        behind.committed = Some(c2);
+        let refused = ObjStore::open(Arc::clone(&objects), behind).await;
+        assert!(
+            matches!(refused, Err(StoreError::BehindCommitted { .. })),
+            "{refused:?}"
+        );
+
+        let (_, rec) = ObjStore::open(
+            Arc::clone(&objects),
+            OpenOptions::new(JOB, 2, Generation(4)),
+        )
+        .await
+        .expect("third start");
+        assert_eq!(
+            rec.checkpoints
+                .iter()
+                .map(|c| c.checkpoint)
+                .collect::<Vec<_>>(),
+            [c1]
+        );
+        assert!(rec.damaged.is_empty());
+        assert_eq!(
+            rec.quarantined,
+            [format!("{}.g2.corrupt", store::meta_path(c2))]
+        );
+        let left: BTreeSet<String> = state_objects(&*objects).await;
+        assert_eq!(
+            left.len(),
+            2,
+            "the quarantined checkpoint's other state is kept: {left:?}"
+        );
     });
 }
