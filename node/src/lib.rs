@@ -1,0 +1,177 @@
+//! # ckpt-node
+//!
+//! The distributed side of ckpt's reference host: a checkpoint store on an
+//! object store ([`objstore::ObjStore`]) whose fence is a conditional
+//! create, and the one store trait ([`CheckpointStore`]) that it and the
+//! async host's file store ([`ckpt_core::host::store::FileStore`]) both
+//! implement, so that one test suite drives both.
+
+pub mod objstore;
+
+use std::future::Future;
+
+use ckpt_core::host::store::{Discarded, FileStore, StoreError};
+use ckpt_core::{CheckpointId, Generation, Millis, StateHandle};
+
+pub use objstore::ObjStore;
+
+/// A durable checkpoint store, as the coordinator's I/O effects use it
+/// (every write names the generation it is made for; a deposed leader's is
+/// refused). The methods are those of [`FileStore`]; see its docs for each.
+pub trait CheckpointStore {
+    /// Hands out the next checkpoint id; durable before it is returned.
+    fn allocate_id(
+        &mut self,
+        writer: Generation,
+    ) -> impl Future<Output = Result<CheckpointId, StoreError>> + Send;
+    /// Moves the counter so the next id is at least `next` (never back).
+    fn reset_counter(
+        &mut self,
+        writer: Generation,
+        next: CheckpointId,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Writes a checkpoint's metadata; not yet stored.
+    fn finalize(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+        savepoint: bool,
+        timestamp: Millis,
+        handles: &[StateHandle],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// The commit point of a finalized checkpoint; returns the checkpoints
+    /// its commit evicted.
+    fn store(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+    ) -> impl Future<Output = Result<Vec<CheckpointId>, StoreError>> + Send;
+    /// Deletes a state handle's data unless a stored checkpoint holds it.
+    fn discard(
+        &mut self,
+        writer: Generation,
+        handle: StateHandle,
+    ) -> impl Future<Output = Result<Discarded, StoreError>> + Send;
+    /// Removes a stored savepoint (the user's act); returns the handles deleted.
+    fn dispose_savepoint(
+        &mut self,
+        writer: Generation,
+        savepoint: CheckpointId,
+    ) -> impl Future<Output = Result<Vec<StateHandle>, StoreError>> + Send;
+    /// The stored checkpoints and savepoints with their handles, in id order.
+    fn held(&self) -> Vec<(CheckpointId, bool, Vec<StateHandle>)>;
+    /// The next id the counter hands out.
+    fn next_checkpoint_id(&self) -> CheckpointId;
+}
+
+impl CheckpointStore for FileStore {
+    fn allocate_id(
+        &mut self,
+        writer: Generation,
+    ) -> impl Future<Output = Result<CheckpointId, StoreError>> + Send {
+        std::future::ready(FileStore::allocate_id(self, writer))
+    }
+    fn reset_counter(
+        &mut self,
+        writer: Generation,
+        next: CheckpointId,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(FileStore::reset_counter(self, writer, next))
+    }
+    fn finalize(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+        savepoint: bool,
+        timestamp: Millis,
+        handles: &[StateHandle],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        std::future::ready(FileStore::finalize(
+            self, writer, checkpoint, savepoint, timestamp, handles,
+        ))
+    }
+    fn store(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+    ) -> impl Future<Output = Result<Vec<CheckpointId>, StoreError>> + Send {
+        std::future::ready(FileStore::store(self, writer, checkpoint))
+    }
+    fn discard(
+        &mut self,
+        writer: Generation,
+        handle: StateHandle,
+    ) -> impl Future<Output = Result<Discarded, StoreError>> + Send {
+        std::future::ready(FileStore::discard(self, writer, handle))
+    }
+    fn dispose_savepoint(
+        &mut self,
+        writer: Generation,
+        savepoint: CheckpointId,
+    ) -> impl Future<Output = Result<Vec<StateHandle>, StoreError>> + Send {
+        std::future::ready(FileStore::dispose_savepoint(self, writer, savepoint))
+    }
+    fn held(&self) -> Vec<(CheckpointId, bool, Vec<StateHandle>)> {
+        self.stored()
+            .map(|(id, hs)| (id, self.is_savepoint(id).unwrap_or(false), hs.to_vec()))
+            .collect()
+    }
+    fn next_checkpoint_id(&self) -> CheckpointId {
+        self.next_id()
+    }
+}
+
+impl CheckpointStore for ObjStore {
+    fn allocate_id(
+        &mut self,
+        writer: Generation,
+    ) -> impl Future<Output = Result<CheckpointId, StoreError>> + Send {
+        ObjStore::allocate_id(self, writer)
+    }
+    fn reset_counter(
+        &mut self,
+        writer: Generation,
+        next: CheckpointId,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ObjStore::reset_counter(self, writer, next)
+    }
+    fn finalize(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+        savepoint: bool,
+        timestamp: Millis,
+        handles: &[StateHandle],
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        ObjStore::finalize(self, writer, checkpoint, savepoint, timestamp, handles)
+    }
+    fn store(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+    ) -> impl Future<Output = Result<Vec<CheckpointId>, StoreError>> + Send {
+        ObjStore::store(self, writer, checkpoint)
+    }
+    fn discard(
+        &mut self,
+        writer: Generation,
+        handle: StateHandle,
+    ) -> impl Future<Output = Result<Discarded, StoreError>> + Send {
+        ObjStore::discard(self, writer, handle)
+    }
+    fn dispose_savepoint(
+        &mut self,
+        writer: Generation,
+        savepoint: CheckpointId,
+    ) -> impl Future<Output = Result<Vec<StateHandle>, StoreError>> + Send {
+        ObjStore::dispose_savepoint(self, writer, savepoint)
+    }
+    fn held(&self) -> Vec<(CheckpointId, bool, Vec<StateHandle>)> {
+        self.stored()
+            .map(|(id, hs)| (id, self.is_savepoint(id).unwrap_or(false), hs.to_vec()))
+            .collect()
+    }
+    fn next_checkpoint_id(&self) -> CheckpointId {
+        self.next_id()
+    }
+}

@@ -1,0 +1,542 @@
+//! The object-store checkpoint store against the file store: one random
+//! sequence of commits, discards, savepoint disposals and leader changes
+//! driven into both, compared after every step; and its fence, which a
+//! deposed leader cannot pass.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ckpt_core::host::fs::{Fs, MemFs, StdFs};
+use ckpt_core::host::store::{self, FileStore, OpenOptions, Recovery, StoreError, STATE_DIR};
+use ckpt_core::{CheckpointId, Generation, JobId, Millis, StateHandle};
+use ckpt_node::{objstore, CheckpointStore, ObjStore};
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
+use proptest::prelude::*;
+
+const JOB: JobId = JobId(7);
+const RETAINED: usize = 2;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Allocate,
+    /// Finalize the newest allocated id (or, `older`, the one before it),
+    /// with `fresh` new handles and, `share`, one handle written before.
+    Finalize {
+        older: bool,
+        savepoint: bool,
+        fresh: u8,
+        share: Option<usize>,
+    },
+    Store(usize),
+    Discard(usize),
+    Dispose(usize),
+    ResetCounter(u8),
+    /// A new leader: both stores reopened under the next generation.
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => Just(Op::Allocate),
+        4 => (any::<bool>(), prop::bool::weighted(0.2), 0u8..3, prop::option::of(0usize..64))
+            .prop_map(|(older, savepoint, fresh, share)| Op::Finalize { older, savepoint, fresh, share }),
+        4 => (0usize..8).prop_map(Op::Store),
+        3 => (0usize..64).prop_map(Op::Discard),
+        1 => (0usize..8).prop_map(Op::Dispose),
+        1 => (0u8..4).prop_map(Op::ResetCounter),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// A result with what may differ between backends (I/O error texts) left out.
+fn norm<T: std::fmt::Debug>(r: &Result<T, StoreError>) -> String {
+    match r {
+        Ok(v) => format!("ok {v:?}"),
+        Err(StoreError::Io { op, .. }) => format!("io {op}"),
+        Err(e) => format!("err {e}"),
+    }
+}
+
+fn recovery_view(r: &Recovery) -> String {
+    let mut orphans = r.removed_orphans.clone();
+    orphans.sort();
+    format!(
+        "{:?} {:?} {:?} damaged {} orphans {:?}",
+        r.generation,
+        r.checkpoints,
+        r.last_id,
+        r.damaged.len(),
+        orphans
+    )
+}
+
+struct Pair {
+    fs: Arc<dyn Fs>,
+    objects: Arc<dyn ObjectStore>,
+    file: FileStore,
+    obj: ObjStore,
+    generation: Generation,
+    /// Every handle written so far, and the next fresh one.
+    written: Vec<StateHandle>,
+    next_handle: u64,
+    last_allocated: Option<CheckpointId>,
+    prepared: Vec<CheckpointId>,
+}
+
+async fn open_pair(
+    fs: Arc<dyn Fs>,
+    objects: Arc<dyn ObjectStore>,
+) -> (FileStore, ObjStore, Generation) {
+    let g_file = FileStore::next_generation(&*fs).expect("file generation");
+    let g_obj = ObjStore::next_generation(&*objects, JOB)
+        .await
+        .expect("object generation");
+    assert_eq!(g_file, g_obj);
+    let (file, rf) = FileStore::open(Arc::clone(&fs), OpenOptions::new(JOB, RETAINED, g_file))
+        .expect("file store opens");
+    let (obj, ro) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, RETAINED, g_obj))
+        .await
+        .expect("object store opens");
+    assert_eq!(recovery_view(&rf), recovery_view(&ro));
+    assert_eq!(rf.removed_partial.len(), ro.removed_partial.len());
+    assert_eq!(rf.quarantined.len(), ro.quarantined.len());
+    assert_eq!(rf.kept_unreferenced, ro.kept_unreferenced);
+    (file, obj, g_file)
+}
+
+async fn state_objects(objects: &dyn ObjectStore) -> BTreeSet<String> {
+    let listed = objects
+        .list_with_delimiter(Some(&object_store::path::Path::from(STATE_DIR)))
+        .await
+        .expect("list state");
+    listed
+        .objects
+        .into_iter()
+        .filter_map(|o| o.location.filename().map(str::to_string))
+        .collect()
+}
+
+fn state_files(fs: &dyn Fs) -> BTreeSet<String> {
+    fs.list(STATE_DIR)
+        .expect("list state")
+        .into_iter()
+        .collect()
+}
+
+async fn compare(p: &Pair) {
+    assert_eq!(
+        CheckpointStore::held(&p.file),
+        CheckpointStore::held(&p.obj)
+    );
+    assert_eq!(p.file.next_id(), p.obj.next_id());
+    assert_eq!(p.file.latest(), p.obj.latest());
+    assert_eq!(state_files(&*p.fs), state_objects(&*p.objects).await);
+    assert_eq!(p.file.stats(), p.obj.stats());
+}
+
+async fn step(p: &mut Pair, op: &Op) {
+    let g = p.generation;
+    let (a, b) = match op {
+        Op::Allocate => {
+            let a = CheckpointStore::allocate_id(&mut p.file, g).await;
+            let b = p.obj.allocate_id(g).await;
+            if let Ok(id) = &a {
+                p.last_allocated = Some(*id);
+            }
+            (norm(&a), norm(&b))
+        }
+        Op::Finalize {
+            older,
+            savepoint,
+            fresh,
+            share,
+        } => {
+            let Some(last) = p.last_allocated else { return };
+            let id = if *older && last.0 > 1 {
+                CheckpointId(last.0 - 1)
+            } else {
+                last
+            };
+            let mut handles = Vec::new();
+            for _ in 0..*fresh {
+                let h = StateHandle(p.next_handle);
+                p.next_handle += 1;
+                let bytes = format!("state {} of {id}", h.0).into_bytes();
+                store::write_state(&*p.fs, h, &bytes).expect("write state file");
+                objstore::write_state(&*p.objects, h, bytes)
+                    .await
+                    .expect("write state object");
+                p.written.push(h);
+                handles.push(h);
+            }
+            if let Some(i) = share {
+                if !p.written.is_empty() {
+                    let h = p.written[i % p.written.len()];
+                    if !handles.contains(&h) {
+                        handles.push(h);
+                    }
+                }
+            }
+            let ts = Millis(id.0 * 10);
+            let a = CheckpointStore::finalize(&mut p.file, g, id, *savepoint, ts, &handles).await;
+            let b = p.obj.finalize(g, id, *savepoint, ts, &handles).await;
+            if a.is_ok() && !p.prepared.contains(&id) {
+                p.prepared.push(id);
+            }
+            (norm(&a), norm(&b))
+        }
+        Op::Store(i) => {
+            if p.prepared.is_empty() {
+                return;
+            }
+            let id = p.prepared.remove(i % p.prepared.len());
+            let a = CheckpointStore::store(&mut p.file, g, id).await;
+            let b = p.obj.store(g, id).await;
+            (norm(&a), norm(&b))
+        }
+        Op::Discard(i) => {
+            if p.written.is_empty() {
+                return;
+            }
+            let h = p.written[i % p.written.len()];
+            let a = CheckpointStore::discard(&mut p.file, g, h).await;
+            let b = p.obj.discard(g, h).await;
+            (norm(&a), norm(&b))
+        }
+        Op::Dispose(i) => {
+            let held = CheckpointStore::held(&p.file);
+            if held.is_empty() {
+                return;
+            }
+            let id = held[i % held.len()].0;
+            let a = CheckpointStore::dispose_savepoint(&mut p.file, g, id).await;
+            let b = p.obj.dispose_savepoint(g, id).await;
+            (norm(&a), norm(&b))
+        }
+        Op::ResetCounter(k) => {
+            let next = CheckpointId(p.file.next_id().0 + u64::from(*k));
+            let a = CheckpointStore::reset_counter(&mut p.file, g, next).await;
+            let b = p.obj.reset_counter(g, next).await;
+            (norm(&a), norm(&b))
+        }
+        Op::Reopen => {
+            let (file, obj, g) = open_pair(Arc::clone(&p.fs), Arc::clone(&p.objects)).await;
+            p.file = file;
+            p.obj = obj;
+            p.generation = g;
+            p.prepared.clear();
+            // Recovery deleted the orphans: only what is stored remains.
+            let kept: BTreeSet<StateHandle> = CheckpointStore::held(&p.file)
+                .into_iter()
+                .flat_map(|(_, _, hs)| hs)
+                .collect();
+            p.written.retain(|h| kept.contains(h));
+            // Counters start again with each handle.
+            assert_eq!(
+                CheckpointStore::held(&p.file),
+                CheckpointStore::held(&p.obj)
+            );
+            assert_eq!(state_files(&*p.fs), state_objects(&*p.objects).await);
+            return;
+        }
+    };
+    assert_eq!(a, b, "{op:?}");
+    compare(p).await;
+}
+
+fn run(fs: Arc<dyn Fs>, objects: Arc<dyn ObjectStore>, ops: &[Op]) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (file, obj, generation) = open_pair(Arc::clone(&fs), Arc::clone(&objects)).await;
+        let mut p = Pair {
+            fs,
+            objects,
+            file,
+            obj,
+            generation,
+            written: Vec::new(),
+            next_handle: 1,
+            last_allocated: None,
+            prepared: Vec::new(),
+        };
+        for op in ops {
+            step(&mut p, op).await;
+        }
+        // A last leader change: both recover the same checkpoints.
+        step(&mut p, &Op::Reopen).await;
+    });
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "ckpt-node-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// In memory: the file store on `MemFs`, the object store on `InMemory`.
+    #[test]
+    fn object_store_holds_what_the_file_store_holds(ops in prop::collection::vec(op(), 0..60)) {
+        run(Arc::new(MemFs::new()), Arc::new(InMemory::new()), &ops);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// On disk: the file store on `StdFs`, the object store on
+    /// `LocalFileSystem` (whose `PutMode::Create` is a no-clobber link).
+    #[test]
+    fn local_file_system_backend_agrees(ops in prop::collection::vec(op(), 0..40)) {
+        let dir = temp_dir("local");
+        let fs_dir = dir.join("fs");
+        let obj_dir = dir.join("obj");
+        std::fs::create_dir_all(&obj_dir).expect("object dir");
+        let fs: Arc<dyn Fs> = Arc::new(StdFs::new(&fs_dir).expect("std fs"));
+        let objects: Arc<dyn ObjectStore> =
+            Arc::new(LocalFileSystem::new_with_prefix(&obj_dir).expect("local file system"));
+        run(fs, objects, &ops);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+fn stale(r: &Result<impl std::fmt::Debug, StoreError>, current: Generation) -> bool {
+    matches!(r, Err(StoreError::StaleGeneration { writer: Generation(1), current: c }) if *c == current)
+}
+
+async fn deposed_leader_is_refused(objects: Arc<dyn ObjectStore>) {
+    let g1 = Generation(1);
+    let (mut old, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 1, g1))
+        .await
+        .expect("first leader");
+    let h = [StateHandle(1), StateHandle(2), StateHandle(3)];
+    for x in h {
+        objstore::write_state(&*objects, x, vec![1])
+            .await
+            .expect("state");
+    }
+    let c1 = old.allocate_id(g1).await.expect("id 1");
+    old.finalize(g1, c1, false, Millis(1), &h[..1])
+        .await
+        .expect("finalize 1");
+    old.store(g1, c1).await.expect("store 1");
+    let c2 = old.allocate_id(g1).await.expect("id 2");
+    old.finalize(g1, c2, false, Millis(2), &h[1..2])
+        .await
+        .expect("finalize 2");
+    let s1 = old.allocate_id(g1).await.expect("id 3");
+    old.finalize(g1, s1, true, Millis(3), &h[2..3])
+        .await
+        .expect("finalize savepoint");
+
+    // A new leader takes over while checkpoint 2 is finalized, not stored.
+    let g2 = Generation(2);
+    let (mut new, rec) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 1, g2))
+        .await
+        .expect("second leader");
+    assert_eq!(
+        rec.checkpoints
+            .iter()
+            .map(|c| c.checkpoint)
+            .collect::<Vec<_>>(),
+        [c1]
+    );
+    assert_eq!(rec.last_id, Some(s1));
+
+    // Every write of the deposed leader is refused, the commit first.
+    assert!(stale(&old.store(g1, c2).await, g2));
+    assert!(stale(&old.allocate_id(g1).await, g2));
+    assert!(stale(
+        &old.finalize(g1, CheckpointId(9), false, Millis(9), &[])
+            .await,
+        g2
+    ));
+    assert!(stale(&old.discard(g1, h[0]).await, g2));
+    assert!(stale(&old.reset_counter(g1, CheckpointId(100)).await, g2));
+    assert!(old.stats().fenced >= 5);
+
+    // The new leader's view is untouched and it goes on from there.
+    let c4 = new.allocate_id(g2).await.expect("id 4");
+    assert_eq!(c4, CheckpointId(4));
+    objstore::write_state(&*objects, StateHandle(4), vec![4])
+        .await
+        .expect("state");
+    new.finalize(g2, c4, false, Millis(4), &[StateHandle(4)])
+        .await
+        .expect("finalize 4");
+    assert_eq!(new.store(g2, c4).await.expect("store 4"), [c1]);
+
+    // A third leader recovers exactly the second one's commits.
+    let (_, rec) = ObjStore::open(
+        Arc::clone(&objects),
+        OpenOptions::new(JOB, 1, Generation(3)),
+    )
+    .await
+    .expect("third leader");
+    assert_eq!(
+        rec.checkpoints
+            .iter()
+            .map(|c| c.checkpoint)
+            .collect::<Vec<_>>(),
+        [c4]
+    );
+    assert_eq!(rec.last_id, Some(c4));
+    // Claiming an old generation again is refused.
+    let again = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 1, g2)).await;
+    assert!(
+        matches!(again, Err(StoreError::GenerationTaken { .. })),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn deposed_leader_is_refused_in_memory() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(deposed_leader_is_refused(Arc::new(InMemory::new())));
+}
+
+#[test]
+fn deposed_leader_is_refused_on_local_file_system() {
+    let dir = temp_dir("fence");
+    let objects = Arc::new(LocalFileSystem::new_with_prefix(&dir).expect("local file system"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(deposed_leader_is_refused(objects));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two leaders claiming the same generation at once: exactly one wins.
+#[test]
+fn concurrent_claims_of_one_generation_one_wins() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        for round in 1..=20u64 {
+            let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let g = Generation(round);
+            let a = tokio::spawn(ObjStore::open(
+                Arc::clone(&objects),
+                OpenOptions::new(JOB, 1, g),
+            ));
+            let b = tokio::spawn(ObjStore::open(
+                Arc::clone(&objects),
+                OpenOptions::new(JOB, 1, g),
+            ));
+            let (a, b) = (a.await.expect("join"), b.await.expect("join"));
+            assert_eq!(
+                usize::from(a.is_ok()) + usize::from(b.is_ok()),
+                1,
+                "round {round}: {a:?} {b:?}"
+            );
+        }
+    });
+}
+
+/// A stored checkpoint whose state object was removed by hand is
+/// quarantined on the next start (a log entry), the one before it restored,
+/// and its other objects kept; later starts agree.
+#[test]
+fn damaged_checkpoint_is_quarantined_and_the_previous_restored() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let g1 = Generation(1);
+        let (mut s, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 2, g1))
+            .await
+            .expect("open");
+        let hs = [StateHandle(1), StateHandle(2), StateHandle(3)];
+        for h in hs {
+            objstore::write_state(&*objects, h, vec![7])
+                .await
+                .expect("state");
+        }
+        let c1 = s.allocate_id(g1).await.expect("id");
+        s.finalize(g1, c1, false, Millis(1), &hs[..1])
+            .await
+            .expect("finalize");
+        s.store(g1, c1).await.expect("store");
+        let c2 = s.allocate_id(g1).await.expect("id");
+        s.finalize(g1, c2, false, Millis(2), &hs[1..])
+            .await
+            .expect("finalize");
+        s.store(g1, c2).await.expect("store");
+        objects
+            .delete(&object_store::path::Path::from(store::state_path(hs[2])))
+            .await
+            .expect("remove by hand");
+
+        let (_, rec) = ObjStore::open(
+            Arc::clone(&objects),
+            OpenOptions::new(JOB, 2, Generation(2)),
+        )
+        .await
+        .expect("second start");
+        assert_eq!(
+            rec.checkpoints
+                .iter()
+                .map(|c| c.checkpoint)
+                .collect::<Vec<_>>(),
+            [c1]
+        );
+        assert_eq!(rec.damaged.len(), 1, "{:?}", rec.damaged);
+        assert_eq!(
+            rec.quarantined,
+            [format!("{}.g2.corrupt", store::meta_path(c2))]
+        );
+        assert!(rec.removed_orphans.is_empty(), "{:?}", rec.removed_orphans);
+        assert_eq!(rec.last_id, Some(c2));
+        // Refused when the sink already committed checkpoint 2's output.
+        let mut behind = OpenOptions::new(JOB, 2, Generation(3));
+        behind.committed = Some(c2);
+        let refused = ObjStore::open(Arc::clone(&objects), behind).await;
+        assert!(
+            matches!(refused, Err(StoreError::BehindCommitted { .. })),
+            "{refused:?}"
+        );
+
+        let (_, rec) = ObjStore::open(
+            Arc::clone(&objects),
+            OpenOptions::new(JOB, 2, Generation(4)),
+        )
+        .await
+        .expect("third start");
+        assert_eq!(
+            rec.checkpoints
+                .iter()
+                .map(|c| c.checkpoint)
+                .collect::<Vec<_>>(),
+            [c1]
+        );
+        assert!(rec.damaged.is_empty());
+        assert_eq!(
+            rec.quarantined,
+            [format!("{}.g2.corrupt", store::meta_path(c2))]
+        );
+        let left: BTreeSet<String> = state_objects(&*objects).await;
+        assert_eq!(
+            left.len(),
+            2,
+            "the quarantined checkpoint's other state is kept: {left:?}"
+        );
+    });
+}
