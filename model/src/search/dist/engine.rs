@@ -2,16 +2,18 @@
 //!
 //! **Who owns what.** Every state has a key, a 64-bit fingerprint (of the
 //! orbit's smallest fingerprint under symmetry: [`Key`]), and the key
-//! decides its owner, the worker timely's exchange routes the key to. The
-//! owner keeps the visited set of its keys only. A worker that generates a
-//! successor keeps the state and ships only `(key, tag)` to the owner (16
-//! bytes); the owner answers the tag (8 bytes) if the key is new to it,
-//! and the generator then keeps the state for the next level. So a state
-//! is counted and expanded exactly once over all workers (the sum of the
-//! owners' visited sets is the single run's unique count), no state is
-//! ever encoded or shipped, and which worker expands it is whoever reached
-//! it first (TLC's split of workers and fingerprint servers, folded into
-//! each worker).
+//! decides its owner, the worker timely's exchange routes the key to. A
+//! worker ships each successor it generates to the successor's owner as
+//! `(key, path, payload)`; the owner keeps the visited set of its keys
+//! only, drops a key it has seen, and takes a new one into its frontier:
+//! it judges and expands the states it owns, so a state is counted and
+//! expanded exactly once over all workers (the sum of the owners' visited
+//! sets is the single run's unique count) and the work is spread as the
+//! keys are. The payload is the state in the model's [`Codec`], if it has
+//! one (two-phase commit's is 2-3 bytes); without one it is empty and the
+//! owner rebuilds the state by replaying its path from the initial state,
+//! which costs a step per level for each new state (ckpt's world has no
+//! encoding of its own).
 //!
 //! **Rounds.** Round `r` (the timely timestamp) judges the states of depth
 //! `r` every worker holds (`always` and `sometimes` properties, stateright's
@@ -23,13 +25,13 @@
 //! one; the lowest worker's is reported), or when no worker generated
 //! anything.
 //!
-//! **Paths.** A state keeps a link to its parent's path and the index of
-//! the action that reached it among its parent's actions; a counterexample
+//! **Paths.** A state travels with its path (an initial state's index,
+//! then the index of each action among its state's actions); a counterexample
 //! is that path, and a checkpoint stores the frontier as paths, rebuilt on
 //! resume by replaying them ([`replay`]).
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -41,7 +43,8 @@ use stateright::{Expectation, Model};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange as ExchangePact;
 use timely::dataflow::operators::vec::Broadcast;
-use timely::dataflow::operators::{Exchange, Input, Inspect, Operator, Probe};
+use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::{Input, Operator, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
 use crate::search::dist::checkpoint::{self, Manifest};
@@ -148,27 +151,17 @@ impl Hasher for Identity {
 
 type Visited = HashSet<u64, BuildHasherDefault<Identity>>;
 
-/// A state's path: its parent's, then the index of the action taken.
-struct PathNode {
-    parent: Option<Rc<PathNode>>,
-    step: u32,
+/// How a model's states travel between workers: `encode` appends a state's
+/// bytes, `decode` reads them back (`None` for bytes it did not write).
+pub struct Codec<S> {
+    /// Appends the state's encoding.
+    pub encode: fn(&S, &mut Vec<u8>),
+    /// The state the bytes encode.
+    pub decode: fn(&[u8]) -> Option<S>,
 }
 
-impl PathNode {
-    fn to_vec(&self) -> Vec<u32> {
-        let mut out = vec![self.step];
-        let mut at = self.parent.as_ref();
-        while let Some(p) = at {
-            out.push(p.step);
-            at = p.parent.as_ref();
-        }
-        out.reverse();
-        out
-    }
-    fn from_slice(path: &[u32]) -> Option<Rc<PathNode>> {
-        path.iter().fold(None, |parent, &step| Some(Rc::new(PathNode { parent, step })))
-    }
-}
+/// A successor on its way to its owner: key, path, payload.
+type Ship = (u64, Vec<u32>, Vec<u8>);
 
 /// The states along `path` (an initial state's index, then the index of
 /// each action among the state's actions); `None` if the path does not fit
@@ -207,7 +200,12 @@ struct Stat {
 ///
 /// # Errors
 /// As above, as text.
-pub fn search<M>(model: Arc<M>, key: Key<M>, opts: &DistOptions) -> Result<DistReport, String>
+pub fn search<M>(
+    model: Arc<M>,
+    key: Key<M>,
+    codec: Option<Arc<Codec<M::State>>>,
+    opts: &DistOptions,
+) -> Result<DistReport, String>
 where
     M: Model + Send + Sync + 'static,
 {
@@ -228,7 +226,9 @@ where
         },
     };
     let opts = opts.clone();
-    let guards = timely::execute(config, move |worker| run_worker(worker, &model, &key, &opts))?;
+    let guards = timely::execute(config, move |worker| {
+        run_worker(worker, &model, &key, codec.as_deref(), &opts)
+    })?;
     let mut first = None;
     for r in guards.join() {
         let r = r?;
@@ -242,6 +242,7 @@ fn run_worker<M: Model>(
     worker: &mut timely::worker::Worker,
     model: &Arc<M>,
     key: &Key<M>,
+    codec: Option<&Codec<M::State>>,
     opts: &DistOptions,
 ) -> Result<DistReport, String> {
     let index = worker.index() as u64;
@@ -249,38 +250,52 @@ fn run_worker<M: Model>(
     let started = Instant::now();
     let props = model.properties();
     let visited: Rc<RefCell<Visited>> = Rc::default();
-    let new_owned: Rc<RefCell<Vec<u64>>> = Rc::default();
-    let won: Rc<RefCell<Vec<u64>>> = Rc::default();
-    let stats: Rc<RefCell<Vec<Stat>>> = Rc::default();
-    let mut keys_in: InputHandle<u64, CapacityContainerBuilder<Vec<(u64, u64)>>> = InputHandle::new();
+    // By timestamp: a worker that saw round `r` complete goes on to `r + 1`
+    // while another is still taking in `r`'s records, so records of the
+    // next round may arrive early; each round takes only its own.
+    let new_owned: Rc<RefCell<BTreeMap<u64, Vec<u64>>>> = Rc::default();
+    let arrived: Rc<RefCell<BTreeMap<u64, Vec<(Vec<u32>, Vec<u8>)>>>> = Rc::default();
+    let stats: Rc<RefCell<BTreeMap<u64, Vec<Stat>>>> = Rc::default();
+    let mut keys_in: InputHandle<u64, CapacityContainerBuilder<Vec<Ship>>> = InputHandle::new();
     let mut stats_in: InputHandle<u64, CapacityContainerBuilder<Vec<Stat>>> = InputHandle::new();
     let probe = ProbeHandle::new();
     worker.dataflow::<u64, _, _>(|scope| {
-        let (v, n, w, s) = (visited.clone(), new_owned.clone(), won.clone(), stats.clone());
+        let (v, n, a, s) = (visited.clone(), new_owned.clone(), arrived.clone(), stats.clone());
         scope
             .input_from(&mut keys_in)
-            .unary(ExchangePact::new(|r: &(u64, u64)| r.0), "Own", move |_, _| {
+            .unary(ExchangePact::new(|r: &Ship| r.0), "Own", move |_, _| {
                 move |input, output| {
                     input.for_each(|cap, data| {
-                        let mut session = output.session(&cap);
-                        let (mut v, mut n) = (v.borrow_mut(), n.borrow_mut());
-                        for (k, tag) in data.drain(..) {
+                        // Nothing leaves: the new states stay with their owner.
+                        let _session = output.session(&cap);
+                        let t = cap.least().copied().unwrap_or_default();
+                        let mut v = v.borrow_mut();
+                        let (mut n, mut a) = (n.borrow_mut(), a.borrow_mut());
+                        let (n, a) = (n.entry(t).or_default(), a.entry(t).or_default());
+                        for (k, path, payload) in data.drain(..) {
                             if v.insert(k) {
                                 n.push(k);
-                                session.give(tag);
+                                a.push((path, payload));
                             }
                         }
                     });
                 }
             })
             .container::<Vec<u64>>()
-            .exchange(|tag: &u64| tag >> 40)
-            .inspect(move |tag| w.borrow_mut().push(*tag))
             .probe_with(&probe);
         scope
             .input_from(&mut stats_in)
             .broadcast()
-            .inspect(move |st: &Stat| s.borrow_mut().push(st.clone()))
+            .unary(Pipeline, "Stats", move |_, _| {
+                move |input, output| {
+                    input.for_each(|cap, data| {
+                        let _session = output.session(&cap);
+                        let t = cap.least().copied().unwrap_or_default();
+                        s.borrow_mut().entry(t).or_default().extend(data.drain(..));
+                    });
+                }
+            })
+            .container::<Vec<u64>>()
             .probe_with(&probe);
     });
 
@@ -289,8 +304,8 @@ fn run_worker<M: Model>(
     let mut judged = 0u64;
     let mut discovered = 0u64;
     let mut bytes_routed = 0u64;
-    let mut frontier: Vec<(M::State, Rc<PathNode>)> = Vec::new();
-    let mut candidates: Vec<(M::State, Rc<PathNode>)> = Vec::new();
+    let mut frontier: Vec<(M::State, Vec<u32>)> = Vec::new();
+    let mut payload = Vec::new();
     if opts.resume {
         let dir = opts.checkpoint_dir.as_ref().ok_or("--resume needs a checkpoint directory")?;
         let last = checkpoint::latest_common_round(dir, peers)
@@ -311,26 +326,34 @@ fn run_worker<M: Model>(
             let state = replay(&**model, path)
                 .and_then(|s| s.into_iter().last())
                 .ok_or("a checkpointed path does not fit the model")?;
-            frontier.push((state, PathNode::from_slice(path).ok_or("an empty checkpointed path")?));
+            frontier.push((state, path.clone()));
         }
         (generated, judged, discovered, round) = (m.generated, m.judged, m.discovered, m.round + 1);
     } else if index == 0 {
         for (i, s) in model.init_states().into_iter().enumerate() {
-            candidates.push((s, Rc::new(PathNode { parent: None, step: i as u32 })));
+            payload.clear();
+            if let Some(c) = codec {
+                (c.encode)(&s, &mut payload);
+            }
+            keys_in.send((key(&s), vec![i as u32], payload.clone()));
+            generated += 1;
         }
     }
     let started_at_round = round;
+    // Keys owned through the last completed round.
+    let mut owned = visited.borrow().len() as u64;
     let mut actions = Vec::new();
     loop {
         // Judge and expand this worker's states of depth `round`.
         let mut violation = None;
+        let mut generated_now = 0u64;
         for (s, path) in frontier.drain(..) {
             judged += 1;
             for (k, p) in props.iter().enumerate() {
                 let holds = (p.condition)(model, &s);
                 match p.expectation {
                     Expectation::Always if !holds && violation.is_none() => {
-                        violation = Some((k as u32, path.to_vec()));
+                        violation = Some((k as u32, path.clone()));
                     }
                     Expectation::Sometimes if holds => discovered |= 1 << k,
                     _ => {}
@@ -340,29 +363,41 @@ fn run_worker<M: Model>(
             model.actions(&s, &mut actions);
             for (i, a) in actions.drain(..).enumerate() {
                 if let Some(next) = model.next_state(&s, a) {
-                    let node = Rc::new(PathNode { parent: Some(path.clone()), step: i as u32 });
-                    candidates.push((next, node));
+                    let mut p = Vec::with_capacity(path.len() + 1);
+                    p.extend_from_slice(&path);
+                    p.push(i as u32);
+                    payload.clear();
+                    if let Some(c) = codec {
+                        (c.encode)(&next, &mut payload);
+                    }
+                    bytes_routed += 8 + 4 * p.len() as u64 + payload.len() as u64;
+                    keys_in.send((key(&next), p, payload.clone()));
+                    generated_now += 1;
                 }
             }
         }
-        for (seq, (s, _)) in candidates.iter().enumerate() {
-            keys_in.send((key(s), (index << 40) | seq as u64));
+        if round == 0 {
+            generated_now = generated;
+        } else {
+            generated += generated_now;
         }
-        generated += candidates.len() as u64;
-        bytes_routed += 16 * candidates.len() as u64;
-        let share = WorkerShare { worker: index, owned: visited.borrow().len() as u64, judged, generated };
-        stats_in.send(Stat { share, generated_now: candidates.len() as u64, discovered, violation });
+        let share = WorkerShare { worker: index, owned, judged, generated };
+        stats_in.send(Stat { share, generated_now, discovered, violation });
         keys_in.advance_to(round + 1);
         stats_in.advance_to(round + 1);
         worker.step_while(|| probe.less_than(keys_in.time()));
 
-        let round_stats: Vec<Stat> = std::mem::take(&mut *stats.borrow_mut());
-        let mut keep = vec![false; candidates.len()];
-        for tag in won.borrow_mut().drain(..) {
-            keep[(tag & ((1 << 40) - 1)) as usize] = true;
+        let round_stats: Vec<Stat> = stats.borrow_mut().remove(&round).unwrap_or_default();
+        let now = arrived.borrow_mut().remove(&round).unwrap_or_default();
+        owned += new_owned.borrow().get(&round).map_or(0, Vec::len) as u64;
+        for (path, bytes) in now {
+            let state = match codec {
+                Some(c) => (c.decode)(&bytes),
+                None => replay(&**model, &path).and_then(|s| s.into_iter().last()),
+            }
+            .ok_or("a shipped state does not decode or replay")?;
+            frontier.push((state, path));
         }
-        bytes_routed += 8 * keep.iter().filter(|k| **k).count() as u64;
-        frontier.extend(candidates.drain(..).zip(keep).filter_map(|(c, k)| k.then_some(c)));
         for st in &round_stats {
             discovered |= st.discovered;
         }
@@ -370,7 +405,7 @@ fn run_worker<M: Model>(
         let done = violated.is_some() || round_stats.iter().all(|s| s.generated_now == 0);
         if done || opts.stop_after_round == Some(round) {
             if !done {
-                commit(opts, &visited, &new_owned, &frontier, [index, peers, round, generated, judged, discovered])?;
+                commit(opts, owned, &new_owned, &frontier, [index, peers, round, generated, judged, discovered])?;
             }
             let mut shares: Vec<WorkerShare> = round_stats.iter().map(|s| s.share.clone()).collect();
             shares.sort_by_key(|s| s.worker);
@@ -390,7 +425,7 @@ fn run_worker<M: Model>(
                 elapsed: started.elapsed(),
             });
         }
-        commit(opts, &visited, &new_owned, &frontier, [index, peers, round, generated, judged, discovered])?;
+        commit(opts, owned, &new_owned, &frontier, [index, peers, round, generated, judged, discovered])?;
         round += 1;
     }
 }
@@ -398,13 +433,15 @@ fn run_worker<M: Model>(
 /// Commits this worker's checkpoint of `round` if the run keeps them.
 fn commit<S>(
     opts: &DistOptions,
-    visited: &Rc<RefCell<Visited>>,
-    new_owned: &Rc<RefCell<Vec<u64>>>,
-    frontier: &[(S, Rc<PathNode>)],
+    owned: u64,
+    new_owned: &Rc<RefCell<BTreeMap<u64, Vec<u64>>>>,
+    frontier: &[(S, Vec<u32>)],
     [worker, peers, round, generated, judged, discovered]: [u64; 6],
 ) -> Result<(), String> {
+    // The keys of rounds through `round`; later ones arrived early.
+    let later = new_owned.borrow_mut().split_off(&(round + 1));
+    let through = std::mem::replace(&mut *new_owned.borrow_mut(), later);
     let Some(dir) = &opts.checkpoint_dir else {
-        new_owned.borrow_mut().clear();
         return Ok(());
     };
     let m = Manifest {
@@ -412,12 +449,12 @@ fn commit<S>(
         peers,
         worker,
         round,
-        visited_len: visited.borrow().len() as u64,
+        visited_len: owned,
         generated,
         judged,
         discovered,
-        frontier: frontier.iter().map(|(_, p)| p.to_vec()).collect(),
+        frontier: frontier.iter().map(|(_, p)| p.clone()).collect(),
     };
-    let owned = std::mem::take(&mut *new_owned.borrow_mut());
-    checkpoint::commit(dir, &m, &owned).map_err(|e| e.to_string())
+    let keys: Vec<u64> = through.into_values().flatten().collect();
+    checkpoint::commit(dir, &m, &keys).map_err(|e| e.to_string())
 }
