@@ -126,9 +126,9 @@ fn start_children(p: u16, port: u16) -> Result<Vec<Child>, String> {
     let mut rest = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
-        if a == "--local-processes" {
+        if a == "--local-processes" || a == "--port" {
             args.next();
-        } else if !a.starts_with("--local-processes=") {
+        } else if !a.starts_with("--local-processes=") && !a.starts_with("--port=") {
             rest.push(a);
         }
     }

@@ -193,10 +193,14 @@ struct Stat {
 }
 
 /// Searches `model` exhaustively, each state owned by the worker its `key`
-/// routes to; returns this process's workers' reports (each the global
-/// result) or the first error (a bad cluster, a refused checkpoint, a model
-/// with an `eventually` property, which a level-by-level search does not
-/// judge).
+/// routes to, shipping states in `codec` (or as paths, replayed, without
+/// one); returns the global result as this process's first worker saw it,
+/// or the first error (a bad cluster, a refused checkpoint).
+///
+/// An `eventually` property is read where a run ends: a state without
+/// actions at which its condition is false violates it. On an acyclic
+/// model (ckpt's) that is at least as strict as stateright's reading (no
+/// state on the path to the end met it), and the same where it holds.
 ///
 /// # Errors
 /// As above, as text.
@@ -209,9 +213,6 @@ pub fn search<M>(
 where
     M: Model + Send + Sync + 'static,
 {
-    if model.properties().iter().any(|p| p.expectation == Expectation::Eventually) {
-        return Err("the distributed search judges `always` and `sometimes` properties only".into());
-    }
     let config = match &opts.cluster {
         Cluster::Threads(n) => timely::Config::process((*n).max(1)),
         Cluster::Processes { threads, process, addresses } => timely::Config {
@@ -361,6 +362,16 @@ fn run_worker<M: Model>(
             }
             actions.clear();
             model.actions(&s, &mut actions);
+            // `eventually`, read at the run's end: a state without actions
+            // where the condition does not hold violates it.
+            if actions.is_empty() && violation.is_none() {
+                let unmet = props.iter().enumerate().find(|(_, p)| {
+                    p.expectation == Expectation::Eventually && !(p.condition)(model, &s)
+                });
+                if let Some((k, _)) = unmet {
+                    violation = Some((k as u32, path.clone()));
+                }
+            }
             for (i, a) in actions.drain(..).enumerate() {
                 if let Some(next) = model.next_state(&s, a) {
                     let mut p = Vec::with_capacity(path.len() + 1);
