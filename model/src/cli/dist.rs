@@ -7,7 +7,9 @@ use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::Instant;
 
-use ckpt_model::search::dist::engine::{replay, search, Cluster, Codec, DistOptions, DistReport, Key};
+use ckpt_model::search::dist::engine::{
+    replay, search, Cluster, Codec, DistOptions, DistReport, Key,
+};
 use ckpt_model::search::dist::twophase::{self, TwoPhase};
 use ckpt_model::search::engine::fingerprint;
 use ckpt_model::search::memory::peak_rss_mb;
@@ -27,17 +29,29 @@ pub fn run(args: &DistArgs) -> ExitStatus {
         None => (args.processes, args.process),
     };
     if process >= processes {
-        return usage_error(&format!("--process {process} is not below --processes {processes}"));
+        return usage_error(&format!(
+            "--process {process} is not below --processes {processes}"
+        ));
     }
     let addresses: Vec<String> = match &args.hosts {
         Some(file) => match std::fs::read_to_string(file) {
-            Ok(t) => t.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect(),
+            Ok(t) => t
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(String::from)
+                .collect(),
             Err(e) => return usage_error(&format!("{}: {e}", file.display())),
         },
-        None => (0..processes).map(|i| format!("127.0.0.1:{}", u32::from(args.port) + u32::from(i))).collect(),
+        None => (0..processes)
+            .map(|i| format!("127.0.0.1:{}", u32::from(args.port) + u32::from(i)))
+            .collect(),
     };
     if addresses.len() != usize::from(processes) {
-        return usage_error(&format!("{} addresses for {processes} processes", addresses.len()));
+        return usage_error(&format!(
+            "{} addresses for {processes} processes",
+            addresses.len()
+        ));
     }
     let children = match args.local_processes {
         Some(p) => match start_children(p, args.port) {
@@ -49,7 +63,11 @@ pub fn run(args: &DistArgs) -> ExitStatus {
     let cluster = if processes == 1 {
         Cluster::Threads(threads)
     } else {
-        Cluster::Processes { threads, process: usize::from(process), addresses }
+        Cluster::Processes {
+            threads,
+            process: usize::from(process),
+            addresses,
+        }
     };
     let mut opts = DistOptions {
         cluster,
@@ -60,13 +78,21 @@ pub fn run(args: &DistArgs) -> ExitStatus {
     };
     let status = match args.two_phase {
         Some(n) => {
-            let model = TwoPhase { rms: usize::from(n) };
+            let model = TwoPhase {
+                rms: usize::from(n),
+            };
             opts.config = format!("two-phase {n}");
             let key: Key<TwoPhase> = Arc::new(|s| fingerprint(s));
-            let codec = Arc::new(Codec { encode: twophase::encode, decode: twophase::decode });
-            let status = report(&opts, process, search(Arc::new(model.clone()), key, Some(codec), &opts), |p| {
-                format!("{:?}", replay(&model, p).and_then(|s| s.last().cloned()))
+            let codec = Arc::new(Codec {
+                encode: twophase::encode,
+                decode: twophase::decode,
             });
+            let status = report(
+                &opts,
+                process,
+                search(Arc::new(model.clone()), key, Some(codec), &opts),
+                |p| format!("{:?}", replay(&model, p).and_then(|s| s.last().cloned())),
+            );
             if args.compare && process == 0 {
                 compare(&model, threads);
             }
@@ -78,9 +104,16 @@ pub fn run(args: &DistArgs) -> ExitStatus {
                 return usage_error(&e);
             }
             let mut model = SysModel::new(cfg.clone());
-            model.reduction = if args.no_reduction { Reduction::Off } else { Reduction::Ample };
+            model.reduction = if args.no_reduction {
+                Reduction::Off
+            } else {
+                Reduction::Ample
+            };
             let symmetry = !args.no_symmetry;
-            opts.config = format!("{cfg:?} symmetry={symmetry} reduction={:?}", model.reduction);
+            opts.config = format!(
+                "{cfg:?} symmetry={symmetry} reduction={:?}",
+                model.reduction
+            );
             let key: Key<SysModel> = if symmetry {
                 Arc::new(|s| orbit_min(s, fingerprint))
             } else {
@@ -88,7 +121,9 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             };
             let model = Arc::new(model);
             let m = Arc::clone(&model);
-            report(&opts, process, search(model, key, None, &opts), move |p| actions(&m, p))
+            report(&opts, process, search(model, key, None, &opts), move |p| {
+                actions(&m, p)
+            })
         }
     };
     for mut c in children {
@@ -165,30 +200,58 @@ fn report(
     }
     let secs = r.elapsed.as_secs_f64();
     let workers = r.shares.len();
-    println!("dist: {} | {workers} workers ({})", opts.config, opts.cluster_kind());
+    println!(
+        "dist: {} | {workers} workers ({})",
+        opts.config,
+        opts.cluster_kind()
+    );
     match &r.violation {
         Some((name, path)) => {
-            println!("verdict: violated: {name} (a shortest path, {} states)", path.len());
+            println!(
+                "verdict: violated: {name} (a shortest path, {} states)",
+                path.len()
+            );
             println!("  {}", path_text(path));
         }
-        None if r.stopped => println!("verdict: stopped after level {} (resume to finish)", r.max_depth),
+        None if r.stopped => println!(
+            "verdict: stopped after level {} (resume to finish)",
+            r.max_depth
+        ),
         None => println!("verdict: holds"),
     }
     println!("unique states: {} (summed over {workers} owners)", r.unique);
-    println!("generated: {}, max depth: {}, started at level {}", r.generated, r.max_depth, r.started_at_round);
-    let rate = if secs > 0.0 { r.unique as f64 / secs } else { 0.0 };
+    println!(
+        "generated: {}, max depth: {}, started at level {}",
+        r.generated, r.max_depth, r.started_at_round
+    );
+    let rate = if secs > 0.0 {
+        r.unique as f64 / secs
+    } else {
+        0.0
+    };
     println!("time: {secs:.2} s, {rate:.0} unique states/s");
     let mean = r.unique as f64 / workers.max(1) as f64;
     let max = r.shares.iter().map(|s| s.owned).max().unwrap_or(0) as f64;
-    let owned: Vec<String> = r.shares.iter().map(|s| format!("w{} {} owned / {} expanded", s.worker, s.owned, s.judged)).collect();
-    println!("owners: {} (max/mean {:.3})", owned.join(", "), if mean > 0.0 { max / mean } else { 1.0 });
+    let owned: Vec<String> = r
+        .shares
+        .iter()
+        .map(|s| format!("w{} {} owned / {} expanded", s.worker, s.owned, s.judged))
+        .collect();
+    println!(
+        "owners: {} (max/mean {:.3})",
+        owned.join(", "),
+        if mean > 0.0 { max / mean } else { 1.0 }
+    );
     println!(
         "routed by this process: {} bytes of keys and answers ({:.1} per generated state)",
         r.bytes_routed,
         r.bytes_routed as f64 / r.generated.max(1) as f64
     );
     if !r.discovered.is_empty() || !r.undiscovered.is_empty() {
-        println!("sometimes: found {:?}, not found {:?}", r.discovered, r.undiscovered);
+        println!(
+            "sometimes: found {:?}, not found {:?}",
+            r.discovered, r.undiscovered
+        );
     }
     println!("peak memory (process 0): {peak}");
     status_of(&r)
@@ -206,7 +269,10 @@ fn status_of(r: &DistReport) -> ExitStatus {
 
 /// stateright's own checkers on the same two-phase model, timed here.
 fn compare(model: &TwoPhase, threads: usize) {
-    for (name, bfs) in [("stateright BfsChecker", true), ("stateright DfsChecker", false)] {
+    for (name, bfs) in [
+        ("stateright BfsChecker", true),
+        ("stateright DfsChecker", false),
+    ] {
         let t = Instant::now();
         let b = model.clone().checker().threads(threads);
         let unique = if bfs {
@@ -230,10 +296,11 @@ impl ClusterKind for DistOptions {
     fn cluster_kind(&self) -> String {
         match &self.cluster {
             Cluster::Threads(n) => format!("{n} threads in one process"),
-            Cluster::Processes { threads, addresses, .. } => {
+            Cluster::Processes {
+                threads, addresses, ..
+            } => {
                 format!("{} processes x {threads} threads", addresses.len())
             }
         }
     }
 }
-

@@ -80,7 +80,15 @@ fn visited_path(dir: &Path, worker: u64) -> PathBuf {
 fn encode(m: &Manifest) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
-    for v in [m.peers, m.worker, m.round, m.visited_len, m.generated, m.judged, m.discovered] {
+    for v in [
+        m.peers,
+        m.worker,
+        m.round,
+        m.visited_len,
+        m.generated,
+        m.judged,
+        m.discovered,
+    ] {
         out.extend_from_slice(&v.to_le_bytes());
     }
     out.extend_from_slice(&(m.config.len() as u64).to_le_bytes());
@@ -120,7 +128,8 @@ fn decode(bytes: &[u8]) -> Option<Manifest> {
         return None;
     }
     let mut c = Cursor(&body[8..]);
-    let [peers, worker, round, visited_len, generated, judged, discovered] = [(); 7].map(|()| c.u64());
+    let [peers, worker, round, visited_len, generated, judged, discovered] =
+        [(); 7].map(|()| c.u64());
     let config_len = usize::try_from(c.u64()?).ok()?;
     let config = String::from_utf8(c.take(config_len)?.to_vec()).ok()?;
     let n = c.u64()?;
@@ -172,7 +181,10 @@ pub fn commit(dir: &Path, m: &Manifest, new_owned: &[u64]) -> Result<(), Checkpo
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io_err("cannot sync", dir, &e))?;
-    for old in rounds(dir, m.worker)?.into_iter().filter(|r| r + 1 < m.round) {
+    for old in rounds(dir, m.worker)?
+        .into_iter()
+        .filter(|r| r + 1 < m.round)
+    {
         // A leftover old manifest is harmless (resume takes the newest).
         let _ = fs::remove_file(manifest_path(dir, m.worker, old));
     }
@@ -215,10 +227,16 @@ pub fn load(dir: &Path, worker: u64, round: u64) -> Result<(Manifest, Vec<u64>),
     let path = manifest_path(dir, worker, round);
     let bytes = fs::read(&path).map_err(|e| io_err("cannot read", &path, &e))?;
     let m = decode(&bytes).ok_or_else(|| {
-        CheckpointError(format!("{}: damaged checkpoint (bad format or checksum)", path.display()))
+        CheckpointError(format!(
+            "{}: damaged checkpoint (bad format or checksum)",
+            path.display()
+        ))
     })?;
     if m.worker != worker || m.round != round {
-        return Err(CheckpointError(format!("{}: names another worker or round", path.display())));
+        return Err(CheckpointError(format!(
+            "{}: names another worker or round",
+            path.display()
+        )));
     }
     let vpath = visited_path(dir, worker);
     let mut raw = Vec::new();
@@ -278,7 +296,10 @@ mod tests {
         assert_eq!(latest_common_round(d, 2).unwrap(), Some(0));
         let (m, fps) = load(d, 0, 0).unwrap();
         assert_eq!((m, fps), (manifest(0, 0, 1), vec![11]));
-        assert_eq!(std::fs::metadata(d.join("worker-0.visited")).unwrap().len(), 8);
+        assert_eq!(
+            std::fs::metadata(d.join("worker-0.visited")).unwrap().len(),
+            8
+        );
         // One flipped byte: refused.
         let p = d.join("worker-1.round-0");
         let mut bytes = std::fs::read(&p).unwrap();

@@ -42,8 +42,8 @@ use serde::{Deserialize, Serialize};
 use stateright::{Expectation, Model};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange as ExchangePact;
-use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::channels::pact::Pipeline;
+use timely::dataflow::operators::vec::Broadcast;
 use timely::dataflow::operators::{Input, Operator, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 
@@ -215,7 +215,11 @@ where
 {
     let config = match &opts.cluster {
         Cluster::Threads(n) => timely::Config::process((*n).max(1)),
-        Cluster::Processes { threads, process, addresses } => timely::Config {
+        Cluster::Processes {
+            threads,
+            process,
+            addresses,
+        } => timely::Config {
             communication: timely::CommunicationConfig::Cluster {
                 threads: (*threads).max(1),
                 process: *process,
@@ -261,7 +265,12 @@ fn run_worker<M: Model>(
     let mut stats_in: InputHandle<u64, CapacityContainerBuilder<Vec<Stat>>> = InputHandle::new();
     let probe = ProbeHandle::new();
     worker.dataflow::<u64, _, _>(|scope| {
-        let (v, n, a, s) = (visited.clone(), new_owned.clone(), arrived.clone(), stats.clone());
+        let (v, n, a, s) = (
+            visited.clone(),
+            new_owned.clone(),
+            arrived.clone(),
+            stats.clone(),
+        );
         scope
             .input_from(&mut keys_in)
             .unary(ExchangePact::new(|r: &Ship| r.0), "Own", move |_, _| {
@@ -308,10 +317,18 @@ fn run_worker<M: Model>(
     let mut frontier: Vec<(M::State, Vec<u32>)> = Vec::new();
     let mut payload = Vec::new();
     if opts.resume {
-        let dir = opts.checkpoint_dir.as_ref().ok_or("--resume needs a checkpoint directory")?;
+        let dir = opts
+            .checkpoint_dir
+            .as_ref()
+            .ok_or("--resume needs a checkpoint directory")?;
         let last = checkpoint::latest_common_round(dir, peers)
             .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{}: no round that every one of {peers} workers committed", dir.display()))?;
+            .ok_or_else(|| {
+                format!(
+                    "{}: no round that every one of {peers} workers committed",
+                    dir.display()
+                )
+            })?;
         let (m, fps) = checkpoint::load(dir, index, last).map_err(|e| e.to_string())?;
         if m.config != opts.config || m.peers != peers {
             return Err(format!(
@@ -392,8 +409,18 @@ fn run_worker<M: Model>(
         } else {
             generated += generated_now;
         }
-        let share = WorkerShare { worker: index, owned, judged, generated };
-        stats_in.send(Stat { share, generated_now, discovered, violation });
+        let share = WorkerShare {
+            worker: index,
+            owned,
+            judged,
+            generated,
+        };
+        stats_in.send(Stat {
+            share,
+            generated_now,
+            discovered,
+            violation,
+        });
         keys_in.advance_to(round + 1);
         stats_in.advance_to(round + 1);
         worker.step_while(|| probe.less_than(keys_in.time()));
@@ -412,31 +439,55 @@ fn run_worker<M: Model>(
         for st in &round_stats {
             discovered |= st.discovered;
         }
-        let violated = round_stats.iter().filter_map(|s| s.violation.clone()).next();
+        let violated = round_stats
+            .iter()
+            .filter_map(|s| s.violation.clone())
+            .next();
         let done = violated.is_some() || round_stats.iter().all(|s| s.generated_now == 0);
         if done || opts.stop_after_round == Some(round) {
             if !done {
-                commit(opts, owned, &new_owned, &frontier, [index, peers, round, generated, judged, discovered])?;
+                commit(
+                    opts,
+                    owned,
+                    &new_owned,
+                    &frontier,
+                    [index, peers, round, generated, judged, discovered],
+                )?;
             }
-            let mut shares: Vec<WorkerShare> = round_stats.iter().map(|s| s.share.clone()).collect();
+            let mut shares: Vec<WorkerShare> =
+                round_stats.iter().map(|s| s.share.clone()).collect();
             shares.sort_by_key(|s| s.worker);
             let name = |k: usize| props[k].name.to_string();
-            let sometimes = (0..props.len()).filter(|&k| props[k].expectation == Expectation::Sometimes);
+            let sometimes =
+                (0..props.len()).filter(|&k| props[k].expectation == Expectation::Sometimes);
             return Ok(DistReport {
                 unique: shares.iter().map(|s| s.owned).sum(),
                 generated: shares.iter().map(|s| s.generated).sum(),
                 max_depth: round,
                 shares,
                 violation: violated.map(|(k, p)| (name(k as usize), p)),
-                discovered: sometimes.clone().filter(|k| discovered >> k & 1 == 1).map(name).collect(),
-                undiscovered: sometimes.filter(|k| discovered >> k & 1 == 0).map(name).collect(),
+                discovered: sometimes
+                    .clone()
+                    .filter(|k| discovered >> k & 1 == 1)
+                    .map(name)
+                    .collect(),
+                undiscovered: sometimes
+                    .filter(|k| discovered >> k & 1 == 0)
+                    .map(name)
+                    .collect(),
                 bytes_routed,
                 stopped: !done,
                 started_at_round,
                 elapsed: started.elapsed(),
             });
         }
-        commit(opts, owned, &new_owned, &frontier, [index, peers, round, generated, judged, discovered])?;
+        commit(
+            opts,
+            owned,
+            &new_owned,
+            &frontier,
+            [index, peers, round, generated, judged, discovered],
+        )?;
         round += 1;
     }
 }

@@ -182,7 +182,8 @@ pub fn encode(s: &TwoPhaseState, out: &mut Vec<u8>) {
         Tm::Aborted => 2,
     };
     out.push(
-        tm | u8::from(s.msgs.contains(&Msg::Commit)) << 2 | u8::from(s.msgs.contains(&Msg::Abort)) << 3,
+        tm | u8::from(s.msgs.contains(&Msg::Commit)) << 2
+            | u8::from(s.msgs.contains(&Msg::Abort)) << 3,
     );
 }
 
@@ -192,7 +193,9 @@ pub fn decode(bytes: &[u8]) -> Option<TwoPhaseState> {
     let (last, rms) = bytes.split_last()?;
     let mut s = TwoPhaseState {
         rm: Vec::with_capacity(rms.len()),
-        tm: [Tm::Init, Tm::Committed, Tm::Aborted].get(usize::from(last & 3)).copied()?,
+        tm: [Tm::Init, Tm::Committed, Tm::Aborted]
+            .get(usize::from(last & 3))
+            .copied()?,
         tm_prepared: Vec::with_capacity(rms.len()),
         msgs: BTreeSet::new(),
     };
