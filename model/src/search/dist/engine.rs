@@ -358,6 +358,9 @@ fn run_worker<M: Model>(
         }
     }
     let started_at_round = round;
+    // A resumed run's records carry its own round as their timestamp.
+    keys_in.advance_to(round);
+    stats_in.advance_to(round);
     // Keys owned through the last completed round.
     let mut owned = visited.borrow().len() as u64;
     let mut actions = Vec::new();
