@@ -48,6 +48,12 @@ pub enum Cmd {
     /// 2 unreadable or mismatched reports, 3 inconclusive: a shard missing
     /// or cut short).
     Merge(MergeArgs),
+    /// Exhaustive breadth-first search on timely dataflow, each state owned
+    /// by the worker its fingerprint hashes to: threads (`--threads`), or
+    /// processes on one machine or many (`--processes`, `--local-processes`);
+    /// resumable (`--checkpoint-dir`, `--resume`). Exit 0 holds, 1 violated,
+    /// 2 usage or a refused checkpoint, 3 stopped early.
+    Dist(DistArgs),
     /// Print the JSON Schema of a `--json` output (the files under
     /// model/schema/).
     Schema(SchemaArgs),
@@ -384,6 +390,57 @@ pub struct ZooArgs {
     /// Only the races whose ticket or knob name contains this text.
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
+}
+
+/// The flags of `dist`.
+#[derive(Args)]
+pub struct DistArgs {
+    /// `fixed` or a knob of the bug zoo.
+    #[arg(long, default_value = "fixed", value_parser = one_semantics())]
+    pub semantics: Semantics,
+    /// The model's flags; `--threads` is the worker threads per process.
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Turn symmetry reduction off.
+    #[arg(long)]
+    pub no_symmetry: bool,
+    /// Turn partial-order reduction off.
+    #[arg(long)]
+    pub no_reduction: bool,
+    /// Search Gray and Lamport's two-phase commit with N resource managers
+    /// (stateright's example) instead of ckpt's model.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub two_phase: Option<u16>,
+    /// With --two-phase: also run stateright's BFS and DFS checkers on the
+    /// same model (threads as --threads) and print their figures.
+    #[arg(long, requires = "two_phase")]
+    pub compare: bool,
+    /// Number of processes of the run (each started with its --process).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub processes: u16,
+    /// This process's index (0..PROCESSES); process 0 prints the report.
+    #[arg(long, default_value_t = 0)]
+    pub process: u16,
+    /// A file of `host:port` lines, one per process in index order (default:
+    /// 127.0.0.1 from --port up).
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// Start this many processes on loopback (this one is process 0).
+    #[arg(long, value_name = "P", conflicts_with_all = ["processes", "process", "hosts"])]
+    pub local_processes: Option<u16>,
+    /// The first port of the default addresses.
+    #[arg(long, default_value_t = 2101)]
+    pub port: u16,
+    /// Commit a checkpoint of every worker here at each level's end.
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Continue the run checkpointed in DIR (same configuration and workers;
+    /// keeps checkpointing there).
+    #[arg(long, value_name = "DIR", conflicts_with = "checkpoint_dir")]
+    pub resume: Option<PathBuf>,
+    /// Stop after committing this level, as a crash would (for tests).
+    #[arg(long, hide = true)]
+    pub stop_after_round: Option<u64>,
 }
 
 /// The flags of `simulate`.

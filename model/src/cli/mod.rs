@@ -7,6 +7,7 @@ use std::time::Instant;
 
 pub mod args;
 pub mod check;
+pub mod dist;
 pub mod exit;
 pub mod explore;
 pub mod interrupt;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli, started: Instant) -> ExitStatus {
         Cmd::Replay(a) => replay::run(&a),
         Cmd::Zoo(a) => zoo::run(&a),
         Cmd::Simulate(a) => simulate::run(&a),
+        Cmd::Dist(a) => dist::run(&a),
         Cmd::Merge(a) => merge::run(&a),
         Cmd::Schema(a) => schema(&a.output),
     }

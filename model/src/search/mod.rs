@@ -10,6 +10,7 @@
 //! * [`symmetry`], [`exact`]: the canonical representative of a state's
 //!   orbit under task renamings, and the exact search the fingerprint
 //!   counts are checked against.
+//! * [`dist`]: the distributed search, each state owned by one worker.
 //! * [`shard`], [`simulate`]: a search split by frontier fingerprints, and
 //!   seeded random walks.
 //! * `watch`, [`progress`], [`memory`]: watching a running checker (limits,
@@ -17,6 +18,7 @@
 //!
 //! Nothing here renders a counterexample: that is [`crate::render`]'s.
 
+pub mod dist;
 pub mod engine;
 pub mod exact;
 pub mod memory;

@@ -1,0 +1,306 @@
+//! `ckpt-model dist`: the distributed breadth-first search
+//! ([`ckpt_model::search::dist`]) on ckpt's model or on two-phase commit,
+//! in threads, in processes this command starts on loopback, or as one
+//! process of a cluster started elsewhere.
+
+use std::process::{Child, Command};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ckpt_model::search::dist::engine::{
+    replay, search, Cluster, Codec, DistOptions, DistReport, Key,
+};
+use ckpt_model::search::dist::twophase::{self, TwoPhase};
+use ckpt_model::search::engine::fingerprint;
+use ckpt_model::search::memory::peak_rss_mb;
+use ckpt_model::search::symmetry::orbit_min;
+use ckpt_model::zoo::validate;
+use ckpt_model::{Reduction, SysModel};
+use stateright::{Checker, Model};
+
+use crate::cli::args::DistArgs;
+use crate::cli::exit::{usage_error, ExitStatus};
+
+/// Runs `dist`.
+pub fn run(args: &DistArgs) -> ExitStatus {
+    let threads = usize::from(args.model.threads);
+    let (processes, process) = match args.local_processes {
+        Some(p) => (p.max(1), 0),
+        None => (args.processes, args.process),
+    };
+    if process >= processes {
+        return usage_error(&format!(
+            "--process {process} is not below --processes {processes}"
+        ));
+    }
+    let addresses: Vec<String> = match &args.hosts {
+        Some(file) => match std::fs::read_to_string(file) {
+            Ok(t) => t
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(String::from)
+                .collect(),
+            Err(e) => return usage_error(&format!("{}: {e}", file.display())),
+        },
+        None => (0..processes)
+            .map(|i| format!("127.0.0.1:{}", u32::from(args.port) + u32::from(i)))
+            .collect(),
+    };
+    if addresses.len() != usize::from(processes) {
+        return usage_error(&format!(
+            "{} addresses for {processes} processes",
+            addresses.len()
+        ));
+    }
+    let children = match args.local_processes {
+        Some(p) => match start_children(p, args.port) {
+            Ok(c) => c,
+            Err(e) => return usage_error(&e),
+        },
+        None => Vec::new(),
+    };
+    let cluster = if processes == 1 {
+        Cluster::Threads(threads)
+    } else {
+        Cluster::Processes {
+            threads,
+            process: usize::from(process),
+            addresses,
+        }
+    };
+    let mut opts = DistOptions {
+        cluster,
+        checkpoint_dir: args.checkpoint_dir.clone().or_else(|| args.resume.clone()),
+        resume: args.resume.is_some(),
+        config: String::new(),
+        stop_after_round: args.stop_after_round,
+    };
+    let status = match args.two_phase {
+        Some(n) => {
+            let model = TwoPhase {
+                rms: usize::from(n),
+            };
+            opts.config = format!("two-phase {n}");
+            let key: Key<TwoPhase> = Arc::new(|s| fingerprint(s));
+            let codec = Arc::new(Codec {
+                encode: twophase::encode,
+                decode: twophase::decode,
+            });
+            let status = report(
+                &opts,
+                process,
+                search(Arc::new(model.clone()), key, Some(codec), &opts),
+                |p| format!("{:?}", replay(&model, p).and_then(|s| s.last().cloned())),
+            );
+            if args.compare && process == 0 {
+                compare(&model, threads);
+            }
+            status
+        }
+        None => {
+            let cfg = args.model.config(args.semantics);
+            if let Err(e) = validate(&cfg) {
+                return usage_error(&e);
+            }
+            let mut model = SysModel::new(cfg.clone());
+            model.reduction = if args.no_reduction {
+                Reduction::Off
+            } else {
+                Reduction::Ample
+            };
+            let symmetry = !args.no_symmetry;
+            opts.config = format!(
+                "{cfg:?} symmetry={symmetry} reduction={:?}",
+                model.reduction
+            );
+            let key: Key<SysModel> = if symmetry {
+                Arc::new(|s| orbit_min(s, fingerprint))
+            } else {
+                Arc::new(|s| fingerprint(s))
+            };
+            let model = Arc::new(model);
+            let m = Arc::clone(&model);
+            report(&opts, process, search(model, key, None, &opts), move |p| {
+                actions(&m, p)
+            })
+        }
+    };
+    for mut c in children {
+        match c.wait() {
+            Ok(s) if s.success() || status != ExitStatus::Ok => {}
+            Ok(s) => {
+                eprintln!("error: a local process ended with {s}");
+                return ExitStatus::Usage;
+            }
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+    status
+}
+
+/// The actions along a counterexample path of ckpt's model.
+fn actions(model: &SysModel, path: &[u32]) -> String {
+    let Some(states) = replay(model, path) else {
+        return "(the path does not replay)".into();
+    };
+    let mut out = Vec::new();
+    let mut acts = Vec::new();
+    for (s, step) in states.iter().zip(&path[1..]) {
+        acts.clear();
+        model.actions(s, &mut acts);
+        out.push(format!("{:?}", acts[*step as usize]));
+    }
+    out.join("\n  ")
+}
+
+/// Starts processes 1..p of a loopback run: this command again, with
+/// `--local-processes P` replaced by `--processes P --process I`.
+fn start_children(p: u16, port: u16) -> Result<Vec<Child>, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut rest = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--local-processes" || a == "--port" {
+            args.next();
+        } else if !a.starts_with("--local-processes=") && !a.starts_with("--port=") {
+            rest.push(a);
+        }
+    }
+    (1..p)
+        .map(|i| {
+            Command::new(&exe)
+                .args(&rest)
+                .args(["--processes", &p.to_string(), "--process", &i.to_string()])
+                .args(["--port", &port.to_string()])
+                .spawn()
+                .map_err(|e| format!("cannot start process {i}: {e}"))
+        })
+        .collect()
+}
+
+/// Prints the run's report (process 0) and decides the exit status.
+fn report(
+    opts: &DistOptions,
+    process: u16,
+    r: Result<DistReport, String>,
+    path_text: impl Fn(&[u32]) -> String,
+) -> ExitStatus {
+    let r = match r {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitStatus::Usage;
+        }
+    };
+    let peak = peak_rss_mb().map_or_else(|| "?".into(), |m| format!("{m:.0} MiB"));
+    if process != 0 {
+        eprintln!("process {process}: done, peak memory {peak}");
+        return status_of(&r);
+    }
+    let secs = r.elapsed.as_secs_f64();
+    let workers = r.shares.len();
+    println!(
+        "dist: {} | {workers} workers ({})",
+        opts.config,
+        opts.cluster_kind()
+    );
+    match &r.violation {
+        Some((name, path)) => {
+            println!(
+                "verdict: violated: {name} (a shortest path, {} states)",
+                path.len()
+            );
+            println!("  {}", path_text(path));
+        }
+        None if r.stopped => println!(
+            "verdict: stopped after level {} (resume to finish)",
+            r.max_depth
+        ),
+        None => println!("verdict: holds"),
+    }
+    println!("unique states: {} (summed over {workers} owners)", r.unique);
+    println!(
+        "generated: {}, max depth: {}, started at level {}",
+        r.generated, r.max_depth, r.started_at_round
+    );
+    let rate = if secs > 0.0 {
+        r.unique as f64 / secs
+    } else {
+        0.0
+    };
+    println!("time: {secs:.2} s, {rate:.0} unique states/s");
+    let mean = r.unique as f64 / workers.max(1) as f64;
+    let max = r.shares.iter().map(|s| s.owned).max().unwrap_or(0) as f64;
+    let owned: Vec<String> = r
+        .shares
+        .iter()
+        .map(|s| format!("w{} {} owned / {} expanded", s.worker, s.owned, s.judged))
+        .collect();
+    println!(
+        "owners: {} (max/mean {:.3})",
+        owned.join(", "),
+        if mean > 0.0 { max / mean } else { 1.0 }
+    );
+    println!(
+        "routed by this process: {} bytes of keys and answers ({:.1} per generated state)",
+        r.bytes_routed,
+        r.bytes_routed as f64 / r.generated.max(1) as f64
+    );
+    if !r.discovered.is_empty() || !r.undiscovered.is_empty() {
+        println!(
+            "sometimes: found {:?}, not found {:?}",
+            r.discovered, r.undiscovered
+        );
+    }
+    println!("peak memory (process 0): {peak}");
+    status_of(&r)
+}
+
+fn status_of(r: &DistReport) -> ExitStatus {
+    if r.violation.is_some() {
+        ExitStatus::Violated
+    } else if r.stopped {
+        ExitStatus::Inconclusive
+    } else {
+        ExitStatus::Ok
+    }
+}
+
+/// stateright's own checkers on the same two-phase model, timed here.
+fn compare(model: &TwoPhase, threads: usize) {
+    for (name, bfs) in [
+        ("stateright BfsChecker", true),
+        ("stateright DfsChecker", false),
+    ] {
+        let t = Instant::now();
+        let b = model.clone().checker().threads(threads);
+        let unique = if bfs {
+            b.spawn_bfs().join().unique_state_count()
+        } else {
+            b.spawn_dfs().join().unique_state_count()
+        };
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "{name} ({threads} threads): {unique} unique states, {secs:.2} s, {:.0} unique states/s",
+            unique as f64 / secs
+        );
+    }
+}
+
+trait ClusterKind {
+    fn cluster_kind(&self) -> String;
+}
+
+impl ClusterKind for DistOptions {
+    fn cluster_kind(&self) -> String {
+        match &self.cluster {
+            Cluster::Threads(n) => format!("{n} threads in one process"),
+            Cluster::Processes {
+                threads, addresses, ..
+            } => {
+                format!("{} processes x {threads} threads", addresses.len())
+            }
+        }
+    }
+}

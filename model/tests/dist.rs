@@ -1,0 +1,231 @@
+//! The distributed search (`search::dist`, `ckpt-model dist`) against the
+//! single-run searches: the same unique counts (summed over the owners, so
+//! no state is searched twice), the same verdicts, shortest
+//! counterexamples, in threads and in processes, and a resumed run (after
+//! a stop or a `kill -9`) ending with the uninterrupted run's counts.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use ckpt_core::task::{LegacyBug, Semantics};
+use ckpt_model::search::dist::engine::{search, Cluster, Codec, DistOptions, DistReport, Key};
+use ckpt_model::search::dist::twophase::{self, TwoPhase};
+use ckpt_model::search::engine::fingerprint;
+use ckpt_model::search::exact::exact_unique_states_reduced;
+use ckpt_model::search::symmetry::orbit_min;
+use ckpt_model::{shortest_violation, ModelConfig, Reduction, SysModel};
+use stateright::{Checker, Model};
+
+fn opts(threads: usize) -> DistOptions {
+    DistOptions {
+        cluster: Cluster::Threads(threads),
+        checkpoint_dir: None,
+        resume: false,
+        config: "test".into(),
+        stop_after_round: None,
+    }
+}
+
+fn two_phase(rms: usize, o: &DistOptions) -> DistReport {
+    let key: Key<TwoPhase> = Arc::new(|s| fingerprint(s));
+    let codec = Arc::new(Codec {
+        encode: twophase::encode,
+        decode: twophase::decode,
+    });
+    search(Arc::new(TwoPhase { rms }), key, Some(codec), o).unwrap()
+}
+
+fn ckpt(cfg: &ModelConfig, o: &DistOptions) -> Result<DistReport, String> {
+    let mut model = SysModel::new(cfg.clone());
+    model.reduction = Reduction::Ample;
+    let key: Key<SysModel> = Arc::new(|s| orbit_min(s, fingerprint));
+    search(Arc::new(model), key, None, o)
+}
+
+#[test]
+fn two_phase_counts_equal_stateright_bfs_in_one_and_two_workers() {
+    for rms in [3, 5] {
+        let sr = TwoPhase { rms }.checker().spawn_bfs().join();
+        for threads in [1, 2] {
+            let r = two_phase(rms, &opts(threads));
+            assert_eq!(
+                r.unique,
+                sr.unique_state_count() as u64,
+                "{rms} RMs, {threads} workers"
+            );
+            assert_eq!(r.shares.iter().map(|s| s.judged).sum::<u64>(), r.unique);
+            assert_eq!(r.shares.len(), threads);
+            assert!(r.violation.is_none());
+            assert_eq!(r.discovered, ["abort agreement", "commit agreement"]);
+        }
+    }
+    assert_eq!(two_phase(5, &opts(2)).unique, 8_832);
+}
+
+#[test]
+fn ckpt_counts_equal_the_exact_search_with_symmetry_and_reduction() {
+    let cfg = ModelConfig {
+        tasks: 1,
+        ..ModelConfig::default()
+    };
+    let exact = exact_unique_states_reduced(&cfg, true, Reduction::Ample, 1_000_000);
+    assert_eq!(exact, 2_746, "the count `check --tasks 1` reports");
+    for threads in [1, 2] {
+        let r = ckpt(&cfg, &opts(threads)).unwrap();
+        assert_eq!(r.unique, exact as u64, "{threads} workers");
+        assert!(r.violation.is_none());
+        assert!(r.shares.iter().all(|s| s.owned > 0), "{:?}", r.shares);
+    }
+}
+
+#[test]
+fn a_legacy_bug_is_found_with_a_shortest_counterexample() {
+    let cfg = ModelConfig {
+        checkpoints: 1,
+        faults: 0,
+        semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
+        ..ModelConfig::default()
+    };
+    let cx = shortest_violation(&cfg, 1).unwrap();
+    let r = ckpt(&cfg, &opts(2)).unwrap();
+    let (name, path) = r.violation.unwrap();
+    assert_eq!(name, cx.property);
+    assert_eq!(path.len() - 1, cx.actions.len(), "actions on the path");
+}
+
+#[test]
+fn a_stopped_run_resumes_to_the_same_counts_and_a_changed_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = two_phase(5, &opts(2));
+    let mut o = opts(2);
+    o.checkpoint_dir = Some(dir.path().to_path_buf());
+    o.stop_after_round = Some(6);
+    let cut = two_phase(5, &o);
+    assert!(cut.stopped && cut.unique < whole.unique);
+    o.stop_after_round = None;
+    o.resume = true;
+    let mut other = o.clone();
+    other.config = "another".into();
+    let key: Key<TwoPhase> = Arc::new(|s| fingerprint(s));
+    let refused = search(Arc::new(TwoPhase { rms: 5 }), key, None, &other).unwrap_err();
+    assert!(refused.contains("another run"), "{refused}");
+    let resumed = two_phase(5, &o);
+    assert_eq!(resumed.started_at_round, 7);
+    assert_eq!(
+        (
+            resumed.unique,
+            resumed.generated,
+            resumed.max_depth,
+            &resumed.discovered
+        ),
+        (
+            whole.unique,
+            whole.generated,
+            whole.max_depth,
+            &whole.discovered
+        )
+    );
+}
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ckpt-model"))
+}
+
+/// A free port on loopback, and the one after it free too (the default
+/// addresses are consecutive).
+fn free_ports() -> u16 {
+    loop {
+        let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let p = a.local_addr().unwrap().port();
+        if p < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+            return p;
+        }
+    }
+}
+
+fn unique_of(stdout: &[u8]) -> u64 {
+    let text = String::from_utf8_lossy(stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("unique states: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    line["unique states: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn two_processes_on_loopback_count_what_one_does() {
+    let port = free_ports().to_string();
+    let out = bin()
+        .args([
+            "dist",
+            "--two-phase",
+            "5",
+            "--threads",
+            "1",
+            "--local-processes",
+            "2",
+            "--port",
+            &port,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(unique_of(&out.stdout), 8_832);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("w1 "));
+}
+
+fn newest_round(dir: &Path) -> Option<u64> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .split(".round-")
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .max()
+}
+
+#[test]
+fn a_run_killed_at_a_level_resumes_to_the_same_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    // The level to kill at, varied from run to run (2..=11 of 22).
+    let level = 2 + u64::from(std::process::id()) % 10;
+    let args = ["dist", "--tasks", "1", "--threads", "2"];
+    let mut child = bin()
+        .args(args)
+        .args(["--checkpoint-dir", &d])
+        .spawn()
+        .unwrap();
+    while newest_round(dir.path()).is_none_or(|r| r < level) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap_or(()); // SIGKILL on Unix
+    child.wait().unwrap();
+    let out = bin().args(args).args(["--resume", &d]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(unique_of(&out.stdout), 2_746);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("verdict: holds"), "{text}");
+}
