@@ -28,7 +28,7 @@ fn opts(threads: usize) -> DistOptions {
 }
 
 fn two_phase(rms: usize, o: &DistOptions) -> DistReport {
-    let key: Key<TwoPhase> = Arc::new(|s| fingerprint(s));
+    let key: Key<TwoPhase> = Arc::new(fingerprint);
     let codec = Arc::new(Codec {
         encode: twophase::encode,
         decode: twophase::decode,
@@ -107,7 +107,7 @@ fn a_stopped_run_resumes_to_the_same_counts_and_a_changed_one_is_refused() {
     o.resume = true;
     let mut other = o.clone();
     other.config = "another".into();
-    let key: Key<TwoPhase> = Arc::new(|s| fingerprint(s));
+    let key: Key<TwoPhase> = Arc::new(fingerprint);
     let refused = search(Arc::new(TwoPhase { rms: 5 }), key, None, &other).unwrap_err();
     assert!(refused.contains("another run"), "{refused}");
     let resumed = two_phase(5, &o);

@@ -82,7 +82,7 @@ pub fn run(args: &DistArgs) -> ExitStatus {
                 rms: usize::from(n),
             };
             opts.config = format!("two-phase {n}");
-            let key: Key<TwoPhase> = Arc::new(|s| fingerprint(s));
+            let key: Key<TwoPhase> = Arc::new(fingerprint);
             let codec = Arc::new(Codec {
                 encode: twophase::encode,
                 decode: twophase::decode,
@@ -117,7 +117,7 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             let key: Key<SysModel> = if symmetry {
                 Arc::new(|s| orbit_min(s, fingerprint))
             } else {
-                Arc::new(|s| fingerprint(s))
+                Arc::new(fingerprint)
             };
             let model = Arc::new(model);
             let m = Arc::clone(&model);

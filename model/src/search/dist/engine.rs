@@ -242,6 +242,12 @@ where
     first.unwrap_or_else(|| Err("no worker ran".into()))
 }
 
+/// Records of one kind, by the round (timely timestamp) they belong to.
+type ByRound<T> = BTreeMap<u64, Vec<T>>;
+/// A state arriving at its owner: its path of action indices from an
+/// initial state, and its encoding (empty without a codec).
+type Arrival = (Vec<u32>, Vec<u8>);
+
 #[allow(clippy::too_many_lines)]
 fn run_worker<M: Model>(
     worker: &mut timely::worker::Worker,
@@ -259,7 +265,7 @@ fn run_worker<M: Model>(
     // while another is still taking in `r`'s records, so records of the
     // next round may arrive early; each round takes only its own.
     let new_owned: Rc<RefCell<BTreeMap<u64, Vec<u64>>>> = Rc::default();
-    let arrived: Rc<RefCell<BTreeMap<u64, Vec<(Vec<u32>, Vec<u8>)>>>> = Rc::default();
+    let arrived: Rc<RefCell<ByRound<Arrival>>> = Rc::default();
     let stats: Rc<RefCell<BTreeMap<u64, Vec<Stat>>>> = Rc::default();
     let mut keys_in: InputHandle<u64, CapacityContainerBuilder<Vec<Ship>>> = InputHandle::new();
     let mut stats_in: InputHandle<u64, CapacityContainerBuilder<Vec<Stat>>> = InputHandle::new();
@@ -301,7 +307,7 @@ fn run_worker<M: Model>(
                     input.for_each(|cap, data| {
                         let _session = output.session(&cap);
                         let t = cap.least().copied().unwrap_or_default();
-                        s.borrow_mut().entry(t).or_default().extend(data.drain(..));
+                        s.borrow_mut().entry(t).or_default().append(data);
                     });
                 }
             })
