@@ -76,7 +76,7 @@ impl CoordinatorState {
             // so the plan leaves it out instead of refusing the trigger.
             return true;
         }
-        let running = |t: &TaskId| self.cold.tasks.get(t.0 as usize).is_some_and(|s| s.running);
+        let running = |t: &TaskId| self.is_running(*t);
         self.cold.config.trigger.iter().all(running) && self.cold.config.wait.iter().all(running)
     }
 
