@@ -1331,3 +1331,28 @@ fn the_explorer_serves_ckpts_page_in_plain_text_and_forwards_the_rest() {
         "{v}"
     );
 }
+
+/// A reader that stops reading (`ckpt-model zoo | head -1`) ends the run
+/// with 141 and no panic: the zoo prints its header at once and a row per
+/// race as it is found, seconds later, into a pipe already closed.
+#[test]
+fn a_closed_stdout_ends_the_run_with_141_and_no_panic() {
+    let mut child = bin()
+        .arg("zoo")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run ckpt-model: {e}"));
+    let mut first = String::new();
+    {
+        let out = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        BufReader::new(out)
+            .read_line(&mut first)
+            .unwrap_or_else(|e| panic!("{e}"));
+    } // the read end is closed here
+    let o = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.starts_with("| race |"), "first line: {first}");
+    assert_eq!(code(&o), 141, "stderr: {}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "stderr: {}", stderr(&o));
+}

@@ -129,25 +129,30 @@ pub fn run(args: &CheckArgs, started: Instant) -> ExitStatus {
         v.outputs = done;
         v.exit_status = code.code();
         v.shard = shard.as_ref().map(|i| ShardJson::new(i, steps));
-        println!("{}", serde_json::to_string(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string(&v).unwrap_or_default());
         return code;
     }
-    print!("{}", text::report(&report, shard.is_some()));
+    out!("{}", text::report(&report, shard.is_some()));
     if let Some(i) = &shard {
-        println!(
+        outln!(
             "  shard {}/{} at split depth {}: owns {} of {} frontier states ({} unique states \
              above the frontier, searched by every shard)",
-            i.spec.index, i.spec.count, i.spec.split_depth, i.owned, i.frontier, i.prefix_unique
+            i.spec.index,
+            i.spec.count,
+            i.spec.split_depth,
+            i.owned,
+            i.frontier,
+            i.prefix_unique
         );
     }
     if let (Some(cx), Some(r)) = (&report.counterexample, &replay) {
         let v = cx.violation.as_ref().map(ToString::to_string);
-        print!("{}", text::counterexample(cx.property, r, v.as_deref()));
+        out!("{}", text::counterexample(cx.property, r, v.as_deref()));
     }
     for d in &done {
-        println!("{d}");
+        outln!("{d}");
     }
-    println!(
+    outln!(
         "verdict: {}",
         text::verdict(report.verdict, &report.verdict_note)
     );
@@ -225,16 +230,22 @@ fn all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> ExitStatus {
             wall_seconds: started.elapsed().as_secs_f64(),
             exit_status: code.code(),
         };
-        println!("{}", serde_json::to_string(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string(&v).unwrap_or_default());
         return code;
     }
-    println!(
+    outln!(
         "ckpt-model check {} --semantics all",
         flags(&base).replacen("--semantics fixed ", "", 1)
     );
-    println!(
+    outln!(
         "{:<30} {:>10} {:>10} {:>6} {:>8}  {:<34} {:<9} changed to",
-        "semantics", "states", "unique", "depth", "seconds", "verdict", "expected"
+        "semantics",
+        "states",
+        "unique",
+        "depth",
+        "seconds",
+        "verdict",
+        "expected"
     );
     for (sem, r, note, expected, row) in &rows {
         let v = match &r.counterexample {
@@ -252,7 +263,7 @@ fn all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> ExitStatus {
             }
             None => r.verdict.as_str().into(),
         };
-        println!(
+        outln!(
             "{:<30} {:>10} {:>10} {:>6} {:>8.2}  {:<34} {:<9} {}{}",
             semantics_name(*sem),
             r.states,
@@ -267,18 +278,20 @@ fn all(args: &CheckArgs, opts: &CheckOptions, started: Instant) -> ExitStatus {
                 ExitStatus::Inconclusive => "  <-- INCONCLUSIVE",
                 ExitStatus::Interrupted => "  <-- INTERRUPTED",
                 ExitStatus::Limit => "  <-- RESOURCE LIMIT",
-                ExitStatus::Violated | ExitStatus::Usage => "  <-- UNEXPECTED",
+                ExitStatus::Violated | ExitStatus::Usage | ExitStatus::OutputFailed =>
+                    "  <-- UNEXPECTED",
             }
         );
     }
-    println!(
+    outln!(
         "{}",
         match code {
             ExitStatus::Ok => "verdict: as expected (fixed holds, every legacy variant is caught)",
             ExitStatus::Inconclusive => "verdict: inconclusive (a bound cut a search short)",
             ExitStatus::Interrupted => "verdict: interrupted (inconclusive)",
             ExitStatus::Limit => "verdict: a resource limit stopped a search (inconclusive)",
-            ExitStatus::Violated | ExitStatus::Usage => "verdict: UNEXPECTED",
+            ExitStatus::Violated | ExitStatus::Usage | ExitStatus::OutputFailed =>
+                "verdict: UNEXPECTED",
         }
     );
     code

@@ -200,36 +200,38 @@ fn report(
     }
     let secs = r.elapsed.as_secs_f64();
     let workers = r.shares.len();
-    println!(
+    outln!(
         "dist: {} | {workers} workers ({})",
         opts.config,
         opts.cluster_kind()
     );
     match &r.violation {
         Some((name, path)) => {
-            println!(
+            outln!(
                 "verdict: violated: {name} (a shortest path, {} states)",
                 path.len()
             );
-            println!("  {}", path_text(path));
+            outln!("  {}", path_text(path));
         }
-        None if r.stopped => println!(
+        None if r.stopped => outln!(
             "verdict: stopped after level {} (resume to finish)",
             r.max_depth
         ),
-        None => println!("verdict: holds"),
+        None => outln!("verdict: holds"),
     }
-    println!("unique states: {} (summed over {workers} owners)", r.unique);
-    println!(
+    outln!("unique states: {} (summed over {workers} owners)", r.unique);
+    outln!(
         "generated: {}, max depth: {}, started at level {}",
-        r.generated, r.max_depth, r.started_at_round
+        r.generated,
+        r.max_depth,
+        r.started_at_round
     );
     let rate = if secs > 0.0 {
         r.unique as f64 / secs
     } else {
         0.0
     };
-    println!("time: {secs:.2} s, {rate:.0} unique states/s");
+    outln!("time: {secs:.2} s, {rate:.0} unique states/s");
     let mean = r.unique as f64 / workers.max(1) as f64;
     let max = r.shares.iter().map(|s| s.owned).max().unwrap_or(0) as f64;
     let owned: Vec<String> = r
@@ -237,23 +239,24 @@ fn report(
         .iter()
         .map(|s| format!("w{} {} owned / {} expanded", s.worker, s.owned, s.judged))
         .collect();
-    println!(
+    outln!(
         "owners: {} (max/mean {:.3})",
         owned.join(", "),
         if mean > 0.0 { max / mean } else { 1.0 }
     );
-    println!(
+    outln!(
         "routed by this process: {} bytes of keys and answers ({:.1} per generated state)",
         r.bytes_routed,
         r.bytes_routed as f64 / r.generated.max(1) as f64
     );
     if !r.discovered.is_empty() || !r.undiscovered.is_empty() {
-        println!(
+        outln!(
             "sometimes: found {:?}, not found {:?}",
-            r.discovered, r.undiscovered
+            r.discovered,
+            r.undiscovered
         );
     }
-    println!("peak memory (process 0): {peak}");
+    outln!("peak memory (process 0): {peak}");
     status_of(&r)
 }
 
@@ -281,7 +284,7 @@ fn compare(model: &TwoPhase, threads: usize) {
             b.spawn_dfs().join().unique_state_count()
         };
         let secs = t.elapsed().as_secs_f64();
-        println!(
+        outln!(
             "{name} ({threads} threads): {unique} unique states, {secs:.2} s, {:.0} unique states/s",
             unique as f64 / secs
         );

@@ -22,17 +22,22 @@ pub enum ExitStatus {
     /// An interrupt (Ctrl-C, SIGTERM, SIGHUP) stopped the run: the report
     /// so far is printed.
     Interrupted,
+    /// Stdout was closed by its reader (`| head`) or could not be written:
+    /// the process ends at once, the report cut where the write failed
+    /// (141, what a shell reports for a filter killed by SIGPIPE).
+    OutputFailed,
 }
 
 impl ExitStatus {
     /// Every status, in the order of their codes.
-    pub const ALL: [ExitStatus; 6] = [
+    pub const ALL: [ExitStatus; 7] = [
         ExitStatus::Ok,
         ExitStatus::Violated,
         ExitStatus::Usage,
         ExitStatus::Inconclusive,
         ExitStatus::Limit,
         ExitStatus::Interrupted,
+        ExitStatus::OutputFailed,
     ];
 
     /// The process's exit code.
@@ -45,6 +50,7 @@ impl ExitStatus {
             ExitStatus::Inconclusive => 3,
             ExitStatus::Limit => 4,
             ExitStatus::Interrupted => 130,
+            ExitStatus::OutputFailed => 141,
         }
     }
 
@@ -58,10 +64,11 @@ impl ExitStatus {
             ExitStatus::Limit => 3,
             ExitStatus::Violated => 4,
             ExitStatus::Interrupted => 5,
+            ExitStatus::OutputFailed => 6,
         }
     }
 
-    /// The more severe of two statuses: interrupted > violated > resource
+    /// The more severe of two statuses: output failed > interrupted > violated > resource
     /// limit > inconclusive > usage > ok.
     #[must_use]
     pub fn worse(self, other: ExitStatus) -> ExitStatus {
@@ -110,6 +117,10 @@ impl ExitStatus {
                 "Ctrl-C, SIGTERM or SIGHUP: the counts, the properties and the verdict so far \
                  are printed (a second one exits at once)"
             }
+            ExitStatus::OutputFailed => {
+                "stdout was closed by its reader (a `head` that read enough) or could not be \
+                 written: the run ends at once, its report cut where the write failed"
+            }
         }
     }
 
@@ -126,6 +137,7 @@ impl ExitStatus {
                  line)"
             }
             ExitStatus::Interrupted => "the same: steps so far, inconclusive",
+            ExitStatus::OutputFailed => "the same",
             ExitStatus::Inconclusive | ExitStatus::Limit => "",
         }
     }
@@ -164,6 +176,7 @@ impl ExitStatus {
             ExitStatus::Inconclusive => "inconclusive (a bound cut the search)",
             ExitStatus::Limit => "a resource limit (--max-states, --memory-limit-mb) stopped it",
             ExitStatus::Interrupted => "interrupted (Ctrl-C, SIGTERM, SIGHUP)",
+            ExitStatus::OutputFailed => "stdout closed or unwritable",
         };
         let parts: Vec<String> = ExitStatus::ALL
             .iter()

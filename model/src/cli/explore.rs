@@ -63,7 +63,7 @@ pub fn run(args: &ExploreArgs) -> ExitStatus {
         Err(e) => return usage_error(&format!("no loopback port for the Explorer: {e}")),
     };
     let banner = flags(&cfg);
-    println!("ckpt-model explore {banner}");
+    outln!("ckpt-model explore {banner}");
     let threads = usize::from(args.model.threads);
     let server = std::thread::spawn(move || {
         let model = SysModel::new(cfg).with_presenter(Arc::new(View));
@@ -74,7 +74,7 @@ pub fn run(args: &ExploreArgs) -> ExitStatus {
             "cannot serve on {inner}: the Explorer failed to start"
         ));
     }
-    println!("serving on http://{addr}/ (Ctrl-C to stop)");
+    outln!("serving on http://{addr}/ (Ctrl-C to stop)");
     let _ = std::io::stdout().flush();
     let index = INDEX.replace("CKPT_FLAGS", &banner);
     for rq in front.incoming_requests() {

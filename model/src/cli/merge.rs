@@ -141,20 +141,20 @@ pub fn run(args: &MergeArgs) -> ExitStatus {
             counterexample_shard: best.map(|(_, s)| s.index),
             exit_status: code.code(),
         };
-        println!("{}", serde_json::to_string(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string(&v).unwrap_or_default());
         return code;
     }
-    println!(
+    outln!(
         "ckpt-model merge: {} of {count} shards (split depth {split_depth}) of ckpt-model check \
          {flags}",
         reports.len(),
     );
-    println!(
+    outln!(
         "  {states} states, {unique} unique summed over the shards (states below frontier \
          states of different shards are counted in each: at least a single run's count)"
     );
     for p in &properties {
-        println!(
+        outln!(
             "  [{:<20}] {:<10} {}",
             p.status.as_str(),
             p.kind.as_str(),
@@ -162,19 +162,22 @@ pub fn run(args: &MergeArgs) -> ExitStatus {
         );
     }
     if let Some((c, shard)) = best {
-        println!(
+        outln!(
             "\nproperty `{}` violated (shard {}); shortest counterexample over the shards: {} \
              actions, {} steps",
-            c.property, shard.index, c.action_count, c.step_count
+            c.property,
+            shard.index,
+            c.action_count,
+            c.step_count
         );
         if let Some(x) = &c.violation {
-            println!("  invariant `{}` violated: {}", x.invariant, x.detail);
+            outln!("  invariant `{}` violated: {}", x.invariant, x.detail);
         }
-        print!(
+        out!(
             "{}",
             shard.counterexample_text.as_deref().unwrap_or_default()
         );
     }
-    println!("verdict: {}", text::verdict(verdict, &note));
+    outln!("verdict: {}", text::verdict(verdict, &note));
     code
 }

@@ -3,7 +3,27 @@
 //! ([`interrupt`]), and one module per command, which this one dispatches
 //! to (and none of them imports it).
 
+use std::io::Write;
 use std::time::Instant;
+
+/// `println!` for what a command prints on stdout: a reader that closed the
+/// pipe (`ckpt-model zoo | head -1`) or a stdout that cannot be written ends
+/// the process with [`exit::ExitStatus::OutputFailed`] instead of a panic.
+macro_rules! outln {
+    () => {
+        $crate::cli::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for stdout, with [`outln!`]'s handling of a closed pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::write_stdout(format_args!($($arg)*))
+    };
+}
 
 pub mod args;
 pub mod check;
@@ -34,6 +54,21 @@ pub fn run(cli: Cli, started: Instant) -> ExitStatus {
     }
 }
 
+/// Writes `args` to stdout; when that fails (the reader closed the pipe,
+/// the disk is full), exits at once with [`ExitStatus::OutputFailed`]: the
+/// rest of the report has nowhere to go, and a panic's backtrace would
+/// bury the output that did arrive. A closed pipe is silent, as with any
+/// Unix filter; any other error is named on stderr.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: writing to stdout: {e}");
+        }
+        std::process::exit(i32::from(ExitStatus::OutputFailed.code()));
+    }
+}
+
 /// Prints the JSON Schema of one `--json` output.
 fn schema(output: &str) -> ExitStatus {
     let name = format!("{output}.schema.json");
@@ -42,7 +77,7 @@ fn schema(output: &str) -> ExitStatus {
         .find(|(n, _)| *n == name)
     {
         Some((_, text)) => {
-            print!("{text}");
+            out!("{text}");
             ExitStatus::Ok
         }
         None => usage_error(&format!("no schema for `{output}`")),

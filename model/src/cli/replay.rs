@@ -37,7 +37,7 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
             .map(|(_, c)| semantics_name(c.semantics))
             .collect();
         reader.header_mut().set_task_semantics(sem);
-        println!(
+        outln!(
             "task semantics overridden: every task replays as `{}` (the header says {})",
             semantics_name(sem),
             summarize(&was)

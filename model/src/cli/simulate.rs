@@ -106,10 +106,10 @@ pub fn run(args: &SimulateArgs) -> ExitStatus {
             outputs: wrote.into_iter().collect(),
             exit_status: code.code(),
         };
-        println!("{}", serde_json::to_string(&v).unwrap_or_default());
+        outln!("{}", serde_json::to_string(&v).unwrap_or_default());
         return code;
     }
-    println!(
+    outln!(
         "ckpt-model simulate {} --seed {} --walks {} --depth {}",
         flags(&cfg),
         args.seed,
@@ -117,7 +117,7 @@ pub fn run(args: &SimulateArgs) -> ExitStatus {
         args.depth
     );
     let walks = usize::try_from(r.walks).unwrap_or(usize::MAX);
-    println!(
+    outln!(
         "  {} ({} ended, {} cut at the depth bound), {} actions, longest {}; {:.2} s, {:.0} walks/s{}",
         plural(walks, "walk", "walks"),
         r.ended,
@@ -128,18 +128,18 @@ pub fn run(args: &SimulateArgs) -> ExitStatus {
         r.walks_per_second(),
         if r.stopped { " (stopped early)" } else { "" }
     );
-    println!(
+    outln!(
         "  sometimes witnessed: {} of {}",
         r.witnessed.len(),
         r.witnessed.len() + r.not_witnessed.len()
     );
     for name in &r.not_witnessed {
-        println!("  [not witnessed       ] sometimes  {name}");
+        outln!("  [not witnessed       ] sometimes  {name}");
     }
     if let (Some(v), Some(rp)) = (first, &replay) {
         let cx = &v.counterexample;
         let n = rp.step_count();
-        println!(
+        outln!(
             "\nproperty `{}` violated by walk {} (seed {}) at step {n}: {}, {}",
             cx.property,
             v.walk,
@@ -147,22 +147,22 @@ pub fn run(args: &SimulateArgs) -> ExitStatus {
             plural(cx.actions.len(), "action", "actions"),
             plural(n, "step", "steps")
         );
-        println!("  replay this walk alone: {}", replay_flags(v.seed));
+        outln!("  replay this walk alone: {}", replay_flags(v.seed));
         if let Some(x) = &cx.violation {
-            println!("  {x}");
+            outln!("  {x}");
         }
-        print!("{}", text::steps(rp));
+        out!("{}", text::steps(rp));
         if r.violations.len() > 1 {
-            println!("({} walks violated a property)", r.violations.len());
+            outln!("({} walks violated a property)", r.violations.len());
         }
     }
     if let Some(w) = &wrote {
-        println!("{w}");
+        outln!("{w}");
     }
     match code {
-        ExitStatus::Violated => println!("verdict: violated"),
-        ExitStatus::Interrupted => println!("verdict: interrupted; no violation found so far"),
-        _ => println!(
+        ExitStatus::Violated => outln!("verdict: violated"),
+        ExitStatus::Interrupted => outln!("verdict: interrupted; no violation found so far"),
+        _ => outln!(
             "verdict: no violation found in {} (random walks: not a proof)",
             plural(walks, "walk", "walks")
         ),

@@ -28,10 +28,10 @@ pub fn run(args: &ZooArgs) -> ExitStatus {
     }
     let limit = Duration::from_secs(args.limit);
     let mut code = ExitStatus::Ok;
-    println!(
+    outln!(
         "| race | knob | what went wrong | property broken | world (flags) | fixed | actions | steps | time to find |"
     );
-    println!("|---|---|---|---|---|---|---:|---:|---:|");
+    outln!("|---|---|---|---|---|---|---:|---:|---:|");
     for entry in entries() {
         let name = legacy_name(entry.bug);
         if let Some(only) = &args.only {
@@ -57,7 +57,7 @@ pub fn run(args: &ZooArgs) -> ExitStatus {
         if !row.ok() {
             code = ExitStatus::Violated;
         }
-        println!(
+        outln!(
             "| {} | `{}` | {} | {} | `{}` | {} | {} | {} | {:.2} s |",
             entry.bug.tickets(),
             name,
