@@ -198,6 +198,10 @@ impl CkptSide {
                     TriggerAsk::Savepoint => TriggerKind::Savepoint {
                         target: "savepoints".to_owned(),
                     },
+                    TriggerAsk::StopWithSavepoint { terminate } => TriggerKind::StopWithSavepoint {
+                        target: "savepoints".to_owned(),
+                        drain: *terminate,
+                    },
                 };
                 self.users += 1;
                 let ordinal = self.users;
@@ -455,6 +459,11 @@ impl CkptSide {
                         options,
                         CheckpointOptions::Savepoint { .. }
                             | CheckpointOptions::SynchronousSavepoint { .. }
+                    ),
+                    sync: matches!(options, CheckpointOptions::SynchronousSavepoint { .. }),
+                    terminate: matches!(
+                        options,
+                        CheckpointOptions::SynchronousSavepoint { drain: true, .. }
                     ),
                     ts: Some(timestamp.0),
                 }),
