@@ -188,8 +188,7 @@ fn is_stop_event(ctx: &Ctx<'_>) -> bool {
 /// taken (the states are apart from here on).
 fn stop_suspends(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     if !is_stop_event(ctx)
-        || c
-            .requests
+        || c.requests
             .iter()
             .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping))
     {
@@ -252,8 +251,8 @@ fn stop_savepoint_retained(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) ->
 /// A savepoint aborted (for a reason no entry above counts) and Flink fails
 /// the job while ckpt does not: the synchronous savepoint's failure.
 fn sync_savepoint_fails_job(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let cond = f.fail_job > c.fail_job
-        && c.aborted.iter().any(|(id, _)| ctx.is_savepoint_before(*id));
+    let cond =
+        f.fail_job > c.fail_job && c.aborted.iter().any(|(id, _)| ctx.is_savepoint_before(*id));
     mask_counter_if(cond, c, f)
 }
 
