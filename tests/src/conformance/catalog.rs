@@ -241,8 +241,30 @@ fn stop_savepoint_retained(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) ->
         })
         .map(|(id, _)| *id)
         .collect();
-    if retained.is_empty() {
+    // ckpt's store write of the stop's savepoint failed (an armed failure
+    // Flink's never reaches: it writes no savepoint to the store): ckpt
+    // notifies aborted and fails the stop, Flink notifies complete.
+    let store_failed: Vec<u64> = f
+        .completed
+        .iter()
+        .filter(|(id, sp)| {
+            *sp && f.completes.iter().any(|m| m.checkpoint == *id)
+                && !c.completes.iter().any(|m| m.checkpoint == *id)
+                && c.aborts.iter().any(|m| m.checkpoint == *id)
+                && c.requests
+                    .iter()
+                    .any(|(_, e)| *e == RequestEnd::Failed(Abort::FinalizeFailure))
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    if retained.is_empty() && store_failed.is_empty() {
         return false;
+    }
+    if !store_failed.is_empty() {
+        c.completes = f.completes.clone();
+        c.aborts = f.aborts.clone();
+        c.requests = f.requests.clone();
+        c.discarded = f.discarded.clone();
     }
     make_state_equal(c, f);
     true
@@ -1063,7 +1085,7 @@ pub static CATALOG: &[Entry] = &[
     Entry {
         name: "stop-savepoint-retained-1.20",
         class: Class::Choice,
-        pattern: "1.20/2.3: a synchronous savepoint (a stop-with-savepoint) completes and both sides notify the tasks; ckpt's store holds it, Flink's does not",
+        pattern: "1.20/2.3: a synchronous savepoint (a stop-with-savepoint) completes and both sides notify the tasks; ckpt's store holds it, Flink's does not (so with a store failure armed, ckpt's store write of it fails: ckpt notifies aborted, discards its state and fails the stop, while Flink, which never writes it, notifies complete)",
         flink: "1.11 adds it to the store like every savepoint. 1.20/2.3: CheckpointCoordinator.completePendingCheckpoint adds only checkpoints to the store (addCompletedCheckpointToStoreAndSubsumeOldest is skipped for savepoints) but sends notifyCheckpointOnComplete for a synchronous savepoint (the tasks finish on it); the job ends and the savepoint's path is returned to the user, who restarts from it explicitly",
         ckpt: "the stop's savepoint is committed to the store (retained, the restore target, latest_completed) before JobCommand::Stop is emitted",
         why: "the job ends on that savepoint: a later start recovers from the store and must restore exactly it (TriggerKind::StopWithSavepoint), not an older checkpoint taken before the stop; the host needs no path handed back out of band",
