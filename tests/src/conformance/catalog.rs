@@ -1076,7 +1076,7 @@ pub static CATALOG: &[Entry] = &[
         name: "sync-savepoint-failure-fails-job",
         class: Class::Choice,
         pattern: "a savepoint is aborted for a reason savepoint-failures-not-counted does not take (e.g. Suspended, when a scheduler start aborts the stop's savepoint) and Flink fails the job while ckpt does not; only the failure counter / fail-job differ",
-        flink: "every version (observed here in each): 1.11: CheckpointCoordinator.abortPendingCheckpoint calls CheckpointFailureManager.handleSynchronousSavepointFailure for a synchronous savepoint, which fails the job for every reason but a pre-flight failure; 1.20/2.3: handleJobLevelCheckpointException / handleTaskLevelCheckpointException take the CheckpointProperties and fail the job for a failed synchronous savepoint whatever the counter says",
+        flink: "every version (observed here in each): 1.11: CheckpointCoordinator.abortPendingCheckpoint calls CheckpointFailureManager.handleSynchronousSavepointFailure for a synchronous savepoint, which fails the job for every reason but a pre-flight failure; 1.20/2.3: handleJobLevelCheckpointException / handleTaskLevelCheckpointException take the CheckpointProperties, and a failed synchronous savepoint fails the job there too (seen here with the tolerance not reached)",
         ckpt: "a failed stop-with-savepoint ends the stop (the request fails with its reason, RequestFailed) and periodic scheduling resumes as it was; the job keeps running",
         why: "the stop failed, not the job: the user is told (RequestFailed) and may stop again; failing a healthy job because its stop failed turns a refused stop into a restart",
         after: After::MaskCounter,
