@@ -335,3 +335,37 @@ fn bounded_run_against_flink() {
     }
     let _ = std::fs::remove_dir_all(out);
 }
+
+#[test]
+fn a_stop_with_savepoint_is_fed_and_recorded_as_synchronous_on_both_sides() {
+    let mut side = CkptSide::new(FlinkProfile::of(Version::V1_20), &config(1)).unwrap();
+    let stop = Event::Trigger(TriggerAsk::StopWithSavepoint { terminate: true });
+    let t = side.apply(&stop).unwrap();
+    assert_eq!(t.triggers.len(), 1, "the savepoint is triggered: {t:?}");
+    let m = &t.triggers[0];
+    assert!(m.savepoint && m.sync && m.terminate, "{m:?}");
+    // A later trigger is refused while the stop runs.
+    let later = side
+        .apply(&Event::Trigger(TriggerAsk::Checkpoint { forced: true }))
+        .unwrap();
+    assert_eq!(
+        later.requests,
+        vec![(2, RequestEnd::Failed(Abort::Stopping))]
+    );
+    // A suspending stop is synchronous but does not terminate.
+    let mut side = CkptSide::new(FlinkProfile::of(Version::V1_11), &config(1)).unwrap();
+    let suspend = Event::Trigger(TriggerAsk::StopWithSavepoint { terminate: false });
+    let m = side.apply(&suspend).unwrap().triggers[0].clone();
+    assert!(m.sync && !m.terminate, "{m:?}");
+    // Flink is asked for triggerSynchronousSavepoint(terminate, …).
+    let cmd = flink_side::command(&suspend, &Value::Null);
+    assert_eq!(cmd["kind"], "savepoint");
+    assert_eq!(cmd["sync"], true);
+    assert_eq!(cmd["terminate"], false);
+    // Flink's trigger RPC reads back the same way (post_action TERMINATE).
+    let resp = line(
+        r#"{"type":"response","cmd":"trigger","ok":true,"result":{"request":1},"now":0,"rpcs":[{"rpc":"trigger","task":0,"attempt":0,"checkpoint":1,"ts":0,"type":"SAVEPOINT_TERMINATE","savepoint":true,"sync":true,"post_action":"TERMINATE"}],"completed":[],"aborted":[],"store_ops":[],"discarded":[],"failure_manager":[],"fail_job":[],"requests":[],"uncaught":[],"state":{"pending":[],"store":[],"queued":0,"triggering":false,"periodic":false,"shutdown":false,"failure_counter":0,"next_id":2,"timers":[],"tasks":[],"armed_failures":[],"hooks_waiting":[]}}"#,
+    );
+    let d = flink_side::decision(&resp, &FlinkProfile::of(Version::V1_11)).unwrap();
+    assert!(d.triggers[0].sync && d.triggers[0].terminate);
+}

@@ -174,6 +174,110 @@ fn make_state_equal(c: &mut Decision, f: &Decision) {
 
 // ----- the recognizers --------------------------------------------------------
 
+fn is_stop_event(ctx: &Ctx<'_>) -> bool {
+    matches!(
+        ctx.event,
+        Some(Event::Trigger(TriggerAsk::StopWithSavepoint { .. }))
+    )
+}
+
+/// A stop-with-savepoint: ckpt stops periodic scheduling and ends what
+/// waits (as `StopScheduler`), Flink's coordinator call alone does not. The
+/// trigger RPCs (the savepoint and its type), hook calls and notifications
+/// stay compared; the aborts, request ends, discards and the state are
+/// taken (the states are apart from here on).
+fn stop_suspends(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !is_stop_event(ctx)
+        || c.requests
+            .iter()
+            .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping))
+    {
+        return false;
+    }
+    let differs = c.aborts != f.aborts
+        || c.aborted != f.aborted
+        || c.requests != f.requests
+        || c.discarded != f.discarded
+        || c.state != f.state;
+    if !differs {
+        return false;
+    }
+    c.aborts = f.aborts.clone();
+    c.aborted = f.aborted.clone();
+    c.requests = f.requests.clone();
+    c.discarded = f.discarded.clone();
+    make_state_equal(c, f);
+    true
+}
+
+/// A user trigger while ckpt's stop-with-savepoint runs: ckpt refuses it
+/// (`TriggerRejection::Stopping`), Flink's coordinator takes it.
+fn stopping_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let refused = c
+        .requests
+        .iter()
+        .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping));
+    if !user_trigger(ctx, None) || !refused {
+        return false;
+    }
+    *c = f.clone();
+    true
+}
+
+/// 1.20/2.3: a synchronous savepoint (notified on both sides) completes:
+/// ckpt's store holds it, Flink's does not.
+fn stop_savepoint_retained(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !ctx.gen2() {
+        return false;
+    }
+    let retained: Vec<u64> = c
+        .completed
+        .iter()
+        .filter(|(id, sp)| {
+            *sp && f.completed.contains(&(*id, true))
+                && f.completes.iter().any(|m| m.checkpoint == *id)
+                && c.state.store.contains(&(*id, true))
+                && !f.state.store.contains(&(*id, true))
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    // ckpt's store write of the stop's savepoint failed (an armed failure
+    // Flink's never reaches: it writes no savepoint to the store): ckpt
+    // notifies aborted and fails the stop, Flink notifies complete.
+    let store_failed: Vec<u64> = f
+        .completed
+        .iter()
+        .filter(|(id, sp)| {
+            *sp && f.completes.iter().any(|m| m.checkpoint == *id)
+                && !c.completes.iter().any(|m| m.checkpoint == *id)
+                && c.aborts.iter().any(|m| m.checkpoint == *id)
+                && c.requests
+                    .iter()
+                    .any(|(_, e)| *e == RequestEnd::Failed(Abort::FinalizeFailure))
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    if retained.is_empty() && store_failed.is_empty() {
+        return false;
+    }
+    if !store_failed.is_empty() {
+        c.completes = f.completes.clone();
+        c.aborts = f.aborts.clone();
+        c.requests = f.requests.clone();
+        c.discarded = f.discarded.clone();
+    }
+    make_state_equal(c, f);
+    true
+}
+
+/// A savepoint aborted (for a reason no entry above counts) and Flink fails
+/// the job while ckpt does not: the synchronous savepoint's failure.
+fn sync_savepoint_fails_job(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let cond =
+        f.fail_job > c.fail_job && c.aborted.iter().any(|(id, _)| ctx.is_savepoint_before(*id));
+    mask_counter_if(cond, c, f)
+}
+
 fn last_subsumed(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     if !ctx.profile.complete_carries_last_subsumed {
         return false;
@@ -947,5 +1051,45 @@ pub static CATALOG: &[Entry] = &[
         why: "the new attempt never took part in that checkpoint; the old attempt's ack (already counted) stands",
         after: After::Stop,
         recognize: decline_other_attempt,
+    },
+    Entry {
+        name: "stop-suspends-scheduler",
+        class: Class::Choice,
+        pattern: "a stop-with-savepoint request: ckpt stops periodic scheduling, aborts the checkpoints waiting for acks (Suspended) and drops the queued requests, and if the request is refused resumes periodic scheduling one interval later; Flink's coordinator triggers the synchronous savepoint and leaves the rest as it was (the savepoint's trigger RPCs, its type sync/terminate, stay compared)",
+        flink: "every version: CheckpointCoordinator.triggerSynchronousSavepoint(terminate, target) (1.11) / (terminate, target, formatType) (1.20/2.3) only builds forSyncSavepoint properties (SAVEPOINT_SUSPEND / SAVEPOINT_TERMINATE, 1.20/2.3: SavepointType.suspend / terminate) and calls triggerSavepointInternal; the scheduler stops the periodic trigger around it: SchedulerBase.stopWithSavepoint calls checkpointCoordinator.stopCheckpointScheduler() first (aborting the pending checkpoints with CHECKPOINT_COORDINATOR_SUSPEND) and starts it again when the savepoint fails (1.11 startCheckpointScheduler, 1.20/2.3 startCheckpointSchedulerIfSuitable). The harness calls the coordinator method alone",
+        ckpt: "TriggerKind::StopWithSavepoint is one reducer event doing what SchedulerBase.stopWithSavepoint does around the coordinator: StopScheduler, then the forced synchronous savepoint (CheckpointOptions::SynchronousSavepoint { drain: terminate }); periodic scheduling resumes (re-armed one interval after now) if it fails",
+        why: "ckpt has no scheduler layer outside the reducer: the stop's whole coordinator-side protocol is in it, so a stop cannot race with a periodic checkpoint (FLIP-34 requires the savepoint to be the last one)",
+        after: After::Stop,
+        recognize: stop_suspends,
+    },
+    Entry {
+        name: "stopping-refuses-triggers",
+        class: Class::Choice,
+        pattern: "a user trigger (checkpoint, savepoint, another stop) while a stop-with-savepoint is requested or done: ckpt rejects it (TriggerRejection::Stopping), Flink's coordinator triggers or queues it",
+        flink: "every version: the coordinator has no stop state; triggerCheckpoint / triggerSavepoint / triggerSynchronousSavepoint go through the CheckpointRequestDecider as ever (the scheduler refuses them once the job leaves RUNNING: StopWithSavepoint state in 1.20/2.3's adaptive scheduler, SchedulerBase's job status in 1.11)",
+        ckpt: "StopPhase::Requested / Stopped: every fresh request is rejected with TriggerRejection::Stopping until the stop fails",
+        why: "FLIP-34: the stop's savepoint must be the job's last checkpoint (the sources stop after it); a checkpoint triggered behind it could commit side effects after the savepoint the job restarts from",
+        after: After::Stop,
+        recognize: stopping_refuses,
+    },
+    Entry {
+        name: "sync-savepoint-failure-fails-job",
+        class: Class::Choice,
+        pattern: "a savepoint is aborted for a reason savepoint-failures-not-counted does not take (e.g. Suspended, when a scheduler start aborts the stop's savepoint) and Flink fails the job while ckpt does not; only the failure counter / fail-job differ",
+        flink: "every version (observed here in each): 1.11: CheckpointCoordinator.abortPendingCheckpoint calls CheckpointFailureManager.handleSynchronousSavepointFailure for a synchronous savepoint, which fails the job for every reason but a pre-flight failure; 1.20/2.3: handleJobLevelCheckpointException / handleTaskLevelCheckpointException take the CheckpointProperties, and a failed synchronous savepoint fails the job there too (seen here with the tolerance not reached)",
+        ckpt: "a failed stop-with-savepoint ends the stop (the request fails with its reason, RequestFailed) and periodic scheduling resumes as it was; the job keeps running",
+        why: "the stop failed, not the job: the user is told (RequestFailed) and may stop again; failing a healthy job because its stop failed turns a refused stop into a restart",
+        after: After::MaskCounter,
+        recognize: sync_savepoint_fails_job,
+    },
+    Entry {
+        name: "stop-savepoint-retained-1.20",
+        class: Class::Choice,
+        pattern: "1.20/2.3: a synchronous savepoint (a stop-with-savepoint) completes and both sides notify the tasks; ckpt's store holds it, Flink's does not (so with a store failure armed, ckpt's store write of it fails: ckpt notifies aborted, discards its state and fails the stop, while Flink, which never writes it, notifies complete)",
+        flink: "1.11 adds it to the store like every savepoint. 1.20/2.3: CheckpointCoordinator.completePendingCheckpoint adds only checkpoints to the store (addCompletedCheckpointToStoreAndSubsumeOldest is skipped for savepoints) but sends notifyCheckpointOnComplete for a synchronous savepoint (the tasks finish on it); the job ends and the savepoint's path is returned to the user, who restarts from it explicitly",
+        ckpt: "the stop's savepoint is committed to the store (retained, the restore target, latest_completed) before JobCommand::Stop is emitted",
+        why: "the job ends on that savepoint: a later start recovers from the store and must restore exactly it (TriggerKind::StopWithSavepoint), not an older checkpoint taken before the stop; the host needs no path handed back out of band",
+        after: After::Stop,
+        recognize: stop_savepoint_retained,
     },
 ];

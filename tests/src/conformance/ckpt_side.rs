@@ -198,6 +198,10 @@ impl CkptSide {
                     TriggerAsk::Savepoint => TriggerKind::Savepoint {
                         target: "savepoints".to_owned(),
                     },
+                    TriggerAsk::StopWithSavepoint { terminate } => TriggerKind::StopWithSavepoint {
+                        target: "savepoints".to_owned(),
+                        drain: *terminate,
+                    },
                 };
                 self.users += 1;
                 let ordinal = self.users;
@@ -456,6 +460,11 @@ impl CkptSide {
                         CheckpointOptions::Savepoint { .. }
                             | CheckpointOptions::SynchronousSavepoint { .. }
                     ),
+                    sync: matches!(options, CheckpointOptions::SynchronousSavepoint { .. }),
+                    terminate: matches!(
+                        options,
+                        CheckpointOptions::SynchronousSavepoint { drain: true, .. }
+                    ),
                     ts: Some(timestamp.0),
                 }),
                 TaskMessage::NotifyComplete {
@@ -514,8 +523,9 @@ impl CkptSide {
             }
             // Timers are read back from the state (next_deadline); the rest
             // needs nothing from a host whose I/O never stays outstanding
-            // (and the sequences never stop the job with a savepoint: the
-            // harness drives no stop).
+            // (`JobCommand::Stop`, the end of a stop-with-savepoint, has no
+            // coordinator counterpart in Flink: its scheduler ends the job;
+            // the savepoint's completion and notifications are compared).
             E::Timer { .. }
             | E::Job(JobCommand::Stop { .. })
             | E::Job(JobCommand::ResetIdCounter { .. })

@@ -74,6 +74,13 @@ pub struct TriggerMsg {
     pub attempt: u32,
     /// A savepoint (else a checkpoint).
     pub savepoint: bool,
+    /// A synchronous savepoint (stop-with-savepoint).
+    #[serde(default)]
+    pub sync: bool,
+    /// A synchronous savepoint that terminates (drains) the job rather than
+    /// suspending it (Flink's post-checkpoint action `TERMINATE`).
+    #[serde(default)]
+    pub terminate: bool,
     /// The checkpoint's timestamp (manual time).
     pub ts: Option<u64>,
 }

@@ -51,6 +51,14 @@ pub enum TriggerAsk {
     },
     /// An (asynchronous) savepoint to the sequence's directory.
     Savepoint,
+    /// Stop-with-savepoint (FLIP-34): a synchronous savepoint (Flink:
+    /// `triggerSynchronousSavepoint(terminate, …)`; ckpt:
+    /// `TriggerKind::StopWithSavepoint { drain: terminate }`).
+    StopWithSavepoint {
+        /// Terminate (drain: advance to the end of event time) rather than
+        /// suspend.
+        terminate: bool,
+    },
 }
 
 /// The decline reasons both sides know: ckpt's `DeclineReason`s with a
@@ -193,6 +201,8 @@ impl Event {
             Event::Trigger(TriggerAsk::Checkpoint { forced: false }) => "trigger",
             Event::Trigger(TriggerAsk::Checkpoint { forced: true }) => "trigger-forced",
             Event::Trigger(TriggerAsk::Savepoint) => "savepoint",
+            Event::Trigger(TriggerAsk::StopWithSavepoint { terminate: false }) => "stop-suspend",
+            Event::Trigger(TriggerAsk::StopWithSavepoint { terminate: true }) => "stop-terminate",
             Event::Advance { .. } => "advance",
             Event::Ack { .. } => "ack",
             Event::Decline { .. } => "decline",

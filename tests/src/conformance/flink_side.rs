@@ -312,6 +312,9 @@ pub fn command(event: &Event, last: &Value) -> Value {
             json!({"cmd": "trigger", "kind": "checkpoint", "forced": forced})
         }
         Event::Trigger(TriggerAsk::Savepoint) => json!({"cmd": "trigger", "kind": "savepoint"}),
+        Event::Trigger(TriggerAsk::StopWithSavepoint { terminate }) => {
+            json!({"cmd": "trigger", "kind": "savepoint", "sync": true, "terminate": terminate})
+        }
         Event::Advance { ms } => json!({"cmd": "advance", "ms": ms}),
         Event::Ack {
             task,
@@ -428,6 +431,8 @@ pub fn decision(resp: &Value, profile: &FlinkProfile) -> Result<Decision, FlinkE
                 task: u32_of(r, "task")?,
                 attempt: u32_of(r, "attempt")?,
                 savepoint: flag(r, "savepoint"),
+                sync: flag(r, "sync"),
+                terminate: r.get("post_action").and_then(Value::as_str) == Some("TERMINATE"),
                 ts: r.get("ts").and_then(Value::as_u64),
             }),
             Some("notify_complete") => d.completes.push(CompleteMsg {

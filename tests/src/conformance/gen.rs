@@ -156,6 +156,7 @@ impl Draw<'_> {
             1,                                           // 14 fail id
             if hooked.is_empty() { 0 } else { 30 },      // 15 hook done
             if self.side.is_shutdown() { 0 } else { 1 }, // 16 shutdown
+            1,                                           // 17 stop-with-savepoint
         ];
         match self.rng.weighted(&weights) {
             0 => Event::Trigger(TriggerAsk::Checkpoint { forced: false }),
@@ -199,11 +200,14 @@ impl Draw<'_> {
                 checkpoint: self.rng.pick(&hooked),
                 ok: self.rng.chance(5, 6),
             },
-            _ => Event::Shutdown(self.rng.pick(&[
+            16 => Event::Shutdown(self.rng.pick(&[
                 Status::Canceled,
                 Status::Failed,
                 Status::Suspended,
             ])),
+            _ => Event::Trigger(TriggerAsk::StopWithSavepoint {
+                terminate: self.rng.chance(1, 2),
+            }),
         }
     }
 
