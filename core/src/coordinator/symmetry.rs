@@ -71,7 +71,7 @@ impl CoordinatorState {
             let image = perm.get(old)?.0 as usize;
             *tasks.get_mut(image)? = *status;
         }
-        next.cold.tasks = Shared::new(tasks.into_iter().collect());
+        next.cold.tasks = tasks.into_iter().collect();
         for (id, p) in &self.pending {
             let mut q = p.clone();
             let mut attempts = p.attempts.to_vec();
