@@ -2,7 +2,7 @@
 //! model checker (`ckpt-model`). Pure bookkeeping over the state's fields; no
 //! behaviour.
 
-use super::state::{AckSlot, Completed, CoordinatorState, Shared, TaskStatus};
+use super::state::{AckSlot, Completed, CoordinatorState, TaskStatus};
 use crate::types::{StateHandle, TaskId};
 
 fn renamed(slot: AckSlot, rename: &dyn Fn(StateHandle) -> StateHandle) -> AckSlot {
