@@ -597,7 +597,7 @@ impl CoordinatorState {
             cold: Shared::new(Cold {
                 config: std::sync::Arc::new(config),
                 timers: timers.into_iter().collect(),
-                tasks: Shared::new(tasks.into_iter().collect()),
+                tasks: tasks.into_iter().collect(),
                 in_flight: in_flight.map(Request::from),
                 queue: queue.into_iter().map(Request::from).collect(),
                 completed: completed.into_iter().map(Completed::from).collect(),

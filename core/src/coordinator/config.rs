@@ -160,12 +160,51 @@ pub enum ConfigError {
     TaskIdTooLarge(TaskId),
 }
 
-/// Role bits of one task slot.
+/// Role bits of one task slot, packed in 4 bytes: bit 31 triggered, bit 30
+/// committed, the low 30 bits the ack slot plus one (0: not waited for;
+/// slots are below [`TASK_ID_MAX`] = 2^24). Every ack reads its task's
+/// entry, in task-id order scattered over the table: at 100 000 tasks the
+/// 12-byte struct this replaced (two `bool`s and an `Option<u32>`, 1.2 MB)
+/// was the ack's costliest cache miss, about 30 % of a whole checkpoint
+/// cycle in `perf` (`profile cycle 100000`, `benches/HISTORY.md`,
+/// 2026-12-02); packed the table is 400 KB.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub(crate) struct Roles {
-    pub trigger: bool,
-    pub wait: Option<u32>,
-    pub commit: bool,
+pub(crate) struct Roles(u32);
+
+impl Roles {
+    const TRIGGER: u32 = 1 << 31;
+    const COMMIT: u32 = 1 << 30;
+    const SLOT: u32 = Self::COMMIT - 1;
+
+    /// Whether the task is sent trigger messages.
+    pub(crate) fn trigger(self) -> bool {
+        self.0 & Self::TRIGGER != 0
+    }
+    /// Whether the task is told to commit.
+    pub(crate) fn commit(self) -> bool {
+        self.0 & Self::COMMIT != 0
+    }
+    /// The task's ack slot, if it is waited for.
+    pub(crate) fn wait(self) -> Option<u32> {
+        (self.0 & Self::SLOT).checked_sub(1)
+    }
+    fn set_trigger(&mut self) {
+        self.0 |= Self::TRIGGER;
+    }
+    fn set_commit(&mut self) {
+        self.0 |= Self::COMMIT;
+    }
+    /// Records ack slot `slot` (nothing when it does not fit: slots are
+    /// below [`TASK_ID_MAX`], checked before).
+    fn set_wait(&mut self, slot: usize) {
+        if let Some(v) = u32::try_from(slot)
+            .ok()
+            .and_then(|s| s.checked_add(1))
+            .filter(|v| *v <= Self::SLOT)
+        {
+            self.0 = (self.0 & !Self::SLOT) | v;
+        }
+    }
 }
 
 /// A validated, immutable configuration. Build it with [`CoordinatorConfig::new`].
@@ -266,17 +305,17 @@ impl CoordinatorConfig {
         let mut roles = vec![Roles::default(); highest as usize + 1];
         for t in &settings.tasks_to_trigger {
             if let Some(r) = roles.get_mut(t.0 as usize) {
-                r.trigger = true;
+                r.set_trigger();
             }
         }
         for (slot, t) in settings.tasks_to_wait.iter().enumerate() {
             if let Some(r) = roles.get_mut(t.0 as usize) {
-                r.wait = u32::try_from(slot).ok();
+                r.set_wait(slot);
             }
         }
         for t in &settings.tasks_to_commit {
             if let Some(r) = roles.get_mut(t.0 as usize) {
-                r.commit = true;
+                r.set_commit();
             }
         }
         Ok(CoordinatorConfig {
@@ -367,12 +406,12 @@ impl CoordinatorConfig {
     pub fn wait_slot(&self, task: TaskId) -> Option<usize> {
         self.roles
             .get(task.0 as usize)
-            .and_then(|r| r.wait)
+            .and_then(|r| r.wait())
             .map(|s| s as usize)
     }
     pub(crate) fn is_known(&self, task: TaskId) -> bool {
         self.roles
             .get(task.0 as usize)
-            .is_some_and(|r| r.trigger || r.wait.is_some() || r.commit)
+            .is_some_and(|r| r.trigger() || r.wait().is_some() || r.commit())
     }
 }

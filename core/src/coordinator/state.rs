@@ -423,6 +423,66 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Shared<T> {
     }
 }
 
+/// The status of every task, indexed by task id: one flat slice behind one
+/// `triomphe` pointer. Reading a task is one index (the reducer reads one
+/// per task on every trigger and every completion notification: at 100 000
+/// tasks, `imbl::Vector`'s tree lookups were a quarter of a whole
+/// checkpoint cycle, measured with `perf` on `profile cycle 100000`,
+/// `benches/HISTORY.md`, 2026-12-02). Cloning shares the slice; the first
+/// write to a shared one copies it whole (8 bytes per task: 800 KB at
+/// 100 000 tasks), which only a task failure, a new attempt or the
+/// symmetry permutation do, never an ack or a completion.
+#[derive(Clone)]
+pub(crate) struct TaskTable(triomphe::Arc<[TaskStatus]>);
+
+impl TaskTable {
+    /// Number of task slots.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Task `i`'s status, or `None` past the end.
+    pub(crate) fn get(&self, i: usize) -> Option<&TaskStatus> {
+        self.0.get(i)
+    }
+    /// Overwrites task `i`'s status (nothing past the end), copying the
+    /// slice first if another state shares it.
+    pub(crate) fn set(&mut self, i: usize, status: TaskStatus) {
+        if i >= self.0.len() {
+            return;
+        }
+        if !self.0.is_unique() {
+            self.0 = self.0.iter().copied().collect();
+        }
+        if let Some(cell) = triomphe::Arc::get_mut(&mut self.0).and_then(|s| s.get_mut(i)) {
+            *cell = status;
+        }
+    }
+    /// The statuses in task order.
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, TaskStatus> {
+        self.0.iter()
+    }
+}
+
+impl FromIterator<TaskStatus> for TaskTable {
+    fn from_iter<I: IntoIterator<Item = TaskStatus>>(iter: I) -> Self {
+        TaskTable(iter.into_iter().collect())
+    }
+}
+
+impl PartialEq for TaskTable {
+    fn eq(&self, other: &Self) -> bool {
+        triomphe::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for TaskTable {}
+
+impl std::fmt::Debug for TaskTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
+
 /// The parts of the coordinator's state that change at most a few times
 /// per checkpoint (never on an ack): the configuration, the timers, the
 /// tasks, requests, the retained completed checkpoints, the recent ids and
@@ -435,10 +495,9 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Shared<T> {
 pub(crate) struct Cold {
     pub(crate) config: Arc<CoordinatorConfig>,
     pub(crate) timers: OrdMap<Timer, Millis>,
-    /// Indexed by task id. Behind one more pointer ([`Shared`]):
-    /// `imbl::Vector` holds five `Arc`s once it outgrows its inline buffer,
-    /// and tasks change only on a failure or a restart.
-    pub(crate) tasks: Shared<Vector<TaskStatus>>,
+    /// Indexed by task id ([`TaskTable`]: one flat slice, copied whole on
+    /// the first write to a shared one).
+    pub(crate) tasks: TaskTable,
     pub(crate) in_flight: Option<Request>,
     /// Sorted by priority (highest first), FIFO within a priority.
     pub(crate) queue: Vector<Request>,
@@ -492,7 +551,7 @@ impl PartialEq for Cold {
             && *stop == other.stop
             && (Arc::ptr_eq(config, &other.config) || config == &other.config)
             && (timers.ptr_eq(&other.timers) || *timers == other.timers)
-            && (tasks.ptr_eq(&other.tasks) || vec_eq(tasks, &other.tasks))
+            && *tasks == other.tasks
             && *in_flight == other.in_flight
             && *in_doubt == other.in_doubt
             && vec_eq(queue, &other.queue)
@@ -620,14 +679,12 @@ impl CoordinatorState {
     /// A fresh coordinator: scheduler off, every configured task running at
     /// attempt 0, nothing pending.
     pub fn new(config: CoordinatorConfig) -> Self {
-        let tasks = Shared::new(
-            (0..config.task_slots())
-                .map(|_| TaskStatus {
-                    attempt: AttemptNo(0),
-                    running: true,
-                })
-                .collect(),
-        );
+        let tasks = (0..config.task_slots())
+            .map(|_| TaskStatus {
+                attempt: AttemptNo(0),
+                running: true,
+            })
+            .collect();
         CoordinatorState {
             now: Millis(0),
             shutdown: false,

@@ -2,7 +2,7 @@
 //! model checker (`ckpt-model`). Pure bookkeeping over the state's fields; no
 //! behaviour.
 
-use super::state::{AckSlot, Completed, CoordinatorState, Shared, TaskStatus};
+use super::state::{AckSlot, Completed, CoordinatorState, TaskStatus};
 use crate::types::{StateHandle, TaskId};
 
 fn renamed(slot: AckSlot, rename: &dyn Fn(StateHandle) -> StateHandle) -> AckSlot {
@@ -71,7 +71,7 @@ impl CoordinatorState {
             let image = perm.get(old)?.0 as usize;
             *tasks.get_mut(image)? = *status;
         }
-        next.cold.tasks = Shared::new(tasks.into_iter().collect());
+        next.cold.tasks = tasks.into_iter().collect();
         for (id, p) in &self.pending {
             let mut q = p.clone();
             let mut attempts = p.attempts.to_vec();

@@ -28,6 +28,8 @@ impl CoordinatorState {
 
     /// Tells every task to commit to that checkpoint `id` completed.
     pub(super) fn notify_complete(&self, id: CheckpointId, timestamp: Millis, fx: &mut Fx) {
+        // One effect per task: grow the list once, not by doubling.
+        fx.reserve(self.cold.config.commit.len());
         for t in &self.cold.config.commit {
             if let Some(s) = self.cold.tasks.get(t.0 as usize) {
                 fx.push(E::Rpc {

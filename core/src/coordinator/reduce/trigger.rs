@@ -437,6 +437,7 @@ impl CoordinatorState {
             .config
             .semantics()
             .is(LegacyBug::FailedCountsAsFinished);
+        fx.reserve(self.cold.config.trigger.len());
         for t in &self.cold.config.trigger {
             if down_is_finished && !self.is_running(*t) {
                 continue;
