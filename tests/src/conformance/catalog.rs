@@ -390,6 +390,22 @@ fn shutdown_timer(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     false
 }
 
+fn periodic_fixed_rate(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // 1.11's periodic trigger is a fixed-rate timer: its next firing does
+    // not move when a (queued) periodic request runs late; ckpt re-arms one
+    // interval after the trigger. Only the timer's due time is taken out.
+    if ctx.version() != Version::V1_11
+        || !(c.state.periodic && f.state.periodic)
+        || c.state.periodic_at.is_none()
+        || f.state.periodic_at.is_none()
+        || c.state.periodic_at == f.state.periodic_at
+    {
+        return false;
+    }
+    c.state.periodic_at = f.state.periodic_at;
+    true
+}
+
 fn restart_notifies(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     if !matches!(ctx.event, Some(Event::Restart)) || !f.aborts.is_empty() || c.aborts.is_empty() {
         return false;
@@ -817,6 +833,16 @@ pub static CATALOG: &[Entry] = &[
         why: "a shut-down coordinator has nothing to time",
         after: After::Continue,
         recognize: shutdown_timer,
+    },
+    Entry {
+        name: "periodic-fixed-rate-1.11",
+        class: Class::Choice,
+        pattern: "1.11, periodic scheduling on both sides: the next periodic firing differs (a periodic request ran later than its firing, e.g. queued until an expiry freed a slot)",
+        flink: "1.11: CheckpointCoordinator.scheduleTriggerWithDelay calls timer.scheduleAtFixedRate(new ScheduledTrigger(), initialDelay, baseInterval): firings stay on the fixed grid whenever the request runs. 1.20/2.3 re-arm one interval after each trigger (scheduleTriggerWithDelay per trigger), as ckpt does",
+        ckpt: "the periodic timer is re-armed one interval after the periodic checkpoint was triggered",
+        why: "matches 1.20/2.3: a late checkpoint does not pull the next one closer than the interval",
+        after: After::Stop,
+        recognize: periodic_fixed_rate,
     },
     Entry {
         name: "restart-notifies-stopping-attempts",
