@@ -406,6 +406,26 @@ fn periodic_fixed_rate(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> boo
     true
 }
 
+fn restore_last_added(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // 1.11 restores the checkpoint added to its store last (savepoints do
+    // not subsume pending savepoints, so an older one can complete after a
+    // newer one); ckpt restores the one with the highest id.
+    if ctx.version() != Version::V1_11 || !matches!(ctx.event, Some(Event::Restart)) {
+        return false;
+    }
+    let store = &ctx.before_ckpt.state.store;
+    let (Some(Some(ci)), Some(Some(fi))) = (c.restored, f.restored) else {
+        return false;
+    };
+    let newest = store.iter().map(|e| e.0).max();
+    let last_added = store.last().map(|e| e.0);
+    if ci == fi || newest != Some(ci) || last_added != Some(fi) {
+        return false;
+    }
+    c.restored = f.restored;
+    true
+}
+
 fn restart_notifies(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     if !matches!(ctx.event, Some(Event::Restart)) || !f.aborts.is_empty() || c.aborts.is_empty() {
         return false;
@@ -843,6 +863,16 @@ pub static CATALOG: &[Entry] = &[
         why: "matches 1.20/2.3: a late checkpoint does not pull the next one closer than the interval",
         after: After::Stop,
         recognize: periodic_fixed_rate,
+    },
+    Entry {
+        name: "restore-newest-id-1.11",
+        class: Class::Choice,
+        pattern: "1.11, a restart: the store holds savepoints that completed out of id order; ckpt restores the highest id, Flink the entry added last",
+        flink: "1.11: CompletedCheckpointStore.getLatestCheckpoint returns getAllCheckpoints().get(size - 1), the checkpoint added last; a savepoint does not subsume pending savepoints (dropSubsumedCheckpoints skips them), so an older savepoint can complete after a newer one. 1.20/2.3 store no ordinary savepoints and a checkpoint's completion subsumes older pending ones, so completion order is id order there",
+        ckpt: "restores the retained checkpoint with the highest id",
+        why: "the highest id holds the newest state (its barrier came later); completion order says only which write finished last",
+        after: After::Stop,
+        recognize: restore_last_added,
     },
     Entry {
         name: "restart-notifies-stopping-attempts",
