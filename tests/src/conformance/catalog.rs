@@ -264,8 +264,30 @@ fn trigger_failure_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) ->
         || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
             && c.state.failure_counter > f.state.failure_counter
             && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
-            && !c.aborted.iter().any(|(_, w)| w.counts_in_every_version());
+            && !c.aborted.iter().any(|(_, w)| w.counts_in_every_version())
+        || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
+            && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
+            && one_more_than_counted(ctx, c, f);
     cond && mask_counter_if(true, c, f)
+}
+
+/// The same event also aborted checkpoints that every version counts (an
+/// expiry in the advance whose periodic trigger then failed to get an id):
+/// Flink's counter rose by exactly those, ckpt's by one more.
+fn one_more_than_counted(ctx: &Ctx<'_>, c: &Decision, f: &Decision) -> bool {
+    let (Some(before), Some(cc), Some(fc)) = (
+        ctx.before_flink.state.failure_counter,
+        c.state.failure_counter,
+        f.state.failure_counter,
+    ) else {
+        return false;
+    };
+    let counted = c
+        .aborted
+        .iter()
+        .filter(|(_, w)| w.counts_in_every_version())
+        .count() as u64;
+    counted > 0 && fc == before + counted && cc == fc + 1
 }
 
 fn finalize_failure_counting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
