@@ -368,8 +368,30 @@ fn trigger_failure_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) ->
         || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
             && c.state.failure_counter > f.state.failure_counter
             && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
-            && !c.aborted.iter().any(|(_, w)| w.counts_in_every_version());
+            && !c.aborted.iter().any(|(_, w)| w.counts_in_every_version())
+        || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
+            && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
+            && one_more_than_counted(ctx, c, f);
     cond && mask_counter_if(true, c, f)
+}
+
+/// The same event also aborted checkpoints that every version counts (an
+/// expiry in the advance whose periodic trigger then failed to get an id):
+/// Flink's counter rose by exactly those, ckpt's by one more.
+fn one_more_than_counted(ctx: &Ctx<'_>, c: &Decision, f: &Decision) -> bool {
+    let (Some(before), Some(cc), Some(fc)) = (
+        ctx.before_flink.state.failure_counter,
+        c.state.failure_counter,
+        f.state.failure_counter,
+    ) else {
+        return false;
+    };
+    let counted = c
+        .aborted
+        .iter()
+        .filter(|(_, w)| w.counts_in_every_version())
+        .count() as u64;
+    counted > 0 && fc == before + counted && cc == fc + 1
 }
 
 fn finalize_failure_counting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
@@ -492,6 +514,42 @@ fn shutdown_timer(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
         return true;
     }
     false
+}
+
+fn periodic_fixed_rate(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // 1.11's periodic trigger is a fixed-rate timer: its next firing does
+    // not move when a (queued) periodic request runs late; ckpt re-arms one
+    // interval after the trigger. Only the timer's due time is taken out.
+    if ctx.version() != Version::V1_11
+        || !(c.state.periodic && f.state.periodic)
+        || c.state.periodic_at.is_none()
+        || f.state.periodic_at.is_none()
+        || c.state.periodic_at == f.state.periodic_at
+    {
+        return false;
+    }
+    c.state.periodic_at = f.state.periodic_at;
+    true
+}
+
+fn restore_last_added(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // 1.11 restores the checkpoint added to its store last (savepoints do
+    // not subsume pending savepoints, so an older one can complete after a
+    // newer one); ckpt restores the one with the highest id.
+    if ctx.version() != Version::V1_11 || !matches!(ctx.event, Some(Event::Restart)) {
+        return false;
+    }
+    let store = &ctx.before_ckpt.state.store;
+    let (Some(Some(ci)), Some(Some(fi))) = (c.restored, f.restored) else {
+        return false;
+    };
+    let newest = store.iter().map(|e| e.0).max();
+    let last_added = store.last().map(|e| e.0);
+    if ci == fi || newest != Some(ci) || last_added != Some(fi) {
+        return false;
+    }
+    c.restored = f.restored;
+    true
 }
 
 fn restart_notifies(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
@@ -921,6 +979,26 @@ pub static CATALOG: &[Entry] = &[
         why: "a shut-down coordinator has nothing to time",
         after: After::Continue,
         recognize: shutdown_timer,
+    },
+    Entry {
+        name: "periodic-fixed-rate-1.11",
+        class: Class::Choice,
+        pattern: "1.11, periodic scheduling on both sides: the next periodic firing differs (a periodic request ran later than its firing, e.g. queued until an expiry freed a slot)",
+        flink: "1.11: CheckpointCoordinator.scheduleTriggerWithDelay calls timer.scheduleAtFixedRate(new ScheduledTrigger(), initialDelay, baseInterval): firings stay on the fixed grid whenever the request runs. 1.20/2.3 re-arm one interval after each trigger (scheduleTriggerWithDelay per trigger), as ckpt does",
+        ckpt: "the periodic timer is re-armed one interval after the periodic checkpoint was triggered",
+        why: "matches 1.20/2.3: a late checkpoint does not pull the next one closer than the interval",
+        after: After::Stop,
+        recognize: periodic_fixed_rate,
+    },
+    Entry {
+        name: "restore-newest-id-1.11",
+        class: Class::Choice,
+        pattern: "1.11, a restart: the store holds savepoints that completed out of id order; ckpt restores the highest id, Flink the entry added last",
+        flink: "1.11: CompletedCheckpointStore.getLatestCheckpoint returns getAllCheckpoints().get(size - 1), the checkpoint added last; a savepoint does not subsume pending savepoints (dropSubsumedCheckpoints skips them), so an older savepoint can complete after a newer one. 1.20/2.3 store no ordinary savepoints and a checkpoint's completion subsumes older pending ones, so completion order is id order there",
+        ckpt: "restores the retained checkpoint with the highest id",
+        why: "the highest id holds the newest state (its barrier came later); completion order says only which write finished last",
+        after: After::Stop,
+        recognize: restore_last_added,
     },
     Entry {
         name: "restart-notifies-stopping-attempts",

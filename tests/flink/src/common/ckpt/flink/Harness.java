@@ -1200,7 +1200,12 @@ public abstract class Harness {
         }
         Execution e = t.current();
         if (e.getState().isTerminal()) {
-            throw new Refusal("sequence_state", "task " + t.index + " attempt " + e.getAttemptNumber() + " is already " + e.getState());
+            // What Flink's scheduler does with a failure report for an execution that is already
+            // terminal: nothing (Execution.markFailed -> processFail returns for a terminal state;
+            // transitionState refuses to leave one). Reported, not refused.
+            r.put("attempt", e.getAttemptNumber());
+            r.put("already", e.getState().name());
+            return;
         }
         e.transitionState(ExecutionState.FAILED);
         r.put("attempt", e.getAttemptNumber());
