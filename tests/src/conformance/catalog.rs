@@ -765,6 +765,15 @@ fn store_failure_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool
         }
     }
     f.requests.sort();
+    // A recognizer applied before this one (`hooks-serialize-triggers`)
+    // may have copied Flink's request ends into ckpt's side, 1.11's
+    // `Completed` among them: they say the same as Flink's now.
+    for (_, e) in &mut c.requests {
+        if matches!(e, RequestEnd::Completed(k) if ids.contains(k)) {
+            *e = RequestEnd::Failed(Abort::FinalizeFailure);
+        }
+    }
+    c.requests.sort();
     mask_counter_if(true, c, f);
     true
 }
