@@ -759,23 +759,24 @@ fn store_failure_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool
         f.aborted.push((*id, Abort::FinalizeFailure));
     }
     f.aborted.sort();
-    for (_, e) in &mut f.requests {
-        if matches!(e, RequestEnd::Completed(k) if ids.contains(k)) {
-            *e = RequestEnd::Failed(Abort::FinalizeFailure);
-        }
-    }
-    f.requests.sort();
-    // A recognizer applied before this one (`hooks-serialize-triggers`)
-    // may have copied Flink's request ends into ckpt's side, 1.11's
-    // `Completed` among them: they say the same as Flink's now.
-    for (_, e) in &mut c.requests {
-        if matches!(e, RequestEnd::Completed(k) if ids.contains(k)) {
-            *e = RequestEnd::Failed(Abort::FinalizeFailure);
-        }
-    }
-    c.requests.sort();
+    // Both sides: a recognizer applied before this one
+    // (`hooks-serialize-triggers`) may have copied Flink's request ends,
+    // 1.11's `Completed` among them, into ckpt's side.
+    fail_completed_requests(&mut f.requests, &ids);
+    fail_completed_requests(&mut c.requests, &ids);
     mask_counter_if(true, c, f);
     true
+}
+
+/// Every request that ended `Completed` by one of `ids` (checkpoints whose
+/// store write failed) ends `Failed(FinalizeFailure)` instead; sorted.
+fn fail_completed_requests(requests: &mut [(u32, RequestEnd)], ids: &[u64]) {
+    for (_, e) in requests.iter_mut() {
+        if matches!(e, RequestEnd::Completed(k) if ids.contains(k)) {
+            *e = RequestEnd::Failed(Abort::FinalizeFailure);
+        }
+    }
+    requests.sort();
 }
 
 fn duplicate_discard(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
