@@ -369,3 +369,37 @@ fn a_stop_with_savepoint_is_fed_and_recorded_as_synchronous_on_both_sides() {
     let d = flink_side::decision(&resp, &FlinkProfile::of(Version::V1_11)).unwrap();
     assert!(d.triggers[0].sync && d.triggers[0].terminate);
 }
+
+/// The catalog table in tests/flink/README.md is the catalog, entry by
+/// entry and in the order the recognizers run: a changed pattern or a new
+/// entry that the README does not show fails here (the expected table is
+/// printed to paste).
+#[test]
+fn the_readme_catalog_table_is_the_catalog() {
+    let readme = std::fs::read_to_string(flink_side::default_harness_dir().join("README.md"))
+        .expect("tests/flink/README.md");
+    let rows: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| name | class | pattern |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let expected: Vec<String> = catalog::CATALOG
+        .iter()
+        .map(|e| {
+            let class = match e.class {
+                catalog::Class::Choice => "choice".to_owned(),
+                catalog::Class::Gap { fix } => format!("gap (proposed fix: {fix})"),
+            };
+            format!(
+                "| `{}` | {class} | {} | {} | {} | {} | {:?} |",
+                e.name, e.pattern, e.flink, e.ckpt, e.why, e.after
+            )
+        })
+        .collect();
+    assert!(
+        rows == expected,
+        "tests/flink/README.md's catalog table differs from the catalog; it should read:\n{}",
+        expected.join("\n")
+    );
+}

@@ -58,6 +58,12 @@ struct Cli {
     /// and print what the comparator finds today.
     #[arg(long)]
     replay: Option<PathBuf>,
+    /// Run a regression file's sequence (or a hand-written file with only
+    /// `version` and `sequence`) against the live Flink harness of its
+    /// version and write a fresh regression file to --out holding today's
+    /// Flink responses, its `expect` set to what the comparator finds.
+    #[arg(long, conflicts_with = "replay")]
+    rerun: Option<PathBuf>,
 }
 
 fn print_catalog() {
@@ -75,23 +81,72 @@ fn print_catalog() {
     }
 }
 
-fn replay(path: &PathBuf, allow: &[String]) -> ExitCode {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+fn read_replay(path: &PathBuf) -> Result<Replay, ExitCode> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("ckpt-conformance: {}: {e}", path.display());
+        ExitCode::from(2)
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        eprintln!(
+            "ckpt-conformance: {}: not a regression file: {e}",
+            path.display()
+        );
+        ExitCode::from(2)
+    })
+}
+
+fn rerun(path: &PathBuf, cli: &Cli) -> ExitCode {
+    let file = match read_replay(path) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let harness = cli
+        .harness
+        .clone()
+        .unwrap_or_else(flink_side::default_harness_dir);
+    if let Err(e) = std::fs::create_dir_all(&cli.out) {
+        eprintln!("ckpt-conformance: {}: {e}", cli.out.display());
+        return ExitCode::from(2);
+    }
+    let log = cli.out.join(format!("flink-{}-rerun.log", file.version));
+    let (fresh, r) = match file.rerun(&harness, &log, &cli.allow) {
+        Ok(x) => x,
         Err(e) => {
-            eprintln!("ckpt-conformance: {}: {e}", path.display());
+            eprintln!("ckpt-conformance: rerun failed: {e}");
             return ExitCode::from(2);
         }
     };
-    let file: Replay = match serde_json::from_str(&text) {
+    let name = format!(
+        "rerun-{}-{}-seed{}.json",
+        fresh.version,
+        conformance::slug(&fresh.expect),
+        fresh.sequence.seed
+    );
+    let out = cli.out.join(name);
+    let written = serde_json::to_string_pretty(&fresh)
+        .map_err(|e| e.to_string())
+        .and_then(|t| std::fs::write(&out, t).map_err(|e| e.to_string()));
+    if let Err(e) = written {
+        eprintln!("ckpt-conformance: {}: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    println!("written with: {}", file.expect);
+    println!(
+        "compared {} events against Flink {}; named: {:?}; stopped by {:?}",
+        r.compared, fresh.version, r.names, r.stopped_by
+    );
+    println!("finds today: {} ({})", fresh.expect, out.display());
+    if r.divergence.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn replay(path: &PathBuf, allow: &[String]) -> ExitCode {
+    let file = match read_replay(path) {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!(
-                "ckpt-conformance: {}: not a regression file: {e}",
-                path.display()
-            );
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match file.replay(allow) {
         Ok(r) => {
@@ -134,6 +189,9 @@ fn main() -> ExitCode {
     }
     if let Some(path) = &cli.replay {
         return replay(path, &cli.allow);
+    }
+    if let Some(path) = &cli.rerun {
+        return rerun(path, &cli);
     }
     for a in &cli.allow {
         match catalog::by_name(a) {

@@ -41,6 +41,9 @@ pub struct Ctx<'a> {
     pub before_flink: &'a Decision,
     /// ckpt's tasks after the event.
     pub ckpt_tasks: &'a [TaskView],
+    /// ckpt's stop-with-savepoint was requested or done before the event
+    /// and still is after it.
+    pub ckpt_stopping: bool,
     /// Flink's response line for the event (its `state` has more than
     /// the decision record: `triggering`, `hooks_waiting`, `tasks`).
     pub flink_line: &'a Value,
@@ -217,11 +220,21 @@ fn stopping_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
         .requests
         .iter()
         .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping));
-    if !user_trigger(ctx, None) || !refused {
-        return false;
+    if user_trigger(ctx, None) && refused {
+        *c = f.clone();
+        return true;
     }
-    *c = f.clone();
-    true
+    // A periodic firing (the scheduler started again after the stop): ckpt
+    // rejects the periodic request as it rejects a user's (periodic
+    // requests have no future to show it), Flink triggers a checkpoint.
+    let periodic_fired = matches!(ctx.event, Some(Event::Advance { .. }))
+        && c.triggers.is_empty()
+        && f.triggers.iter().any(|t| !t.savepoint);
+    if ctx.ckpt_stopping && periodic_fired {
+        *c = f.clone();
+        return true;
+    }
+    false
 }
 
 /// 1.20/2.3: a synchronous savepoint (notified on both sides) completes:
@@ -659,7 +672,10 @@ fn trigger_waits_for_all(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> b
         .requests
         .iter()
         .any(|(_, e)| *e == RequestEnd::Failed(Abort::NotAllRequiredTasksRunning))
-        || (f.state.pending.len() > c.state.pending.len());
+        || (f.state.pending.len() > c.state.pending.len())
+        // 1.11 went on to the id counter and used up the armed failure
+        // (its trigger failed there, which neither decision shows).
+        || (c.state.armed.id && !f.state.armed.id);
     if !(idle_waited && triggers_run && refused) || c.requests == f.requests && c.state == f.state {
         return false;
     }
@@ -1153,9 +1169,9 @@ pub static CATALOG: &[Entry] = &[
     Entry {
         name: "stopping-refuses-triggers",
         class: Class::Choice,
-        pattern: "a user trigger (checkpoint, savepoint, another stop) while a stop-with-savepoint is requested or done: ckpt rejects it (TriggerRejection::Stopping), Flink's coordinator triggers or queues it",
+        pattern: "a user trigger (checkpoint, savepoint, another stop), or a periodic firing after the scheduler was started again, while a stop-with-savepoint is requested or done: ckpt rejects it (TriggerRejection::Stopping), Flink's coordinator triggers or queues it",
         flink: "every version: the coordinator has no stop state; triggerCheckpoint / triggerSavepoint / triggerSynchronousSavepoint go through the CheckpointRequestDecider as ever (the scheduler refuses them once the job leaves RUNNING: StopWithSavepoint state in 1.20/2.3's adaptive scheduler, SchedulerBase's job status in 1.11)",
-        ckpt: "StopPhase::Requested / Stopped: every fresh request is rejected with TriggerRejection::Stopping until the stop fails",
+        ckpt: "StopPhase::Requested / Stopped: every fresh request, periodic or the user's, is rejected with TriggerRejection::Stopping until the stop fails",
         why: "FLIP-34: the stop's savepoint must be the job's last checkpoint (the sources stop after it); a checkpoint triggered behind it could commit side effects after the savepoint the job restarts from",
         after: After::Stop,
         recognize: stopping_refuses,

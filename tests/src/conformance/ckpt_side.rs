@@ -26,7 +26,7 @@ use ckpt_core::{
 };
 
 use super::decision::{
-    Abort, AbortedMsg, AckClass, CompleteMsg, Decision, PendingView, RequestEnd, StateView,
+    Abort, AbortedMsg, AckClass, Armed, CompleteMsg, Decision, PendingView, RequestEnd, StateView,
     TriggerMsg,
 };
 use super::event::{Event, Reason, SeqConfig, Status, TriggerAsk};
@@ -158,6 +158,11 @@ impl CkptSide {
     /// Whether the coordinator is shut down.
     pub fn is_shutdown(&self) -> bool {
         self.state.is_shutdown()
+    }
+
+    /// Whether a stop-with-savepoint is requested or done (until it fails).
+    pub fn is_stopping(&self) -> bool {
+        self.state.stop_phase().is_some()
     }
 
     /// Whether periodic scheduling is on.
@@ -588,6 +593,11 @@ impl CkptSide {
                 periodic: self.state.is_periodic_scheduling(),
                 periodic_at: self.state.timer_deadline(Timer::Periodic).map(|m| m.0),
                 shutdown: self.state.is_shutdown(),
+                armed: Armed {
+                    store: self.fail_store,
+                    finalize: self.fail_finalize,
+                    id: self.fail_id,
+                },
             },
         }
     }

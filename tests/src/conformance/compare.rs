@@ -212,19 +212,34 @@ fn divergence(
 
 /// ckpt's decisions for every event of `seq` and the end (the first one is
 /// the state before any event), each with ckpt's tasks after it.
-pub fn ckpt_decisions(
-    profile: &FlinkProfile,
-    seq: &Sequence,
-) -> Result<Vec<(Decision, Vec<TaskView>)>, SideError> {
+pub fn ckpt_decisions(profile: &FlinkProfile, seq: &Sequence) -> Result<Vec<CkptStep>, SideError> {
     let mut side = CkptSide::new(*profile, &seq.config)?;
-    let mut out = vec![(side.snapshot(), side.tasks())];
+    let step = |side: &CkptSide, decision| CkptStep {
+        decision,
+        tasks: side.tasks(),
+        stopping: side.is_stopping(),
+    };
+    let mut out = vec![step(&side, side.snapshot())];
     for e in &seq.events {
         let d = side.apply(e)?;
-        out.push((d, side.tasks()));
+        out.push(step(&side, d));
     }
     let d = side.end()?;
-    out.push((d, side.tasks()));
+    out.push(step(&side, d));
     Ok(out)
+}
+
+/// ckpt's side after one event: what it decided and what the recognizers
+/// may read of its state beyond the decision.
+#[derive(Clone, Debug)]
+pub struct CkptStep {
+    /// The decision.
+    pub decision: Decision,
+    /// The tasks' attempts.
+    pub tasks: Vec<TaskView>,
+    /// A stop-with-savepoint is requested or done (ckpt's stop phase;
+    /// Flink's coordinator has none to compare it with).
+    pub stopping: bool,
 }
 
 /// Runs `seq` through ckpt and through `flink`, comparing after every
@@ -268,14 +283,15 @@ pub fn run_sequence(
             config: &seq.config,
             event,
             index: i,
-            before_ckpt: &ckpt[i].0,
+            before_ckpt: &ckpt[i].decision,
             before_flink: &last_flink,
-            ckpt_tasks: &ckpt[i + 1].1,
+            ckpt_tasks: &ckpt[i + 1].tasks,
+            ckpt_stopping: ckpt[i].stopping && ckpt[i + 1].stopping,
             flink_line: &resp,
             before_flink_line: &last_line,
         };
         result.compared += 1;
-        match judge(&ctx, &ckpt[i + 1].0, &fd, &mut masks, allow) {
+        match judge(&ctx, &ckpt[i + 1].decision, &fd, &mut masks, allow) {
             Verdict::Agree(hits) => {
                 result.names.extend(hits.iter().map(|h| h.name));
                 if let Some(stop) = hits.iter().find(|h| h.after == After::Stop) {

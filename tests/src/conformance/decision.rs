@@ -172,6 +172,24 @@ pub struct StateView {
     pub periodic_at: Option<u64>,
     /// Shut down.
     pub shutdown: bool,
+    /// The host's failures armed by `FailNext*` and not yet used by a
+    /// request: each side uses one at its next request of that kind, so a
+    /// side that made a request the other did not (an id allocation after a
+    /// check the other side refused on) shows here even when neither
+    /// decision shows the request.
+    #[serde(default)]
+    pub armed: Armed,
+}
+
+/// Which injected host failures wait for their request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Armed {
+    /// The next store write fails.
+    pub store: bool,
+    /// The next metadata write (finalize) fails.
+    pub finalize: bool,
+    /// The next id allocation fails.
+    pub id: bool,
 }
 
 /// Everything one event made a coordinator decide.
@@ -235,6 +253,19 @@ impl Decision {
         cmp!(state.periodic, "state.periodic");
         cmp!(state.periodic_at, "state.periodic_at");
         cmp!(state.shutdown, "state.shutdown");
+        cmp!(state.armed, "state.armed");
+        // A field added to the state view without a line above stops the
+        // build here rather than going uncompared.
+        let StateView {
+            pending: _,
+            queued: _,
+            store: _,
+            failure_counter: _,
+            periodic: _,
+            periodic_at: _,
+            shutdown: _,
+            armed: _,
+        } = &self.state;
         d
     }
 }

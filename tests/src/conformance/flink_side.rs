@@ -10,7 +10,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use serde_json::{json, Value};
 
 use super::decision::{
-    Abort, AbortedMsg, AckClass, CompleteMsg, Decision, PendingView, RequestEnd, StateView,
+    Abort, AbortedMsg, AckClass, Armed, CompleteMsg, Decision, PendingView, RequestEnd, StateView,
     TriggerMsg,
 };
 use super::event::{Event, SeqConfig, Status, TriggerAsk};
@@ -525,6 +525,27 @@ pub fn decision(resp: &Value, profile: &FlinkProfile) -> Result<Decision, FlinkE
     Ok(d)
 }
 
+/// The harness lists its armed failures as `store:KIND`, `finalize` and
+/// `id`; the store's kind (exception or inconsistent) is not a difference
+/// ckpt's side can have, so it is dropped. Anything else is a harness the
+/// comparator does not know: malformed.
+fn armed(st: &Value) -> Result<Armed, FlinkError> {
+    let mut a = Armed::default();
+    for f in list(st, "armed_failures") {
+        match f.as_str() {
+            Some(s) if s.starts_with("store:") => a.store = true,
+            Some("finalize") => a.finalize = true,
+            Some("id") => a.id = true,
+            other => {
+                return Err(FlinkError::Malformed(format!(
+                    "an armed failure the comparator does not know: {other:?}"
+                )))
+            }
+        }
+    }
+    Ok(a)
+}
+
 fn state_view(resp: &Value) -> Result<StateView, FlinkError> {
     let st = resp
         .get("state")
@@ -559,5 +580,6 @@ fn state_view(resp: &Value) -> Result<StateView, FlinkError> {
         periodic: flag(st, "periodic"),
         periodic_at,
         shutdown: flag(st, "shutdown"),
+        armed: armed(st)?,
     })
 }

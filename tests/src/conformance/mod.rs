@@ -44,11 +44,16 @@ pub struct Replay {
     /// The sequence (its seed reruns the unshrunk original alone).
     pub sequence: Sequence,
     /// What the comparator found: the divergence's signature
-    /// ([`Divergence::signature`]) when the file was written.
+    /// ([`Divergence::signature`]) when the file was written. Empty in a
+    /// hand-written file meant for [`Replay::rerun`].
+    #[serde(default)]
     pub expect: String,
     /// The divergence, both sides' decisions included.
+    #[serde(default)]
     pub divergence: Option<Divergence>,
-    /// Flink's response lines, `begin` first.
+    /// Flink's response lines, `begin` first (none in a hand-written file
+    /// meant for [`Replay::rerun`]).
+    #[serde(default)]
     pub flink: Vec<Value>,
 }
 
@@ -66,6 +71,41 @@ impl Replay {
         let profile = self.profile()?;
         let mut src = Recorded::new(self.flink.clone());
         run_sequence(&mut src, &profile, &self.sequence, allow).map_err(|e| e.to_string())
+    }
+}
+
+impl Replay {
+    /// Runs this file's sequence against the live harness of its version
+    /// (one JVM from `harness_dir`, its log at `log`) and returns a fresh
+    /// file holding today's Flink responses, whose `expect` is what the
+    /// comparator finds now: the divergence's signature, `choice:NAME` for
+    /// the named choice after which it stopped comparing, or `agree`. How a
+    /// hand-written sequence (a file with only `version` and `sequence`)
+    /// becomes a regression file, and how a recorded one is checked
+    /// against a new build of the harness.
+    pub fn rerun(
+        &self,
+        harness_dir: &Path,
+        log: &Path,
+        allow: &[String],
+    ) -> Result<(Replay, SeqResult), String> {
+        let profile = self.profile()?;
+        let mut jvm = Jvm::spawn(harness_dir, profile.version, log).map_err(|e| e.to_string())?;
+        let r =
+            run_sequence(&mut jvm, &profile, &self.sequence, allow).map_err(|e| e.to_string())?;
+        let expect = match (&r.divergence, r.stopped_by) {
+            (Some(d), _) => d.signature(),
+            (None, Some(name)) => format!("choice:{name}"),
+            (None, None) => "agree".to_owned(),
+        };
+        let fresh = Replay {
+            version: self.version.clone(),
+            sequence: self.sequence.clone(),
+            expect,
+            divergence: r.divergence.clone(),
+            flink: r.lines.clone(),
+        };
+        Ok((fresh, r))
     }
 }
 
@@ -193,7 +233,8 @@ impl std::fmt::Display for Fatal {
     }
 }
 
-fn slug(s: &str) -> String {
+/// A file-name-safe form of a signature (`choice:a-b.c` -> `choice-a-b-c`).
+pub fn slug(s: &str) -> String {
     let mut out: String = s
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
