@@ -435,8 +435,34 @@ fn periodic_paused(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     }
     let apart = c.state.periodic_at != f.state.periodic_at || c.state.queued != f.state.queued;
     let waiting = f.state.queued > 0 || ctx.before_flink.state.queued > 0 || c.state.queued > 0;
-    let full = ctx.before_flink.state.pending.len() >= ctx.config.max_concurrent as usize
-        || f.state.pending.len() >= ctx.config.max_concurrent as usize;
+    // Full before or after the event, or in between (1.20/2.3; in 1.11
+    // a firing that waited inside one advance is periodic-fixed-rate-1.11,
+    // its timer running at a fixed rate; with master hooks a request that
+    // waits is hooks-serialize-triggers): the checkpoints pending before an
+    // advance and those it created are more than the bound, so one of its
+    // firings found every slot taken.
+    let before: Vec<u64> = ctx
+        .before_ckpt
+        .state
+        .pending
+        .iter()
+        .map(|p| p.checkpoint)
+        .collect();
+    let mut created: Vec<u64> = c
+        .triggers
+        .iter()
+        .map(|t| t.checkpoint)
+        .chain(c.hooks.iter().copied())
+        .chain(c.state.pending.iter().map(|p| p.checkpoint))
+        .chain(c.aborted.iter().map(|(id, _)| *id))
+        .filter(|id| !before.contains(id))
+        .collect();
+    created.sort_unstable();
+    created.dedup();
+    let max = ctx.config.max_concurrent as usize;
+    let full = ctx.before_flink.state.pending.len() >= max
+        || f.state.pending.len() >= max
+        || ctx.gen2() && ctx.config.hooks == 0 && before.len() + created.len() > max;
     let advance = matches!(ctx.event, Some(Event::Advance { .. }));
     if !apart || !(full && (waiting || advance) || c.state.periodic_at.is_none()) {
         return false;
@@ -634,11 +660,39 @@ fn hooks_serialize(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
         && f.hooks.iter().all(|h| c.hooks.contains(h))
         && c.hooks.len() > f.hooks.len()
         && f.state.queued > c.state.queued;
-    if !(live && flink_queued_behind_hooks(ctx, c, f) || within) {
-        return false;
+    if live && flink_queued_behind_hooks(ctx, c, f) || within {
+        take_queued_behind_hooks(c, f);
+        return true;
     }
-    take_queued_behind_hooks(c, f);
-    true
+    // Or Flink's queued request left the queue within this advance, when
+    // the checkpoint whose hook held it ended: the same checkpoints are
+    // pending on both sides, but each one whose hooks were called in this
+    // advance has a later timestamp on Flink's side (when it left the
+    // queue) than on ckpt's (when its request came).
+    let ids = |d: &Decision| {
+        d.state
+            .pending
+            .iter()
+            .map(|p| p.checkpoint)
+            .collect::<Vec<_>>()
+    };
+    let held = !ctx.flink_hooks_waiting().is_empty();
+    let later = c
+        .state
+        .pending
+        .iter()
+        .zip(&f.state.pending)
+        .all(|(a, b)| a.ts == b.ts || c.hooks.contains(&a.checkpoint) && a.ts < b.ts);
+    if matches!(ctx.event, Some(Event::Advance { .. }))
+        && held
+        && ids(c) == ids(f)
+        && c.state.pending != f.state.pending
+        && later
+    {
+        c.state.pending = f.state.pending.clone();
+        return true;
+    }
+    false
 }
 
 fn hook_expiry_wedge(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
@@ -679,7 +733,14 @@ fn trigger_waits_for_all(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> b
     if !(idle_waited && triggers_run && refused) || c.requests == f.requests && c.state == f.state {
         return false;
     }
-    make_state_equal(c, f);
+    // Only what the refused (or failed) trigger changed: whatever else the
+    // event did on both sides (a completion's store, its discards) is left
+    // for the recognizers after this one.
+    c.state.pending = f.state.pending.clone();
+    c.state.queued = f.state.queued;
+    c.state.armed = f.state.armed;
+    c.state.failure_counter = f.state.failure_counter;
+    c.state.periodic_at = f.state.periodic_at;
     c.triggers = f.triggers.clone();
     c.hooks = f.hooks.clone();
     c.requests = f.requests.clone();
@@ -825,7 +886,7 @@ fn savepoint_retention_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
     if !evicted || f.state.store.iter().any(|e| !c.state.store.contains(e)) {
         return false;
     }
-    make_state_equal(c, f);
+    c.state.store = f.state.store.clone();
     c.discarded = f.discarded.clone();
     c.completes = f.completes.clone();
     true
@@ -1059,7 +1120,7 @@ pub static CATALOG: &[Entry] = &[
     Entry {
         name: "hooks-serialize-triggers",
         class: Class::Choice,
-        pattern: "a master hook of a pending checkpoint is outstanding; a new request: ckpt allocates an id and calls the hooks for it, Flink queues it",
+        pattern: "a master hook of a pending checkpoint is outstanding; a new request: ckpt allocates an id and calls the hooks for it, Flink queues it (and, if the outstanding checkpoint ends within the same advance, triggers it then, with a later timestamp)",
         flink: "every version: the trigger stays in progress until the master hooks (coordinator checkpoints) answered; requests queue meanwhile (FINDINGS.md, hook-expiry; 1.11 even after the checkpoint expired, FLINK-26394)",
         ckpt: "the request leaves flight at id allocation; the next checkpoint's hooks may run while the previous ones' are outstanding",
         why: "the seed's two-lock trigger: the trigger lock covers the id allocation only, so one checkpoint's slow operator coordinator does not hold the next one back; each checkpoint's tasks are triggered only after its own hooks answered, and a host whose coordinators cannot overlap runs the hook calls one at a time",

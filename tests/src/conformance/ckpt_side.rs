@@ -556,6 +556,7 @@ impl CkptSide {
                     checkpoint: p.id().0,
                     savepoint: p.kind().is_savepoint(),
                     acked,
+                    ts: Some(p.timestamp().0),
                 }
             })
             .collect();

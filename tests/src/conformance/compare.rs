@@ -103,6 +103,13 @@ pub struct Divergence {
     pub ckpt: Decision,
     /// Flink's decision, likewise.
     pub flink: Decision,
+    /// ckpt's decision as the reducer made it, before any recognizer took
+    /// a choice out (absent in files written before it was recorded).
+    #[serde(default)]
+    pub ckpt_decided: Option<Decision>,
+    /// Flink's decision as the harness reported it, likewise.
+    #[serde(default)]
+    pub flink_decided: Option<Decision>,
 }
 
 impl Divergence {
@@ -179,10 +186,17 @@ pub fn judge(
             .iter()
             .find(|e| !hits.iter().any(|h| h.name == e.name) && (e.recognize)(ctx, &mut c, &mut f));
         let Some(entry) = hit else {
-            return Verdict::Diverge(Box::new(divergence(ctx, None, &hits, c, f)));
+            return Verdict::Diverge(Box::new(divergence(ctx, None, &hits, [ckpt, flink], c, f)));
         };
         if entry.is_gap() && !allow.iter().any(|a| a == entry.name) {
-            return Verdict::Diverge(Box::new(divergence(ctx, Some(entry.name), &hits, c, f)));
+            return Verdict::Diverge(Box::new(divergence(
+                ctx,
+                Some(entry.name),
+                &hits,
+                [ckpt, flink],
+                c,
+                f,
+            )));
         }
         if entry.after == After::MaskCounter {
             masks.counter = true;
@@ -196,6 +210,7 @@ fn divergence(
     ctx: &catalog::Ctx<'_>,
     gap: Option<&str>,
     hits: &[&Entry],
+    [decided_c, decided_f]: [&Decision; 2],
     c: Decision,
     f: Decision,
 ) -> Divergence {
@@ -207,6 +222,8 @@ fn divergence(
         fields: c.diff_fields(&f).iter().map(|s| (*s).to_owned()).collect(),
         ckpt: c,
         flink: f,
+        ckpt_decided: Some(decided_c.clone()),
+        flink_decided: Some(decided_f.clone()),
     }
 }
 

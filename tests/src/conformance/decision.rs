@@ -153,6 +153,11 @@ pub struct PendingView {
     pub savepoint: bool,
     /// The tasks that acknowledged it, sorted.
     pub acked: Vec<u32>,
+    /// Its timestamp (manual time): when its request left the queue, which
+    /// shows a request that waited on one side and not on the other even
+    /// when both ended with the same checkpoints pending.
+    #[serde(default)]
+    pub ts: Option<u64>,
 }
 
 /// The coordinator's state after the event, as far as both sides show it.

@@ -561,6 +561,7 @@ fn state_view(resp: &Value) -> Result<StateView, FlinkError> {
             checkpoint: u(p, "checkpoint")?,
             savepoint: flag(p, "savepoint"),
             acked,
+            ts: p.get("ts").and_then(Value::as_u64),
         });
     }
     pending.sort();
