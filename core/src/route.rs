@@ -90,6 +90,9 @@ pub enum TaskMessage {
         checkpoint: CheckpointId,
         /// The latest checkpoint completed when it was aborted, if any.
         latest_completed: Option<CheckpointId>,
+        /// When the aborted checkpoint was triggered (Flink's
+        /// `notifyCheckpointAborted` carries it too).
+        timestamp: Millis,
     },
 }
 

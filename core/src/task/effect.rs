@@ -131,6 +131,7 @@ mod tests {
         let aborted = TaskMessage::NotifyAborted {
             checkpoint: CheckpointId(6),
             latest_completed: Some(CheckpointId(4)),
+            timestamp: Millis(2),
         };
         assert_eq!(
             aborted.event(),

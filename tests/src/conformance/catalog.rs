@@ -291,6 +291,27 @@ fn sync_savepoint_fails_job(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
     mask_counter_if(cond, c, f)
 }
 
+/// Flink's trigger names the alignment, the mode and the location; ckpt's
+/// carries none of them. Only the values the harness's configuration gives
+/// are taken out: aligned exactly-once checkpoints and savepoints to the
+/// default location (the harness gives no savepoint target).
+fn trigger_mode(_: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let mut changed = false;
+    for m in &mut f.triggers {
+        let Some(mode) = &m.mode else { continue };
+        if mode != "aligned exactly-once default-location" {
+            return false;
+        }
+        m.mode = None;
+        changed = true;
+    }
+    if changed {
+        f.triggers.sort();
+        c.triggers.sort();
+    }
+    changed
+}
+
 fn last_subsumed(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     if !ctx.profile.complete_carries_last_subsumed {
         return false;
@@ -947,6 +968,16 @@ fn decline_other_attempt(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> b
 
 /// Every entry, in the order the comparator tries them.
 pub static CATALOG: &[Entry] = &[
+    Entry {
+        name: "trigger-mode-not-carried",
+        class: Class::Choice,
+        pattern: "a trigger RPC: Flink's options name the alignment (aligned here), the mode (exactly-once) and the location (the default one: the harness gives savepoints no target); ckpt's carry only the type and a savepoint's target",
+        flink: "every version: CheckpointOptions carries isUnalignedCheckpoint / getAlignment (1.20/2.3), isExactlyOnceMode and the target location; the harness runs aligned exactly-once checkpoints (Flink refuses max concurrent above 1 with unaligned checkpoints), and a savepoint is always aligned",
+        ckpt: "CheckpointOptions::{FullCheckpoint, Savepoint { target }, SynchronousSavepoint { target, drain }}: the task's channel-state writer takes every checkpoint unaligned (savepoints included) and exactly-once; the location is the host's",
+        why: "the alignment is the task's in ckpt (its writer lifecycle is the unaligned one). ckpt restores a savepoint only into the same topology, where its in-flight channel state restores like a checkpoint's; a host that rescales from savepoints needs them aligned, which ckpt does not build",
+        after: After::Continue,
+        recognize: trigger_mode,
+    },
     Entry {
         name: "last-subsumed-not-carried",
         class: Class::Choice,

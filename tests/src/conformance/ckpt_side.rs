@@ -471,6 +471,9 @@ impl CkptSide {
                         CheckpointOptions::SynchronousSavepoint { drain: true, .. }
                     ),
                     ts: Some(timestamp.0),
+                    // ckpt's options carry the type and a savepoint's
+                    // target only.
+                    mode: None,
                 }),
                 TaskMessage::NotifyComplete {
                     checkpoint,
@@ -486,10 +489,12 @@ impl CkptSide {
                 TaskMessage::NotifyAborted {
                     checkpoint,
                     latest_completed,
+                    timestamp,
                 } => acc.aborts.push(AbortedMsg {
                     checkpoint: checkpoint.0,
                     task: task.0,
                     attempt: attempt.0,
+                    ts: Some(timestamp.0),
                     latest_completed: self
                         .profile
                         .aborted_carries_latest

@@ -83,6 +83,12 @@ pub struct TriggerMsg {
     pub terminate: bool,
     /// The checkpoint's timestamp (manual time).
     pub ts: Option<u64>,
+    /// How the task is asked to take it, where the message carries it:
+    /// Flink's `CheckpointOptions` beyond the type (`aligned` or
+    /// `unaligned`, `exactly-once` or `at-least-once`, `default-location`
+    /// or `target-location`); `None`: not carried.
+    #[serde(default)]
+    pub mode: Option<String>,
 }
 
 /// A notify-complete RPC.
@@ -113,6 +119,9 @@ pub struct AbortedMsg {
     /// The latest completed checkpoint, where the version carries it
     /// (`None`: not carried; `Some(None)`: none completed).
     pub latest_completed: Option<Option<u64>>,
+    /// The aborted checkpoint's timestamp (manual time).
+    #[serde(default)]
+    pub ts: Option<u64>,
 }
 
 /// How an acknowledgement was taken (Flink's `ack_class` and `accepted`,

@@ -434,6 +434,7 @@ pub fn decision(resp: &Value, profile: &FlinkProfile) -> Result<Decision, FlinkE
                 sync: flag(r, "sync"),
                 terminate: r.get("post_action").and_then(Value::as_str) == Some("TERMINATE"),
                 ts: r.get("ts").and_then(Value::as_u64),
+                mode: Some(trigger_mode(r)),
             }),
             Some("notify_complete") => d.completes.push(CompleteMsg {
                 checkpoint: u(r, "checkpoint")?,
@@ -450,6 +451,7 @@ pub fn decision(resp: &Value, profile: &FlinkProfile) -> Result<Decision, FlinkE
                 checkpoint: u(r, "checkpoint")?,
                 task: u32_of(r, "task")?,
                 attempt: u32_of(r, "attempt")?,
+                ts: r.get("ts").and_then(Value::as_u64),
                 latest_completed: if profile.aborted_carries_latest {
                     carried(r, "latest_completed")
                 } else {
@@ -544,6 +546,17 @@ fn armed(st: &Value) -> Result<Armed, FlinkError> {
         }
     }
     Ok(a)
+}
+
+/// A trigger's options beyond its type, as one comparable word list.
+fn trigger_mode(r: &Value) -> String {
+    let word = |key: &str, yes: &'static str, no: &'static str| if flag(r, key) { yes } else { no };
+    format!(
+        "{} {} {}",
+        word("unaligned", "unaligned", "aligned"),
+        word("exactly_once", "exactly-once", "at-least-once"),
+        word("default_location", "default-location", "target-location")
+    )
 }
 
 fn state_view(resp: &Value) -> Result<StateView, FlinkError> {

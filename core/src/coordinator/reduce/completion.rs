@@ -255,6 +255,7 @@ impl CoordinatorState {
                             message: TaskMessage::NotifyAborted {
                                 checkpoint: id,
                                 latest_completed: self.latest_completed,
+                                timestamp: p.timestamp(),
                             },
                         });
                     }

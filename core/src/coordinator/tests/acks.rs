@@ -206,7 +206,7 @@ fn decline_aborts_remembers_id_and_resumes_the_queued_request() {
     h.step(0, trigger(user())); // request 1 queued
     let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
-    fx.extend(aborted_notified(1, r, reason, None));
+    fx.extend(h.aborted_notified(1, r, reason, None));
     fx.push(e_alloc(1));
     h.expect(
         1,
@@ -233,7 +233,7 @@ fn decline_resumes_the_queue_even_with_a_more_recent_pending_checkpoint() {
     h.step(0, trigger(user())); // request 2 queued
     let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
-    fx.extend(aborted_notified(1, r1, reason, None));
+    fx.extend(h.aborted_notified(1, r1, reason, None));
     fx.push(e_alloc(2));
     h.expect(
         1,

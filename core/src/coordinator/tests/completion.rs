@@ -138,7 +138,7 @@ fn finalize_failure_aborts_cleanly_and_discards_the_state() {
     let r = h.user_cp(0, 1);
     h.ack_all(1, 1);
     let mut fx = vec![e_discard(1, 100), e_discard(1, 101)];
-    fx.extend(aborted_notified(1, r, AbortReason::FinalizeFailed, None));
+    fx.extend(h.aborted_notified(1, r, AbortReason::FinalizeFailed, None));
     h.expect(
         2,
         fin(1, false),
@@ -159,7 +159,7 @@ fn store_failure_aborts_cleanly_and_discards_the_state() {
     h.ack_all(1, 1);
     h.step(2, fin(1, true));
     let mut fx = vec![e_discard(1, 100), e_discard(1, 101)];
-    fx.extend(aborted_notified(1, r, AbortReason::StoreFailed, None));
+    fx.extend(h.aborted_notified(1, r, AbortReason::StoreFailed, None));
     h.expect(
         3,
         store(1, false),
@@ -204,7 +204,7 @@ fn completion_subsumes_older_pending_checkpoints() {
     h.step(13, fin(2, true));
     let mut fx = vec![cancel(Timer::Timeout(cp(1))), e_discard(1, 100)];
     // The subsumed checkpoint's notify carries the one that subsumed it.
-    fx.extend(aborted_notified(1, r1, AbortReason::Subsumed, Some(2)));
+    fx.extend(h.aborted_notified(1, r1, AbortReason::Subsumed, Some(2)));
     fx.extend([
         e_completed(2, r2, false),
         e_done(0, 2, 10),
@@ -292,7 +292,7 @@ fn counted_failures_beyond_the_limit_fail_the_job_once() {
     assert_eq!(h.s.counted_failures(), 1);
     assert!(!h.s.job_failed());
     let r = h.user_cp(10_000, 2);
-    let mut fx = aborted_notified(2, r, AbortReason::Expired, None);
+    let mut fx = h.aborted_notified(2, r, AbortReason::Expired, None);
     fx.push(E::Job(JobCommand::Fail(
         FailJobReason::TolerableFailuresExceeded { failures: 2 },
     )));
@@ -310,7 +310,7 @@ fn counted_failures_beyond_the_limit_fail_the_job_once() {
     h.expect(
         30_000,
         fire(Timer::Timeout(cp(3))),
-        aborted_notified(3, r, AbortReason::Expired, None),
+        h.aborted_notified(3, r, AbortReason::Expired, None),
         applied(Applied::Aborted {
             checkpoint: cp(3),
             reason: AbortReason::Expired,
@@ -328,7 +328,7 @@ fn zero_tolerable_failures_fail_the_job_on_the_first_counted_failure() {
     let r = h.user_cp(0, 1);
     let reason = AbortReason::Declined(DeclineReason::WriterFailed);
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
-    fx.extend(aborted_notified(1, r, reason, None));
+    fx.extend(h.aborted_notified(1, r, reason, None));
     fx.push(E::Job(JobCommand::Fail(
         FailJobReason::TolerableFailuresExceeded { failures: 1 },
     )));
@@ -405,7 +405,7 @@ fn savepoint_failures_are_not_counted() {
     h.expect(
         10_000,
         fire(Timer::Timeout(cp(1))),
-        aborted_notified(1, r, AbortReason::Expired, None),
+        h.aborted_notified(1, r, AbortReason::Expired, None),
         applied(Applied::Aborted {
             checkpoint: cp(1),
             reason: AbortReason::Expired,
@@ -468,7 +468,7 @@ fn abort_notifies_running_commit_tasks_with_the_latest_completed_id() {
     let r = h.user_cp(3, 2);
     let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
     let mut fx = vec![cancel(Timer::Timeout(cp(2)))];
-    fx.extend(aborted_notified(2, r, reason, Some(1)));
+    fx.extend(h.aborted_notified(2, r, reason, Some(1)));
     h.expect(
         4,
         decline(0, 2),

@@ -414,7 +414,7 @@ fn new_attempt_without_failure_report_aborts_checkpoints_waiting_for_the_old_one
             cancel(Timer::Timeout(cp(1))),
             e_discard(1, 100),
             e_aborted(1, r, AbortReason::TaskFailed),
-            e_nab(0, 1, None),
+            h.nab(0, 1, None),
         ],
         applied(Applied::TaskUpdated { aborted: 1 }),
     );

@@ -24,11 +24,11 @@ fn task_failure_aborts_every_pending_checkpoint_it_has_not_acknowledged() {
         vec![
             cancel(Timer::Timeout(cp(1))),
             e_aborted(1, r1, AbortReason::TaskFailed),
-            e_nab(0, 1, None),
+            h.nab(0, 1, None),
             cancel(Timer::Timeout(cp(3))),
             e_discard(3, 300),
             e_aborted(3, r3, AbortReason::TaskFailed),
-            e_nab(0, 3, None),
+            h.nab(0, 3, None),
         ],
         applied(Applied::TaskUpdated { aborted: 2 }),
     );
@@ -324,7 +324,7 @@ fn restored_savepoint_is_the_latest_completed_in_notify_aborted() {
     let r = h.user_cp(1, 42);
     let reason = AbortReason::Declined(DeclineReason::SnapshotFailed);
     let mut fx = vec![cancel(Timer::Timeout(cp(42)))];
-    fx.extend(aborted_notified(42, r, reason, Some(41)));
+    fx.extend(h.aborted_notified(42, r, reason, Some(41)));
     h.expect(
         2,
         decline(0, 42),

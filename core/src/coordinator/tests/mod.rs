@@ -219,17 +219,6 @@ fn e_done(task: u32, id: u64, ts: u64) -> E {
         },
     }
 }
-fn e_nab(task: u32, id: u64, latest: Option<u64>) -> E {
-    E::Rpc {
-        task: t(task),
-        attempt: AttemptNo(0),
-        generation: G0,
-        message: TaskMessage::NotifyAborted {
-            checkpoint: cp(id),
-            latest_completed: latest.map(cp),
-        },
-    }
-}
 fn e_completed(id: u64, r: u64, savepoint: bool) -> E {
     E::Report(Report::Completed {
         checkpoint: cp(id),
@@ -251,14 +240,6 @@ fn e_failed(r: u64, reason: AbortReason) -> E {
     })
 }
 /// `CheckpointAborted` followed by the notify-aborted to tasks 0 and 1.
-fn aborted_notified(id: u64, r: u64, reason: AbortReason, latest: Option<u64>) -> Vec<E> {
-    vec![
-        e_aborted(id, r, reason),
-        e_nab(0, id, latest),
-        e_nab(1, id, latest),
-    ]
-}
-
 fn applied(a: Applied) -> Outcome {
     Outcome::Applied(a)
 }
@@ -275,6 +256,45 @@ struct H {
 }
 
 impl H {
+    /// The notify-aborted RPC `task` gets when pending checkpoint `id` is
+    /// aborted: it carries the checkpoint's trigger timestamp, read from
+    /// the state before the event (`notify_aborted_carries_the_trigger_timestamp`
+    /// pins the value itself).
+    fn nab(&self, task: u32, id: u64, latest: Option<u64>) -> E {
+        let timestamp = self
+            .s
+            .pending()
+            .find(|p| p.id() == cp(id))
+            .map(|p| p.timestamp())
+            .unwrap_or_else(|| panic!("checkpoint {id} is not pending"));
+        E::Rpc {
+            task: t(task),
+            attempt: AttemptNo(0),
+            generation: G0,
+            message: TaskMessage::NotifyAborted {
+                checkpoint: cp(id),
+                latest_completed: latest.map(cp),
+                timestamp,
+            },
+        }
+    }
+
+    /// A pending checkpoint's abort as the host sees it: the report, then
+    /// the notify-aborted RPC to both tasks.
+    fn aborted_notified(
+        &self,
+        id: u64,
+        r: u64,
+        reason: AbortReason,
+        latest: Option<u64>,
+    ) -> Vec<E> {
+        vec![
+            e_aborted(id, r, reason),
+            self.nab(0, id, latest),
+            self.nab(1, id, latest),
+        ]
+    }
+
     fn new() -> H {
         H::with(settings())
     }

@@ -62,7 +62,7 @@ fn a_task_that_finished_before_its_trigger_declines_without_failing_the_job() {
     let r = h.user_cp(0, 1);
     let reason = AbortReason::Declined(DeclineReason::TaskClosing);
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
-    fx.extend(aborted_notified(1, r, reason, None));
+    fx.extend(h.aborted_notified(1, r, reason, None));
     h.expect(
         1,
         decline_at(0, 0, 1, DeclineReason::TaskClosing),

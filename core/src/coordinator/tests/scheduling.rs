@@ -23,7 +23,7 @@ fn start_scheduler_stops_first_aborting_pending_checkpoints() {
     let mut h = H::new();
     let r = h.user_cp(0, 1);
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
-    fx.extend(aborted_notified(1, r, AbortReason::SchedulerStopped, None));
+    fx.extend(h.aborted_notified(1, r, AbortReason::SchedulerStopped, None));
     fx.push(sched(Timer::Periodic, 1_010));
     h.expect(
         10,
@@ -45,7 +45,7 @@ fn stop_scheduler_aborts_all_pending_and_clears_queued_flag() {
         e_failed(1, AbortReason::SchedulerStopped),
         cancel(Timer::Timeout(cp(1))),
     ];
-    fx.extend(aborted_notified(1, r0, AbortReason::SchedulerStopped, None));
+    fx.extend(h.aborted_notified(1, r0, AbortReason::SchedulerStopped, None));
     h.expect(
         1_100,
         Ev::StopScheduler,
@@ -120,7 +120,7 @@ fn timeout_expires_the_pending_checkpoint_and_resumes_the_queued_request() {
     h.step(1, ack(0, 1, 100));
     h.step(2, trigger(user())); // request 1 queued
     let mut fx = vec![e_discard(1, 100)];
-    fx.extend(aborted_notified(1, r, AbortReason::Expired, None));
+    fx.extend(h.aborted_notified(1, r, AbortReason::Expired, None));
     fx.push(e_alloc(1));
     h.expect(
         10_000,
@@ -201,4 +201,25 @@ fn time_going_backwards_is_clamped_and_reported() {
         Some(ms(100))
     );
     assert_eq!(h.s.timer_deadline(Timer::Timeout(cp(1))), Some(ms(10_100)));
+}
+
+#[test]
+fn notify_aborted_carries_the_trigger_timestamp() {
+    // Flink's notifyCheckpointAborted carries the aborted checkpoint's
+    // timestamp; so does ckpt's route, whenever the abort happens.
+    let mut h = H::new();
+    h.user_cp(7, 1);
+    let step = h.step(1_100, Ev::StopScheduler);
+    let stamps: Vec<(TaskId, Millis)> = step
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            E::Rpc { task, message, .. } => match message {
+                TaskMessage::NotifyAborted { timestamp, .. } => Some((*task, *timestamp)),
+                TaskMessage::Trigger { .. } | TaskMessage::NotifyComplete { .. } => None,
+            },
+            E::Timer { .. } | E::Io { .. } | E::Discard { .. } | E::Job(_) | E::Report(_) => None,
+        })
+        .collect();
+    assert_eq!(stamps, vec![(t(0), ms(7)), (t(1), ms(7))]);
 }

@@ -570,7 +570,7 @@ fn resumed_user_checkpoint_rearms_the_cancelled_periodic_timer() {
         }),
     );
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
-    fx.extend(aborted_notified(
+    fx.extend(h.aborted_notified(
         1,
         0,
         AbortReason::Declined(DeclineReason::SnapshotFailed),
@@ -598,7 +598,7 @@ fn resumed_periodic_request_rearms_periodic_timer_one_interval_later() {
     h.step(1_000, fire(Timer::Periodic)); // request 1 queued, timer cancelled
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
     let reason = AbortReason::Declined(DeclineReason::TaskNotReady);
-    fx.extend(aborted_notified(1, r0, reason, None));
+    fx.extend(h.aborted_notified(1, r0, reason, None));
     fx.push(sched(Timer::Periodic, 2_500));
     fx.push(e_alloc(1));
     h.expect(
@@ -696,7 +696,7 @@ fn master_hooks_failure_aborts_the_checkpoint() {
     let mut h = with_hooks();
     let r = h.user_cp(0, 1);
     let mut fx = vec![cancel(Timer::Timeout(cp(1)))];
-    fx.extend(aborted_notified(1, r, AbortReason::MasterHooksFailed, None));
+    fx.extend(h.aborted_notified(1, r, AbortReason::MasterHooksFailed, None));
     h.expect(
         1,
         hooks(1, false),
