@@ -61,8 +61,8 @@ use thiserror::Error;
 
 use crate::coordinator::{
     AckSlot, Cold, Completed, ConfigError, CoordinatorConfig, CoordinatorSettings,
-    CoordinatorState, FailureCounter, Pending, PendingMap, PendingPhase, Request, RequestId,
-    FinishPhase, Shared, StopPhase, TaskStatus, Timer, TriggerKind,
+    CoordinatorState, FailureCounter, FinishPhase, Pending, PendingMap, PendingPhase, Request,
+    RequestId, Shared, StopPhase, TaskStatus, Timer, TriggerKind,
 };
 use crate::invariants::{self, Violation};
 use crate::task::{Lifecycle, ResultStatus, TaskConfig, TaskError, TaskState};

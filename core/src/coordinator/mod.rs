@@ -28,6 +28,7 @@
 //! | [`JobCommand::ResetIdCounter`] | move the counter forward (never back) | nothing |
 //! | [`JobCommand::Restore`] | start fresh task attempts from that checkpoint's state (or from scratch), then `TaskRunning` for each | [`CoordinatorEvent::TaskRunning`]s |
 //! | [`JobCommand::ShutdownServices`] | shut the store and the id counter down | nothing |
+//! | [`JobCommand::Finish`] | every task finished (and, with checkpoints after finished tasks on, the final checkpoint is committed): send `Shutdown { status: Finished }` | nothing |
 //! | [`JobCommand::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: delete `discard_if_stored` if the store holds it, else its metadata and then `discard_if_not_stored` | nothing |
 //!
 //! Every write to durable state and every RPC carries the issuing

@@ -134,7 +134,11 @@ fn a_checkpoint_after_every_task_finished_is_final_and_the_job_finishes_on_it() 
     let mut h = H::new();
     h.step(0, finished(0, 0));
     h.step(0, finished(1, 0));
-    assert_eq!(h.s.finish_phase(), None, "on: the job waits for its final checkpoint");
+    assert_eq!(
+        h.s.finish_phase(),
+        None,
+        "on: the job waits for its final checkpoint"
+    );
     let r = h.s.next_request;
     h.step(0, trigger(user()));
     // Nothing to wait for: the final checkpoint goes straight to finalize.
@@ -158,7 +162,11 @@ fn a_checkpoint_after_every_task_finished_is_final_and_the_job_finishes_on_it() 
     );
     h.step(0, fin(1, true));
     let step = h.step(0, store(1, true));
-    assert!(step.effects.contains(&e_finish(Some(1))), "{:?}", step.effects);
+    assert!(
+        step.effects.contains(&e_finish(Some(1))),
+        "{:?}",
+        step.effects
+    );
     assert_eq!(
         h.s.finish_phase(),
         Some(FinishPhase::Finished {
@@ -185,8 +193,8 @@ fn a_failed_final_checkpoint_lets_the_next_trigger_plan_another() {
 }
 
 #[test]
-fn without_checkpoints_after_finish_a_finished_task_blocks_triggers_and_the_last_finishes_the_job(
-) {
+fn without_checkpoints_after_finish_a_finished_task_blocks_triggers_and_the_last_finishes_the_job()
+{
     let mut h = H::with(CoordinatorSettings {
         checkpoints_after_tasks_finish: false,
         ..settings()
@@ -229,13 +237,22 @@ fn stale_duplicate_unknown_and_late_finish_reports_are_typed() {
         h.step(0, finished(1, 0)).outcome,
         ignored(Ignored::StaleAttempt)
     );
-    assert_eq!(h.step(0, failed(0, 0)).outcome, ignored(Ignored::StaleAttempt));
+    assert_eq!(
+        h.step(0, failed(0, 0)).outcome,
+        ignored(Ignored::StaleAttempt)
+    );
     // A new attempt of a finished task runs again.
     h.step(0, running(0, 1));
-    assert!(h.s.task_status(t(0)).is_some_and(|s| s.running && !s.finished));
-    h.step(0, Ev::Shutdown {
-        status: JobStatus::Canceled,
-    });
+    assert!(h
+        .s
+        .task_status(t(0))
+        .is_some_and(|s| s.running && !s.finished));
+    h.step(
+        0,
+        Ev::Shutdown {
+            status: JobStatus::Canceled,
+        },
+    );
     assert_eq!(
         h.step(0, finished(0, 1)).outcome,
         ignored(Ignored::Shutdown)
