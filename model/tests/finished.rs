@@ -90,7 +90,7 @@ fn a_finished_source_leaves_the_task_reading_from_it_triggered_itself() {
 }
 
 const PINNED_ONE_TASK: usize = 3_076;
-const PINNED_SOURCE: usize = 0;
+const PINNED_SOURCE: usize = 1_228;
 
 #[test]
 fn flink_33186_is_found_and_its_trace_replays_in_core() {
