@@ -280,6 +280,7 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
         names::RESTORE_NOT_BEHIND,
         || "a restore waits, but no checkpoint is completing".to_string(),
     )?;
+    super::finish::check_finish_state(s)?;
     if s.is_shutdown() {
         ensure(
             s.pending_count() == 0

@@ -10,6 +10,19 @@ use crate::coordinator::{
     Report, Step,
 };
 
+/// What must hold of every state: a final checkpoint in its phase is
+/// pending (one that ended without completing ends the phase).
+pub(super) fn check_finish_state(s: &CoordinatorState) -> Result<(), Violation> {
+    if let Some(FinishPhase::Final { checkpoint }) = s.finish_phase() {
+        ensure(
+            s.pending_checkpoint(checkpoint).is_some(),
+            names::FINISH_AFTER_FINAL,
+            || format!("final checkpoint {checkpoint} is no longer pending"),
+        )?;
+    }
+    Ok(())
+}
+
 /// What must hold of one step about finished tasks.
 pub(super) fn check_finish(
     before: &CoordinatorState,
