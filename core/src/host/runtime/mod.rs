@@ -874,6 +874,11 @@ impl Driver {
             CoordinatorEffect::Job(JobCommand::Stop { savepoint, .. }) => {
                 self.stop = Some(savepoint);
             }
+            // This host reports no `TaskFinished`: nothing can finish the job.
+            CoordinatorEffect::Job(JobCommand::Finish { .. }) => {
+                self.ctx
+                    .violation("job finished, no task reported finished".into());
+            }
             CoordinatorEffect::Job(JobCommand::ResetIdCounter { generation, next }) => {
                 if let Err(e) = self.store.reset_counter(generation, next) {
                     self.ctx
