@@ -304,6 +304,7 @@
 
 pub mod commit;
 pub mod coordinator;
+pub mod files;
 #[cfg(feature = "host")]
 #[cfg_attr(docsrs, doc(cfg(feature = "host")))]
 pub mod host;

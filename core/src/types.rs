@@ -290,11 +290,18 @@ pub enum LegacyBug {
     /// state; a restore from it treats the task as finished and loses its
     /// state.
     FailedCountsAsFinished,
+    /// File merging, FLINK-36125: a logical file (a segment of a shared
+    /// physical file) discarded twice releases its reference twice (in
+    /// Flink an abort and an I/O error on two threads; in ckpt a repeated
+    /// discard of the same handle), so the physical file's count reaches
+    /// zero while another segment in it is still referenced, and the file
+    /// is deleted under it ([`crate::files`]).
+    LogicalFileReleasedTwice,
 }
 
 impl LegacyBug {
     /// Every bug, in the bug zoo's order.
-    pub const ALL: [LegacyBug; 25] = [
+    pub const ALL: [LegacyBug; 26] = [
         LegacyBug::AbortRemovesResult,
         LegacyBug::CancelForgetsAbort,
         LegacyBug::StaleMailExecutes,
@@ -320,6 +327,7 @@ impl LegacyBug {
         LegacyBug::StopLaunchesSecondCheckpoint,
         LegacyBug::StopBeforeCommit,
         LegacyBug::FailedCountsAsFinished,
+        LegacyBug::LogicalFileReleasedTwice,
     ];
 
     /// The public tickets of the race (Apache Flink's JIRA).
@@ -350,6 +358,7 @@ impl LegacyBug {
             LegacyBug::StopLaunchesSecondCheckpoint => "arroyo-issue-24",
             LegacyBug::StopBeforeCommit => "arroyo-pr-1124",
             LegacyBug::FailedCountsAsFinished => "FLINK-40482",
+            LegacyBug::LogicalFileReleasedTwice => "FLINK-36125",
         }
     }
 }

@@ -9,6 +9,7 @@
 pub mod checked;
 pub mod coordinator;
 pub mod durability;
+pub mod files;
 pub mod task;
 
 use std::fmt;
