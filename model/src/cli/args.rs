@@ -204,6 +204,11 @@ pub struct ModelArgs {
     /// from the store afterwards.
     #[arg(long)]
     pub stop_with_savepoint: bool,
+    /// File merging (FLIP-306): state handles are segments of shared,
+    /// reference-counted physical files (two a file), each deleted once,
+    /// after its last reference.
+    #[arg(long)]
+    pub shared_files: bool,
     /// Checker threads (1..=64).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
@@ -237,6 +242,7 @@ impl ModelArgs {
             zombie_coordinators: self.zombie_coordinators,
             dispose_savepoints: self.dispose_savepoints,
             stop_with_savepoint: self.stop_with_savepoint,
+            shared_files: self.shared_files,
             ..ModelConfig::default()
         }
     }

@@ -88,6 +88,6 @@ pub use sim::{
     handle_for, is_decline, rename_handle, Action, Delivery, Sim, LEAKED, ROUTED, SAVEPOINT,
 };
 pub use state::{
-    Channel, Durable, History, InDoubt, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
-    Zombie,
+    Channel, Durable, History, InDoubt, Io, Mail, Msg, Sealed, SharedFiles, SharedSide, TaskSide,
+    Used, World, Zombie,
 };

@@ -240,7 +240,8 @@ impl Sim {
         let commutes = n.violation.is_none()
             && !after.is_down()
             && (!sound || after.mailbox == kept)
-            && s.durable.ledger.live().all(|h| n.durable.ledger.exists(h));
+            && s.durable.ledger.live().all(|h| n.durable.ledger.exists(h))
+            && n.durable.files == s.durable.files;
         commutes.then_some(n)
     }
 }

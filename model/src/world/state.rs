@@ -6,8 +6,10 @@ use std::sync::OnceLock;
 
 use ckpt_core::coordinator::{CoordinatorEvent, IoAnswer, IoRequest};
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
+use ckpt_core::files::FilesState;
 use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::invariants::durability::{DurableLedger, Stored};
+use ckpt_core::invariants::files::FileLedger;
 use ckpt_core::invariants::task::TaskMonitor;
 use ckpt_core::invariants::Violation;
 use ckpt_core::route::{ChannelItem, TaskMessage, ToCoordinator};
@@ -565,6 +567,9 @@ pub struct History {
     pub savepoint_after_newer: bool,
     /// A job stopped with a savepoint was started again and restored it.
     pub stop_resumed: bool,
+    /// A physical file that held two segments or more was deleted
+    /// (`shared_files`).
+    pub shared_file_deleted: bool,
 }
 
 /// Two writes instead of seven (every generated state hashes it).
@@ -584,6 +589,7 @@ impl Hash for History {
             disposed,
             savepoint_after_newer,
             stop_resumed,
+            shared_file_deleted,
         } = *self;
         let bits = u16::from(abort_seen.is_some())
             | u16::from(abort_then_complete) << 1
@@ -597,7 +603,8 @@ impl Hash for History {
             | u16::from(savepoint_outlived) << 9
             | u16::from(disposed) << 10
             | u16::from(savepoint_after_newer) << 11
-            | u16::from(stop_resumed) << 12;
+            | u16::from(stop_resumed) << 12
+            | u16::from(shared_file_deleted) << 13;
         h.write_u64(abort_seen.map_or(0, |c| c.0));
         h.write_u16(bits);
     }
@@ -631,6 +638,19 @@ pub struct Durable {
     /// The newest generation claimed in the store: a write on behalf of an
     /// older one is refused (a deposed leader's).
     pub fence: Generation,
+    /// The file-merging manager and the physical files (`shared_files`;
+    /// empty otherwise).
+    pub files: SharedFiles,
+}
+
+/// The physical files of `shared_files`: the host's file-merging manager
+/// (`ckpt_core::files`) and the file ledger that checks what it deletes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SharedFiles {
+    /// The manager (one for the job's tasks: one task manager).
+    pub manager: FilesState,
+    /// The physical files that exist and their segments.
+    pub ledger: FileLedger,
 }
 
 /// The in-doubt hand-over (`ResolveInDoubt`) the host keeps until the

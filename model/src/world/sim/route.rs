@@ -122,7 +122,7 @@ impl Sim {
                     } else {
                         note(
                             &mut found,
-                            s.durable.ledger.delete(*handle, Deleter::Coordinator),
+                            self.delete_state(s, *handle, Deleter::Coordinator),
                         );
                     }
                 }
@@ -282,7 +282,7 @@ impl Sim {
                 | TaskEffect::Operators(_)
                 | TaskEffect::Fail(_) => {}
                 TaskEffect::Discard(handle) => {
-                    note(&mut found, s.durable.ledger.delete(*handle, Deleter::Task));
+                    note(&mut found, self.delete_state(s, *handle, Deleter::Task));
                 }
                 TaskEffect::Mail(checkpoint) => {
                     if let Some(side) = s.tasks.get_mut(t.0 as usize) {
