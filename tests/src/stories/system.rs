@@ -115,7 +115,7 @@ impl SystemSpec {
             zombie_coordinators: 1,
             dispose_savepoints: true,
             stop_with_savepoint: true,
-            shared_files: self.retained % 2 == 0,
+            shared_files: self.retained.is_multiple_of(2),
         }
     }
 }
