@@ -204,7 +204,6 @@ impl Sim {
     /// `TaskRunning` for each.
     pub(super) fn start_tasks(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) {
         n.awaiting_restore = false;
-        self.files_restored(n);
         let fresh = self.fresh_task();
         for side in &mut n.tasks {
             side.restart(fresh.clone());

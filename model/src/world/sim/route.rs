@@ -51,6 +51,9 @@ impl Sim {
         mut log: Option<&mut Vec<Delivery>>,
     ) -> Outcome {
         let (outcome, follow) = self.leader_event(s, Leader::Current, ev, log.as_deref_mut());
+        if follow.restored {
+            self.files_restored(s);
+        }
         if follow.restored && s.awaiting_restore {
             self.start_tasks(s, log);
         } else if let Some(savepoint) = follow.stop {
