@@ -279,6 +279,23 @@
 //! a savepoint (savepoints are self-contained: the user may dispose of one
 //! at any time).
 //!
+//! ## Shared files (file merging)
+//!
+//! A host that merges small state files (Flink 1.20's file merging,
+//! FLIP-306) writes each logical state handle as a segment of a shared
+//! physical file. The reducers still decide, per logical handle, when it
+//! goes (their `Discard` effects); [`files`] is the third pure reducer, the
+//! file-merging manager, that maps handles to physical files and counts
+//! references: the host sends it `SegmentWritten` for each new handle,
+//! `Discard` for every discard it carries out (a repeat is ignored, typed:
+//! a logical handle is released once, the FLINK-36125 fix) and `Restored`
+//! after a restore (no file of before takes a new segment: ckpt's reading of
+//! FLINK-35803), and deletes a physical file only on the manager's
+//! `FilesEffect::Delete`: once, after its last reference.
+//! [`invariants::files`] checks it ([`invariants::checked::files_step`]
+//! and the file ledger). The model's world does exactly this with
+//! `--shared-files`.
+//!
 //! ## What a cleaner may delete
 //!
 //! A file no checkpoint the store holds references and that
@@ -292,7 +309,8 @@
 //! * Construction: [`coordinator::CoordinatorConfig::new`] (validation),
 //!   [`coordinator::CoordinatorState::new`], [`task::TaskState::new`].
 //! * Events: [`coordinator::reduce`] / [`coordinator::CoordinatorState::apply`],
-//!   [`task::reduce`] / [`task::TaskState::apply`].
+//!   [`task::reduce`] / [`task::TaskState::apply`], [`files::reduce`] /
+//!   [`files::FilesState::apply`] (shared files).
 //! * Inspection: the accessors on the states (pending checkpoints, timers,
 //!   queue, write results, ...).
 //! * Checking: [`invariants`] (used by every test layer, the model checker,
@@ -323,6 +341,7 @@
 
 pub mod commit;
 pub mod coordinator;
+pub mod files;
 #[cfg(feature = "host")]
 #[cfg_attr(docsrs, doc(cfg(feature = "host")))]
 pub mod host;

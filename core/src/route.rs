@@ -36,6 +36,15 @@
 //! | `Discard(handle)` | deletes the state handle |
 //! | `Operators(OperatorNotice)` | calls the operators' hooks |
 //! | `Fail(FailureReason)` | fails the task attempt and reports `TaskFailed` |
+//!
+//! With shared files, the host also feeds every state write and every
+//! `Discard` above to the file-merging manager ([`crate::files`]), whose
+//! effects are routed the same way:
+//!
+//! | files effect | the host |
+//! |---|---|
+//! | `Append { file, handle }` | writes the segment `handle` into the physical file `file` (creating it first if new) |
+//! | `Delete { file }` | deletes the physical file (nothing references it, nothing more is added) |
 
 use serde::{Deserialize, Serialize};
 

@@ -296,11 +296,18 @@ pub enum LegacyBug {
     /// "task not running" TASK_CHECKPOINT_FAILURE), so a job whose sources
     /// finish fails once its tolerable failures are used up.
     FinishFailsCheckpoint,
+    /// File merging, FLINK-36125: a logical file (a segment of a shared
+    /// physical file) discarded twice releases its reference twice (in
+    /// Flink an abort and an I/O error on two threads; in ckpt a repeated
+    /// discard of the same handle), so the physical file's count reaches
+    /// zero while another segment in it is still referenced, and the file
+    /// is deleted under it ([`crate::files`]).
+    LogicalFileReleasedTwice,
 }
 
 impl LegacyBug {
     /// Every bug, in the bug zoo's order.
-    pub const ALL: [LegacyBug; 26] = [
+    pub const ALL: [LegacyBug; 27] = [
         LegacyBug::AbortRemovesResult,
         LegacyBug::CancelForgetsAbort,
         LegacyBug::StaleMailExecutes,
@@ -327,6 +334,7 @@ impl LegacyBug {
         LegacyBug::StopBeforeCommit,
         LegacyBug::FailedCountsAsFinished,
         LegacyBug::FinishFailsCheckpoint,
+        LegacyBug::LogicalFileReleasedTwice,
     ];
 
     /// The public tickets of the race (Apache Flink's JIRA).
@@ -358,6 +366,7 @@ impl LegacyBug {
             LegacyBug::StopBeforeCommit => "arroyo-pr-1124",
             LegacyBug::FailedCountsAsFinished => "FLINK-40482",
             LegacyBug::FinishFailsCheckpoint => "FLINK-33186",
+            LegacyBug::LogicalFileReleasedTwice => "FLINK-36125",
         }
     }
 }

@@ -68,6 +68,8 @@
 //! `--task-failures`, `--scheduler-restarts`, `--coordinator-failovers`,
 //! `--job-failovers`, `--savepoint-restore`, `--end-of-input`,
 //! `--finished-tasks` (and the others `check --help` lists). Every action
+//! `--shared-files` (state handles as segments of reference-counted
+//! physical files, [`ckpt_core::files`]). Every action
 //! consumes something (a message, a mail, an answer, a firing, work, budget),
 //! so every run is finite and the state graph is acyclic.
 //!

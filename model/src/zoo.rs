@@ -197,6 +197,14 @@ pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
                 missing.push("--finished-tasks 1");
             }
         }
+        LegacyBug::LogicalFileReleasedTwice => {
+            if !cfg.shared_files {
+                missing.push("--shared-files");
+            }
+            if cfg.network != Network::ReorderDupDrop || cfg.faults == 0 {
+                missing.push("--network reorder-dup-drop --faults 1 (a duplicated ack discards its handle twice)");
+            }
+        }
     }
     if missing.is_empty() {
         Ok(())
@@ -497,6 +505,18 @@ pub fn entry(bug: LegacyBug) -> Entry {
             ModelConfig {
                 tasks: 1,
                 finished_tasks: 1,
+                ..base()
+            },
+        ),
+        LegacyBug::LogicalFileReleasedTwice => (
+            "a logical file discarded twice releases its physical file twice; the file is deleted under a segment still referenced",
+            props::FILES,
+            ModelConfig {
+                network: Network::ReorderDupDrop,
+                faults: 1,
+                io_faults: false,
+                task_faults: false,
+                shared_files: true,
                 ..base()
             },
         ),

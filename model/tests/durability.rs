@@ -288,3 +288,30 @@ fn a_job_stopped_with_a_savepoint_ends_on_it_and_resumes_from_it() {
     let n = holds_and_reaches(&cfg, &[props::S_STOP_RESUMED, props::S_RESTORED]);
     assert_eq!(n, 2_309);
 }
+
+#[test]
+fn shared_files_are_deleted_once_after_their_last_reference() {
+    // File merging: each new handle is a segment of a physical file shared
+    // with the next one written. One task over two checkpoints (a file
+    // across checkpoints), and three tasks over one (a file across tasks,
+    // with the two downstream tasks reduced by symmetry: the manager and
+    // the file ledger are renamed with them).
+    let across_checkpoints = ModelConfig {
+        tasks: 1,
+        checkpoints: 2,
+        shared_files: true,
+        ..small()
+    };
+    let n = holds_and_reaches(
+        &across_checkpoints,
+        &[props::S_SHARED_FILE_DELETED, props::S_TWO_COMPLETE],
+    );
+    assert_eq!(n, 2_270);
+    let across_tasks = ModelConfig {
+        tasks: 3,
+        shared_files: true,
+        ..small()
+    };
+    let n = holds_and_reaches(&across_tasks, &[props::S_SHARED_FILE_DELETED]);
+    assert_eq!(n, 10_631);
+}

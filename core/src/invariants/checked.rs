@@ -2,7 +2,7 @@
 //! obligation, written once for every layer (unit tests, scenario and
 //! property stories, the model's world, fuzz targets, trace replay).
 //!
-//! [`coordinator_step`] and [`task_step`] run the pure reducer and check its
+//! [`coordinator_step`], [`task_step`] and [`files_step`] run the pure reducer and check its
 //! result. With [`Rigor::Full`] they also run the in-place `apply` on a copy
 //! of the state before: it must agree with `reduce` on the state, effects,
 //! outcome and clock ([`DETERMINISTIC`]). `reduce` is `clone` + `apply`, so
@@ -20,9 +20,11 @@
 //! state it reached, log the step and then stop on the violation.
 
 use super::coordinator::{check_all as check_coordinator, HandleLedger};
+use super::files::check_state as check_files;
 use super::task::{check_all as check_task, check_quiescent, TaskMonitor};
 use super::Violation;
 use crate::coordinator::{self, CoordinatorEvent, CoordinatorState};
+use crate::files::{self, FilesEvent, FilesState};
 use crate::task::{self, TaskEvent, TaskState};
 use crate::types::Millis;
 
@@ -89,6 +91,78 @@ pub fn task_step(
         .and_then(|()| check_task(monitor, before, event, &t.step, &t.state))
         .and_then(|()| check_quiescent(&t.state));
     (t, verdict)
+}
+
+/// One event of the file-merging manager ([`crate::files`]), checked:
+/// returns the transition and the first violation (a file deleted while a
+/// segment in it other than the one released is referenced, an `Ignored`
+/// event that changed something, the manager's state invariant
+/// [`super::files::check_state`]; with [`Rigor::Full`] also determinism
+/// and pure-equals-in-place).
+pub fn files_step(
+    before: &FilesState,
+    event: &FilesEvent,
+    rigor: Rigor,
+) -> (files::Transition, Result<(), Violation>) {
+    let t = files::reduce(before, event.clone());
+    let verdict = match rigor {
+        Rigor::Invariants => Ok(()),
+        Rigor::Full => {
+            let mut in_place = before.clone();
+            let step = in_place.apply(event.clone());
+            verify(event, (&in_place, &step) == (&t.state, &t.step))
+        }
+    };
+    let unchanged = match t.step.outcome {
+        files::Outcome::Applied(_) => true,
+        files::Outcome::Ignored(_) => t.state == *before && t.step.effects.is_empty(),
+    };
+    let verdict = verdict
+        .and_then(|()| {
+            if unchanged {
+                Ok(())
+            } else {
+                Err(Violation::new(
+                    super::files::names::REFS_MATCH_SEGMENTS,
+                    format!("{event:?} was ignored but changed the manager"),
+                ))
+            }
+        })
+        .and_then(|()| deletes_unreferenced(before, event, &t.step.effects))
+        .and_then(|()| check_files(&t.state));
+    (t, verdict)
+}
+
+/// Every file a files step deletes had no referenced segment left but
+/// the one the event released.
+fn deletes_unreferenced(
+    before: &FilesState,
+    event: &FilesEvent,
+    effects: &[files::FilesEffect],
+) -> Result<(), Violation> {
+    let released = match event {
+        FilesEvent::Discard { handle } => Some(*handle),
+        FilesEvent::SegmentWritten { .. } | FilesEvent::Restored => None,
+    };
+    for e in effects {
+        match e {
+            files::FilesEffect::Delete { file } => {
+                let left: Vec<_> = before
+                    .referenced(*file)
+                    .into_iter()
+                    .filter(|h| Some(*h) != released)
+                    .collect();
+                if !left.is_empty() {
+                    return Err(Violation::new(
+                        super::files::names::FILE_DELETED_ONCE,
+                        format!("{file} deleted on {event:?} while its segments {left:?} are referenced"),
+                    ));
+                }
+            }
+            files::FilesEffect::Append { .. } => {}
+        }
+    }
+    Ok(())
 }
 
 /// The verdict of the [`Rigor::Full`] check of one event.

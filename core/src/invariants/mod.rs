@@ -9,6 +9,7 @@
 pub mod checked;
 pub mod coordinator;
 pub mod durability;
+pub mod files;
 mod finish;
 pub mod task;
 

@@ -210,6 +210,11 @@ pub struct ModelArgs {
     /// checkpoint) (0..=8; fanout only).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub finished_tasks: u8,
+    /// File merging (FLIP-306): state handles are segments of shared,
+    /// reference-counted physical files (two a file), each deleted once,
+    /// after its last reference.
+    #[arg(long)]
+    pub shared_files: bool,
     /// Checker threads (1..=64).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
@@ -244,6 +249,7 @@ impl ModelArgs {
             dispose_savepoints: self.dispose_savepoints,
             stop_with_savepoint: self.stop_with_savepoint,
             finished_tasks: self.finished_tasks,
+            shared_files: self.shared_files,
             ..ModelConfig::default()
         }
     }

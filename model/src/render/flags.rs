@@ -70,6 +70,7 @@ pub fn flags(c: &ModelConfig) -> String {
         (c.shared_state, " --shared-state"),
         (c.dispose_savepoints, " --dispose-savepoints"),
         (c.stop_with_savepoint, " --stop-with-savepoint"),
+        (c.shared_files, " --shared-files"),
     ] {
         if on {
             f.push_str(flag);

@@ -37,7 +37,8 @@ use ckpt_core::route::ToCoordinator;
 use ckpt_core::invariants::durability::Stored;
 
 use crate::world::{
-    rename_handle, Durable, InDoubt, Msg, Sealed, SharedSide, World as SysState, Zombie,
+    rename_handle, Durable, InDoubt, Msg, Sealed, SharedFiles, SharedSide, World as SysState,
+    Zombie,
 };
 
 fn class(s: &SysState) -> Vec<TaskId> {
@@ -129,6 +130,10 @@ fn permute_durable(d: &Durable, perm: &[TaskId]) -> Durable {
             if_not_stored: rename_all(&i.if_not_stored),
         }),
         fence: d.fence,
+        files: SharedFiles {
+            manager: d.files.manager.rename_handles(&rename),
+            ledger: d.files.ledger.rename_handles(&rename),
+        },
     }
 }
 

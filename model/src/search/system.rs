@@ -114,6 +114,9 @@ pub mod props {
     /// (FLINK-33186), and a job whose tasks all finished ends on its final
     /// checkpoint (FLIP-147).
     pub const FINISH: &str = "a finish fails nothing and the job ends on its final checkpoint";
+    /// A physical file (`--shared-files`) is deleted once, and only after
+    /// its last reference (no segment in it still exists).
+    pub const FILES: &str = "a physical file is deleted once, after its last reference";
     /// Every other core invariant.
     pub const OTHER: &str = "every other core invariant";
     /// Sometimes: the state of a checkpoint in doubt at shutdown is kept
@@ -162,6 +165,10 @@ pub mod props {
     /// Sometimes (`--shared-state`): a checkpoint commits with state a
     /// stored checkpoint holds.
     pub const S_SHARED: &str = "a checkpoint commits state another stored checkpoint holds";
+    /// Sometimes (`--shared-files`): a physical file that two logical
+    /// handles shared is deleted after its last reference.
+    pub const S_SHARED_FILE_DELETED: &str =
+        "a physical file shared by two handles is deleted after its last reference";
     /// Sometimes (`--dispose-savepoints`): the user disposes of a savepoint.
     pub const S_DISPOSED: &str = "a savepoint is disposed of";
     /// Sometimes (`--stop-with-savepoint`): the job stops on a savepoint
@@ -212,7 +219,7 @@ pub mod props {
     /// Opt-in pairs: (always, sometimes, the flag that must be > 0 for the
     /// `sometimes` to be checked). With the flag at 0 the `sometimes` is not
     /// part of the model (nothing could witness it) and `check` says so.
-    pub const OPT_IN_PAIRS: [(&str, &str, &str); 12] = [
+    pub const OPT_IN_PAIRS: [(&str, &str, &str); 13] = [
         (STOP, S_STOP_RESUMED, "--stop-with-savepoint"),
         (FINISH, S_FINISHED, "--finished-tasks as many as --tasks"),
         (COMPLETED_INCREASE, S_SAVEPOINT, "--savepoints"),
@@ -233,6 +240,7 @@ pub mod props {
             "--zombie-coordinators and --coordinator-failovers",
         ),
         (DURABLE, S_SHARED, "--shared-state"),
+        (FILES, S_SHARED_FILE_DELETED, "--shared-files"),
         (HANDLES, S_DISPOSED, "--dispose-savepoints and --savepoints"),
         (COMPLETE_ALL_ACKS, S_FAILOVER, "--task-failures"),
         (
@@ -260,6 +268,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
     use invariants::checked as k;
     use invariants::coordinator::names as c;
     use invariants::durability::names as d;
+    use invariants::files::names as f;
     use invariants::task::names as t;
     let p = match invariant {
         t::NO_SPURIOUS_FAILURE | t::SINGLE_FAILURE => props::NO_SPURIOUS_FAILURE,
@@ -287,6 +296,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         d::NOTIFY_AFTER_COMMIT | c::COMPLETE_AFTER_STORE => props::NOTIFY,
         c::STOP_IS_LAST => props::STOP,
         c::FINISH_NOT_A_FAILURE | c::FINISH_AFTER_FINAL => props::FINISH,
+        f::FILE_DELETED_ONCE | f::REFS_MATCH_SEGMENTS => props::FILES,
         t::ABORTED_NOT_EXECUTED => props::ABORT_HONOURED,
         c::NOTHING_AFTER_SHUTDOWN | c::SHUTDOWN_QUIET | t::SILENT_AFTER_END => {
             props::NOTHING_AFTER_SHUTDOWN
@@ -496,6 +506,11 @@ impl Model for SysModel {
                 !m.run_ended(s) || s.history.disrupted || s.aligned()
             }));
         }
+        if self.cfg.shared_files {
+            p.push(Property::<Self>::always(props::FILES, |_, s| {
+                !violated(s, props::FILES)
+            }));
+        }
         if self.safety_only {
             return p;
         }
@@ -592,6 +607,12 @@ impl Model for SysModel {
                 s.history.shared_committed
             }));
         }
+        if self.cfg.shared_files {
+            p.push(Property::<Self>::sometimes(
+                props::S_SHARED_FILE_DELETED,
+                |_, s| s.history.shared_file_deleted,
+            ));
+        }
         if self.cfg.stop_with_savepoint {
             p.push(Property::<Self>::sometimes(
                 props::S_STOP_RESUMED,
@@ -649,6 +670,7 @@ mod tests {
             .iter()
             .chain(invariants::task::names::ALL.iter())
             .chain(invariants::durability::names::ALL.iter())
+            .chain(invariants::files::names::ALL.iter())
             .chain([invariants::checked::DETERMINISTIC, ROUTED, LEAKED].iter());
         for name in names {
             assert!(classify(name).is_some(), "invariant {name} is not mapped");

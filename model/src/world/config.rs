@@ -1,6 +1,7 @@
 //! The bounds and switches of one world.
 
 use ckpt_core::coordinator::CoordinatorSettings;
+use ckpt_core::files::FilesConfig;
 use ckpt_core::task::{LegacyBug, Semantics, TaskConfig};
 use ckpt_core::{JobId, TaskId};
 use serde::Serialize;
@@ -147,6 +148,12 @@ pub struct ModelConfig {
     /// finished (`TaskFinished`); the coordinator's plans leave it out.
     /// 0 (the default): none. Fanout only.
     pub finished_tasks: u8,
+    /// File merging (FLIP-306): each new state handle is written as a
+    /// segment of a physical file shared with the next handle written
+    /// (two segments a file, across checkpoints and tasks), reference
+    /// counted by the file-merging manager (`ckpt_core::files`), which the
+    /// host feeds every discard. Off by default.
+    pub shared_files: bool,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -193,6 +200,7 @@ pub fn legacy_name(bug: LegacyBug) -> &'static str {
         LegacyBug::StopBeforeCommit => "legacy-stop-before-commit",
         LegacyBug::FailedCountsAsFinished => "legacy-failed-counts-as-finished",
         LegacyBug::FinishFailsCheckpoint => "legacy-finish-fails-checkpoint",
+        LegacyBug::LogicalFileReleasedTwice => "legacy-double-release",
     }
 }
 
@@ -228,6 +236,7 @@ impl Default for ModelConfig {
             dispose_savepoints: false,
             stop_with_savepoint: false,
             finished_tasks: 0,
+            shared_files: false,
         }
     }
 }
@@ -250,6 +259,16 @@ impl ModelConfig {
             s.tasks_to_trigger = (0..self.tasks - 1).map(TaskId).collect();
         }
         s
+    }
+
+    /// The file-merging manager's configuration (`shared_files`): two
+    /// segments a physical file.
+    #[must_use]
+    pub fn files_config(&self) -> FilesConfig {
+        FilesConfig {
+            segments_per_file: 2,
+            semantics: self.semantics,
+        }
     }
 
     /// The task configuration (the same for every task).

@@ -67,6 +67,13 @@
 //!   task failures and scheduler stops each have a bound; every action
 //!   consumes something (a message, a mail, an answer, a firing, work,
 //!   budget), so every run is finite and the state graph is acyclic.
+//! * **Shared files** (`shared_files`, `sim/files.rs`): the host does what
+//!   the crate docs of `ckpt_core::files` tell it: every state handle a
+//!   task writes is a `SegmentWritten` to the one file-merging manager (all
+//!   tasks on one task manager), every delete of a handle (coordinator,
+//!   task or host) a `Discard`, every restore a `Restored`; the manager's
+//!   effects go to the file ledger, checked with the durable ledger's view
+//!   of which handles exist, and at quiet that no file was left behind.
 //! * **Checks**: after every event the core's invariants (the coordinator's
 //!   state, step and handle-ledger checks; the task's state, monitor and
 //!   quiescence checks), and when the whole world is quiet, that no write
@@ -88,6 +95,6 @@ pub use sim::{
     handle_for, is_decline, rename_handle, Action, Delivery, Sim, LEAKED, ROUTED, SAVEPOINT,
 };
 pub use state::{
-    Channel, Durable, History, InDoubt, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
-    Zombie,
+    Channel, Durable, History, InDoubt, Io, Mail, Msg, Sealed, SharedFiles, SharedSide, TaskSide,
+    Used, World, Zombie,
 };

@@ -35,8 +35,10 @@
 //!   appends nothing to `t`'s own mailbox (a checkpoint mail queued behind
 //!   an RPC mail is exactly the FLINK-17869 race: the order matters); it
 //!   deletes no state file that existed (a delete is ordered against the
-//!   store's commits). What remains is local to `t`, appends to the RPC
-//!   network and to downstream channel tails (which commute with every
+//!   store's commits); with shared files, it changes no physical file (the
+//!   file a segment goes to depends on the order of the writes). What
+//!   remains is local to `t`, appends to the RPC network and to downstream
+//!   channel tails (which commute with every
 //!   delivery and with the receivers' takes from the heads), and records a
 //!   new state file of `t`'s own (no other action names it). A step's
 //!   outcome depends only on `t`'s state and the heads of its queues (the
@@ -252,7 +254,8 @@ impl Sim {
         let commutes = n.violation.is_none()
             && !after.is_down()
             && (!sound || after.mailbox == kept)
-            && s.durable.ledger.live().all(|h| n.durable.ledger.exists(h));
+            && s.durable.ledger.live().all(|h| n.durable.ledger.exists(h))
+            && n.durable.files == s.durable.files;
         commutes.then_some(n)
     }
 }

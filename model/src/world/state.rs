@@ -6,8 +6,10 @@ use std::sync::OnceLock;
 
 use ckpt_core::coordinator::{CoordinatorEvent, IoAnswer, IoRequest};
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
+use ckpt_core::files::FilesState;
 use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::invariants::durability::{DurableLedger, Stored};
+use ckpt_core::invariants::files::FileLedger;
 use ckpt_core::invariants::task::TaskMonitor;
 use ckpt_core::invariants::Violation;
 use ckpt_core::route::{ChannelItem, TaskMessage, ToCoordinator};
@@ -579,9 +581,12 @@ pub struct History {
     pub stop_resumed: bool,
     /// Every task finished and the job finished on its final checkpoint.
     pub finished_on_final: bool,
+    /// A physical file that held two segments or more was deleted
+    /// (`shared_files`).
+    pub shared_file_deleted: bool,
 }
 
-/// Two writes instead of fourteen (every generated state hashes it).
+/// Two writes instead of one per field (every generated state hashes it).
 impl Hash for History {
     fn hash<H: Hasher>(&self, h: &mut H) {
         let History {
@@ -599,6 +604,7 @@ impl Hash for History {
             savepoint_after_newer,
             stop_resumed,
             finished_on_final,
+            shared_file_deleted,
         } = *self;
         let bits = u16::from(abort_seen.is_some())
             | u16::from(abort_then_complete) << 1
@@ -613,7 +619,8 @@ impl Hash for History {
             | u16::from(disposed) << 10
             | u16::from(savepoint_after_newer) << 11
             | u16::from(stop_resumed) << 12
-            | u16::from(finished_on_final) << 13;
+            | u16::from(finished_on_final) << 13
+            | u16::from(shared_file_deleted) << 14;
         h.write_u64(abort_seen.map_or(0, |c| c.0));
         h.write_u16(bits);
     }
@@ -647,6 +654,19 @@ pub struct Durable {
     /// The newest generation claimed in the store: a write on behalf of an
     /// older one is refused (a deposed leader's).
     pub fence: Generation,
+    /// The file-merging manager and the physical files (`shared_files`;
+    /// empty otherwise).
+    pub files: SharedFiles,
+}
+
+/// The physical files of `shared_files`: the host's file-merging manager
+/// (`ckpt_core::files`) and the file ledger that checks what it deletes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SharedFiles {
+    /// The manager (one for the job's tasks: one task manager).
+    pub manager: FilesState,
+    /// The physical files that exist and their segments.
+    pub ledger: FileLedger,
 }
 
 /// The in-doubt hand-over (`ResolveInDoubt`) the host keeps until the

@@ -116,6 +116,7 @@ impl SystemSpec {
             dispose_savepoints: true,
             stop_with_savepoint: true,
             finished_tasks: 0,
+            shared_files: self.retained.is_multiple_of(2),
         }
     }
 }

@@ -116,7 +116,7 @@ impl Sim {
     /// a host's cleaner spares: the store's checkpoints and
     /// `CoordinatorState::owned_handles`, which includes a checkpoint in
     /// doubt), or it is already gone.
-    pub(super) fn reclaim(n: &mut World, h: StateHandle) {
+    pub(super) fn reclaim(&self, n: &mut World, h: StateHandle) {
         let stored = n
             .durable
             .ledger
@@ -125,7 +125,7 @@ impl Sim {
             .any(|c| c.handles.contains(&h));
         let owned = n.coord.owned_handles().contains(&h);
         if !stored && !owned && n.durable.ledger.exists(h) {
-            if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
+            if let Err(v) = self.delete_state(n, h, Deleter::Host) {
                 n.violation.get_or_insert(v);
             }
         }
@@ -151,7 +151,7 @@ impl Sim {
             d.if_not_stored
         };
         for h in list {
-            if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
+            if let Err(v) = self.delete_state(n, h, Deleter::Host) {
                 n.violation.get_or_insert(v);
             }
         }
@@ -271,7 +271,7 @@ impl Sim {
             })
             .collect();
         for h in stray {
-            if let Err(v) = n.durable.ledger.delete(h, Deleter::Host) {
+            if let Err(v) = self.delete_state(n, h, Deleter::Host) {
                 n.violation.get_or_insert(v);
             }
         }

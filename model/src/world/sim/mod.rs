@@ -4,6 +4,7 @@
 //! (through [`ckpt_core::invariants::checked`]).
 
 mod enabled;
+mod files;
 mod host;
 mod route;
 mod step;
@@ -31,8 +32,8 @@ use ckpt_core::{
 use super::config::{ModelConfig, Network, JOB};
 use super::coverage::{self, coord_event_kind, Coverage};
 use super::state::{
-    Channel, Durable, History, InDoubt, Io, Mail, Msg, Sealed, SharedSide, TaskSide, Used, World,
-    Zombie,
+    Channel, Durable, History, InDoubt, Io, Mail, Msg, Sealed, SharedFiles, SharedSide, TaskSide,
+    Used, World, Zombie,
 };
 
 /// Something a scheduler can make happen.
@@ -357,6 +358,7 @@ impl Sim {
                 metadata: Vec::new(),
                 in_doubt: None,
                 fence: Generation(0),
+                files: self.fresh_files(),
             }),
             job_failover_due: false,
             awaiting_restore: false,

@@ -53,6 +53,9 @@ impl Sim {
         mut log: Option<&mut Vec<Delivery>>,
     ) -> Outcome {
         let (outcome, follow) = self.leader_event(s, Leader::Current, ev, log.as_deref_mut());
+        if follow.restored {
+            self.files_restored(s);
+        }
         if follow.restored && s.awaiting_restore {
             self.start_tasks(s, log);
         } else if let Some(savepoint) = follow.stop {
@@ -126,7 +129,7 @@ impl Sim {
                     } else {
                         note(
                             &mut found,
-                            s.durable.ledger.delete(*handle, Deleter::Coordinator),
+                            self.delete_state(s, *handle, Deleter::Coordinator),
                         );
                     }
                 }
@@ -289,7 +292,7 @@ impl Sim {
                 | TaskEffect::Operators(_)
                 | TaskEffect::Fail(_) => {}
                 TaskEffect::Discard(handle) => {
-                    note(&mut found, s.durable.ledger.delete(*handle, Deleter::Task));
+                    note(&mut found, self.delete_state(s, *handle, Deleter::Task));
                 }
                 TaskEffect::Mail(checkpoint) => {
                     if let Some(side) = s.tasks.get_mut(t.0 as usize) {

@@ -130,7 +130,7 @@ impl Sim {
                             Outcome::Ignored(Ignored::Shutdown) | Outcome::Rejected(_),
                         ) = (msg, &outcome)
                         {
-                            Self::reclaim(n, handle);
+                            self.reclaim(n, handle);
                         }
                     }
                 }
@@ -158,7 +158,7 @@ impl Sim {
                         matches!(x, Msg::ToCoord { msg: ToCoordinator::Ack { handle: h, .. }, .. } if *h == handle)
                     });
                     if !copies {
-                        Self::reclaim(n, handle);
+                        self.reclaim(n, handle);
                     }
                 }
             }
@@ -204,7 +204,7 @@ impl Sim {
                 let ev = if ok {
                     let attempt = n.tasks.get(t.0 as usize)?.attempt;
                     let handle = handle_for(checkpoint, t, attempt);
-                    if let Err(v) = n.durable.ledger.written(handle) {
+                    if let Err(v) = self.write_state(n, handle) {
                         n.violation.get_or_insert(v);
                     }
                     TEv::AsyncPartCompleted { checkpoint, handle }
@@ -355,7 +355,11 @@ impl Sim {
             .into_iter()
             .filter(|h| !in_doubt.contains(h))
             .collect();
-        let durable = n.durable.ledger.check_quiet(&owned);
+        let durable = n
+            .durable
+            .ledger
+            .check_quiet(&owned)
+            .and_then(|()| self.files_quiet(n));
         for side in &n.tasks {
             let leaked = side.monitor.leaked();
             let r = durable
