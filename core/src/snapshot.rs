@@ -65,7 +65,7 @@ use crate::coordinator::{
     Shared, StopPhase, TaskStatus, Timer, TriggerKind,
 };
 use crate::invariants::{self, Violation};
-use crate::task::{Lifecycle, ResultStatus, TaskConfig, TaskError, TaskState};
+use crate::task::{Lifecycle, Recovery, ResultStatus, TaskConfig, TaskError, TaskState};
 use crate::types::{AttemptNo, CheckpointId, Generation, Millis};
 
 /// The snapshot format version this build writes. It reads every version
@@ -298,6 +298,10 @@ pub struct TaskSnapshot {
     pub aborted: Vec<CheckpointId>,
     /// The aborted floor.
     pub aborted_floor: Option<CheckpointId>,
+    /// Where the task is in replaying in-flight channel state (absent:
+    /// nowhere, it replays none; written only when present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
 }
 
 fn version(found: u32) -> Result<(), SnapshotError> {
@@ -638,6 +642,7 @@ impl TaskState {
             async_parts,
             aborted,
             aborted_floor,
+            recovery,
         } = self;
         TaskSnapshot {
             version: SNAPSHOT_VERSION,
@@ -651,6 +656,7 @@ impl TaskState {
             async_parts: async_parts.iter().copied().collect(),
             aborted: aborted.iter().copied().collect(),
             aborted_floor: *aborted_floor,
+            recovery: *recovery,
         }
     }
 
@@ -670,6 +676,7 @@ impl TaskState {
             async_parts,
             aborted,
             aborted_floor,
+            recovery,
         } = snap;
         version(v)?;
         let mut state = TaskState::new(config).map_err(SnapshotError::TaskConfig)?;
@@ -686,6 +693,7 @@ impl TaskState {
         state.async_parts = async_parts.into_iter().collect();
         state.aborted = aborted.into_iter().collect();
         state.aborted_floor = aborted_floor;
+        state.recovery = recovery;
         invariants::task::check_state(&state).map_err(SnapshotError::Invariant)?;
         Ok(state)
     }

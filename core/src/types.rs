@@ -290,11 +290,19 @@ pub enum LegacyBug {
     /// state; a restore from it treats the task as finished and loses its
     /// state.
     FailedCountsAsFinished,
+    /// Task, FLINK-40518: the recovery trigger goes NO_OP when the drain of
+    /// the recovered channel state completes, while an input channel still
+    /// consumes recovered input (the window a review of the fix found; the
+    /// original, aligned checkpoints with checkpointing during recovery,
+    /// had the NO_OP trigger throughout). A checkpoint that starts then
+    /// waits for a recovery barrier nobody inserts: it is neither taken
+    /// nor declined, and hangs until the coordinator expires it.
+    NoOpWhileChannelsRecover,
 }
 
 impl LegacyBug {
     /// Every bug, in the bug zoo's order.
-    pub const ALL: [LegacyBug; 25] = [
+    pub const ALL: [LegacyBug; 26] = [
         LegacyBug::AbortRemovesResult,
         LegacyBug::CancelForgetsAbort,
         LegacyBug::StaleMailExecutes,
@@ -320,6 +328,7 @@ impl LegacyBug {
         LegacyBug::StopLaunchesSecondCheckpoint,
         LegacyBug::StopBeforeCommit,
         LegacyBug::FailedCountsAsFinished,
+        LegacyBug::NoOpWhileChannelsRecover,
     ];
 
     /// The public tickets of the race (Apache Flink's JIRA).
@@ -350,6 +359,7 @@ impl LegacyBug {
             LegacyBug::StopLaunchesSecondCheckpoint => "arroyo-issue-24",
             LegacyBug::StopBeforeCommit => "arroyo-pr-1124",
             LegacyBug::FailedCountsAsFinished => "FLINK-40482",
+            LegacyBug::NoOpWhileChannelsRecover => "FLINK-40518",
         }
     }
 }

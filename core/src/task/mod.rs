@@ -68,11 +68,13 @@ mod effect;
 mod reduce;
 mod state;
 #[cfg(test)]
+mod recovery_tests;
+#[cfg(test)]
 mod tests;
 
 pub use effect::*;
 pub use reduce::{reduce, Step, Transition};
-pub use state::{Lifecycle, TaskState};
+pub use state::{Lifecycle, Recovery, RecoveryTrigger, TaskState};
 
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +92,23 @@ pub struct TaskConfig {
     /// How many aborted-but-not-yet-executed checkpoint ids are remembered
     /// individually (at least 1). Older ones fall below the aborted floor.
     pub aborted_ids_max: usize,
+    /// Flink 2.x's `execution.checkpointing.during-recovery.enabled`
+    /// (FLINK-38544): a task that replays in-flight channel state takes
+    /// checkpoints once that state was fetched, the channel-state writer
+    /// capturing the input not yet replayed. Off (the default, and every
+    /// Flink before it): every checkpoint is declined as not ready
+    /// (`TaskNotReady`) until the task recovered. Flink enables it only
+    /// with unaligned checkpoints (the FLINK-40518 fix); every checkpoint
+    /// here is unaligned, so that condition always holds. Written to
+    /// traces and snapshots only when on (older ones read back as off).
+    #[serde(default, skip_serializing_if = "is_off")]
+    pub checkpoint_during_recovery: bool,
+}
+
+/// Serde's test for leaving a switch out: off is the default.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_off(on: &bool) -> bool {
+    !*on
 }
 
 /// Default bound of the aborted-id memory (as in Flink).
@@ -100,6 +119,7 @@ impl Default for TaskConfig {
         TaskConfig {
             semantics: Semantics::Fixed,
             aborted_ids_max: DEFAULT_ABORTED_IDS_MAX,
+            checkpoint_during_recovery: false,
         }
     }
 }
@@ -195,6 +215,23 @@ pub enum TaskEvent {
     /// finished-task plan (Flink's FLIP-147): after a task finished, every
     /// checkpoint is declined until the job ends or restarts.
     EndOfInput,
+    /// A task started with [`TaskState::recovering`] fetched (and
+    /// filtered) its in-flight channel state; its `channels` input channels
+    /// with recovered input start consuming it (task thread). Until then
+    /// the recovery trigger is NOT_READY; from here it inserts barriers
+    /// (or, with none, the task has recovered).
+    RecoveryStarted {
+        /// Input channels with recovered input to consume (0: a source).
+        channels: u32,
+    },
+    /// One input channel consumed the last of its recovered input (the
+    /// task thread polled its end-of-state sentinel) and left recovery.
+    ChannelRecovered,
+    /// The drainer pushed every recovered buffer into the channels
+    /// (`drain()` completed; its continuation runs as a mail on the task
+    /// thread). The channels may still be consuming what it pushed: the
+    /// task has recovered only once every channel recovered as well.
+    RecoveryFinished,
     /// The task closes (task thread).
     Close,
 }
@@ -212,6 +249,9 @@ impl TaskEvent {
             | TaskEvent::NotifyComplete { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
             | TaskEvent::Close => Thread::Task,
             TaskEvent::WriterCompleted { .. } | TaskEvent::WriterFailed { .. } => Thread::Writer,
             TaskEvent::AsyncPartCompleted { .. }
@@ -237,6 +277,9 @@ impl TaskEvent {
             TaskEvent::AsyncPartFailed { .. } => "AsyncPartFailed",
             TaskEvent::OperatorFailed => "OperatorFailed",
             TaskEvent::EndOfInput => "EndOfInput",
+            TaskEvent::RecoveryStarted { .. } => "RecoveryStarted",
+            TaskEvent::ChannelRecovered => "ChannelRecovered",
+            TaskEvent::RecoveryFinished => "RecoveryFinished",
             TaskEvent::Close => "Close",
         }
     }
@@ -259,6 +302,9 @@ impl TaskEvent {
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
             | TaskEvent::Close => None,
         }
     }
@@ -281,6 +327,9 @@ impl TaskEvent {
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
             | TaskEvent::Close => None,
         }
     }
@@ -300,7 +349,12 @@ impl TaskEvent {
             | TaskEvent::AsyncPartCompleted { checkpoint, .. }
             | TaskEvent::AsyncPartReused { checkpoint, .. }
             | TaskEvent::AsyncPartFailed { checkpoint } => Some(*checkpoint),
-            TaskEvent::OperatorFailed | TaskEvent::EndOfInput | TaskEvent::Close => None,
+            TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
+            | TaskEvent::Close => None,
         }
     }
 }
@@ -403,6 +457,17 @@ pub enum IgnoreReason {
     /// Legacy only (FLINK-18063): a notify-aborted for a checkpoint started
     /// by a barrier rather than on the task thread.
     NotStartedOnTaskThread,
+    /// A recovery event for a task that replays no channel state (never
+    /// did, or has recovered).
+    NotRecovering,
+    /// A `RecoveryStarted` for a task whose recovery already started.
+    RecoveryAlreadyStarted,
+    /// A `ChannelRecovered` or `RecoveryFinished` before `RecoveryStarted`.
+    RecoveryNotStarted,
+    /// A `ChannelRecovered` when no channel is still recovering.
+    NoChannelRecovering,
+    /// A second `RecoveryFinished`.
+    AlreadyDrained,
 }
 
 /// Why a checkpoint mail or trigger was consumed without executing its

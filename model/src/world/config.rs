@@ -251,6 +251,9 @@ impl ModelConfig {
         TaskConfig {
             semantics: self.semantics,
             aborted_ids_max: usize::from(self.aborted_ids_max.max(1)),
+            // Flink 2.x with checkpointing during recovery; it matters only
+            // to a task that recovers (`recovering_tasks`).
+            checkpoint_during_recovery: self.recovering_tasks > 0,
         }
     }
 }

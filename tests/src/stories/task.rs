@@ -95,6 +95,7 @@ impl TaskStory {
         TaskConfig {
             semantics: self.semantics,
             aborted_ids_max: usize::from(self.aborted_ids_max % 4) + 1,
+            checkpoint_during_recovery: false,
         }
     }
 }

@@ -168,6 +168,10 @@ impl Shared {
                 TaskEffect::Writer(WriterCommand::Abort { checkpoint, .. }) => {
                     let _ = core.writer.send(WriterCmd::Abort(checkpoint));
                 }
+                // This host restores no in-flight channel state (its tasks
+                // start with `TaskState::new`, never `recovering`), so no
+                // input is ever left to replay or capture.
+                TaskEffect::Writer(WriterCommand::CaptureRecovered { .. }) => {}
                 TaskEffect::Mail(checkpoint) => {
                     core.mailbox
                         .push_back(TaskEvent::CheckpointMail { checkpoint });
