@@ -500,7 +500,8 @@ impl TaskMonitor {
         // (a newer checkpoint ran first) or an async part's end settles it
         // (an ack or decline in its effects, or a discard: subsumed).
         if let (
-            TaskEvent::BarrierReceived { checkpoint, .. } | TaskEvent::TriggerCheckpoint { checkpoint },
+            TaskEvent::BarrierReceived { checkpoint, .. }
+            | TaskEvent::TriggerCheckpoint { checkpoint },
             Outcome::Applied | Outcome::Skipped(_),
             false,
         ) = (event, outcome, self.ended)

@@ -65,10 +65,10 @@
 //! they catch that bug; never run it in a host.
 
 mod effect;
-mod reduce;
-mod state;
 #[cfg(test)]
 mod recovery_tests;
+mod reduce;
+mod state;
 #[cfg(test)]
 mod tests;
 
@@ -103,6 +103,12 @@ pub struct TaskConfig {
     /// traces and snapshots only when on (older ones read back as off).
     #[serde(default, skip_serializing_if = "is_off")]
     pub checkpoint_during_recovery: bool,
+    /// This task attempt was deployed with in-flight channel state to
+    /// replay (restored from an unaligned checkpoint): it starts awaiting
+    /// that state ([`Recovery::AwaitingChannelState`]) until
+    /// `RecoveryStarted`. Written only when on.
+    #[serde(default, skip_serializing_if = "is_off")]
+    pub replays_channel_state: bool,
 }
 
 /// Serde's test for leaving a switch out: off is the default.
@@ -120,6 +126,7 @@ impl Default for TaskConfig {
             semantics: Semantics::Fixed,
             aborted_ids_max: DEFAULT_ABORTED_IDS_MAX,
             checkpoint_during_recovery: false,
+            replays_channel_state: false,
         }
     }
 }
@@ -215,9 +222,10 @@ pub enum TaskEvent {
     /// finished-task plan (Flink's FLIP-147): after a task finished, every
     /// checkpoint is declined until the job ends or restarts.
     EndOfInput,
-    /// A task started with [`TaskState::recovering`] fetched (and
-    /// filtered) its in-flight channel state; its `channels` input channels
-    /// with recovered input start consuming it (task thread). Until then
+    /// A task deployed with in-flight channel state to replay
+    /// ([`TaskConfig::replays_channel_state`]) fetched (and filtered) it;
+    /// its `channels` input channels with recovered input start consuming
+    /// it (task thread). Until then
     /// the recovery trigger is NOT_READY; from here it inserts barriers
     /// (or, with none, the task has recovered).
     RecoveryStarted {

@@ -32,10 +32,11 @@ impl Recovering {
         let config = TaskConfig {
             semantics,
             checkpoint_during_recovery: during_recovery,
+            replays_channel_state: true,
             ..TaskConfig::default()
         };
         Recovering {
-            s: TaskState::recovering(config).unwrap_or_else(|e| panic!("{e}")),
+            s: TaskState::new(config).unwrap_or_else(|e| panic!("{e}")),
             m: TaskMonitor::new(),
         }
     }
@@ -127,7 +128,10 @@ fn the_task_recovered_only_once_drained_and_every_channel_consumed_in_either_ord
         assert_eq!(h.s.recovery_trigger(), RecoveryTrigger::NoOp);
         // Recovered: a checkpoint is a plain one.
         let (fx, _) = h.step(barrier(1));
-        assert_eq!(fx, vec![E::Writer(WriterCommand::Start(cp(1))), E::Mail(cp(1))]);
+        assert_eq!(
+            fx,
+            vec![E::Writer(WriterCommand::Start(cp(1))), E::Mail(cp(1))]
+        );
     }
 }
 
@@ -147,7 +151,10 @@ fn without_checkpointing_during_recovery_every_checkpoint_is_declined_until_reco
     h.step(TaskEvent::RecoveryFinished);
     h.step(TaskEvent::ChannelRecovered);
     let (fx, _) = h.step(barrier(2));
-    assert_eq!(fx, vec![E::Writer(WriterCommand::Start(cp(2))), E::Mail(cp(2))]);
+    assert_eq!(
+        fx,
+        vec![E::Writer(WriterCommand::Start(cp(2))), E::Mail(cp(2))]
+    );
 }
 
 #[test]
@@ -227,13 +234,21 @@ fn legacy_no_op_while_channels_recover_leaves_the_checkpoint_unanswered() {
 
 #[test]
 fn a_start_without_the_capture_breaks_recovered_input_captured() {
-    let mut s = TaskState::recovering(TaskConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+    let config = TaskConfig {
+        replays_channel_state: true,
+        ..TaskConfig::default()
+    };
+    let mut s = TaskState::new(config).unwrap_or_else(|e| panic!("{e}"));
     let start = [E::Writer(WriterCommand::Start(cp(1)))];
     // Before the state was fetched, no checkpoint may start at all.
-    let v = check_recovery_capture(&s, &start).err().map(|v| v.invariant);
+    let v = check_recovery_capture(&s, &start)
+        .err()
+        .map(|v| v.invariant);
     assert_eq!(v, Some(names::RECOVERED_INPUT_CAPTURED));
     s.apply(Millis(0), TaskEvent::RecoveryStarted { channels: 2 });
-    let v = check_recovery_capture(&s, &start).err().map(|v| v.invariant);
+    let v = check_recovery_capture(&s, &start)
+        .err()
+        .map(|v| v.invariant);
     assert_eq!(v, Some(names::RECOVERED_INPUT_CAPTURED));
     // A capture of fewer channels than still recover is not enough.
     let short = [

@@ -139,13 +139,13 @@ impl Hash for TaskState {
 }
 
 impl TaskState {
-    /// A fresh, running task. Rejects an invalid config.
+    /// A fresh, running task (replaying in-flight channel state first if
+    /// its config says it has some). Rejects an invalid config.
     pub fn new(config: TaskConfig) -> Result<TaskState, TaskError> {
         if config.aborted_ids_max == 0 {
             return Err(TaskError::AbortedIdsMaxZero);
         }
         Ok(TaskState {
-            config,
             lifecycle: Lifecycle::Running,
             last_started: None,
             last_executed: None,
@@ -155,17 +155,11 @@ impl TaskState {
             async_parts: IdSet::new(),
             aborted: IdSet::new(),
             aborted_floor: None,
-            recovery: None,
+            recovery: config
+                .replays_channel_state
+                .then_some(Recovery::AwaitingChannelState),
+            config,
         })
-    }
-
-    /// A task restarted from a checkpoint with in-flight channel state to
-    /// replay: awaiting that state ([`Recovery::AwaitingChannelState`])
-    /// until `RecoveryStarted`. Rejects an invalid config.
-    pub fn recovering(config: TaskConfig) -> Result<TaskState, TaskError> {
-        let mut s = TaskState::new(config)?;
-        s.recovery = Some(Recovery::AwaitingChannelState);
-        Ok(s)
     }
 
     /// Where the task is in replaying in-flight channel state (`None`: it

@@ -204,6 +204,10 @@ pub struct ModelArgs {
     /// from the store afterwards.
     #[arg(long)]
     pub stop_with_savepoint: bool,
+    /// Task restarts that replay in-flight channel state, checkpointing
+    /// during recovery (0..=2; needs --task-failures).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub recovering_tasks: u8,
     /// Checker threads (1..=64).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
@@ -237,6 +241,7 @@ impl ModelArgs {
             zombie_coordinators: self.zombie_coordinators,
             dispose_savepoints: self.dispose_savepoints,
             stop_with_savepoint: self.stop_with_savepoint,
+            recovering_tasks: self.recovering_tasks,
             ..ModelConfig::default()
         }
     }

@@ -142,6 +142,11 @@ pub struct ModelConfig {
     /// stopped, the job may be started again, recovering from the store.
     /// Off by default.
     pub stop_with_savepoint: bool,
+    /// Restarted task attempts that replay in-flight channel state, with
+    /// checkpointing during recovery on (FLINK-38544): every task's
+    /// attempts 1 to this many (whatever restarted them: a task failure's
+    /// restart or a failover) start by replaying it. 0 (the default): none.
+    pub recovering_tasks: u8,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -187,6 +192,7 @@ pub fn legacy_name(bug: LegacyBug) -> &'static str {
         LegacyBug::StopLaunchesSecondCheckpoint => "legacy-stop-launches-second-checkpoint",
         LegacyBug::StopBeforeCommit => "legacy-stop-before-commit",
         LegacyBug::FailedCountsAsFinished => "legacy-failed-counts-as-finished",
+        LegacyBug::NoOpWhileChannelsRecover => "legacy-no-op-while-channels-recover",
     }
 }
 
@@ -221,6 +227,7 @@ impl Default for ModelConfig {
             zombie_coordinators: 0,
             dispose_savepoints: false,
             stop_with_savepoint: false,
+            recovering_tasks: 0,
         }
     }
 }
@@ -245,7 +252,18 @@ impl ModelConfig {
         s
     }
 
-    /// The task configuration (the same for every task).
+    /// The task configuration of a task's attempt `attempt`: the same for
+    /// every task, replaying channel state in attempts 1 to
+    /// `recovering_tasks`.
+    #[must_use]
+    pub fn attempt_config(&self, attempt: u32) -> TaskConfig {
+        TaskConfig {
+            replays_channel_state: attempt >= 1 && attempt <= u32::from(self.recovering_tasks),
+            ..self.task_config()
+        }
+    }
+
+    /// The task configuration (the same for every task and first attempt).
     #[must_use]
     pub fn task_config(&self) -> TaskConfig {
         TaskConfig {
@@ -254,6 +272,7 @@ impl ModelConfig {
             // Flink 2.x with checkpointing during recovery; it matters only
             // to a task that recovers (`recovering_tasks`).
             checkpoint_during_recovery: self.recovering_tasks > 0,
+            replays_channel_state: false,
         }
     }
 }

@@ -272,6 +272,7 @@ fn local_to(a: &Action) -> Option<TaskId> {
         | Action::ZombieAnswer(_)
         | Action::StopWithSavepoint
         | Action::ResumeJob
+        | Action::Recovery(..)
         | Action::DisposeSavepoint(_) => None,
     }
 }

@@ -565,6 +565,9 @@ pub struct History {
     pub savepoint_after_newer: bool,
     /// A job stopped with a savepoint was started again and restored it.
     pub stop_resumed: bool,
+    /// A checkpoint started on a task whose input channels still consumed
+    /// recovered input, and captured it (checkpointing during recovery).
+    pub captured_recovered: bool,
 }
 
 /// Two writes instead of seven (every generated state hashes it).
@@ -584,6 +587,7 @@ impl Hash for History {
             disposed,
             savepoint_after_newer,
             stop_resumed,
+            captured_recovered,
         } = *self;
         let bits = u16::from(abort_seen.is_some())
             | u16::from(abort_then_complete) << 1
@@ -597,7 +601,8 @@ impl Hash for History {
             | u16::from(savepoint_outlived) << 9
             | u16::from(disposed) << 10
             | u16::from(savepoint_after_newer) << 11
-            | u16::from(stop_resumed) << 12;
+            | u16::from(stop_resumed) << 12
+            | u16::from(captured_recovered) << 13;
         h.write_u64(abort_seen.map_or(0, |c| c.0));
         h.write_u16(bits);
     }

@@ -115,6 +115,7 @@ impl SystemSpec {
             zombie_coordinators: 1,
             dispose_savepoints: true,
             stop_with_savepoint: true,
+            recovering_tasks: 0,
         }
     }
 }
@@ -225,6 +226,7 @@ pub fn kind(a: &Action) -> Kind {
         | Action::JobFailover
         | Action::ResumeJob
         | Action::ZombieAnswer(_)
+        | Action::Recovery(..)
         | Action::AsyncReused(..) => Kind::Progress,
         Action::Duplicate(_) | Action::Drop(_) => Kind::Fault,
         Action::FailTask(_) | Action::CoordinatorFailover { .. } => Kind::Crash,
@@ -366,6 +368,7 @@ impl SystemDriver {
             | Action::AsyncReused(..)
             | Action::StopWithSavepoint
             | Action::ResumeJob
+            | Action::Recovery(..)
             | Action::DisposeSavepoint(_) => {}
         }
         if a.is_fault() {

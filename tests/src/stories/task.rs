@@ -96,6 +96,7 @@ impl TaskStory {
             semantics: self.semantics,
             aborted_ids_max: usize::from(self.aborted_ids_max % 4) + 1,
             checkpoint_during_recovery: false,
+            replays_channel_state: false,
         }
     }
 }
