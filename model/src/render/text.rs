@@ -102,6 +102,9 @@ fn gap_reason(kind: &str) -> &'static str {
         "Recover" => " (needs --coordinator-failovers)",
         "Restore" => " (needs a failover or --savepoint-restore)",
         "EndOfInput" => " (needs --end-of-input)",
+        "RecoveryStarted" | "ChannelRecovered" | "RecoveryFinished" => {
+            " (needs --recovering-tasks with --task-failures)"
+        }
         "DisposeSavepoint" => " (needs --dispose-savepoints and --savepoints)",
         "AsyncPartReused" => " (needs --shared-state)",
         "Close" => " (needs --coordinator-failovers or --job-failovers)",

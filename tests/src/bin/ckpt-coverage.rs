@@ -123,6 +123,11 @@ fn model_configs() -> Vec<ModelConfig> {
             ..small.clone()
         },
         ModelConfig {
+            task_failures: 1,
+            recovering_tasks: 1,
+            ..small.clone()
+        },
+        ModelConfig {
             end_of_input: 1,
             coordinator_failovers: 1,
             ..small
