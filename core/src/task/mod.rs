@@ -40,6 +40,10 @@
 //!   `WriterCompleted{N}` / `WriterFailed{N}` from the writer thread.
 //! * `Writer(Abort{N, cleanup})`: stop writing `N` and fail its result; if
 //!   `cleanup`, drop the result.
+//! * `Writer(CaptureRecovered{N, channels})` (right after `Start(N)`, only
+//!   on a task replaying channel state): insert a recovery barrier into each
+//!   of the `channels` input channels still consuming recovered input; `N`'s
+//!   result also persists the recovered input before it.
 //! * `Mail(N)`: enqueue a mail (FIFO, never withdrawn) that delivers
 //!   `CheckpointMail{N}` on the task thread.
 //! * `Downstream(Barrier(N))` / `Downstream(CancelMarker(N))`: send downstream.
@@ -54,6 +58,29 @@
 //! * `Fail(reason)`: fail the task (the reducer has already emitted the
 //!   teardown: every result removed, every async part cancelled); then
 //!   deliver `Close` when the task shuts down.
+//!
+//! # Checkpointing during recovery (FLINK-38544)
+//!
+//! A task attempt whose config says it
+//! [replays channel state](TaskConfig::replays_channel_state) (it was
+//! restored from an unaligned checkpoint with in-flight data) starts in
+//! [`Recovery::AwaitingChannelState`]; the host reports its replay with
+//! three task-thread events: `RecoveryStarted { channels }` (the state was
+//! fetched and filtered; `channels` input channels have recovered input to
+//! consume), then `RecoveryFinished` (the drainer pushed all of it) and one
+//! `ChannelRecovered` per channel (it polled its end-of-state sentinel), in
+//! whatever order they happen. Each is total: out of place it is a typed
+//! `Ignored` (`NotRecovering`, `RecoveryNotStarted`,
+//! `RecoveryAlreadyStarted`, `NoChannelRecovering`, `AlreadyDrained`). A
+//! trigger or first barrier meets the recovery trigger's phase
+//! ([`TaskState::recovery_trigger`]): NOT_READY (before the fetch, or
+//! throughout without [`TaskConfig::checkpoint_during_recovery`]) declines
+//! it as `TaskNotReady` with a cancel marker downstream; barrier-inserting
+//! starts it with `CaptureRecovered`; NO_OP, once the drain ended *and*
+//! every channel recovered, is the plain lifecycle above.
+//! [`LegacyBug::NoOpWhileChannelsRecover`] (FLINK-40518) went NO_OP at the
+//! drain's end: a checkpoint that starts while a channel still replays is
+//! then neither taken nor declined.
 //!
 //! # Semantics
 //!
