@@ -66,7 +66,9 @@
 //! `--network`, `--topology`, `--no-shutdown`, and opt-in ones, 0 / off by
 //! default: `--savepoints`, `--user-checkpoints`, `--master-hooks`,
 //! `--task-failures`, `--scheduler-restarts`, `--coordinator-failovers`,
-//! `--job-failovers`, `--savepoint-restore`, `--end-of-input`. Every action
+//! `--job-failovers`, `--savepoint-restore`, `--end-of-input`,
+//! `--recovering-tasks` (restarted attempts replay in-flight channel state,
+//! checkpointing during recovery on). Every action
 //! consumes something (a message, a mail, an answer, a firing, work, budget),
 //! so every run is finite and the state graph is acyclic.
 //!
@@ -93,8 +95,9 @@
 //! something never happening are judged where runs end: `always (run ended =>
 //! P)`, with the run end computed from the enabled actions (the model is
 //! acyclic, so a state with nothing enabled is where a run ends): no trigger
-//! stuck, the periodic trigger not dead, every write result removed, no task
-//! waiting for alignment (join).
+//! stuck, the periodic trigger not dead, every write result removed, every
+//! trigger or barrier a task took answered, no task waiting for alignment
+//! (join).
 //!
 //! ## Liveness: what `eventually` can and cannot say here
 //!
