@@ -145,6 +145,7 @@ fn route_task(id: TaskId, e: &TaskEffect, queue: &mut VecDeque<To>) {
             queue.push_back(To::Coordinator(msg.event(JOB, id, AttemptNo(0))));
         }
         TaskEffect::Writer(WriterCommand::Abort { .. })
+        | TaskEffect::Writer(WriterCommand::CaptureRecovered { .. })
         | TaskEffect::AsyncPart(AsyncCommand::Cancel(_))
         | TaskEffect::Discard(_)
         | TaskEffect::Operators(_)

@@ -125,6 +125,7 @@
 //!                 }
 //!                 TaskEffect::Downstream(_)
 //!                 | TaskEffect::Writer(WriterCommand::Abort { .. })
+//!                 | TaskEffect::Writer(WriterCommand::CaptureRecovered { .. })
 //!                 | TaskEffect::AsyncPart(AsyncCommand::Cancel(_))
 //!                 | TaskEffect::Discard(_)
 //!                 | TaskEffect::Operators(_)

@@ -65,7 +65,7 @@ use crate::coordinator::{
     RequestId, Shared, StopPhase, TaskStatus, Timer, TriggerKind,
 };
 use crate::invariants::{self, Violation};
-use crate::task::{Lifecycle, ResultStatus, TaskConfig, TaskError, TaskState};
+use crate::task::{Lifecycle, Recovery, ResultStatus, TaskConfig, TaskError, TaskState};
 use crate::types::{AttemptNo, CheckpointId, Generation, Millis};
 
 /// The snapshot format version this build writes. It reads every version
@@ -302,6 +302,10 @@ pub struct TaskSnapshot {
     pub aborted: Vec<CheckpointId>,
     /// The aborted floor.
     pub aborted_floor: Option<CheckpointId>,
+    /// Where the task is in replaying in-flight channel state (absent:
+    /// nowhere, it replays none; written only when present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Recovery>,
 }
 
 fn version(found: u32) -> Result<(), SnapshotError> {
@@ -646,6 +650,7 @@ impl TaskState {
             async_parts,
             aborted,
             aborted_floor,
+            recovery,
         } = self;
         TaskSnapshot {
             version: SNAPSHOT_VERSION,
@@ -659,6 +664,7 @@ impl TaskState {
             async_parts: async_parts.iter().copied().collect(),
             aborted: aborted.iter().copied().collect(),
             aborted_floor: *aborted_floor,
+            recovery: *recovery,
         }
     }
 
@@ -678,6 +684,7 @@ impl TaskState {
             async_parts,
             aborted,
             aborted_floor,
+            recovery,
         } = snap;
         version(v)?;
         let mut state = TaskState::new(config).map_err(SnapshotError::TaskConfig)?;
@@ -694,6 +701,7 @@ impl TaskState {
         state.async_parts = async_parts.into_iter().collect();
         state.aborted = aborted.into_iter().collect();
         state.aborted_floor = aborted_floor;
+        state.recovery = recovery;
         invariants::task::check_state(&state).map_err(SnapshotError::Invariant)?;
         Ok(state)
     }

@@ -43,7 +43,7 @@ use crate::invariants::coordinator::HandleLedger;
 use crate::invariants::task::TaskMonitor;
 use crate::invariants::Violation;
 use crate::task::{self, Semantics, TaskConfig, TaskEvent, TaskState};
-use crate::types::{Millis, TaskId};
+use crate::types::{CheckpointId, Millis, TaskId};
 
 /// The trace format version this crate writes: 2, whose traces end with an
 /// end line ([`TraceLine::End`]).
@@ -694,6 +694,17 @@ impl Replayer {
     #[must_use]
     pub fn steps(&self) -> usize {
         self.steps
+    }
+
+    /// The checkpoints each task started and has not answered so far
+    /// ([`TaskMonitor::unanswered`]): at a run's end, a checkpoint that
+    /// hangs on its task.
+    #[must_use]
+    pub fn unanswered(&self) -> Vec<(TaskId, CheckpointId)> {
+        self.tasks
+            .iter()
+            .flat_map(|(t, (_, m))| m.unanswered().iter().map(move |c| (*t, *c)))
+            .collect()
     }
 
     /// Delivers one event line and checks every invariant it touches.

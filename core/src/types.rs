@@ -303,11 +303,19 @@ pub enum LegacyBug {
     /// zero while another segment in it is still referenced, and the file
     /// is deleted under it ([`crate::files`]).
     LogicalFileReleasedTwice,
+    /// Task, FLINK-40518: the recovery trigger goes NO_OP when the drain of
+    /// the recovered channel state completes, while an input channel still
+    /// consumes recovered input (the window a review of the fix found; the
+    /// original, aligned checkpoints with checkpointing during recovery,
+    /// had the NO_OP trigger throughout). A checkpoint that starts then
+    /// waits for a recovery barrier nobody inserts: it is neither taken
+    /// nor declined, and hangs until the coordinator expires it.
+    NoOpWhileChannelsRecover,
 }
 
 impl LegacyBug {
     /// Every bug, in the bug zoo's order.
-    pub const ALL: [LegacyBug; 27] = [
+    pub const ALL: [LegacyBug; 28] = [
         LegacyBug::AbortRemovesResult,
         LegacyBug::CancelForgetsAbort,
         LegacyBug::StaleMailExecutes,
@@ -335,6 +343,7 @@ impl LegacyBug {
         LegacyBug::FailedCountsAsFinished,
         LegacyBug::FinishFailsCheckpoint,
         LegacyBug::LogicalFileReleasedTwice,
+        LegacyBug::NoOpWhileChannelsRecover,
     ];
 
     /// The public tickets of the race (Apache Flink's JIRA).
@@ -367,6 +376,7 @@ impl LegacyBug {
             LegacyBug::FailedCountsAsFinished => "FLINK-40482",
             LegacyBug::FinishFailsCheckpoint => "FLINK-33186",
             LegacyBug::LogicalFileReleasedTwice => "FLINK-36125",
+            LegacyBug::NoOpWhileChannelsRecover => "FLINK-40518",
         }
     }
 }

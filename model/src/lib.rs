@@ -67,9 +67,11 @@
 //! default: `--savepoints`, `--user-checkpoints`, `--master-hooks`,
 //! `--task-failures`, `--scheduler-restarts`, `--coordinator-failovers`,
 //! `--job-failovers`, `--savepoint-restore`, `--end-of-input`,
-//! `--finished-tasks` (and the others `check --help` lists). Every action
-//! `--shared-files` (state handles as segments of reference-counted
-//! physical files, [`ckpt_core::files`]). Every action
+//! `--finished-tasks`, `--shared-files` (state handles as segments of
+//! reference-counted physical files, [`ckpt_core::files`]),
+//! `--recovering-tasks` (restarted attempts replay in-flight channel state,
+//! checkpointing during recovery on), and the others `check --help` lists.
+//! Every action
 //! consumes something (a message, a mail, an answer, a firing, work, budget),
 //! so every run is finite and the state graph is acyclic.
 //!
@@ -96,8 +98,9 @@
 //! something never happening are judged where runs end: `always (run ended =>
 //! P)`, with the run end computed from the enabled actions (the model is
 //! acyclic, so a state with nothing enabled is where a run ends): no trigger
-//! stuck, the periodic trigger not dead, every write result removed, no task
-//! waiting for alignment (join).
+//! stuck, the periodic trigger not dead, every write result removed, every
+//! trigger or barrier a task took answered, no task waiting for alignment
+//! (join).
 //!
 //! ## Liveness: what `eventually` can and cannot say here
 //!

@@ -205,6 +205,14 @@ pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
                 missing.push("--network reorder-dup-drop --faults 1 (a duplicated ack discards its handle twice)");
             }
         }
+        LegacyBug::NoOpWhileChannelsRecover => {
+            if cfg.task_failures == 0 || cfg.recovering_tasks == 0 {
+                missing.push("--task-failures 1 --recovering-tasks 1 (a task restarts with channel state to replay)");
+            }
+            if cfg.tasks < 2 {
+                missing.push("--tasks 2 (a task with an input channel)");
+            }
+        }
     }
     if missing.is_empty() {
         Ok(())
@@ -517,6 +525,17 @@ pub fn entry(bug: LegacyBug) -> Entry {
                 io_faults: false,
                 task_faults: false,
                 shared_files: true,
+                ..base()
+            },
+        ),
+        LegacyBug::NoOpWhileChannelsRecover => (
+            "the recovery trigger goes NO_OP when the drain ends, while a channel still replays; a checkpoint then is neither taken nor declined",
+            props::E_ANSWERED,
+            ModelConfig {
+                tasks: 2,
+                task_failures: 1,
+                recovering_tasks: 1,
+                shutdown: false,
                 ..base()
             },
         ),

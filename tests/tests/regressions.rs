@@ -87,7 +87,7 @@ fn every_committed_trace_parses_and_replays() {
 #[test]
 fn every_zoo_counterexample_is_caught_in_core_and_clean_when_fixed() {
     use ckpt_core::{LegacyBug, Semantics};
-    let expected: [(LegacyBug, Option<&str>); 27] = [
+    let expected: [(LegacyBug, Option<&str>); 28] = [
         (LegacyBug::AbortRemovesResult, Some("no_spurious_failure")),
         (LegacyBug::CancelForgetsAbort, Some("no_spurious_failure")),
         (LegacyBug::StaleMailExecutes, Some("ack_xor_decline")),
@@ -168,6 +168,9 @@ fn every_zoo_counterexample_is_caught_in_core_and_clean_when_fixed() {
         // world's checked files step catches the double release, and
         // `ckpt_core::files`'s unit tests replay it on the manager.
         (LegacyBug::LogicalFileReleasedTwice, None),
+        // A hang: every step is clean, what breaks is the run-end rule
+        // (`flink_40518_...` below checks the task's unanswered start).
+        (LegacyBug::NoOpWhileChannelsRecover, None),
     ];
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces");
     let mut seen = 0;
@@ -209,4 +212,48 @@ fn every_zoo_counterexample_is_caught_in_core_and_clean_when_fixed() {
         assert_eq!(report.violation, None, "{name} with the fixed reducers");
     }
     assert_eq!(seen, LegacyBug::ALL.len(), "one committed trace per knob");
+}
+
+/// FLINK-40518's zoo counterexample: a task restarted with channel state to
+/// replay, its recovery trigger gone NO_OP when the drain ended while its
+/// channel still replayed, gets checkpoint 1's barrier and neither takes nor
+/// declines it. After the trace, the host delivers what is left for that
+/// task (the coordinator's abort of checkpoint 1, the mail if one was
+/// scheduled, an async part if one started): the legacy task still owes an
+/// answer, the fixed one (whose barrier-inserting trigger took the
+/// checkpoint) has declined it.
+#[test]
+fn flink_40518_a_checkpoint_mid_recovery_is_left_unanswered() {
+    use ckpt_core::task::TaskEvent;
+    use ckpt_core::trace::{Replayer, TraceLine};
+    use ckpt_core::{CheckpointId, Millis, Semantics, StateHandle, TaskId};
+    let name = "zoo_flink_40518_legacy_no_op_while_channels_recover.jsonl";
+    // Task 1's attempt 1 is the trace's task machine 3.
+    let (task, checkpoint) = (TaskId(3), CheckpointId(1));
+    let rest = [
+        TaskEvent::NotifyAborted { checkpoint },
+        TaskEvent::CheckpointMail { checkpoint },
+        TaskEvent::AsyncPartCompleted {
+            checkpoint,
+            handle: StateHandle(9),
+        },
+    ];
+    let unanswered = |trace: &Trace| {
+        let mut r = Replayer::new(trace).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let more = rest.iter().map(|event| TraceLine::Task {
+            now: Millis(1),
+            task,
+            event: event.clone(),
+        });
+        for line in trace.steps.iter().cloned().chain(more) {
+            let step = r.step(&line).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(step.violation, None, "{name}");
+        }
+        r.unanswered()
+    };
+    let trace = load(name);
+    assert_eq!(unanswered(&trace), [(task, checkpoint)]);
+    let mut fixed = trace.clone();
+    fixed.set_task_semantics(Semantics::Fixed);
+    assert_eq!(unanswered(&fixed), []);
 }

@@ -6,7 +6,9 @@ use core::hash::{Hash, Hasher};
 
 use crate::ids::{IdMap, IdSet};
 use crate::task::{AsyncCommand, ChannelItem, OperatorNotice, ToCoordinator, WriterCommand};
-use crate::task::{Lifecycle, Outcome, ResultStatus, Step, TaskEffect, TaskEvent, TaskState};
+use crate::task::{
+    Lifecycle, Outcome, Recovery, ResultStatus, SkipReason, Step, TaskEffect, TaskEvent, TaskState,
+};
 use crate::types::{CheckpointId, StateHandle, Thread};
 
 /// Invariant names (stable; tests and the model match on them).
@@ -58,10 +60,16 @@ pub mod names {
     pub const RESULT_NOT_VANISHED: &str = "result_not_vanished";
     /// An ignored or rejected event leaves the state unchanged.
     pub const IGNORED_IS_UNCHANGED: &str = "ignored_is_unchanged";
+    /// A checkpoint that starts while the task replays in-flight channel
+    /// state holds the input not yet replayed: none starts before that
+    /// state was fetched, and one that starts while input channels still
+    /// consume recovered input captures it (`CaptureRecovered` for every
+    /// such channel).
+    pub const RECOVERED_INPUT_CAPTURED: &str = "recovered_input_captured";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 22] = [
+    pub const ALL: [&str; 23] = [
         ABORTED_BOUND,
         ABORTED_UNEXECUTED,
         SINGLE_ACTIVE_RESULT,
@@ -84,6 +92,7 @@ pub mod names {
         ABORTED_NOT_EXECUTED,
         RESULT_NOT_VANISHED,
         IGNORED_IS_UNCHANGED,
+        RECOVERED_INPUT_CAPTURED,
     ];
 }
 
@@ -227,6 +236,49 @@ pub fn check_quiescent(s: &TaskState) -> Result<(), TaskViolation> {
     }
 }
 
+/// `recovered_input_captured`: a step that creates a write result
+/// (`Writer(Start(N))`) while `before` replays in-flight channel state
+/// either is past fetching it and captures, for every input channel still
+/// consuming recovered input, what that channel has not consumed yet
+/// (`Writer(CaptureRecovered { checkpoint: N, channels })`, in the same
+/// step), or it breaks the rule: a checkpoint without that input restores
+/// a job that lost it.
+pub fn check_recovery_capture(
+    before: &TaskState,
+    effects: &[TaskEffect],
+) -> Result<(), TaskViolation> {
+    let Some(recovery) = before.recovery() else {
+        return Ok(());
+    };
+    for e in effects {
+        let TaskEffect::Writer(WriterCommand::Start(checkpoint)) = e else {
+            continue;
+        };
+        if recovery == Recovery::AwaitingChannelState {
+            return violation(
+                names::RECOVERED_INPUT_CAPTURED,
+                format!("{checkpoint} started before the in-flight channel state was fetched"),
+            );
+        }
+        let channels = recovery.channels();
+        let captured = effects.iter().any(|c| {
+            *c == TaskEffect::Writer(WriterCommand::CaptureRecovered {
+                checkpoint: *checkpoint,
+                channels,
+            })
+        });
+        if channels > 0 && !captured {
+            return violation(
+                names::RECOVERED_INPUT_CAPTURED,
+                format!(
+                    "{checkpoint} started while {channels} input channel(s) still consume recovered input, without capturing it"
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// What the monitor knows about one created write result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 struct Track {
@@ -268,6 +320,11 @@ pub struct TaskMonitor {
     /// (forgotten once executed past, or once a newer checkpoint started:
     /// then they can never execute).
     told_aborted: IdSet,
+    /// Checkpoints the task started (a trigger or barrier it did not
+    /// ignore) and has not answered: no ack or decline yet, no async part
+    /// that ended or was cancelled, no stale mail that dropped it, and the
+    /// task attempt still running. See [`TaskMonitor::unanswered`].
+    unanswered: IdSet,
 }
 
 impl Hash for TaskMonitor {
@@ -284,6 +341,7 @@ impl Hash for TaskMonitor {
             acked,
             declined,
             told_aborted,
+            unanswered,
         } = self;
         ended.hash(h);
         last_executed.hash(h);
@@ -295,6 +353,7 @@ impl Hash for TaskMonitor {
         acked.hash(h);
         declined.hash(h);
         told_aborted.hash(h);
+        unanswered.hash(h);
     }
 }
 
@@ -334,12 +393,30 @@ impl TaskMonitor {
         self.tracks.keys().copied().collect()
     }
 
+    /// Checkpoints the task started and never answered (the rule "every
+    /// trigger a task received is acknowledged or declined"): a trigger or
+    /// barrier it did not ignore, with no ack or decline since, whose async
+    /// part neither ended (an ack, a decline, or a discard because a newer
+    /// checkpoint completed) nor was cancelled by the coordinator's abort,
+    /// whose mail did not run stale (a newer checkpoint ran first), in a
+    /// task attempt that neither failed nor closed. Empty where a run ends
+    /// unless a checkpoint hangs on the task until the coordinator expires
+    /// it (FLINK-40518).
+    #[must_use]
+    pub fn unanswered(&self) -> &[CheckpointId] {
+        self.unanswered.as_slice()
+    }
+
     /// How many checkpoints the monitor remembers (write results in flight,
     /// running async parts, answers above the executed floor): bounded by
     /// the task's live state.
     #[must_use]
     pub fn remembered(&self) -> usize {
-        self.tracks.len() + self.running.len() + self.acked.len() + self.declined.len()
+        self.tracks.len()
+            + self.running.len()
+            + self.acked.len()
+            + self.declined.len()
+            + self.unanswered.len()
     }
 
     fn track(&mut self, id: CheckpointId, f: impl FnOnce(&mut Track)) {
@@ -414,7 +491,36 @@ impl TaskMonitor {
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
             | TaskEvent::Close => {}
+        }
+        // A start the task did not ignore awaits its answer; a stale mail
+        // (a newer checkpoint ran first) or an async part's end settles it
+        // (an ack or decline in its effects, or a discard: subsumed).
+        if let (
+            TaskEvent::BarrierReceived { checkpoint, .. }
+            | TaskEvent::TriggerCheckpoint { checkpoint },
+            Outcome::Applied | Outcome::Skipped(_),
+            false,
+        ) = (event, outcome, self.ended)
+        {
+            self.unanswered.insert(*checkpoint);
+        }
+        if let (TaskEvent::CheckpointMail { checkpoint }, Outcome::Skipped(SkipReason::Stale)) =
+            (event, outcome)
+        {
+            self.unanswered.remove(checkpoint);
+        }
+        if let (
+            TaskEvent::AsyncPartCompleted { checkpoint, .. }
+            | TaskEvent::AsyncPartReused { checkpoint, .. }
+            | TaskEvent::AsyncPartFailed { checkpoint },
+            Outcome::Applied,
+        ) = (event, outcome)
+        {
+            self.unanswered.remove(checkpoint);
         }
         match outcome {
             Outcome::Applied | Outcome::Skipped(_) => {}
@@ -488,6 +594,7 @@ impl TaskMonitor {
                     });
                 }
                 TaskEffect::AsyncPart(AsyncCommand::Cancel(checkpoint)) => {
+                    self.unanswered.remove(checkpoint);
                     self.running.remove(checkpoint);
                     self.track(*checkpoint, |t| t.settled |= t.in_async);
                 }
@@ -502,12 +609,14 @@ impl TaskMonitor {
                             format!("{checkpoint} acked after decline"),
                         );
                     }
+                    self.unanswered.remove(checkpoint);
                     if self.acked.insert(*checkpoint).is_some() {
                         return violation(names::ACK_ONCE, format!("{checkpoint}"));
                     }
                     self.answer_allowed(*checkpoint)?;
                 }
                 TaskEffect::Coordinator(ToCoordinator::Decline { checkpoint, .. }) => {
+                    self.unanswered.remove(checkpoint);
                     if self.acked.contains(checkpoint) {
                         return violation(
                             names::ACK_XOR_DECLINE,
@@ -537,6 +646,7 @@ impl TaskMonitor {
                 }
                 TaskEffect::Fail(_) => self.ended = true,
                 TaskEffect::Mail(_)
+                | TaskEffect::Writer(WriterCommand::CaptureRecovered { .. })
                 | TaskEffect::Downstream(ChannelItem::Barrier(_))
                 | TaskEffect::Downstream(ChannelItem::CancelMarker(_))
                 | TaskEffect::Operators(OperatorNotice::Aborted(_)) => {}
@@ -560,10 +670,14 @@ impl TaskMonitor {
             | TaskEvent::NotifyAborted { .. }
             | TaskEvent::NotifyComplete { .. }
             | TaskEvent::OperatorFailed
-            | TaskEvent::EndOfInput => {}
+            | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished => {}
         }
         if self.ended {
             // Nothing may follow; what was remembered can never be used.
+            self.unanswered.clear();
             self.running.clear();
             self.acked.clear();
             self.declined.clear();
@@ -591,7 +705,8 @@ impl TaskMonitor {
     }
 }
 
-/// Runs [`check_state`] on the state after the step, the monitor's
+/// Runs [`check_state`] on the state after the step,
+/// [`check_recovery_capture`] on the step, the monitor's
 /// cross-step rules, and checks that an `Ignored` / `Rejected` event left the
 /// state unchanged: the one-call form for tests, proptest, the model, loom and
 /// fuzz targets.
@@ -610,6 +725,7 @@ pub fn check_all(
         );
     }
     check_state(after)?;
+    check_recovery_capture(before, effects)?;
     monitor.observe(event, effects, outcome)?;
     monitor.check_results(after)
 }

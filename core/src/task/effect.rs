@@ -48,6 +48,17 @@ pub enum WriterCommand {
         /// Remove the result as well.
         cleanup: bool,
     },
+    /// Checkpointing during recovery: `checkpoint`'s result (just created)
+    /// also takes the recovered input its task has not consumed yet. Insert
+    /// a recovery barrier into each of the `channels` input channels still
+    /// consuming recovered input; the writer persists what lies before it
+    /// (the spilled slice) as the checkpoint's input channel state.
+    CaptureRecovered {
+        /// The checkpoint.
+        checkpoint: CheckpointId,
+        /// Input channels still consuming recovered input.
+        channels: u32,
+    },
 }
 
 /// Work for the asynchronous snapshot thread ([`TaskEffect::AsyncPart`]).

@@ -40,6 +40,10 @@
 //!   `WriterCompleted{N}` / `WriterFailed{N}` from the writer thread.
 //! * `Writer(Abort{N, cleanup})`: stop writing `N` and fail its result; if
 //!   `cleanup`, drop the result.
+//! * `Writer(CaptureRecovered{N, channels})` (right after `Start(N)`, only
+//!   on a task replaying channel state): insert a recovery barrier into each
+//!   of the `channels` input channels still consuming recovered input; `N`'s
+//!   result also persists the recovered input before it.
 //! * `Mail(N)`: enqueue a mail (FIFO, never withdrawn) that delivers
 //!   `CheckpointMail{N}` on the task thread.
 //! * `Downstream(Barrier(N))` / `Downstream(CancelMarker(N))`: send downstream.
@@ -55,6 +59,29 @@
 //!   teardown: every result removed, every async part cancelled); then
 //!   deliver `Close` when the task shuts down.
 //!
+//! # Checkpointing during recovery (FLINK-38544)
+//!
+//! A task attempt whose config says it
+//! [replays channel state](TaskConfig::replays_channel_state) (it was
+//! restored from an unaligned checkpoint with in-flight data) starts in
+//! [`Recovery::AwaitingChannelState`]; the host reports its replay with
+//! three task-thread events: `RecoveryStarted { channels }` (the state was
+//! fetched and filtered; `channels` input channels have recovered input to
+//! consume), then `RecoveryFinished` (the drainer pushed all of it) and one
+//! `ChannelRecovered` per channel (it polled its end-of-state sentinel), in
+//! whatever order they happen. Each is total: out of place it is a typed
+//! `Ignored` (`NotRecovering`, `RecoveryNotStarted`,
+//! `RecoveryAlreadyStarted`, `NoChannelRecovering`, `AlreadyDrained`). A
+//! trigger or first barrier meets the recovery trigger's phase
+//! ([`TaskState::recovery_trigger`]): NOT_READY (before the fetch, or
+//! throughout without [`TaskConfig::checkpoint_during_recovery`]) declines
+//! it as `TaskNotReady` with a cancel marker downstream; barrier-inserting
+//! starts it with `CaptureRecovered`; NO_OP, once the drain ended *and*
+//! every channel recovered, is the plain lifecycle above.
+//! [`LegacyBug::NoOpWhileChannelsRecover`] (FLINK-40518) went NO_OP at the
+//! drain's end: a checkpoint that starts while a channel still replays is
+//! then neither taken nor declined.
+//!
 //! # Semantics
 //!
 //! [`Semantics::Fixed`] (the default) is Flink after FLINK-17869: an abort
@@ -65,6 +92,8 @@
 //! they catch that bug; never run it in a host.
 
 mod effect;
+#[cfg(test)]
+mod recovery_tests;
 mod reduce;
 mod state;
 #[cfg(test)]
@@ -72,7 +101,7 @@ mod tests;
 
 pub use effect::*;
 pub use reduce::{reduce, Step, Transition};
-pub use state::{Lifecycle, TaskState};
+pub use state::{Lifecycle, Recovery, RecoveryTrigger, TaskState};
 
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +119,29 @@ pub struct TaskConfig {
     /// How many aborted-but-not-yet-executed checkpoint ids are remembered
     /// individually (at least 1). Older ones fall below the aborted floor.
     pub aborted_ids_max: usize,
+    /// Flink 2.x's `execution.checkpointing.during-recovery.enabled`
+    /// (FLINK-38544): a task that replays in-flight channel state takes
+    /// checkpoints once that state was fetched, the channel-state writer
+    /// capturing the input not yet replayed. Off (the default, and every
+    /// Flink before it): every checkpoint is declined as not ready
+    /// (`TaskNotReady`) until the task recovered. Flink enables it only
+    /// with unaligned checkpoints (the FLINK-40518 fix); every checkpoint
+    /// here is unaligned, so that condition always holds. Written to
+    /// traces and snapshots only when on (older ones read back as off).
+    #[serde(default, skip_serializing_if = "is_off")]
+    pub checkpoint_during_recovery: bool,
+    /// This task attempt was deployed with in-flight channel state to
+    /// replay (restored from an unaligned checkpoint): it starts awaiting
+    /// that state ([`Recovery::AwaitingChannelState`]) until
+    /// `RecoveryStarted`. Written only when on.
+    #[serde(default, skip_serializing_if = "is_off")]
+    pub replays_channel_state: bool,
+}
+
+/// Serde's test for leaving a switch out: off is the default.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_off(on: &bool) -> bool {
+    !*on
 }
 
 /// Default bound of the aborted-id memory (as in Flink).
@@ -100,6 +152,8 @@ impl Default for TaskConfig {
         TaskConfig {
             semantics: Semantics::Fixed,
             aborted_ids_max: DEFAULT_ABORTED_IDS_MAX,
+            checkpoint_during_recovery: false,
+            replays_channel_state: false,
         }
     }
 }
@@ -196,6 +250,24 @@ pub enum TaskEvent {
     /// finished to the coordinator (`CoordinatorEvent::TaskFinished`), whose
     /// later plans leave it out (FLIP-147) and send it nothing more.
     EndOfInput,
+    /// A task deployed with in-flight channel state to replay
+    /// ([`TaskConfig::replays_channel_state`]) fetched (and filtered) it;
+    /// its `channels` input channels with recovered input start consuming
+    /// it (task thread). Until then
+    /// the recovery trigger is NOT_READY; from here it inserts barriers
+    /// (or, with none, the task has recovered).
+    RecoveryStarted {
+        /// Input channels with recovered input to consume (0: a source).
+        channels: u32,
+    },
+    /// One input channel consumed the last of its recovered input (the
+    /// task thread polled its end-of-state sentinel) and left recovery.
+    ChannelRecovered,
+    /// The drainer pushed every recovered buffer into the channels
+    /// (`drain()` completed; its continuation runs as a mail on the task
+    /// thread). The channels may still be consuming what it pushed: the
+    /// task has recovered only once every channel recovered as well.
+    RecoveryFinished,
     /// The task closes (task thread).
     Close,
 }
@@ -213,6 +285,9 @@ impl TaskEvent {
             | TaskEvent::NotifyComplete { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
             | TaskEvent::Close => Thread::Task,
             TaskEvent::WriterCompleted { .. } | TaskEvent::WriterFailed { .. } => Thread::Writer,
             TaskEvent::AsyncPartCompleted { .. }
@@ -238,6 +313,9 @@ impl TaskEvent {
             TaskEvent::AsyncPartFailed { .. } => "AsyncPartFailed",
             TaskEvent::OperatorFailed => "OperatorFailed",
             TaskEvent::EndOfInput => "EndOfInput",
+            TaskEvent::RecoveryStarted { .. } => "RecoveryStarted",
+            TaskEvent::ChannelRecovered => "ChannelRecovered",
+            TaskEvent::RecoveryFinished => "RecoveryFinished",
             TaskEvent::Close => "Close",
         }
     }
@@ -260,6 +338,9 @@ impl TaskEvent {
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
             | TaskEvent::Close => None,
         }
     }
@@ -282,6 +363,9 @@ impl TaskEvent {
             | TaskEvent::AsyncPartFailed { .. }
             | TaskEvent::OperatorFailed
             | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
             | TaskEvent::Close => None,
         }
     }
@@ -301,7 +385,12 @@ impl TaskEvent {
             | TaskEvent::AsyncPartCompleted { checkpoint, .. }
             | TaskEvent::AsyncPartReused { checkpoint, .. }
             | TaskEvent::AsyncPartFailed { checkpoint } => Some(*checkpoint),
-            TaskEvent::OperatorFailed | TaskEvent::EndOfInput | TaskEvent::Close => None,
+            TaskEvent::OperatorFailed
+            | TaskEvent::EndOfInput
+            | TaskEvent::RecoveryStarted { .. }
+            | TaskEvent::ChannelRecovered
+            | TaskEvent::RecoveryFinished
+            | TaskEvent::Close => None,
         }
     }
 }
@@ -404,6 +493,17 @@ pub enum IgnoreReason {
     /// Legacy only (FLINK-18063): a notify-aborted for a checkpoint started
     /// by a barrier rather than on the task thread.
     NotStartedOnTaskThread,
+    /// A recovery event for a task that replays no channel state (never
+    /// did, or has recovered).
+    NotRecovering,
+    /// A `RecoveryStarted` for a task whose recovery already started.
+    RecoveryAlreadyStarted,
+    /// A `ChannelRecovered` or `RecoveryFinished` before `RecoveryStarted`.
+    RecoveryNotStarted,
+    /// A `ChannelRecovered` when no channel is still recovering.
+    NoChannelRecovering,
+    /// A second `RecoveryFinished`.
+    AlreadyDrained,
 }
 
 /// Why a checkpoint mail or trigger was consumed without executing its

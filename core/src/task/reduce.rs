@@ -97,7 +97,10 @@ impl TaskState {
                     | TaskEvent::AsyncPartReused { .. }
                     | TaskEvent::AsyncPartFailed { .. }
                     | TaskEvent::OperatorFailed
-                    | TaskEvent::EndOfInput => Outcome::Ignored(IgnoreReason::TaskFailed),
+                    | TaskEvent::EndOfInput
+                    | TaskEvent::RecoveryStarted { .. }
+                    | TaskEvent::ChannelRecovered
+                    | TaskEvent::RecoveryFinished => Outcome::Ignored(IgnoreReason::TaskFailed),
                 };
             }
         }
@@ -111,6 +114,9 @@ impl TaskState {
                 self.lifecycle = Lifecycle::Finished;
                 Outcome::Applied
             }
+            TaskEvent::RecoveryStarted { channels } => self.on_recovery_started(channels),
+            TaskEvent::ChannelRecovered => self.on_channel_recovered(),
+            TaskEvent::RecoveryFinished => self.on_recovery_finished(),
             TaskEvent::CheckpointMail { checkpoint } => self.on_mail(checkpoint, fx),
             TaskEvent::CancelMarker { checkpoint } => self.on_cancel(checkpoint, fx),
             TaskEvent::NotifyAborted { checkpoint } => self.on_notify_aborted(checkpoint, fx),
@@ -169,17 +175,22 @@ impl TaskState {
             if self.legacy(LegacyBug::TriggerAfterFinishFails) {
                 return Some(self.fail_skipping(FailureReason::TriggerAfterFinish, fx));
             }
-            // Declined, and downstream hears it, so nobody aligns on it.
-            self.mark_executed(id);
-            self.last_started = max_opt(self.last_started, Some(id));
-            fx.push(TaskEffect::Downstream(ChannelItem::CancelMarker(id)));
-            fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
-                checkpoint: id,
-                reason: DeclineReason::TaskClosing,
-            }));
-            return Some(Outcome::Skipped(SkipReason::Declined(
-                DeclineReason::TaskClosing,
-            )));
+            return Some(self.decline_start(id, DeclineReason::TaskClosing, fx));
+        }
+        if self.start_guard(id).is_none() {
+            match self.recovery_trigger() {
+                RecoveryTrigger::NotReady => {
+                    return Some(self.decline_start(id, DeclineReason::TaskNotReady, fx));
+                }
+                RecoveryTrigger::NoOp if self.recovering_channels() > 0 => {
+                    // Legacy only (FLINK-40518): the barrier handler waits
+                    // for a recovery barrier the NO_OP trigger never
+                    // inserts; the checkpoint is neither taken nor declined.
+                    self.last_started = Some(id);
+                    return Some(Outcome::Applied);
+                }
+                RecoveryTrigger::NoOp | RecoveryTrigger::InsertBarriers => {}
+            }
         }
         if self.legacy(LegacyBug::ObsoleteBarrierFails)
             && self.last_started.is_some_and(|l| id < l)
@@ -198,6 +209,97 @@ impl TaskState {
             return Some(self.fail_skipping(FailureReason::UnfinishedResultAtStart, fx));
         }
         None
+    }
+
+    /// Declines a trigger or barrier for `id` before it starts, and tells
+    /// downstream, so nobody aligns on it.
+    fn decline_start(
+        &mut self,
+        id: CheckpointId,
+        reason: DeclineReason,
+        fx: &mut Vec<TaskEffect>,
+    ) -> Outcome {
+        self.mark_executed(id);
+        self.last_started = max_opt(self.last_started, Some(id));
+        fx.push(TaskEffect::Downstream(ChannelItem::CancelMarker(id)));
+        fx.push(TaskEffect::Coordinator(ToCoordinator::Decline {
+            checkpoint: id,
+            reason,
+        }));
+        Outcome::Skipped(SkipReason::Declined(reason))
+    }
+
+    fn on_recovery_started(&mut self, channels: u32) -> Outcome {
+        match self.recovery {
+            None => Outcome::Ignored(IgnoreReason::NotRecovering),
+            Some(Recovery::AwaitingChannelState) => {
+                self.recovery = (channels > 0).then_some(Recovery::AwaitingConsumption {
+                    channels,
+                    drained: false,
+                });
+                Outcome::Applied
+            }
+            Some(Recovery::AwaitingConsumption { .. } | Recovery::NoOpAwaitingChannels { .. }) => {
+                Outcome::Ignored(IgnoreReason::RecoveryAlreadyStarted)
+            }
+        }
+    }
+
+    fn on_channel_recovered(&mut self) -> Outcome {
+        match self.recovery {
+            None => Outcome::Ignored(IgnoreReason::NotRecovering),
+            Some(Recovery::AwaitingChannelState) => {
+                Outcome::Ignored(IgnoreReason::RecoveryNotStarted)
+            }
+            Some(
+                Recovery::AwaitingConsumption { channels: 0, .. }
+                | Recovery::NoOpAwaitingChannels { channels: 0 },
+            ) => Outcome::Ignored(IgnoreReason::NoChannelRecovering),
+            Some(Recovery::AwaitingConsumption { channels, drained }) => {
+                let channels = channels.saturating_sub(1);
+                self.recovery = (channels > 0 || !drained)
+                    .then_some(Recovery::AwaitingConsumption { channels, drained });
+                Outcome::Applied
+            }
+            Some(Recovery::NoOpAwaitingChannels { channels }) => {
+                let channels = channels.saturating_sub(1);
+                self.recovery =
+                    (channels > 0).then_some(Recovery::NoOpAwaitingChannels { channels });
+                Outcome::Applied
+            }
+        }
+    }
+
+    fn on_recovery_finished(&mut self) -> Outcome {
+        match self.recovery {
+            None => Outcome::Ignored(IgnoreReason::NotRecovering),
+            Some(Recovery::AwaitingChannelState) => {
+                Outcome::Ignored(IgnoreReason::RecoveryNotStarted)
+            }
+            Some(
+                Recovery::AwaitingConsumption { drained: true, .. }
+                | Recovery::NoOpAwaitingChannels { .. },
+            ) => Outcome::Ignored(IgnoreReason::AlreadyDrained),
+            Some(Recovery::AwaitingConsumption {
+                channels,
+                drained: false,
+            }) => {
+                self.recovery = if channels == 0 {
+                    None
+                } else if self.legacy(LegacyBug::NoOpWhileChannelsRecover) {
+                    // The review window of FLINK-40518's fix: the NO_OP
+                    // swap ran when the drain completed, not when the last
+                    // channel consumed its recovered input.
+                    Some(Recovery::NoOpAwaitingChannels { channels })
+                } else {
+                    Some(Recovery::AwaitingConsumption {
+                        channels,
+                        drained: true,
+                    })
+                };
+                Outcome::Applied
+            }
+        }
     }
 
     fn fail_skipping(&mut self, reason: FailureReason, fx: &mut Vec<TaskEffect>) -> Outcome {
@@ -248,6 +350,13 @@ impl TaskState {
         }
         self.results.insert(id, ResultStatus::InProgress);
         fx.push(TaskEffect::Writer(WriterCommand::Start(id)));
+        let channels = self.recovering_channels();
+        if self.recovery_trigger() == RecoveryTrigger::InsertBarriers && channels > 0 {
+            fx.push(TaskEffect::Writer(WriterCommand::CaptureRecovered {
+                checkpoint: id,
+                channels,
+            }));
+        }
         true
     }
 

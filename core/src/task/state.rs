@@ -23,6 +23,62 @@ pub enum Lifecycle {
     Closed,
 }
 
+/// Where a task restarted with in-flight channel state is in replaying it
+/// (Flink 2.x's checkpointing during recovery, FLINK-38544), named by what
+/// it awaits. A task not in recovery (never was, or has recovered) has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Recovery {
+    /// Awaiting its channel state (`RecoveryStarted`): still fetching and
+    /// filtering it. The recovery trigger is NOT_READY: every checkpoint is
+    /// declined as not ready.
+    AwaitingChannelState,
+    /// Awaiting the consumption of the recovered input: `channels` input
+    /// channels still consume it (`ChannelRecovered` each), and the drainer
+    /// has pushed all of it (`drained`, `RecoveryFinished`) or not. The
+    /// recovery trigger inserts barriers: a checkpoint's channel-state
+    /// writer captures the input not yet consumed (with checkpointing
+    /// during recovery; without it, checkpoints are declined as not ready).
+    AwaitingConsumption {
+        /// Input channels still consuming recovered input.
+        channels: u32,
+        /// The drainer pushed every recovered buffer.
+        drained: bool,
+    },
+    /// Legacy only (FLINK-40518): the trigger went NO_OP when the drain
+    /// completed, while `channels` input channels still consume recovered
+    /// input; a checkpoint that starts now is neither taken nor declined.
+    NoOpAwaitingChannels {
+        /// Input channels still consuming recovered input.
+        channels: u32,
+    },
+}
+
+/// What the recovery trigger does to a checkpoint that starts (Flink's
+/// `RecoveryCheckpointTrigger` phases).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RecoveryTrigger {
+    /// Decline it as not ready (`DeclineReason::TaskNotReady`).
+    NotReady,
+    /// Take it, inserting a barrier into every channel still recovering so
+    /// the writer captures the recovered input not yet consumed.
+    InsertBarriers,
+    /// Nothing to do: the task recovered (or never recovered anything).
+    NoOp,
+}
+
+impl Recovery {
+    /// Input channels still consuming recovered input (the ground truth,
+    /// whatever the trigger believes).
+    #[must_use]
+    pub fn channels(self) -> u32 {
+        match self {
+            Recovery::AwaitingChannelState => 0,
+            Recovery::AwaitingConsumption { channels, .. }
+            | Recovery::NoOpAwaitingChannels { channels } => channels,
+        }
+    }
+}
+
 /// One subtask's checkpoint side: the channel-state writer's results, the
 /// scheduled checkpoint mails, the running async parts and the aborted ids.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +102,8 @@ pub struct TaskState {
     pub(crate) aborted: IdSet,
     /// Every unexecuted id at or below the floor counts as aborted.
     pub(crate) aborted_floor: Option<CheckpointId>,
+    /// Replaying in-flight channel state, if it does.
+    pub(crate) recovery: Option<Recovery>,
 }
 
 impl Hash for TaskState {
@@ -63,6 +121,7 @@ impl Hash for TaskState {
             async_parts,
             aborted,
             aborted_floor,
+            recovery,
         } = self;
         config.hash(h);
         lifecycle.hash(h);
@@ -75,17 +134,18 @@ impl Hash for TaskState {
         async_parts.hash(h);
         aborted.hash(h);
         aborted_floor.hash(h);
+        recovery.hash(h);
     }
 }
 
 impl TaskState {
-    /// A fresh, running task. Rejects an invalid config.
+    /// A fresh, running task (replaying in-flight channel state first if
+    /// its config says it has some). Rejects an invalid config.
     pub fn new(config: TaskConfig) -> Result<TaskState, TaskError> {
         if config.aborted_ids_max == 0 {
             return Err(TaskError::AbortedIdsMaxZero);
         }
         Ok(TaskState {
-            config,
             lifecycle: Lifecycle::Running,
             last_started: None,
             last_executed: None,
@@ -95,7 +155,40 @@ impl TaskState {
             async_parts: IdSet::new(),
             aborted: IdSet::new(),
             aborted_floor: None,
+            recovery: config
+                .replays_channel_state
+                .then_some(Recovery::AwaitingChannelState),
+            config,
         })
+    }
+
+    /// Where the task is in replaying in-flight channel state (`None`: it
+    /// replays none).
+    #[must_use]
+    pub fn recovery(&self) -> Option<Recovery> {
+        self.recovery
+    }
+
+    /// Input channels still consuming recovered input.
+    #[must_use]
+    pub fn recovering_channels(&self) -> u32 {
+        self.recovery.map_or(0, Recovery::channels)
+    }
+
+    /// What the recovery trigger does to a checkpoint that starts now.
+    #[must_use]
+    pub fn recovery_trigger(&self) -> RecoveryTrigger {
+        match self.recovery {
+            None | Some(Recovery::NoOpAwaitingChannels { .. }) => RecoveryTrigger::NoOp,
+            Some(Recovery::AwaitingChannelState) => RecoveryTrigger::NotReady,
+            Some(Recovery::AwaitingConsumption { .. }) => {
+                if self.config.checkpoint_during_recovery {
+                    RecoveryTrigger::InsertBarriers
+                } else {
+                    RecoveryTrigger::NotReady
+                }
+            }
+        }
     }
 
     /// The configuration.

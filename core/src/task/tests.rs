@@ -548,6 +548,8 @@ fn aborted_id_memory_is_bounded_with_a_floor() {
         s: TaskState::new(TaskConfig {
             semantics: Semantics::Fixed,
             aborted_ids_max: 2,
+            checkpoint_during_recovery: false,
+            replays_channel_state: false,
         })
         .unwrap_or_else(|e| panic!("{e}")),
         m: TaskMonitor::new(),

@@ -215,6 +215,10 @@ pub struct ModelArgs {
     /// after its last reference.
     #[arg(long)]
     pub shared_files: bool,
+    /// Task restarts that replay in-flight channel state, checkpointing
+    /// during recovery (0..=2; needs --task-failures).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub recovering_tasks: u8,
     /// Checker threads (1..=64).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
@@ -250,6 +254,7 @@ impl ModelArgs {
             stop_with_savepoint: self.stop_with_savepoint,
             finished_tasks: self.finished_tasks,
             shared_files: self.shared_files,
+            recovering_tasks: self.recovering_tasks,
             ..ModelConfig::default()
         }
     }

@@ -446,7 +446,7 @@ pub fn arrows(r: &Replay) -> Vec<Arrow> {
             | Action::StopWithSavepoint
             | Action::ResumeJob
             | Action::JobFailover => ("C".into(), "C".into(), format!("{}: {detail}", st.text)),
-            Action::EndOfInput(t) => (
+            Action::EndOfInput(t) | Action::Recovery(t, _) => (
                 format!("T{t}"),
                 format!("T{t}"),
                 format!("{}: {detail}", st.text),

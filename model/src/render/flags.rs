@@ -60,6 +60,7 @@ pub fn flags(c: &ModelConfig) -> String {
         (c.end_of_input, "--end-of-input"),
         (c.zombie_coordinators, "--zombie-coordinators"),
         (c.finished_tasks, "--finished-tasks"),
+        (c.recovering_tasks, "--recovering-tasks"),
     ] {
         if n > 0 {
             f.push_str(&format!(" {flag} {n}"));

@@ -181,7 +181,14 @@ impl Replay {
 fn trace_tasks(cfg: &ModelConfig, sim: &Sim) -> Vec<(TaskId, ckpt_core::task::TaskConfig)> {
     let n = cfg.tasks.max(1) * (1 + u32::from(cfg.task_failures));
     (0..n)
-        .map(|t| (TaskId(t), sim.task_config().clone()))
+        .map(|t| {
+            let task_cfg = if cfg.recovering_tasks == 0 {
+                sim.task_config().clone()
+            } else {
+                cfg.attempt_config(t / cfg.tasks.max(1))
+            };
+            (TaskId(t), task_cfg)
+        })
         .collect()
 }
 

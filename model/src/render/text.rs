@@ -103,6 +103,9 @@ fn gap_reason(kind: &str) -> &'static str {
         "Restore" => " (needs a failover or --savepoint-restore)",
         "EndOfInput" => " (needs --end-of-input or --finished-tasks)",
         "TaskFinished" => " (needs --finished-tasks)",
+        "RecoveryStarted" | "ChannelRecovered" | "RecoveryFinished" => {
+            " (needs --recovering-tasks with --task-failures)"
+        }
         "DisposeSavepoint" => " (needs --dispose-savepoints and --savepoints)",
         "AsyncPartReused" => " (needs --shared-state)",
         "Close" => " (needs --coordinator-failovers or --job-failovers)",

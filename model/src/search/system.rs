@@ -107,6 +107,10 @@ pub mod props {
     /// triggered after it was asked for, and the job stops on it only with
     /// nothing else in flight.
     pub const STOP: &str = "a stop-with-savepoint is the job's last checkpoint";
+    /// A checkpoint that starts on a task replaying in-flight channel
+    /// state holds the input not yet replayed (core's
+    /// `recovered_input_captured`).
+    pub const RECOVERY: &str = "a checkpoint during recovery holds the input not yet recovered";
     /// A checkpoint a task was told is aborted (before it executed) never
     /// executes.
     pub const ABORT_HONOURED: &str = "an aborted checkpoint never executes on a task";
@@ -187,6 +191,17 @@ pub mod props {
     /// At every run end: the scheduler is not on with periodic firings
     /// left (its timer would be armed, and the run would not have ended).
     pub const E_PERIODIC_ARMED: &str = "at run end the periodic trigger is not dead";
+    /// At every run end: every checkpoint a task started (a trigger or
+    /// barrier it did not ignore) was acknowledged or declined, or its
+    /// async part ended or was cancelled, or its attempt ended (core's
+    /// `TaskMonitor::unanswered`). A write result left behind is
+    /// `E_RESULTS_REMOVED`'s; this one sees a checkpoint that started
+    /// without one and hangs (FLINK-40518).
+    pub const E_ANSWERED: &str = "at run end every trigger a task received is answered";
+    /// Sometimes (`--recovering-tasks`): a checkpoint starts while a
+    /// restarted task's input channels still consume recovered input, and
+    /// captures it.
+    pub const S_DURING_RECOVERY: &str = "a checkpoint is taken during recovery";
     /// At every run end: every write result ever started was removed.
     pub const E_RESULTS_REMOVED: &str = "at run end every started write result is removed";
     /// Sometimes (join): a task with several inputs saw a checkpoint on all.
@@ -197,7 +212,7 @@ pub mod props {
     pub const S_RESULT_REMOVED: &str = "a checkpoint runs on every task";
 
     /// Each `always` property and the `sometimes` that keeps it honest.
-    pub const PAIRS: [(&str, &str); 16] = [
+    pub const PAIRS: [(&str, &str); 17] = [
         (NO_SPURIOUS_FAILURE, S_ABORT_RACE),
         (COMPLETE_ALL_ACKS, S_COMPLETES),
         (COMPLETED_INCREASE, S_TWO_COMPLETE),
@@ -214,12 +229,14 @@ pub mod props {
         (E_NO_TRIGGER_STUCK, S_THROTTLED),
         (E_PERIODIC_ARMED, S_PERIODIC_AGAIN),
         (E_RESULTS_REMOVED, S_RESULT_REMOVED),
+        (E_ANSWERED, S_RESULT_REMOVED),
     ];
 
     /// Opt-in pairs: (always, sometimes, the flag that must be > 0 for the
     /// `sometimes` to be checked). With the flag at 0 the `sometimes` is not
     /// part of the model (nothing could witness it) and `check` says so.
-    pub const OPT_IN_PAIRS: [(&str, &str, &str); 13] = [
+    pub const OPT_IN_PAIRS: [(&str, &str, &str); 14] = [
+        (RECOVERY, S_DURING_RECOVERY, "--recovering-tasks with --task-failures"),
         (STOP, S_STOP_RESUMED, "--stop-with-savepoint"),
         (FINISH, S_FINISHED, "--finished-tasks as many as --tasks"),
         (COMPLETED_INCREASE, S_SAVEPOINT, "--savepoints"),
@@ -298,6 +315,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         c::FINISH_NOT_A_FAILURE | c::FINISH_AFTER_FINAL => props::FINISH,
         f::FILE_DELETED_ONCE | f::REFS_MATCH_SEGMENTS => props::FILES,
         t::ABORTED_NOT_EXECUTED => props::ABORT_HONOURED,
+        t::RECOVERED_INPUT_CAPTURED => props::RECOVERY,
         c::NOTHING_AFTER_SHUTDOWN | c::SHUTDOWN_QUIET | t::SILENT_AFTER_END => {
             props::NOTHING_AFTER_SHUTDOWN
         }
@@ -477,6 +495,7 @@ impl Model for SysModel {
             }),
             Property::<Self>::always(props::STOP, |_, s| !violated(s, props::STOP)),
             Property::<Self>::always(props::FINISH, |_, s| !violated(s, props::FINISH)),
+            Property::<Self>::always(props::RECOVERY, |_, s| !violated(s, props::RECOVERY)),
             Property::<Self>::always(props::ABORT_HONOURED, |_, s| {
                 !violated(s, props::ABORT_HONOURED)
             }),
@@ -499,6 +518,9 @@ impl Model for SysModel {
                     || s.tasks
                         .iter()
                         .all(|t| t.st.write_results().is_empty() && t.monitor.leaked().is_empty())
+            }),
+            Property::<Self>::always(props::E_ANSWERED, |m, s| {
+                !m.run_ended(s) || s.tasks.iter().all(|t| t.monitor.unanswered().is_empty())
             }),
         ]);
         if self.cfg.topology == Topology::Join && self.cfg.tasks >= 3 {
@@ -623,6 +645,12 @@ impl Model for SysModel {
             p.push(Property::<Self>::sometimes(props::S_FINISHED, |_, s| {
                 s.history.finished_on_final
             }));
+        }
+        if self.cfg.recovering_tasks > 0 && self.cfg.task_failures > 0 {
+            p.push(Property::<Self>::sometimes(
+                props::S_DURING_RECOVERY,
+                |_, s| s.history.captured_recovered,
+            ));
         }
         if self.cfg.task_failures > 0 {
             p.push(Property::<Self>::sometimes(props::S_FAILOVER, |_, s| {

@@ -154,6 +154,11 @@ pub struct ModelConfig {
     /// counted by the file-merging manager (`ckpt_core::files`), which the
     /// host feeds every discard. Off by default.
     pub shared_files: bool,
+    /// Restarted task attempts that replay in-flight channel state, with
+    /// checkpointing during recovery on (FLINK-38544): every task's
+    /// attempts 1 to this many (whatever restarted them: a task failure's
+    /// restart or a failover) start by replaying it. 0 (the default): none.
+    pub recovering_tasks: u8,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -201,6 +206,7 @@ pub fn legacy_name(bug: LegacyBug) -> &'static str {
         LegacyBug::FailedCountsAsFinished => "legacy-failed-counts-as-finished",
         LegacyBug::FinishFailsCheckpoint => "legacy-finish-fails-checkpoint",
         LegacyBug::LogicalFileReleasedTwice => "legacy-double-release",
+        LegacyBug::NoOpWhileChannelsRecover => "legacy-no-op-while-channels-recover",
     }
 }
 
@@ -237,6 +243,7 @@ impl Default for ModelConfig {
             stop_with_savepoint: false,
             finished_tasks: 0,
             shared_files: false,
+            recovering_tasks: 0,
         }
     }
 }
@@ -271,12 +278,27 @@ impl ModelConfig {
         }
     }
 
-    /// The task configuration (the same for every task).
+    /// The task configuration of a task's attempt `attempt`: the same for
+    /// every task, replaying channel state in attempts 1 to
+    /// `recovering_tasks`.
+    #[must_use]
+    pub fn attempt_config(&self, attempt: u32) -> TaskConfig {
+        TaskConfig {
+            replays_channel_state: attempt >= 1 && attempt <= u32::from(self.recovering_tasks),
+            ..self.task_config()
+        }
+    }
+
+    /// The task configuration (the same for every task and first attempt).
     #[must_use]
     pub fn task_config(&self) -> TaskConfig {
         TaskConfig {
             semantics: self.semantics,
             aborted_ids_max: usize::from(self.aborted_ids_max.max(1)),
+            // Flink 2.x with checkpointing during recovery; it matters only
+            // to a task that recovers (`recovering_tasks`).
+            checkpoint_during_recovery: self.recovering_tasks > 0,
+            replays_channel_state: false,
         }
     }
 }

@@ -36,7 +36,8 @@ pub fn coord_phase(c: &CoordinatorState) -> &'static str {
 }
 
 /// Every task phase [`task_phase`] names.
-pub const TASK_PHASES: [&str; 6] = [
+pub const TASK_PHASES: [&str; 7] = [
+    "recovering",
     "running, quiet",
     "running, working",
     "finished, quiet",
@@ -45,12 +46,17 @@ pub const TASK_PHASES: [&str; 6] = [
     "closed",
 ];
 
-/// The task's phase before an event: its lifecycle, and for a running or
+/// The task's phase before an event: replaying in-flight channel state
+/// (a running task that recovers), else its lifecycle, and for a running or
 /// finished task whether a checkpoint is under way on it (a write result,
 /// a scheduled checkpoint mail or an async part).
 #[must_use]
 pub fn task_phase(t: &TaskState) -> &'static str {
     let working = t.has_outstanding_work();
+    if t.lifecycle() == Lifecycle::Running && t.recovery().is_some() {
+        // Replaying in-flight channel state (`--recovering-tasks`).
+        return "recovering";
+    }
     match (t.lifecycle(), working) {
         (Lifecycle::Running, false) => "running, quiet",
         (Lifecycle::Running, true) => "running, working",
@@ -237,7 +243,7 @@ pub const COORD_EVENT_KINDS: [&str; 21] = [
 ];
 
 /// Every task event kind the world can deliver.
-pub const TASK_EVENT_KINDS: [&str; 14] = [
+pub const TASK_EVENT_KINDS: [&str; 17] = [
     "BarrierReceived",
     "TriggerCheckpoint",
     "CheckpointMail",
@@ -251,6 +257,9 @@ pub const TASK_EVENT_KINDS: [&str; 14] = [
     "AsyncPartFailed",
     "OperatorFailed",
     "EndOfInput",
+    "RecoveryStarted",
+    "ChannelRecovered",
+    "RecoveryFinished",
     "Close",
 ];
 

@@ -288,6 +288,7 @@ fn local_to(a: &Action) -> Option<TaskId> {
         | Action::StopWithSavepoint
         | Action::ResumeJob
         | Action::DisposeSavepoint(_)
-        | Action::FinishTask(_) => None,
+        | Action::FinishTask(_)
+        | Action::Recovery(..) => None,
     }
 }

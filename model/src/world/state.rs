@@ -584,6 +584,9 @@ pub struct History {
     /// A physical file that held two segments or more was deleted
     /// (`shared_files`).
     pub shared_file_deleted: bool,
+    /// A checkpoint started on a task whose input channels still consumed
+    /// recovered input, and captured it (checkpointing during recovery).
+    pub captured_recovered: bool,
 }
 
 /// Two writes instead of one per field (every generated state hashes it).
@@ -605,6 +608,7 @@ impl Hash for History {
             stop_resumed,
             finished_on_final,
             shared_file_deleted,
+            captured_recovered,
         } = *self;
         let bits = u16::from(abort_seen.is_some())
             | u16::from(abort_then_complete) << 1
@@ -620,7 +624,8 @@ impl Hash for History {
             | u16::from(savepoint_after_newer) << 11
             | u16::from(stop_resumed) << 12
             | u16::from(finished_on_final) << 13
-            | u16::from(shared_file_deleted) << 14;
+            | u16::from(shared_file_deleted) << 14
+            | u16::from(captured_recovered) << 15;
         h.write_u64(abort_seen.map_or(0, |c| c.0));
         h.write_u16(bits);
     }

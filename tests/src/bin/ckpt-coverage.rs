@@ -123,6 +123,11 @@ fn model_configs() -> Vec<ModelConfig> {
             ..small.clone()
         },
         ModelConfig {
+            task_failures: 1,
+            recovering_tasks: 1,
+            ..small.clone()
+        },
+        ModelConfig {
             end_of_input: 1,
             coordinator_failovers: 1,
             ..small.clone()
@@ -180,6 +185,10 @@ fn unreachable_because(machine: &str, phase: &str, event: &str) -> Option<&'stat
                 Some("only sources finish, and a source executes on its trigger, which removes the write result it started (no writer work outlives the trigger)")
             } else if phase.starts_with("finished") && event == "EndOfInput" {
                 Some("a source's input ends once")
+            } else if phase != "recovering"
+                && (event.starts_with("Recovery") || event == "ChannelRecovered")
+            {
+                Some("the world delivers a replay step only to an attempt that still replays channel state (`--recovering-tasks`)")
             } else {
                 None
             }

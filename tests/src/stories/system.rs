@@ -117,6 +117,7 @@ impl SystemSpec {
             stop_with_savepoint: true,
             finished_tasks: 0,
             shared_files: self.retained.is_multiple_of(2),
+            recovering_tasks: 0,
         }
     }
 }
@@ -227,6 +228,7 @@ pub fn kind(a: &Action) -> Kind {
         | Action::JobFailover
         | Action::ResumeJob
         | Action::ZombieAnswer(_)
+        | Action::Recovery(..)
         | Action::AsyncReused(..) => Kind::Progress,
         Action::Duplicate(_) | Action::Drop(_) => Kind::Fault,
         Action::FailTask(_) | Action::CoordinatorFailover { .. } => Kind::Crash,
@@ -370,6 +372,7 @@ impl SystemDriver {
             | Action::StopWithSavepoint
             | Action::ResumeJob
             | Action::FinishTask(_)
+            | Action::Recovery(..)
             | Action::DisposeSavepoint(_) => {}
         }
         if a.is_fault() {

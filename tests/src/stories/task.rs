@@ -95,6 +95,8 @@ impl TaskStory {
         TaskConfig {
             semantics: self.semantics,
             aborted_ids_max: usize::from(self.aborted_ids_max % 4) + 1,
+            checkpoint_during_recovery: false,
+            replays_channel_state: false,
         }
     }
 }

@@ -282,11 +282,12 @@ fn the_monitor_remembers_each_live_write_result_and_async_part() {
         assert_eq!(run(&mut s, &mut m, ev), Ok(()));
         counts.push((m.remembered(), m.leaked().len()));
     }
-    // (remembered, write results live): result 1; + async part 1;
-    // + result 2; result 1 settled but its part still runs; part 1
-    // acked, so result 1 and part 1 are forgotten (the ack is at the
-    // executed floor); + async part 2.
-    assert_eq!(counts, [(1, 1), (2, 1), (3, 2), (3, 2), (1, 1), (2, 1)]);
+    // (remembered, write results live): result 1 and its unanswered
+    // start; + async part 1; + result 2 and its start; result 1 settled
+    // but its part still runs; part 1 acked, so result 1, part 1 and its
+    // start are forgotten (the ack is at the executed floor); + async
+    // part 2.
+    assert_eq!(counts, [(2, 1), (3, 1), (5, 2), (5, 2), (2, 1), (3, 1)]);
 }
 
 #[test]

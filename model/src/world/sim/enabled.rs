@@ -176,8 +176,28 @@ impl Sim {
             }
             if side.is_down() {
                 out.push(Action::RestartTask(t));
+                continue;
             } else if may_fail && !side.finished {
                 out.push(Action::FailTask(t));
+            }
+            // A recovering task's replay: the fetch first; then the drain's
+            // end and each channel's last recovered buffer, in any order.
+            match side.st.recovery() {
+                None => {}
+                Some(Recovery::AwaitingChannelState) => {
+                    out.push(Action::Recovery(t, RecoveryStep::Started));
+                }
+                Some(Recovery::AwaitingConsumption { channels, drained }) => {
+                    if !drained {
+                        out.push(Action::Recovery(t, RecoveryStep::Finished));
+                    }
+                    if channels > 0 {
+                        out.push(Action::Recovery(t, RecoveryStep::ChannelRecovered));
+                    }
+                }
+                Some(Recovery::NoOpAwaitingChannels { .. }) => {
+                    out.push(Action::Recovery(t, RecoveryStep::ChannelRecovered));
+                }
             }
         }
         if self.cfg.dispose_savepoints && !s.coord.is_shutdown() {

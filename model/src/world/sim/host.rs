@@ -217,9 +217,9 @@ impl Sim {
     /// `TaskRunning` for each.
     pub(super) fn start_tasks(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) {
         n.awaiting_restore = false;
-        let fresh = self.fresh_task();
         for side in &mut n.tasks {
-            side.restart(fresh.clone());
+            let fresh = self.restarted_task(AttemptNo(side.attempt.0.saturating_add(1)));
+            side.restart(fresh);
         }
         for i in 0..n.tasks.len() {
             let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));

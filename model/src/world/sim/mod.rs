@@ -22,8 +22,8 @@ use ckpt_core::invariants::durability::{Deleter, DurableLedger, Stored};
 use ckpt_core::invariants::task::{check_quiescent, names as task_names, TaskMonitor};
 use ckpt_core::invariants::Violation;
 use ckpt_core::route::{ChannelItem, TaskMessage, ToCoordinator};
-use ckpt_core::task::TaskEffect;
 use ckpt_core::task::{Lifecycle, TaskConfig, TaskEvent as TEv, TaskState};
+use ckpt_core::task::{Recovery, TaskEffect, WriterCommand};
 use ckpt_core::trace::TraceLine;
 use ckpt_core::{
     AttemptNo, CheckpointId, Generation, IoFailure, LegacyBug, Millis, StateHandle, TaskId, Thread,
@@ -116,6 +116,22 @@ pub enum Action {
     /// (`finished_tasks` budget): its input ends (`EndOfInput`, unless it
     /// already did) and the host reports `TaskFinished` for its attempt.
     FinishTask(TaskId),
+    /// A step of a recovering task's channel-state replay
+    /// (`recovering_tasks`).
+    Recovery(TaskId, RecoveryStep),
+}
+
+/// A step of replaying in-flight channel state on a recovering task: each
+/// is the task event of the same name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RecoveryStep {
+    /// The channel state was fetched: `RecoveryStarted` with the task's
+    /// input channels.
+    Started,
+    /// One input channel consumed its recovered input: `ChannelRecovered`.
+    ChannelRecovered,
+    /// The drainer pushed all of it: `RecoveryFinished`.
+    Finished,
 }
 
 impl Action {
@@ -146,7 +162,8 @@ impl Action {
             | Action::DisposeSavepoint(_)
             | Action::StopWithSavepoint
             | Action::ResumeJob
-            | Action::FinishTask(_) => false,
+            | Action::FinishTask(_)
+            | Action::Recovery(..) => false,
         }
     }
 }
@@ -408,9 +425,22 @@ impl Sim {
         TaskId(t.0 + attempt.0 * self.cfg.tasks.max(1))
     }
 
-    /// A fresh task state (a new attempt).
+    /// A fresh task state (a first attempt).
     fn fresh_task(&self) -> TaskState {
         match TaskState::new(self.task_cfg.clone()) {
+            Ok(s) => s,
+            Err(e) => panic!("task config rejected: {e}"),
+        }
+    }
+
+    /// The task state attempt `attempt` starts with: replaying in-flight
+    /// channel state if it is one of the first `recovering_tasks`
+    /// restarts ([`ModelConfig::attempt_config`]).
+    fn restarted_task(&self, attempt: AttemptNo) -> TaskState {
+        if self.cfg.recovering_tasks == 0 {
+            return self.fresh_task();
+        }
+        match TaskState::new(self.cfg.attempt_config(attempt.0)) {
             Ok(s) => s,
             Err(e) => panic!("task config rejected: {e}"),
         }
@@ -478,6 +508,15 @@ impl Sim {
             Action::StopWithSavepoint => "user stops the job with a savepoint".into(),
             Action::ResumeJob => "the stopped job starts again and recovers from the store".into(),
             Action::FinishTask(t) => format!("task {t} finishes (its input ended)"),
+            Action::Recovery(t, RecoveryStep::Started) => {
+                format!("task {t} fetched its in-flight channel state and starts replaying it")
+            }
+            Action::Recovery(t, RecoveryStep::ChannelRecovered) => {
+                format!("an input channel of task {t} consumed its recovered input")
+            }
+            Action::Recovery(t, RecoveryStep::Finished) => {
+                format!("task {t}'s drainer pushed all its recovered input")
+            }
         }
     }
 }

@@ -287,7 +287,10 @@ impl Sim {
                 // have no effect on the rest of the world; a failure is
                 // acted on by the action that injected it (and a spurious
                 // one is already a violation).
-                TaskEffect::Writer(_)
+                TaskEffect::Writer(WriterCommand::CaptureRecovered { .. }) => {
+                    s.history.captured_recovered = true;
+                }
+                TaskEffect::Writer(WriterCommand::Start(_) | WriterCommand::Abort { .. })
                 | TaskEffect::AsyncPart(_)
                 | TaskEffect::Operators(_)
                 | TaskEffect::Fail(_) => {}

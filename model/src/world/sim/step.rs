@@ -273,11 +273,11 @@ impl Sim {
                 self.coord_event(n, CEv::TaskFailed { task: t, attempt }, log.as_deref_mut());
             }
             Action::RestartTask(t) => {
-                let fresh = self.fresh_task();
                 let side = n.tasks.get_mut(t.0 as usize)?;
                 if !side.is_down() {
                     return None;
                 }
+                let fresh = self.restarted_task(AttemptNo(side.attempt.0.saturating_add(1)));
                 side.restart(fresh);
                 let attempt = side.attempt;
                 self.coord_event(n, CEv::TaskRunning { task: t, attempt }, log.as_deref_mut());
@@ -302,6 +302,18 @@ impl Sim {
                 n.used.coordinator_failovers = n.used.coordinator_failovers.saturating_add(1);
                 n.history.disrupted = true;
                 self.coordinator_failover(n, storing.filter(|_| commit), log.as_deref_mut());
+            }
+            Action::Recovery(t, step) => {
+                let side = n.tasks.get(t.0 as usize)?;
+                let ev = match step {
+                    RecoveryStep::Started => {
+                        let channels = u32::try_from(side.inputs.len()).unwrap_or(u32::MAX);
+                        TEv::RecoveryStarted { channels }
+                    }
+                    RecoveryStep::ChannelRecovered => TEv::ChannelRecovered,
+                    RecoveryStep::Finished => TEv::RecoveryFinished,
+                };
+                self.task_event(n, t, ev, log.as_deref_mut());
             }
             Action::EndOfInput(t) => {
                 n.used.end_of_input = n.used.end_of_input.saturating_add(1);
