@@ -248,6 +248,25 @@
 //! commit after a newer checkpoint ([`commit`]); "latest" is always the
 //! highest id.
 //!
+//! ## Finished tasks (FLIP-147)
+//!
+//! A task whose input ended (`TaskEvent::EndOfInput`) and that ran
+//! everything it had started may finish: the host reports
+//! `CoordinatorEvent::TaskFinished { task, attempt }` and from then on
+//! sends that attempt no RPC (and reports no `TaskFailed` for it). With
+//! `CoordinatorSettings::checkpoints_after_tasks_finish` on (Flink's
+//! default since 1.15) a checkpoint's plan leaves the finished tasks out:
+//! their slots hold their final state (no state handle) and, once every
+//! task to trigger finished, the tasks still running are triggered
+//! themselves. A checkpoint still waiting for a task when it finishes is
+//! aborted (`AbortReason::TaskFinished`, not a failure: FLINK-33186 failed
+//! the job). The first checkpoint triggered once every task finished is the
+//! final one; when the store committed it, `JobCommand::Finish` tells the
+//! host to end the job (`Shutdown { status: Finished }`), so what a later
+//! recovery restores records every task as finished. Off (Flink before
+//! 1.14), no checkpoint is triggered once a task finished, and the job
+//! finishes with its last task, with no final checkpoint.
+//!
 //! ## Shared state (incremental state backends)
 //!
 //! A task whose state did not change may report an earlier checkpoint's

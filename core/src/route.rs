@@ -23,7 +23,7 @@
 //! | `Io { generation, request }` | carries out the [`IoRequest`](crate::coordinator::IoRequest) on behalf of `generation` and answers it with [`IoRequest::answer`](crate::coordinator::IoRequest::answer) |
 //! | `Rpc { task, attempt, generation, message }` | sends the [`TaskMessage`] to that attempt, whose task host puts [`TaskMessage::event`] in its **mailbox** |
 //! | `Discard { generation, checkpoint, handle }` | deletes the state handle, on behalf of `generation` |
-//! | `Job(JobCommand)` | fails the job, moves the id counter, restores, shuts services down, resolves a checkpoint in doubt |
+//! | `Job(JobCommand)` | fails, stops or finishes the job, moves the id counter, restores, shuts services down, resolves a checkpoint in doubt |
 //! | `Report(Report)` | completes user futures, statistics |
 //!
 //! | task effect | the host |

@@ -61,8 +61,8 @@ use thiserror::Error;
 
 use crate::coordinator::{
     AckSlot, Cold, Completed, ConfigError, CoordinatorConfig, CoordinatorSettings,
-    CoordinatorState, FailureCounter, Pending, PendingMap, PendingPhase, Request, RequestId,
-    Shared, StopPhase, TaskStatus, Timer, TriggerKind,
+    CoordinatorState, FailureCounter, FinishPhase, Pending, PendingMap, PendingPhase, Request,
+    RequestId, Shared, StopPhase, TaskStatus, Timer, TriggerKind,
 };
 use crate::invariants::{self, Violation};
 use crate::task::{Lifecycle, ResultStatus, TaskConfig, TaskError, TaskState};
@@ -269,6 +269,10 @@ pub struct CoordinatorSnapshot {
     /// A stop-with-savepoint, requested or done (version 2).
     #[serde(default)]
     pub stop: Option<StopPhase>,
+    /// The final checkpoint or the job's finish (left out when `None`,
+    /// so snapshots without finished tasks read and write as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish: Option<FinishPhase>,
 }
 
 /// A [`TaskState`], as persisted. Build it with [`TaskState::snapshot`];
@@ -444,6 +448,7 @@ impl CoordinatorState {
             restore_deferred,
             generation,
             stop,
+            finish,
         } = &**cold;
         let FailureCounter { count, job_failed } = failures;
         CoordinatorSnapshot {
@@ -471,6 +476,7 @@ impl CoordinatorState {
             restore_deferred: *restore_deferred,
             generation: *generation,
             stop: *stop,
+            finish: *finish,
         }
     }
 
@@ -503,6 +509,7 @@ impl CoordinatorState {
             restore_deferred,
             generation,
             stop,
+            finish,
         } = snap;
         version(v)?;
         let config = CoordinatorConfig::new(settings).map_err(SnapshotError::Config)?;
@@ -606,6 +613,7 @@ impl CoordinatorState {
                 restore_deferred,
                 generation,
                 stop,
+                finish,
             }),
             pending: pending_map,
             completing,

@@ -290,11 +290,17 @@ pub enum LegacyBug {
     /// state; a restore from it treats the task as finished and loses its
     /// state.
     FailedCountsAsFinished,
+    /// Coordinator, FLINK-33186 (a known limitation upstream): a task that
+    /// finishes after a checkpoint's plan was made and before it took the
+    /// checkpoint fails that checkpoint as a counted failure (Flink's
+    /// "task not running" TASK_CHECKPOINT_FAILURE), so a job whose sources
+    /// finish fails once its tolerable failures are used up.
+    FinishFailsCheckpoint,
 }
 
 impl LegacyBug {
     /// Every bug, in the bug zoo's order.
-    pub const ALL: [LegacyBug; 25] = [
+    pub const ALL: [LegacyBug; 26] = [
         LegacyBug::AbortRemovesResult,
         LegacyBug::CancelForgetsAbort,
         LegacyBug::StaleMailExecutes,
@@ -320,6 +326,7 @@ impl LegacyBug {
         LegacyBug::StopLaunchesSecondCheckpoint,
         LegacyBug::StopBeforeCommit,
         LegacyBug::FailedCountsAsFinished,
+        LegacyBug::FinishFailsCheckpoint,
     ];
 
     /// The public tickets of the race (Apache Flink's JIRA).
@@ -350,6 +357,7 @@ impl LegacyBug {
             LegacyBug::StopLaunchesSecondCheckpoint => "arroyo-issue-24",
             LegacyBug::StopBeforeCommit => "arroyo-pr-1124",
             LegacyBug::FailedCountsAsFinished => "FLINK-40482",
+            LegacyBug::FinishFailsCheckpoint => "FLINK-33186",
         }
     }
 }

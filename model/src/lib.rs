@@ -66,7 +66,8 @@
 //! `--network`, `--topology`, `--no-shutdown`, and opt-in ones, 0 / off by
 //! default: `--savepoints`, `--user-checkpoints`, `--master-hooks`,
 //! `--task-failures`, `--scheduler-restarts`, `--coordinator-failovers`,
-//! `--job-failovers`, `--savepoint-restore`, `--end-of-input`. Every action
+//! `--job-failovers`, `--savepoint-restore`, `--end-of-input`,
+//! `--finished-tasks` (and the others `check --help` lists). Every action
 //! consumes something (a message, a mail, an answer, a firing, work, budget),
 //! so every run is finite and the state graph is acyclic.
 //!

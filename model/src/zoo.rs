@@ -192,6 +192,11 @@ pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
                 missing.push("--task-failures 1");
             }
         }
+        LegacyBug::FinishFailsCheckpoint => {
+            if cfg.finished_tasks == 0 {
+                missing.push("--finished-tasks 1");
+            }
+        }
     }
     if missing.is_empty() {
         Ok(())
@@ -227,6 +232,11 @@ pub fn validate(cfg: &ModelConfig) -> Result<(), String> {
             cfg.tasks,
             if cfg.tasks == 1 { "" } else { "s" }
         ));
+    }
+    if cfg.finished_tasks > 0 && cfg.topology == Topology::Join {
+        // The coordinator triggers the running tasks itself only once every
+        // source finished: a join task would wait on the finished source.
+        return Err("--finished-tasks needs --topology fanout".into());
     }
     reachable(cfg)
 }
@@ -478,6 +488,15 @@ pub fn entry(bug: LegacyBug) -> Entry {
             ModelConfig {
                 task_failures: 1,
                 shutdown: false,
+                ..base()
+            },
+        ),
+        LegacyBug::FinishFailsCheckpoint => (
+            "a task finishes after the plan, before it took the checkpoint; the checkpoint fails as a counted failure and the job fails",
+            props::FINISH,
+            ModelConfig {
+                tasks: 1,
+                finished_tasks: 1,
                 ..base()
             },
         ),

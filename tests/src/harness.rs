@@ -377,6 +377,7 @@ fn creates_request(event: &CoordinatorEvent, outcome: &Outcome) -> bool {
         | CoordinatorEvent::StoreDone { .. }
         | CoordinatorEvent::TaskRunning { .. }
         | CoordinatorEvent::TaskFailed { .. }
+        | CoordinatorEvent::TaskFinished { .. }
         | CoordinatorEvent::Restore { .. }
         | CoordinatorEvent::Recover { .. }
         | CoordinatorEvent::DisposeSavepoint { .. }

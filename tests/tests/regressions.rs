@@ -87,7 +87,7 @@ fn every_committed_trace_parses_and_replays() {
 #[test]
 fn every_zoo_counterexample_is_caught_in_core_and_clean_when_fixed() {
     use ckpt_core::{LegacyBug, Semantics};
-    let expected: [(LegacyBug, Option<&str>); 25] = [
+    let expected: [(LegacyBug, Option<&str>); 26] = [
         (LegacyBug::AbortRemovesResult, Some("no_spurious_failure")),
         (LegacyBug::CancelForgetsAbort, Some("no_spurious_failure")),
         (LegacyBug::StaleMailExecutes, Some("ack_xor_decline")),
@@ -155,6 +155,10 @@ fn every_zoo_counterexample_is_caught_in_core_and_clean_when_fixed() {
         (
             LegacyBug::FailedCountsAsFinished,
             Some("plan-waits-for-every-task"),
+        ),
+        (
+            LegacyBug::FinishFailsCheckpoint,
+            Some("a-finish-is-not-a-failure"),
         ),
         // A store's rule, not a reducer's: core has nothing to catch.
         (LegacyBug::StoreRefusesOlderSavepoint, None),

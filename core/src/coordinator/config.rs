@@ -35,6 +35,16 @@ fn is_savepoints_max_default(v: &i64) -> bool {
     *v == SAVEPOINTS_MAX_DEFAULT
 }
 
+fn yes() -> bool {
+    true
+}
+
+/// Settings written before `checkpoints_after_tasks_finish` existed read
+/// as its default (on), and the default is left out when written.
+fn is_true(v: &bool) -> bool {
+    *v
+}
+
 /// What the user configures. Validate with [`CoordinatorConfig::new`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -84,6 +94,16 @@ pub struct CoordinatorSettings {
     /// Fixed (the default), or a legacy bug for the checkers to find.
     #[serde(default)]
     pub semantics: Semantics,
+    /// Flink's `execution.checkpointing.checkpoints-after-tasks-finish`
+    /// (FLIP-147, on by default since Flink 1.15). On: a checkpoint's plan
+    /// leaves out the tasks that finished (`CoordinatorEvent::TaskFinished`),
+    /// a checkpoint triggered once every task finished is the job's final
+    /// one, and the job finishes (`JobCommand::Finish`) only when that
+    /// checkpoint completed. Off (Flink before 1.14): no checkpoint is
+    /// triggered once a task finished, and the job finishes when its last
+    /// task does, with no final checkpoint.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub checkpoints_after_tasks_finish: bool,
 }
 
 impl CoordinatorSettings {
@@ -110,6 +130,7 @@ impl CoordinatorSettings {
             tasks_to_wait: all.clone(),
             tasks_to_commit: all,
             semantics: Semantics::Fixed,
+            checkpoints_after_tasks_finish: true,
         }
     }
 }
@@ -345,6 +366,11 @@ impl CoordinatorConfig {
     /// Fixed, or the legacy bug reproduced.
     pub fn semantics(&self) -> Semantics {
         self.settings.semantics
+    }
+    /// Whether checkpoints go on after tasks finished
+    /// ([`CoordinatorSettings::checkpoints_after_tasks_finish`]).
+    pub fn checkpoints_after_tasks_finish(&self) -> bool {
+        self.settings.checkpoints_after_tasks_finish
     }
     /// Effective periodic interval (raised to the minimum pause).
     pub fn interval_ms(&self) -> u64 {

@@ -204,6 +204,18 @@ pub enum JobCommand {
         /// Whether the job is drained rather than suspended.
         drain: bool,
     },
+    /// Every task finished ([`CoordinatorEvent::TaskFinished`]) and, with
+    /// checkpoints after finished tasks on, the job's final checkpoint
+    /// `final_checkpoint` is committed: the job is finished. The host sends
+    /// `Shutdown { status: Finished }`. A later start recovers from the
+    /// store: with a final checkpoint, what it restores records every task
+    /// as finished; without one (off), the latest checkpoint predates the
+    /// finishes and the tasks run again from it.
+    Finish {
+        /// The job's final checkpoint (`None`: checkpoints after finished
+        /// tasks are off, the job finished without one).
+        final_checkpoint: Option<CheckpointId>,
+    },
     /// The coordinator shut down while this checkpoint's finalize or store
     /// was outstanding: whether the store holds it is unknown here, and no
     /// coordinator will hear the answer. Once that operation has ended, the

@@ -28,6 +28,7 @@
 //! | [`JobCommand::ResetIdCounter`] | move the counter forward (never back) | nothing |
 //! | [`JobCommand::Restore`] | start fresh task attempts from that checkpoint's state (or from scratch), then `TaskRunning` for each | [`CoordinatorEvent::TaskRunning`]s |
 //! | [`JobCommand::ShutdownServices`] | shut the store and the id counter down | nothing |
+//! | [`JobCommand::Finish`] | every task finished (and, with checkpoints after finished tasks on, the final checkpoint is committed): send `Shutdown { status: Finished }` | nothing |
 //! | [`JobCommand::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: delete `discard_if_stored` if the store holds it, else its metadata and then `discard_if_not_stored` | nothing |
 //!
 //! Every write to durable state and every RPC carries the issuing
@@ -78,6 +79,7 @@
 
 mod config;
 mod effect;
+mod finish;
 mod reduce;
 mod slots;
 mod state;
@@ -88,6 +90,7 @@ mod tests;
 
 pub use config::*;
 pub use effect::*;
+pub use finish::FinishPhase;
 pub use reduce::reduce;
 pub use state::*;
 
@@ -328,6 +331,25 @@ pub enum CoordinatorEvent {
         /// The attempt that failed.
         attempt: AttemptNo,
     },
+    /// A task attempt finished: its input ended, its operators finished
+    /// and it ran to its end (Flink's FINISHED, FLIP-147). What follows
+    /// depends on [`CoordinatorSettings::checkpoints_after_tasks_finish`]:
+    /// on, later plans leave the task out (its slot holds its final state,
+    /// no state handle: Flink's "finished on restore"); off, no checkpoint
+    /// is triggered any more. Either way a pending checkpoint still waiting
+    /// for the task can no longer get its state and is aborted,
+    /// [`AbortReason::TaskFinished`], without counting as a failure
+    /// (ckpt's answer to FLINK-33186). When every task finished, the job
+    /// finishes ([`JobCommand::Finish`]): at once when off, after its
+    /// final checkpoint completed when on. The host sends no RPC to a
+    /// finished attempt (and reports no `TaskFailed` for it).
+    TaskFinished {
+        /// The task.
+        task: TaskId,
+        /// The attempt that finished: the running one, or the report is
+        /// ignored as stale.
+        attempt: AttemptNo,
+    },
     /// Restore state (latest checkpoint, or a savepoint). Ends every
     /// pending checkpoint that is not finalizing or storing
     /// ([`AbortReason::Restored`]): it belongs to the run before the
@@ -430,6 +452,10 @@ pub enum AbortReason {
     /// The job was restored: a checkpoint triggered in the run before the
     /// restore can no longer complete (Flink aborts them on failover).
     Restored,
+    /// A task it was waiting for finished before it took the checkpoint
+    /// (FLINK-33186): the task's state at the barrier no longer exists.
+    /// Not a failure: a job whose tasks finish is never failed by it.
+    TaskFinished,
 }
 
 impl AbortReason {
@@ -448,7 +474,8 @@ impl AbortReason {
             | AbortReason::SchedulerStopped
             | AbortReason::Shutdown
             | AbortReason::Rejected(_)
-            | AbortReason::Restored => false,
+            | AbortReason::Restored
+            | AbortReason::TaskFinished => false,
         }
     }
 }
@@ -464,7 +491,10 @@ pub enum TriggerRejection {
     /// The minimum pause since the last completion has not passed; the
     /// periodic timer was moved to the earliest allowed time.
     MinimumTimeBetweenCheckpoints,
-    /// A task to trigger is not running, or a task to wait for has no attempt.
+    /// A task to trigger is not running, or a task to wait for has no
+    /// attempt; or a task finished while checkpoints after finished tasks
+    /// are off; or the job's final checkpoint is pending or the job
+    /// finished ([`FinishPhase`]).
     NotAllRequiredTasksRunning,
     /// The request queue is full.
     QueueFull,
@@ -643,6 +673,9 @@ pub enum Ignored {
     /// A restore while an earlier one still waits for its completion (the
     /// first one's `JobCommand::Restore` answers both).
     RestoreAlreadyDeferred,
+    /// `TaskFinished` for an attempt already known to have finished (a
+    /// duplicate report).
+    TaskAlreadyFinished,
     /// A branch the reducer's structure rules out was taken (a bug in
     /// `ckpt-core`, never the host's fault). Debug builds panic; release
     /// builds stay total and the `no-unreachable-branch` invariant reports it.

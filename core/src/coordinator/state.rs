@@ -19,9 +19,13 @@ use crate::types::{AttemptNo, CheckpointId, Generation, Millis, StateHandle};
 pub struct TaskStatus {
     /// The current attempt.
     pub attempt: AttemptNo,
-    /// Whether that attempt is running (a failed attempt has no live
-    /// execution until a new attempt runs).
+    /// Whether that attempt is running (a failed or finished attempt has
+    /// no live execution until a new attempt runs).
     pub running: bool,
+    /// Whether that attempt finished (`CoordinatorEvent::TaskFinished`):
+    /// it is not running, and plans leave it out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finished: bool,
 }
 
 /// One ack slot of a pending checkpoint.
@@ -514,6 +518,9 @@ pub(crate) struct Cold {
     pub(crate) generation: Generation,
     /// A stop-with-savepoint, requested or done.
     pub(crate) stop: Option<StopPhase>,
+    /// Every task finished: the final checkpoint is pending, or the job
+    /// finished.
+    pub(crate) finish: Option<super::FinishPhase>,
 }
 
 /// Small vectors compared without imbl's tree iterator, shared ones by
@@ -545,10 +552,12 @@ impl PartialEq for Cold {
             restore_deferred,
             generation,
             stop,
+            finish,
         } = self;
         *restore_deferred == other.restore_deferred
             && *generation == other.generation
             && *stop == other.stop
+            && *finish == other.finish
             && (Arc::ptr_eq(config, &other.config) || config == &other.config)
             && (timers.ptr_eq(&other.timers) || *timers == other.timers)
             && *tasks == other.tasks
@@ -650,6 +659,7 @@ impl Hash for CoordinatorState {
             restore_deferred,
             generation,
             stop,
+            finish,
         } = &**cold;
         now.hash(h);
         shutdown.hash(h);
@@ -672,6 +682,7 @@ impl Hash for CoordinatorState {
         restore_deferred.hash(h);
         generation.hash(h);
         stop.hash(h);
+        finish.hash(h);
     }
 }
 
@@ -683,6 +694,7 @@ impl CoordinatorState {
             .map(|_| TaskStatus {
                 attempt: AttemptNo(0),
                 running: true,
+                finished: false,
             })
             .collect();
         CoordinatorState {
@@ -702,6 +714,7 @@ impl CoordinatorState {
                 restore_deferred: false,
                 generation: Generation(0),
                 stop: None,
+                finish: None,
             }),
             pending: PendingMap::default(),
             completing: None,
@@ -778,6 +791,10 @@ impl CoordinatorState {
     /// The stop-with-savepoint, if one was asked for.
     pub fn stop_phase(&self) -> Option<StopPhase> {
         self.cold.stop
+    }
+    /// The final checkpoint or the job's finish, once every task finished.
+    pub fn finish_phase(&self) -> Option<super::FinishPhase> {
+        self.cold.finish
     }
     /// Whether a `Restore { Latest }` waits for the outstanding completion.
     pub fn is_restore_deferred(&self) -> bool {

@@ -86,15 +86,25 @@ pub mod names {
     /// triggered once it was asked for, and the job is told to stop only
     /// with nothing else pending, queued or allocating its id.
     pub const STOP_IS_LAST: &str = "stop-with-savepoint-is-last";
-    /// A checkpoint's plan waits for every task: a new pending checkpoint
-    /// starts with every ack slot waiting, each for the attempt that runs
-    /// (a task that is down blocks the trigger; it is never planned as
-    /// finished, FLINK-40482).
+    /// A checkpoint's plan waits for every task that runs: a new pending
+    /// checkpoint starts with the ack slot of every task that has not
+    /// finished waiting, and only a finished task's slot holding its final
+    /// state (no state handle, FLIP-147); a task that is down blocks the
+    /// trigger, it is never planned as finished (FLINK-40482). So a
+    /// completed checkpoint holds a state for every task of its plan that
+    /// was running.
     pub const PLAN_WAITS_FOR_ALL: &str = "plan-waits-for-every-task";
+    /// A task that finishes is no checkpoint failure: its `TaskFinished`
+    /// counts none and never fails the job (FLINK-33186).
+    pub const FINISH_NOT_A_FAILURE: &str = "a-finish-is-not-a-failure";
+    /// A job finishes once, when every task finished and, with checkpoints
+    /// after finished tasks on, in the step its final checkpoint (planned
+    /// with every task finished) completed; off, with no final checkpoint.
+    pub const FINISH_AFTER_FINAL: &str = "job-finishes-on-its-final-checkpoint";
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 27] = [
+    pub const ALL: [&str; 29] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -122,6 +132,8 @@ pub mod names {
         COMPLETE_AFTER_STORE,
         STOP_IS_LAST,
         PLAN_WAITS_FOR_ALL,
+        FINISH_NOT_A_FAILURE,
+        FINISH_AFTER_FINAL,
     ];
 }
 
@@ -268,6 +280,7 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
         names::RESTORE_NOT_BEHIND,
         || "a restore waits, but no checkpoint is completing".to_string(),
     )?;
+    super::finish::check_finish_state(s)?;
     if s.is_shutdown() {
         ensure(
             s.pending_count() == 0
@@ -304,14 +317,23 @@ pub fn check_step(
         if before.pending_checkpoint(p.id()).is_some() {
             continue;
         }
-        let planned = p.acks().all(|a| a == AckSlot::Waiting)
-            && p.remaining() == after.config().tasks_to_wait().len();
+        let wait = after.config().tasks_to_wait();
+        let finished = |t: &crate::types::TaskId| after.task_status(*t).is_some_and(|s| s.finished);
+        let running = wait.iter().filter(|t| !finished(t)).count();
+        let planned = p.acks().count() == wait.len()
+            && p.acks().zip(wait).all(|(a, t)| {
+                if finished(t) {
+                    a == AckSlot::Acked(None)
+                } else {
+                    a == AckSlot::Waiting
+                }
+            })
+            && p.remaining() == running;
         ensure(planned, names::PLAN_WAITS_FOR_ALL, || {
             format!(
-                "checkpoint {} triggered waiting for {} of {} tasks",
+                "checkpoint {} triggered waiting for {} of the {running} running tasks",
                 p.id(),
                 p.remaining(),
-                after.config().tasks_to_wait().len()
             )
         })?;
     }
@@ -349,8 +371,9 @@ pub fn check_step(
         Outcome::Applied(_) => {}
     }
     // Only these events change a task's status: the check costs one task.
-    if let CoordinatorEvent::TaskRunning { task, .. } | CoordinatorEvent::TaskFailed { task, .. } =
-        event
+    if let CoordinatorEvent::TaskRunning { task, .. }
+    | CoordinatorEvent::TaskFailed { task, .. }
+    | CoordinatorEvent::TaskFinished { task, .. } = event
     {
         if let (Some(b), Some(a)) = (before.task_status(*task), after.task_status(*task)) {
             let revived = a.attempt == b.attempt && !b.running && a.running;
@@ -393,6 +416,7 @@ pub fn check_step(
     }
     check_retention(before, event, step, after)?;
     check_stop(before, event, step, after)?;
+    super::finish::check_finish(before, event, step, after)?;
     let mut last_completed = before
         .completed()
         .filter(|c| !c.is_savepoint())

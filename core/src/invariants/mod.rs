@@ -9,6 +9,7 @@
 pub mod checked;
 pub mod coordinator;
 pub mod durability;
+mod finish;
 pub mod task;
 
 use std::fmt;

@@ -191,9 +191,10 @@ pub enum TaskEvent {
     /// their end; a later trigger or barrier is declined (`TaskClosing`)
     /// with a cancel marker downstream (task thread). The coordinator does
     /// not count that decline as a failure, so a job whose sources finish
-    /// never fails for it (Flink's FLINK-33186 counted it). ckpt has no
-    /// finished-task plan (Flink's FLIP-147): after a task finished, every
-    /// checkpoint is declined until the job ends or restarts.
+    /// never fails for it (Flink's FLINK-33186 counted it). Once the task
+    /// is quiet (nothing started left to run) the host may report it
+    /// finished to the coordinator (`CoordinatorEvent::TaskFinished`), whose
+    /// later plans leave it out (FLIP-147) and send it nothing more.
     EndOfInput,
     /// The task closes (task thread).
     Close,

@@ -318,3 +318,42 @@ fn a_hand_built_trace_with_an_undeclared_machine_is_an_error() {
         Err(ReplayError::BadStep { step: 1, .. })
     ));
 }
+
+#[test]
+fn a_task_finished_event_and_the_checkpoints_after_finish_setting_round_trip() {
+    use crate::{AttemptNo, JobId};
+    let mut settings = CoordinatorSettings::with_tasks(JobId(1), 1);
+    let on = Trace {
+        coordinator: Some(settings.clone()),
+        tasks: Vec::new(),
+        steps: vec![TraceLine::Coordinator {
+            now: Millis(0),
+            event: CoordinatorEvent::TaskFinished {
+                task: TaskId(0),
+                attempt: AttemptNo(0),
+            },
+        }],
+    };
+    let mut out = Vec::new();
+    write_trace(&mut out, &on).unwrap_or_else(|e| panic!("{e}"));
+    let written = String::from_utf8_lossy(&out).into_owned();
+    // The default (on) is left out of the header: older traces stay as
+    // they were, and read back with it on.
+    assert!(
+        !written.contains("checkpoints_after_tasks_finish"),
+        "{written}"
+    );
+    assert!(
+        written.contains(r#""event":{"TaskFinished":{"task":0,"attempt":0}}"#),
+        "{written}"
+    );
+    assert_eq!(read_trace(&out[..]), Ok(on.clone()));
+    settings.checkpoints_after_tasks_finish = false;
+    let off = Trace {
+        coordinator: Some(settings),
+        ..on
+    };
+    let mut out = Vec::new();
+    write_trace(&mut out, &off).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(read_trace(&out[..]), Ok(off));
+}

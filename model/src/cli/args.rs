@@ -204,6 +204,12 @@ pub struct ModelArgs {
     /// from the store afterwards.
     #[arg(long)]
     pub stop_with_savepoint: bool,
+    /// Tasks that may finish per run (FLIP-147: a quiet task whose upstream
+    /// all finished ends its input and is reported finished; plans leave it
+    /// out, and once every task finished the job ends on its final
+    /// checkpoint) (0..=8; fanout only).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=8))]
+    pub finished_tasks: u8,
     /// Checker threads (1..=64).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
@@ -237,6 +243,7 @@ impl ModelArgs {
             zombie_coordinators: self.zombie_coordinators,
             dispose_savepoints: self.dispose_savepoints,
             stop_with_savepoint: self.stop_with_savepoint,
+            finished_tasks: self.finished_tasks,
             ..ModelConfig::default()
         }
     }

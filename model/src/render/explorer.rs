@@ -260,6 +260,7 @@ pub fn state_view(cfg: &ModelConfig, w: &World) -> String {
         ),
         ("job failovers", u.job_failovers, cfg.job_failovers),
         ("ends of input", u.end_of_input, cfg.end_of_input),
+        ("finished tasks", u.finished_tasks, cfg.finished_tasks),
     ];
     let _ = writeln!(
         o,
@@ -451,6 +452,11 @@ pub fn arrows(r: &Replay) -> Vec<Arrow> {
                 format!("{}: {detail}", st.text),
             ),
             Action::FailTask(t) => (format!("T{t}"), "C".into(), format!("task fails: {detail}")),
+            Action::FinishTask(t) => (
+                format!("T{t}"),
+                "C".into(),
+                format!("task finishes: {detail}"),
+            ),
             Action::RestartTask(t) => (
                 format!("T{t}"),
                 "C".into(),

@@ -59,6 +59,7 @@ pub fn flags(c: &ModelConfig) -> String {
         (c.job_failovers, "--job-failovers"),
         (c.end_of_input, "--end-of-input"),
         (c.zombie_coordinators, "--zombie-coordinators"),
+        (c.finished_tasks, "--finished-tasks"),
     ] {
         if n > 0 {
             f.push_str(&format!(" {flag} {n}"));

@@ -110,6 +110,10 @@ pub mod props {
     /// A checkpoint a task was told is aborted (before it executed) never
     /// executes.
     pub const ABORT_HONOURED: &str = "an aborted checkpoint never executes on a task";
+    /// A task that finishes fails no checkpoint count and no job
+    /// (FLINK-33186), and a job whose tasks all finished ends on its final
+    /// checkpoint (FLIP-147).
+    pub const FINISH: &str = "a finish fails nothing and the job ends on its final checkpoint";
     /// Every other core invariant.
     pub const OTHER: &str = "every other core invariant";
     /// Sometimes: the state of a checkpoint in doubt at shutdown is kept
@@ -163,6 +167,9 @@ pub mod props {
     /// Sometimes (`--stop-with-savepoint`): the job stops on a savepoint
     /// and a new run starts from it.
     pub const S_STOP_RESUMED: &str = "a job stopped with a savepoint resumes from it";
+    /// Sometimes (`--finished-tasks`, every task): every task finished and
+    /// the job finished on its final checkpoint.
+    pub const S_FINISHED: &str = "every task finished and the job ended on its final checkpoint";
     /// Eventually: every run ends quiet (no deadlock, nothing stuck).
     pub const E_QUIET: &str = "every run ends quiet";
     /// At every run end (a state with no action left): no task waits for
@@ -205,8 +212,9 @@ pub mod props {
     /// Opt-in pairs: (always, sometimes, the flag that must be > 0 for the
     /// `sometimes` to be checked). With the flag at 0 the `sometimes` is not
     /// part of the model (nothing could witness it) and `check` says so.
-    pub const OPT_IN_PAIRS: [(&str, &str, &str); 11] = [
+    pub const OPT_IN_PAIRS: [(&str, &str, &str); 12] = [
         (STOP, S_STOP_RESUMED, "--stop-with-savepoint"),
+        (FINISH, S_FINISHED, "--finished-tasks as many as --tasks"),
         (COMPLETED_INCREASE, S_SAVEPOINT, "--savepoints"),
         (COMMIT_ORDER, S_SAVEPOINT_AFTER_NEWER, "--savepoints"),
         (
@@ -278,6 +286,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         d::IDS_NEVER_REPEAT => props::IDS,
         d::NOTIFY_AFTER_COMMIT | c::COMPLETE_AFTER_STORE => props::NOTIFY,
         c::STOP_IS_LAST => props::STOP,
+        c::FINISH_NOT_A_FAILURE | c::FINISH_AFTER_FINAL => props::FINISH,
         t::ABORTED_NOT_EXECUTED => props::ABORT_HONOURED,
         c::NOTHING_AFTER_SHUTDOWN | c::SHUTDOWN_QUIET | t::SILENT_AFTER_END => {
             props::NOTHING_AFTER_SHUTDOWN
@@ -457,6 +466,7 @@ impl Model for SysModel {
                 !violated(s, props::COMMIT_ORDER)
             }),
             Property::<Self>::always(props::STOP, |_, s| !violated(s, props::STOP)),
+            Property::<Self>::always(props::FINISH, |_, s| !violated(s, props::FINISH)),
             Property::<Self>::always(props::ABORT_HONOURED, |_, s| {
                 !violated(s, props::ABORT_HONOURED)
             }),
@@ -588,6 +598,11 @@ impl Model for SysModel {
                 |_, s| s.history.stop_resumed,
             ));
         }
+        if self.cfg.finished_tasks > 0 && u32::from(self.cfg.finished_tasks) >= self.cfg.tasks {
+            p.push(Property::<Self>::sometimes(props::S_FINISHED, |_, s| {
+                s.history.finished_on_final
+            }));
+        }
         if self.cfg.task_failures > 0 {
             p.push(Property::<Self>::sometimes(props::S_FAILOVER, |_, s| {
                 s.history.failover_complete
@@ -606,9 +621,15 @@ impl Model for SysModel {
         // with no successor inside the boundary); the model is acyclic, so
         // those are exactly where runs end.
         p.extend([Property::<Self>::eventually(props::E_QUIET, |m, s| {
+            // A job that finished (every task finished) has no use for
+            // the periodic firings it had left.
+            let finished = matches!(
+                s.coord.finish_phase(),
+                Some(ckpt_core::coordinator::FinishPhase::Finished { .. })
+            );
             s.violation.is_some()
                 || (s.quiet()
-                    && s.used.triggers >= m.cfg.checkpoints
+                    && (s.used.triggers >= m.cfg.checkpoints || finished)
                     && s.coord.pending_count() == 0
                     && s.coord.in_flight().is_none()
                     && s.coord.queued().next().is_none())

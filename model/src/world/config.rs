@@ -142,6 +142,11 @@ pub struct ModelConfig {
     /// stopped, the job may be started again, recovering from the store.
     /// Off by default.
     pub stop_with_savepoint: bool,
+    /// Tasks that may finish per run (FLIP-147): a quiet task whose
+    /// upstream tasks all finished ends its input and the host reports it
+    /// finished (`TaskFinished`); the coordinator's plans leave it out.
+    /// 0 (the default): none. Fanout only.
+    pub finished_tasks: u8,
 }
 
 fn ser_semantics<S: serde::Serializer>(s: &Semantics, ser: S) -> Result<S::Ok, S::Error> {
@@ -187,6 +192,7 @@ pub fn legacy_name(bug: LegacyBug) -> &'static str {
         LegacyBug::StopLaunchesSecondCheckpoint => "legacy-stop-launches-second-checkpoint",
         LegacyBug::StopBeforeCommit => "legacy-stop-before-commit",
         LegacyBug::FailedCountsAsFinished => "legacy-failed-counts-as-finished",
+        LegacyBug::FinishFailsCheckpoint => "legacy-finish-fails-checkpoint",
     }
 }
 
@@ -221,6 +227,7 @@ impl Default for ModelConfig {
             zombie_coordinators: 0,
             dispose_savepoints: false,
             stop_with_savepoint: false,
+            finished_tasks: 0,
         }
     }
 }

@@ -202,6 +202,7 @@ pub fn coord_event_kind(ev: &CEv) -> &'static str {
         CEv::StoreDone { result: Err(_), .. } => "StoreDone(err)",
         CEv::TaskRunning { .. } => "TaskRunning",
         CEv::TaskFailed { .. } => "TaskFailed",
+        CEv::TaskFinished { .. } => "TaskFinished",
         CEv::Restore { .. } => "Restore",
         CEv::Recover { .. } => "Recover",
         CEv::DisposeSavepoint { .. } => "DisposeSavepoint",
@@ -211,11 +212,12 @@ pub fn coord_event_kind(ev: &CEv) -> &'static str {
 
 /// Every coordinator event kind the world can deliver, and those it never
 /// does by design (coverage gaps are reported against the first list).
-pub const COORD_EVENT_KINDS: [&str; 20] = [
+pub const COORD_EVENT_KINDS: [&str; 21] = [
     "StartScheduler",
     "StopScheduler",
     "TaskFailed",
     "TaskRunning",
+    "TaskFinished",
     "TimerFired(Periodic)",
     "TimerFired(Timeout)",
     "CheckpointIdAllocated(ok)",

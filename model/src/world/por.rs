@@ -15,8 +15,9 @@
 //! all of the following hold; each line says what would otherwise break.
 //!
 //! * **Nothing outside can change `t`, now or later.** No task failure,
-//!   coordinator failover, job failover (nor one due) or end of input of
-//!   `t` is left in the run's budgets, and no task is down (so no restart).
+//!   coordinator failover, job failover (nor one due), end of input of
+//!   `t` or finish of any task (`--finished-tasks`) is left in the run's
+//!   budgets, and no task is down (so no restart).
 //!   Each of those rewrites `t`'s state or drops its queues.
 //! * **No new local action of `t` can appear before one of `A` runs.** Its
 //!   mailbox is not empty (a delivered mail only queues behind the head,
@@ -131,13 +132,14 @@ impl Sim {
     }
 
     /// No action now or later rewrites a task's state from outside: no
-    /// failure, failover or restart left, and no task down.
+    /// failure, failover, restart or finish left, and no task down.
     fn nothing_rewrites_tasks(&self, s: &World) -> bool {
         let cfg = &self.cfg;
         s.used.task_failures >= cfg.task_failures
             && s.used.coordinator_failovers >= cfg.coordinator_failovers
             && s.used.job_failovers >= cfg.job_failovers
             && !s.job_failover_due
+            && !self.may_finish(s)
             && s.tasks.iter().all(|side| !side.is_down())
     }
 
@@ -153,9 +155,10 @@ impl Sim {
         let Some(side) = s.tasks.get(t.0 as usize) else {
             return false;
         };
-        let may_end = s.used.end_of_input < self.cfg.end_of_input
+        let may_end = (s.used.end_of_input < self.cfg.end_of_input
             && self.settings().tasks_to_trigger.contains(&t)
-            && side.st.lifecycle() == Lifecycle::Running;
+            && side.st.lifecycle() == Lifecycle::Running)
+            || self.may_finish(s);
         if may_end
             || (sound && side.mailbox.is_empty() && self.may_mail(s, t))
             || (sound
@@ -175,6 +178,13 @@ impl Sim {
             }
         }
         true
+    }
+
+    /// Whether a task may still finish (`finished_tasks` budget left): a
+    /// finish rewrites a task from outside and may start the final
+    /// checkpoint, so while one may come no task's steps are ample.
+    fn may_finish(&self, s: &World) -> bool {
+        s.used.finished_tasks < self.cfg.finished_tasks
     }
 
     /// Whether an RPC mail may still reach `t`: one is in flight, or the
@@ -203,6 +213,7 @@ impl Sim {
                 && s.used.scheduler_stops >= cfg.scheduler_restarts
                 && !s.scheduler_stopped
                 && s.used.end_of_input >= cfg.end_of_input
+                && !self.may_finish(s)
                 && s.io.is_empty()
                 && s.coord.pending_count() == 0
                 && s.coord.in_flight().is_none()
@@ -216,8 +227,9 @@ impl Sim {
         let Some(side) = s.tasks.get(u.0 as usize) else {
             return false;
         };
-        let may_end = s.used.end_of_input < self.cfg.end_of_input
-            && self.settings().tasks_to_trigger.contains(&u);
+        let may_end = (s.used.end_of_input < self.cfg.end_of_input
+            && self.settings().tasks_to_trigger.contains(&u))
+            || self.may_finish(s);
         !may_end
             && !self.may_mail(s, u)
             && side.mailbox.is_empty()
@@ -272,6 +284,7 @@ fn local_to(a: &Action) -> Option<TaskId> {
         | Action::ZombieAnswer(_)
         | Action::StopWithSavepoint
         | Action::ResumeJob
-        | Action::DisposeSavepoint(_) => None,
+        | Action::DisposeSavepoint(_)
+        | Action::FinishTask(_) => None,
     }
 }

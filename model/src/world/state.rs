@@ -261,6 +261,9 @@ pub struct TaskSide {
     /// The checkpoint and handle of this attempt's last acknowledgement
     /// (for `shared_state`: the state it may report again).
     pub last_ack: Option<(CheckpointId, StateHandle)>,
+    /// This attempt finished (`finished_tasks`): it runs nothing more and
+    /// takes no RPC or channel item.
+    pub finished: bool,
 }
 
 impl TaskSide {
@@ -300,6 +303,7 @@ impl TaskSide {
             c.seen = None;
         }
         self.last_ack = None;
+        self.finished = false;
         self.attempt = AttemptNo(self.attempt.0.saturating_add(1));
     }
 }
@@ -499,6 +503,8 @@ pub struct Used {
     /// Stops with a savepoint asked for (and, counting one more, the job
     /// started again after one).
     pub stops: u8,
+    /// Tasks that finished.
+    pub finished_tasks: u8,
 }
 
 /// Two writes instead of nine (every generated state hashes it).
@@ -516,6 +522,7 @@ impl Hash for Used {
             end_of_input,
             zombies,
             stops,
+            finished_tasks,
         } = *self;
         h.write_u64(u64::from_le_bytes([
             triggers,
@@ -527,7 +534,12 @@ impl Hash for Used {
             coordinator_failovers,
             job_failovers,
         ]));
-        h.write_u32(u32::from(end_of_input) | u32::from(zombies) << 8 | u32::from(stops) << 16);
+        h.write_u32(
+            u32::from(end_of_input)
+                | u32::from(zombies) << 8
+                | u32::from(stops) << 16
+                | u32::from(finished_tasks) << 24,
+        );
     }
 }
 
@@ -565,9 +577,11 @@ pub struct History {
     pub savepoint_after_newer: bool,
     /// A job stopped with a savepoint was started again and restored it.
     pub stop_resumed: bool,
+    /// Every task finished and the job finished on its final checkpoint.
+    pub finished_on_final: bool,
 }
 
-/// Two writes instead of seven (every generated state hashes it).
+/// Two writes instead of fourteen (every generated state hashes it).
 impl Hash for History {
     fn hash<H: Hasher>(&self, h: &mut H) {
         let History {
@@ -584,6 +598,7 @@ impl Hash for History {
             disposed,
             savepoint_after_newer,
             stop_resumed,
+            finished_on_final,
         } = *self;
         let bits = u16::from(abort_seen.is_some())
             | u16::from(abort_then_complete) << 1
@@ -597,7 +612,8 @@ impl Hash for History {
             | u16::from(savepoint_outlived) << 9
             | u16::from(disposed) << 10
             | u16::from(savepoint_after_newer) << 11
-            | u16::from(stop_resumed) << 12;
+            | u16::from(stop_resumed) << 12
+            | u16::from(finished_on_final) << 13;
         h.write_u64(abort_seen.map_or(0, |c| c.0));
         h.write_u16(bits);
     }

@@ -125,6 +125,11 @@ fn model_configs() -> Vec<ModelConfig> {
         ModelConfig {
             end_of_input: 1,
             coordinator_failovers: 1,
+            ..small.clone()
+        },
+        ModelConfig {
+            finished_tasks: 2,
+            checkpoints: 2,
             ..small
         },
     ]
@@ -168,7 +173,7 @@ fn unreachable_because(machine: &str, phase: &str, event: &str) -> Option<&'stat
             } else if phase.starts_with("finished")
                 && (event == "BarrierReceived" || event == "CancelMarker")
             {
-                Some("only sources finish, and sources have no input channel")
+                Some("only sources finish their input and go on running, and sources have no input channel (a task that finishes with --finished-tasks takes nothing more)")
             } else if phase.starts_with("finished") && event == "CheckpointMail" {
                 Some("only sources finish, a source executes on its trigger, and checkpoint mails come only from barriers")
             } else if phase.starts_with("finished") && event.starts_with("Writer") {
@@ -183,6 +188,7 @@ fn unreachable_because(machine: &str, phase: &str, event: &str) -> Option<&'stat
             let stopped = [
                 "StopScheduler",
                 "TaskFailed",
+                "TaskFinished",
                 "Shutdown",
                 "Restore",
                 "Recover",

@@ -535,9 +535,12 @@ impl CkptSide {
             // needs nothing from a host whose I/O never stays outstanding
             // (`JobCommand::Stop`, the end of a stop-with-savepoint, has no
             // coordinator counterpart in Flink: its scheduler ends the job;
-            // the savepoint's completion and notifications are compared).
+            // the savepoint's completion and notifications are compared;
+            // `JobCommand::Finish` needs a `TaskFinished`, which no
+            // sequence feeds).
             E::Timer { .. }
             | E::Job(JobCommand::Stop { .. })
+            | E::Job(JobCommand::Finish { .. })
             | E::Job(JobCommand::ResetIdCounter { .. })
             | E::Job(JobCommand::ShutdownServices(_))
             | E::Job(JobCommand::ResolveInDoubt { .. }) => {}
@@ -681,6 +684,9 @@ fn abort(r: AbortReason) -> Abort {
         AbortReason::Declined(d) => Abort::Declined(flink_decline_name(d).to_owned()),
         AbortReason::Subsumed => Abort::Subsumed,
         AbortReason::TaskFailed => Abort::TaskFailure,
+        // No sequence feeds a `TaskFinished`; Flink names the same case
+        // (a task that is no longer running) by this reason.
+        AbortReason::TaskFinished => Abort::NotAllRequiredTasksRunning,
         AbortReason::Restored => Abort::Failover,
         AbortReason::MasterHooksFailed | AbortReason::IdAllocationFailed => Abort::TriggerFailure,
         AbortReason::FinalizeFailed | AbortReason::StoreFailed => Abort::FinalizeFailure,

@@ -118,6 +118,7 @@ impl FlinkProfile {
             tasks_to_wait: all.clone(),
             tasks_to_commit: all,
             semantics: Semantics::Fixed,
+            checkpoints_after_tasks_finish: true,
         }
     }
 }

@@ -115,6 +115,7 @@ impl SystemSpec {
             zombie_coordinators: 1,
             dispose_savepoints: true,
             stop_with_savepoint: true,
+            finished_tasks: 0,
         }
     }
 }
@@ -233,6 +234,7 @@ pub fn kind(a: &Action) -> Kind {
         | Action::UserCheckpoint { .. }
         | Action::StopScheduler
         | Action::EndOfInput(_)
+        | Action::FinishTask(_)
         | Action::StopWithSavepoint
         | Action::DisposeSavepoint(_) => Kind::User,
         Action::Fire(_) => Kind::Timer,
@@ -366,6 +368,7 @@ impl SystemDriver {
             | Action::AsyncReused(..)
             | Action::StopWithSavepoint
             | Action::ResumeJob
+            | Action::FinishTask(_)
             | Action::DisposeSavepoint(_) => {}
         }
         if a.is_fault() {

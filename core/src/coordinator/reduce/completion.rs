@@ -31,7 +31,8 @@ impl CoordinatorState {
         // One effect per task: grow the list once, not by doubling.
         fx.reserve(self.cold.config.commit.len());
         for t in &self.cold.config.commit {
-            if let Some(s) = self.cold.tasks.get(t.0 as usize) {
+            // A finished attempt takes no more RPCs.
+            if let Some(s) = self.cold.tasks.get(t.0 as usize).filter(|s| !s.finished) {
                 fx.push(E::Rpc {
                     task: *t,
                     attempt: s.attempt,
@@ -192,6 +193,8 @@ impl CoordinatorState {
         self.notify_complete(id, p.timestamp, fx);
         // A stop-with-savepoint ends the job once the store committed it.
         self.emit_stop(id, &p.kind, fx);
+        // The final checkpoint ends the job once the store committed it.
+        self.on_final_completed(id, fx);
         self.resume_queued(fx);
         self.start_next_completion(fx);
         Outcome::Applied(Applied::Completed { checkpoint: id })

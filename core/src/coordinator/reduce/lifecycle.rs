@@ -34,9 +34,10 @@ impl CoordinatorState {
                 crate::coordinator::TaskStatus {
                     attempt: s.attempt,
                     running: false,
+                    finished: false,
                 },
             );
-            self.abort_unacked_by(task, fx)
+            self.abort_unacked_by(task, AbortReason::TaskFailed, fx)
         } else {
             0
         };
@@ -45,15 +46,21 @@ impl CoordinatorState {
             crate::coordinator::TaskStatus {
                 attempt,
                 running: true,
+                finished: false,
             },
         );
         Outcome::Applied(Applied::TaskUpdated { aborted })
     }
 
     /// Aborts every pending checkpoint still waiting for `task`'s ack (those
-    /// already finalizing have every ack and are left alone); resumes the
-    /// queue when any was aborted. Returns how many were aborted.
-    pub(super) fn abort_unacked_by(&mut self, task: TaskId, fx: &mut Fx) -> usize {
+    /// already finalizing have every ack and are left alone) for `reason`;
+    /// resumes the queue when any was aborted. Returns how many were aborted.
+    pub(super) fn abort_unacked_by(
+        &mut self,
+        task: TaskId,
+        reason: AbortReason,
+        fx: &mut Fx,
+    ) -> usize {
         let victims: Vec<CheckpointId> = match self.cold.config.wait_slot(task) {
             Some(slot) => self
                 .pending
@@ -67,7 +74,7 @@ impl CoordinatorState {
             None => Vec::new(),
         };
         for id in &victims {
-            self.abort(*id, AbortReason::TaskFailed, fx);
+            self.abort(*id, reason, fx);
         }
         // Legacy (FLINK-13256): the request queued at the concurrency bound,
         // which had cancelled the periodic timer, was never resumed.
@@ -103,9 +110,10 @@ impl CoordinatorState {
             crate::coordinator::TaskStatus {
                 attempt,
                 running: false,
+                finished: false,
             },
         );
-        let aborted = self.abort_unacked_by(task, fx);
+        let aborted = self.abort_unacked_by(task, AbortReason::TaskFailed, fx);
         Outcome::Applied(Applied::TaskUpdated { aborted })
     }
 

@@ -7,6 +7,7 @@
 
 mod acks;
 mod completion;
+mod finish;
 mod lifecycle;
 mod scheduling;
 mod trigger;
@@ -74,6 +75,8 @@ impl CoordinatorState {
             // shutdown), the stop is over and periodic scheduling resumes
             // as it was.
             self.end_failed_stop(&mut fx);
+            // Likewise a final checkpoint that ended without completing.
+            self.end_failed_final();
             outcome
         };
         Step {
@@ -128,6 +131,9 @@ impl CoordinatorState {
             }
             CoordinatorEvent::TaskFailed { task, attempt } => {
                 self.on_task_failed(task, attempt, fx)
+            }
+            CoordinatorEvent::TaskFinished { task, attempt } => {
+                self.on_task_finished(task, attempt, fx)
             }
             CoordinatorEvent::Restore { source } => self.on_restore(source, fx),
             CoordinatorEvent::Recover {

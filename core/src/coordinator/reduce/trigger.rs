@@ -76,8 +76,16 @@ impl CoordinatorState {
             // so the plan leaves it out instead of refusing the trigger.
             return true;
         }
-        let running = |t: &TaskId| self.is_running(*t);
-        self.cold.config.trigger.iter().all(running) && self.cold.config.wait.iter().all(running)
+        // The final checkpoint is pending, or the job finished: nothing
+        // more is triggered.
+        if self.cold.finish.is_some() {
+            return false;
+        }
+        // A finished task is planned as finished when checkpoints after
+        // finished tasks are on; off, it blocks every trigger.
+        let after = self.cold.config.checkpoints_after_tasks_finish();
+        let ready = |t: &TaskId| self.is_running(*t) || (after && self.is_finished(*t));
+        self.cold.config.trigger.iter().all(ready) && self.cold.config.wait.iter().all(ready)
     }
 
     /// Whether `task`'s current attempt is running.
@@ -373,18 +381,18 @@ impl CoordinatorState {
         let hooks = self.cold.config.master_hooks > 0;
         let mut acks = AckTable::filled(slots, AckSlot::Waiting);
         let mut remaining = slots;
-        if self
+        // A finished task is planned as finished (FLIP-147): its slot holds
+        // its final state, no state handle, from the start. Legacy
+        // (FLINK-40482): so is a task that is down.
+        let down_is_finished = self
             .cold
             .config
             .semantics()
-            .is(LegacyBug::FailedCountsAsFinished)
-        {
-            // Legacy (FLINK-40482): a task that is down is planned as
-            // finished, acknowledged with no state in advance.
-            for (slot, t) in self.cold.config.wait.iter().enumerate() {
-                if !self.is_running(*t) && acks.set(slot, AckSlot::Acked(None)).is_some() {
-                    remaining = remaining.saturating_sub(1);
-                }
+            .is(LegacyBug::FailedCountsAsFinished);
+        for (slot, t) in self.cold.config.wait.iter().enumerate() {
+            let finished = self.is_finished(*t) || (down_is_finished && !self.is_running(*t));
+            if finished && acks.set(slot, AckSlot::Acked(None)).is_some() {
+                remaining = remaining.saturating_sub(1);
             }
         }
         let pending = Pending {
@@ -403,6 +411,7 @@ impl CoordinatorState {
         };
         let timestamp = pending.timestamp;
         self.pending.insert(id, pending);
+        self.note_final(id);
         let at = self.now.saturating_add(self.cold.config.timeout_ms);
         self.arm(Timer::Timeout(id), at, fx);
         if hooks {
@@ -415,6 +424,11 @@ impl CoordinatorState {
             });
         } else {
             self.send_triggers(id, fx);
+            if remaining == 0 {
+                // Every task finished: nothing to wait for (the final
+                // checkpoint).
+                self.on_fully_acked(id, fx);
+            }
         }
     }
 
@@ -437,9 +451,25 @@ impl CoordinatorState {
             .config
             .semantics()
             .is(LegacyBug::FailedCountsAsFinished);
-        fx.reserve(self.cold.config.trigger.len());
-        for t in &self.cold.config.trigger {
-            if down_is_finished && !self.is_running(*t) {
+        // Once every task to trigger finished, the tasks still running read
+        // only from finished tasks (ckpt's plan knows the sources, not the
+        // graph between the others): each is triggered itself, as Flink's
+        // plan triggers a running task whose inputs all finished.
+        let sources_finished = !down_is_finished
+            && self
+                .cold
+                .config
+                .trigger
+                .iter()
+                .all(|t| self.is_finished(*t));
+        let targets = if sources_finished {
+            &self.cold.config.wait
+        } else {
+            &self.cold.config.trigger
+        };
+        fx.reserve(targets.len());
+        for t in targets {
+            if (down_is_finished && !self.is_running(*t)) || self.is_finished(*t) {
                 continue;
             }
             if let Some(s) = self.cold.tasks.get(t.0 as usize) {

@@ -67,6 +67,7 @@ fn invariant_attempts_only_move_forward_can_fail() {
         TaskStatus {
             attempt: AttemptNo(0),
             running: true,
+            finished: false,
         },
     );
     let step = fake_step(vec![], applied(Applied::TaskUpdated { aborted: 0 }));
@@ -81,6 +82,7 @@ fn invariant_attempts_only_move_forward_can_fail() {
         TaskStatus {
             attempt: AttemptNo(2),
             running: true,
+            finished: false,
         },
     );
     let v = check_step(&newer, &running(1, 2), &step, &older);
@@ -422,7 +424,8 @@ fn new_attempt_without_failure_report_aborts_checkpoints_waiting_for_the_old_one
         h.s.task_status(t(1)),
         Some(TaskStatus {
             attempt: AttemptNo(1),
-            running: true
+            running: true,
+            finished: false,
         })
     );
     // A late ack from the old attempt of checkpoint 1 is a late message whose

@@ -89,7 +89,8 @@ fn task_running_accepts_only_a_newer_attempt_not_a_failed_one_again() {
         h.s.task_status(t(1)),
         Some(TaskStatus {
             attempt: AttemptNo(0),
-            running: false
+            running: false,
+            finished: false,
         })
     );
     h.expect(
@@ -104,7 +105,8 @@ fn task_running_accepts_only_a_newer_attempt_not_a_failed_one_again() {
         h.s.task_status(t(1)),
         Some(TaskStatus {
             attempt: AttemptNo(2),
-            running: true
+            running: true,
+            finished: false,
         })
     );
 }

@@ -13,6 +13,7 @@ mod acks;
 mod completion;
 mod config;
 mod durability;
+mod finish;
 mod invariants;
 mod lifecycle;
 mod mutants;

@@ -52,7 +52,9 @@ fn legacy_failed_counts_as_finished_is_caught_by_plan_waits_for_every_task() {
 /// finish fails once its tolerable failures are used up. ckpt's decision:
 /// the finished task declines (`TaskClosing`), the checkpoint is aborted
 /// and notified like any decline, and the abort does not count: with no
-/// tolerable failure the job still does not fail.
+/// tolerable failure the job still does not fail. (When the coordinator
+/// hears `TaskFinished` first, the checkpoint is aborted as
+/// `AbortReason::TaskFinished`, uncounted too: `tests/finish.rs`.)
 #[test]
 fn a_task_that_finished_before_its_trigger_declines_without_failing_the_job() {
     let mut h = H::with(CoordinatorSettings {

@@ -53,6 +53,30 @@ impl Sim {
         }
     }
 
+    /// Whether task `t` may finish now (`finished_tasks`): budget left, the
+    /// job running and not stopped, and `t`'s running attempt quiet (no
+    /// mail, channel item or started checkpoint work left: a task ends
+    /// once it ran everything it had) with every upstream task finished
+    /// (its input ended).
+    pub(super) fn may_finish_task(&self, s: &World, t: TaskId) -> bool {
+        let Some(side) = s.tasks.get(t.0 as usize) else {
+            return false;
+        };
+        s.used.finished_tasks < self.cfg.finished_tasks
+            && !s.coord.is_shutdown()
+            && !s.awaiting_restore
+            && s.stopped_with.is_none()
+            && !side.is_down()
+            && !side.finished
+            && side.mailbox.is_empty()
+            && side.inputs.iter().all(|c| c.queue.is_empty())
+            && !side.st.has_outstanding_work()
+            && self
+                .upstream(t)
+                .iter()
+                .all(|u| s.tasks.get(u.0 as usize).is_some_and(|x| x.finished))
+    }
+
     /// Every action enabled in `s`, in a fixed order.
     pub fn enabled(&self, s: &World, out: &mut Vec<Action>) {
         if s.violation.is_some() {
@@ -152,7 +176,7 @@ impl Sim {
             }
             if side.is_down() {
                 out.push(Action::RestartTask(t));
-            } else if may_fail {
+            } else if may_fail && !side.finished {
                 out.push(Action::FailTask(t));
             }
         }
@@ -175,6 +199,14 @@ impl Sim {
         }
         if s.job_failover_due && !s.coord.is_shutdown() && !s.awaiting_restore {
             out.push(Action::JobFailover);
+        }
+        if s.used.finished_tasks < self.cfg.finished_tasks {
+            for i in 0..s.tasks.len() {
+                let t = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+                if self.may_finish_task(s, t) {
+                    out.push(Action::FinishTask(t));
+                }
+            }
         }
         if s.used.end_of_input < self.cfg.end_of_input {
             for t in &self.settings.tasks_to_trigger {

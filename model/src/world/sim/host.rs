@@ -199,6 +199,19 @@ impl Sim {
         self.coord_event(n, CEv::Shutdown { status }, log);
     }
 
+    /// What the docs tell a host to do once `Finish` came: every task has
+    /// finished already; the coordinator shuts down with the job finished.
+    pub(super) fn finish_job(
+        &self,
+        n: &mut World,
+        final_checkpoint: Option<CheckpointId>,
+        log: Option<&mut Vec<Delivery>>,
+    ) {
+        n.history.finished_on_final = final_checkpoint.is_some();
+        let status = JobStatus::Finished;
+        self.coord_event(n, CEv::Shutdown { status }, log);
+    }
+
     /// The last steps of the failover recipes, once `RestoreState` came:
     /// a fresh task state per task under its next attempt, then
     /// `TaskRunning` for each.

@@ -111,6 +111,10 @@ pub enum Action {
     /// A job that ended on a stop-with-savepoint starts again: a new
     /// coordinator recovers from the store, as after a crash.
     ResumeJob,
+    /// A quiet task whose upstream tasks all finished finishes
+    /// (`finished_tasks` budget): its input ends (`EndOfInput`, unless it
+    /// already did) and the host reports `TaskFinished` for its attempt.
+    FinishTask(TaskId),
 }
 
 impl Action {
@@ -140,7 +144,8 @@ impl Action {
             | Action::AsyncReused(..)
             | Action::DisposeSavepoint(_)
             | Action::StopWithSavepoint
-            | Action::ResumeJob => false,
+            | Action::ResumeJob
+            | Action::FinishTask(_) => false,
         }
     }
 }
@@ -332,6 +337,7 @@ impl Sim {
                     order: 0,
                     attempt: AttemptNo(0),
                     last_ack: None,
+                    finished: false,
                 })
             })
             .collect();
@@ -469,6 +475,7 @@ impl Sim {
             Action::DisposeSavepoint(c) => format!("user disposes of savepoint {c}"),
             Action::StopWithSavepoint => "user stops the job with a savepoint".into(),
             Action::ResumeJob => "the stopped job starts again and recovers from the store".into(),
+            Action::FinishTask(t) => format!("task {t} finishes (its input ended)"),
         }
     }
 }

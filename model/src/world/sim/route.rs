@@ -9,6 +9,8 @@ pub(super) struct Follow {
     pub(super) restored: bool,
     /// The job was told to stop on this savepoint.
     pub(super) stop: Option<CheckpointId>,
+    /// The job was told it finished, on this final checkpoint or none.
+    pub(super) finish: Option<Option<CheckpointId>>,
 }
 
 impl Sim {
@@ -55,6 +57,8 @@ impl Sim {
             self.start_tasks(s, log);
         } else if let Some(savepoint) = follow.stop {
             self.stop_job(s, savepoint, log);
+        } else if let Some(final_checkpoint) = follow.finish {
+            self.finish_job(s, final_checkpoint, log);
         }
         outcome
     }
@@ -191,6 +195,9 @@ impl Sim {
                 }
                 CoordinatorEffect::Job(JobCommand::Stop { savepoint, .. }) => {
                     follow.stop = Some(*savepoint);
+                }
+                CoordinatorEffect::Job(JobCommand::Finish { final_checkpoint }) => {
+                    follow.finish = Some(*final_checkpoint);
                 }
                 CoordinatorEffect::Job(JobCommand::Fail(_)) => {
                     if s.used.job_failovers < self.cfg.job_failovers {
@@ -335,11 +342,11 @@ impl Sim {
     }
 
     /// Appends `item` to every output channel of `from` (lossless FIFO); a
-    /// down attempt's input channels are gone.
+    /// down or finished attempt's input channels are gone.
     pub(super) fn broadcast(&self, s: &mut World, from: TaskId, item: ChannelItem) {
         for d in self.downstream.get(from.0 as usize).into_iter().flatten() {
             if let Some(side) = s.tasks.get_mut(d.0 as usize) {
-                if side.is_down() {
+                if side.is_down() || side.finished {
                     continue;
                 }
                 if let Some(c) = side.inputs.iter_mut().find(|c| c.from == from) {
@@ -350,10 +357,11 @@ impl Sim {
     }
 
     /// Enqueues an RPC mail for attempt `attempt` of task `t`; dropped when
-    /// that attempt is not the running one (restarted since, or down).
+    /// that attempt is not the running one (restarted since, down, or
+    /// finished).
     pub(super) fn push_mail(s: &mut World, t: TaskId, attempt: AttemptNo, m: Mail) {
         if let Some(side) = s.tasks.get_mut(t.0 as usize) {
-            if side.attempt == attempt && !side.is_down() {
+            if side.attempt == attempt && !side.is_down() && !side.finished {
                 side.mailbox.push(m);
             }
         }

@@ -254,7 +254,8 @@ impl Sim {
                 self.coord_event(n, CEv::Trigger { kind }, log.as_deref_mut());
             }
             Action::FailTask(t) => {
-                if n.tasks.get(t.0 as usize)?.is_down() {
+                let side = n.tasks.get(t.0 as usize)?;
+                if side.is_down() || side.finished {
                     return None;
                 }
                 n.used.task_failures = n.used.task_failures.saturating_add(1);
@@ -305,6 +306,25 @@ impl Sim {
             Action::EndOfInput(t) => {
                 n.used.end_of_input = n.used.end_of_input.saturating_add(1);
                 self.task_event(n, t, TEv::EndOfInput, log.as_deref_mut());
+            }
+            Action::FinishTask(t) => {
+                if !self.may_finish_task(n, t) {
+                    return None;
+                }
+                n.used.finished_tasks = n.used.finished_tasks.saturating_add(1);
+                let side = n.tasks.get(t.0 as usize)?;
+                let attempt = side.attempt;
+                if side.st.lifecycle() == Lifecycle::Running {
+                    self.task_event(n, t, TEv::EndOfInput, log.as_deref_mut());
+                }
+                if let Some(side) = n.tasks.get_mut(t.0 as usize) {
+                    side.finished = true;
+                }
+                self.coord_event(
+                    n,
+                    CEv::TaskFinished { task: t, attempt },
+                    log.as_deref_mut(),
+                );
             }
             Action::JobFailover => {
                 if !n.job_failover_due {
