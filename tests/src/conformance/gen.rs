@@ -157,6 +157,7 @@ impl Draw<'_> {
             if hooked.is_empty() { 0 } else { 30 },      // 15 hook done
             if self.side.is_shutdown() { 0 } else { 1 }, // 16 shutdown
             1,                                           // 17 stop-with-savepoint
+            if running.is_empty() { 0 } else { 1 },      // 18 task finished
         ];
         match self.rng.weighted(&weights) {
             0 => Event::Trigger(TriggerAsk::Checkpoint { forced: false }),
@@ -205,9 +206,12 @@ impl Draw<'_> {
                 Status::Failed,
                 Status::Suspended,
             ])),
-            _ => Event::Trigger(TriggerAsk::StopWithSavepoint {
+            17 => Event::Trigger(TriggerAsk::StopWithSavepoint {
                 terminate: self.rng.chance(1, 2),
             }),
+            _ => Event::TaskFinished {
+                task: self.rng.pick(&running),
+            },
         }
     }
 
