@@ -39,7 +39,7 @@ fn a_task_that_finishes_before_taking_a_checkpoint_aborts_it_uncounted() {
         vec![
             cancel(Timer::Timeout(cp(1))),
             e_aborted(1, r, reason),
-            e_nab(1, 1, None),
+            h.nab(1, 1, None),
         ],
         applied(Applied::TaskUpdated { aborted: 1 }),
     );
