@@ -316,6 +316,7 @@ fn bounded_run_against_flink() {
         harness_dir: harness,
         max_reports: 4,
         progress: false,
+        draws: gen::Draws::default(),
     };
     for v in versions {
         let r = ckpt_tests::conformance::run_version(v, &opts, &mut |_| {})
@@ -402,4 +403,24 @@ fn the_readme_catalog_table_is_the_catalog() {
         "tests/flink/README.md's catalog table differs from the catalog; it should read:\n{}",
         expected.join("\n")
     );
+}
+
+/// Task finishes are drawn only with `Draws { finishes: true }`
+/// (`--finished-tasks`), and ckpt's side takes every one it is given.
+#[test]
+fn task_finishes_are_drawn_only_when_asked_for() {
+    let p = FlinkProfile::of(Version::V2_3);
+    let finishes = |s: &ckpt_tests::conformance::event::Sequence| {
+        s.events
+            .iter()
+            .filter(|e| matches!(e, Event::TaskFinished { .. }))
+            .count()
+    };
+    let mut drawn = 0;
+    for i in 0..200 {
+        assert_eq!(finishes(&gen::sequence(&p, 7, i, 20).unwrap()), 0);
+        let with = gen::sequence_with(&p, 7, i, 20, gen::Draws { finishes: true }).unwrap();
+        drawn += finishes(&with);
+    }
+    assert!(drawn > 20, "{drawn} finishes in 200 sequences");
 }

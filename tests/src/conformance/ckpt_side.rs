@@ -291,6 +291,17 @@ impl CkptSide {
                     None,
                 )?;
             }
+            Event::TaskFinished { task } => {
+                let attempt = self.attempt_of(*task, false)?;
+                self.feed(
+                    CoordinatorEvent::TaskFinished {
+                        task: TaskId(*task),
+                        attempt,
+                    },
+                    &mut acc,
+                    None,
+                )?;
+            }
             Event::TaskRunning { task } => {
                 let attempt = self.attempt_of(*task, false)?;
                 self.feed(

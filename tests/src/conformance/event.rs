@@ -163,6 +163,12 @@ pub enum Event {
         /// Legacy scheduling.
         legacy: bool,
     },
+    /// The current attempt of a task finishes (its input ended and it ran
+    /// to its end: Flink's `Execution.markFinished`, FLIP-147).
+    TaskFinished {
+        /// The task.
+        task: u32,
+    },
     /// A new attempt of a task runs (the old one fails first if it was
     /// still running).
     TaskRunning {
@@ -207,6 +213,7 @@ impl Event {
             Event::Ack { .. } => "ack",
             Event::Decline { .. } => "decline",
             Event::TaskFailed { .. } => "task-failed",
+            Event::TaskFinished { .. } => "task-finished",
             Event::TaskRunning { .. } => "task-running",
             Event::Restart => "restart",
             Event::StopScheduler => "stop-scheduler",

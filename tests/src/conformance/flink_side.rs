@@ -341,6 +341,7 @@ pub fn command(event: &Event, last: &Value) -> Value {
             "task": task,
             "notify": if *legacy { "fail_unacked" } else { "none" },
         }),
+        Event::TaskFinished { task } => json!({"cmd": "task_finished", "task": task}),
         Event::TaskRunning { task } => json!({"cmd": "task_running", "task": task}),
         Event::Restart => json!({"cmd": "restart"}),
         Event::StopScheduler => json!({"cmd": "stop_scheduler"}),

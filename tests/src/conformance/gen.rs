@@ -92,7 +92,16 @@ pub fn config(rng: &mut Rng) -> SeqConfig {
     }
 }
 
+/// Which kinds of event a sequence may draw beyond the default ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Draws {
+    /// Task finishes (`Event::TaskFinished`, FLIP-147). Off by default: a
+    /// weight of zero leaves every default sequence as it was.
+    pub finishes: bool,
+}
+
 struct Draw<'a> {
+    draws: Draws,
     rng: &'a mut Rng,
     side: &'a CkptSide,
     config: &'a SeqConfig,
@@ -157,6 +166,7 @@ impl Draw<'_> {
             if hooked.is_empty() { 0 } else { 30 },      // 15 hook done
             if self.side.is_shutdown() { 0 } else { 1 }, // 16 shutdown
             1,                                           // 17 stop-with-savepoint
+            if running.is_empty() || !self.draws.finishes { 0 } else { 1 }, // 18 task finished
         ];
         match self.rng.weighted(&weights) {
             0 => Event::Trigger(TriggerAsk::Checkpoint { forced: false }),
@@ -205,9 +215,12 @@ impl Draw<'_> {
                 Status::Failed,
                 Status::Suspended,
             ])),
-            _ => Event::Trigger(TriggerAsk::StopWithSavepoint {
+            17 => Event::Trigger(TriggerAsk::StopWithSavepoint {
                 terminate: self.rng.chance(1, 2),
             }),
+            _ => Event::TaskFinished {
+                task: self.rng.pick(&running),
+            },
         }
     }
 
@@ -272,6 +285,17 @@ pub fn sequence(
     index: u64,
     events: usize,
 ) -> Result<Sequence, SideError> {
+    sequence_with(profile, seed, index, events, Draws::default())
+}
+
+/// [`sequence`], drawing also the kinds of event `draws` turns on.
+pub fn sequence_with(
+    profile: &FlinkProfile,
+    seed: u64,
+    index: u64,
+    events: usize,
+    draws: Draws,
+) -> Result<Sequence, SideError> {
     let seed = seed.wrapping_add(index);
     let mut rng = Rng::new(seed);
     let config = config(&mut rng);
@@ -281,6 +305,7 @@ pub fn sequence(
     let mut after_shutdown = 0;
     while out.len() < events {
         let event = Draw {
+            draws,
             rng: &mut rng,
             side: &side,
             config: &config,

@@ -132,6 +132,8 @@ pub struct Options {
     pub max_reports: usize,
     /// Draw the progress line.
     pub progress: bool,
+    /// Event kinds drawn beyond the default ones (`--finished-tasks`).
+    pub draws: gen::Draws,
 }
 
 /// What a distinct divergence became.
@@ -263,7 +265,7 @@ pub fn run_version(
     let mut report = VersionReport::new(version);
     let started = Instant::now();
     for index in 0..opts.sequences {
-        let seq = gen::sequence(&profile, opts.seed, index, opts.events).map_err(|e| {
+        let seq = gen::sequence_with(&profile, opts.seed, index, opts.events, opts.draws).map_err(|e| {
             fatal(
                 Some(opts.seed.wrapping_add(index)),
                 format!("generator: {e}"),

@@ -118,7 +118,9 @@ impl FlinkProfile {
             tasks_to_wait: all.clone(),
             tasks_to_commit: all,
             semantics: Semantics::Fixed,
-            checkpoints_after_tasks_finish: true,
+            // FLIP-147 (1.14, on by default from 1.15): 1.11 has no
+            // checkpoints after a task finished.
+            checkpoints_after_tasks_finish: self.version.is_gen2(),
         }
     }
 }
