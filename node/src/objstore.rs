@@ -83,8 +83,9 @@ use std::sync::Arc;
 
 use ckpt_core::commit;
 use ckpt_core::host::store::{
-    meta_path, state_path, Damage, Damaged, Discarded, Metadata, MetadataError, OpenOptions,
-    Recovery, StateCheck, StoreError, StoreStats, CHECKPOINT_DIR, STATE_DIR,
+    meta_path, state_path, CheckpointEntry, Damage, Damaged, Discarded, Holdings, Metadata,
+    MetadataError, OpenOptions, Recovery, StateCheck, StoreError, StoreStats, CHECKPOINT_DIR,
+    STATE_DIR,
 };
 use ckpt_core::{CheckpointId, Generation, JobId, Millis, StateHandle};
 use object_store::path::Path;
@@ -242,13 +243,6 @@ fn parse_state_name(name: &str) -> Option<StateHandle> {
         .flatten()
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
-    savepoint: bool,
-    timestamp: Millis,
-    handles: Vec<StateHandle>,
-}
-
 /// What reading the log gave.
 #[derive(Default)]
 struct Replay {
@@ -308,12 +302,9 @@ pub struct ObjStore {
     /// The position of this handle's next log entry.
     head: u64,
     next_id: u64,
-    stored: BTreeMap<CheckpointId, Entry>,
-    prepared: BTreeMap<CheckpointId, Entry>,
-    holders: BTreeMap<StateHandle, BTreeSet<CheckpointId>>,
-    /// Handles named by quarantined checkpoints: never deleted.
-    quarantined: BTreeSet<StateHandle>,
-    deferred: BTreeSet<StateHandle>,
+    /// What it holds: stored, prepared, guarded, deferred (the file
+    /// store's type, so both make the guard's decisions alike).
+    holdings: Holdings,
     stats: StoreStats,
 }
 
@@ -324,7 +315,7 @@ impl fmt::Debug for ObjStore {
             .field("generation", &self.generation)
             .field("head", &self.head)
             .field("next_id", &self.next_id)
-            .field("stored", &self.stored.keys().collect::<Vec<_>>())
+            .field("stored", &self.holdings.stored_ids())
             .finish_non_exhaustive()
     }
 }
@@ -443,11 +434,7 @@ impl ObjStore {
             generation,
             head: r.end,
             next_id: 1,
-            stored: BTreeMap::new(),
-            prepared: BTreeMap::new(),
-            holders: BTreeMap::new(),
-            quarantined: BTreeSet::new(),
-            deferred: BTreeSet::new(),
+            holdings: Holdings::default(),
             stats: StoreStats::default(),
         };
         let rec = store.recover(&r, &options).await?;
@@ -457,7 +444,7 @@ impl ObjStore {
     async fn recover(&mut self, r: &Replay, options: &OpenOptions) -> Result<Recovery, StoreError> {
         let objects = Arc::clone(&self.objects);
         let objects = &*objects;
-        let mut valid: BTreeMap<CheckpointId, Entry> = BTreeMap::new();
+        let mut valid: BTreeMap<CheckpointId, CheckpointEntry> = BTreeMap::new();
         let mut damaged: Vec<Damaged> = Vec::new();
         let mut to_quarantine: BTreeSet<CheckpointId> = BTreeSet::new();
         let mut kept: BTreeSet<StateHandle> = BTreeSet::new();
@@ -503,7 +490,7 @@ impl ObjStore {
                     if missing.is_empty() {
                         valid.insert(
                             *id,
-                            Entry {
+                            CheckpointEntry {
                                 savepoint: m.savepoint,
                                 timestamp: m.timestamp,
                                 handles: m.handles,
@@ -651,22 +638,8 @@ impl ObjStore {
             })
             .await?;
         }
-        self.quarantined = kept.clone();
-        for (id, e) in &valid {
-            for h in &e.handles {
-                self.holders.entry(*h).or_default().insert(*id);
-            }
-        }
-        let checkpoints = valid
-            .iter()
-            .map(|(id, e)| ckpt_core::coordinator::RecoveredCheckpoint {
-                checkpoint: *id,
-                savepoint: e.savepoint,
-                timestamp: e.timestamp,
-                handles: e.handles.clone(),
-            })
-            .collect();
-        self.stored = valid;
+        let checkpoints = valid.iter().map(|(id, e)| e.recovered(*id)).collect();
+        self.holdings = Holdings::recovered(valid, kept.clone());
         quarantined.sort();
         Ok(Recovery {
             generation: self.generation,
@@ -754,10 +727,6 @@ impl ObjStore {
         }
     }
 
-    fn held(&self) -> impl Iterator<Item = (CheckpointId, bool)> + '_ {
-        self.stored.iter().map(|(id, e)| (*id, e.savepoint))
-    }
-
     /// Hands out the next checkpoint id on behalf of `writer`; the counter
     /// is in the log before the id is returned.
     pub async fn allocate_id(&mut self, writer: Generation) -> Result<CheckpointId, StoreError> {
@@ -817,7 +786,7 @@ impl ObjStore {
         handles: &[StateHandle],
     ) -> Result<(), StoreError> {
         self.fence(writer).await?;
-        commit::check_next(self.held(), checkpoint, savepoint)?;
+        commit::check_next(self.holdings.held(), checkpoint, savepoint)?;
         let meta = Metadata {
             job: self.job,
             checkpoint,
@@ -830,9 +799,9 @@ impl ObjStore {
             .put(&path, PutPayload::from(meta.encode()))
             .await
             .map_err(obj_err("finalize", &path))?;
-        self.prepared.insert(
+        self.holdings.prepare(
             checkpoint,
-            Entry {
+            CheckpointEntry {
                 savepoint,
                 timestamp,
                 handles: handles.to_vec(),
@@ -854,15 +823,13 @@ impl ObjStore {
         checkpoint: CheckpointId,
     ) -> Result<Vec<CheckpointId>, StoreError> {
         self.fence_id(writer)?;
-        let Some(entry) = self.prepared.remove(&checkpoint) else {
-            return Err(StoreError::NotPrepared(checkpoint));
-        };
+        let entry = self.holdings.take_prepared(checkpoint)?;
         let path = Path::from(meta_path(checkpoint));
-        if let Err(e) = commit::check_next(self.held(), checkpoint, entry.savepoint) {
+        if let Err(e) = commit::check_next(self.holdings.held(), checkpoint, entry.savepoint) {
             let _ = self.objects.delete(&path).await;
             return Err(e.into());
         }
-        let mut after: Vec<(CheckpointId, bool)> = self.held().collect();
+        let mut after: Vec<(CheckpointId, bool)> = self.holdings.held().collect();
         after.push((checkpoint, entry.savepoint));
         after.sort();
         let checkpoints = after.iter().filter(|(_, s)| !s).count();
@@ -884,43 +851,22 @@ impl ObjStore {
             Err(e @ StoreError::StaleGeneration { .. }) => return Err(e),
             Err(e) => {
                 // Unknown outcome: hold it as stored.
-                for h in &entry.handles {
-                    self.holders.entry(*h).or_default().insert(checkpoint);
-                }
-                self.stored.insert(checkpoint, entry);
+                self.holdings.hold(checkpoint, entry);
                 return Err(e);
             }
         }
-        for h in &entry.handles {
-            self.holders.entry(*h).or_default().insert(checkpoint);
-        }
-        self.stored.insert(checkpoint, entry);
+        self.holdings.hold(checkpoint, entry);
         self.stats.stored += 1;
         for old in &evicted {
             delete(&*self.objects, &Path::from(meta_path(*old))).await?;
             self.stats.evicted += 1;
-            for h in self.forget(*old) {
-                if !self.holders.contains_key(&h) && self.deferred.remove(&h) {
+            for h in self.holdings.forget(*old) {
+                if self.holdings.release_evicted(h) {
                     self.delete_state(h).await?;
                 }
             }
         }
         Ok(evicted)
-    }
-
-    fn forget(&mut self, id: CheckpointId) -> Vec<StateHandle> {
-        let Some(e) = self.stored.remove(&id) else {
-            return Vec::new();
-        };
-        for h in &e.handles {
-            if let Some(set) = self.holders.get_mut(h) {
-                set.remove(&id);
-                if set.is_empty() {
-                    self.holders.remove(h);
-                }
-            }
-        }
-        e.handles
     }
 
     /// The coordinator's (or a task's) `DiscardState`: deletes the state
@@ -932,29 +878,10 @@ impl ObjStore {
         handle: StateHandle,
     ) -> Result<Discarded, StoreError> {
         self.fence(writer).await?;
-        if let Some(set) = self.holders.get(&handle) {
-            let checkpoint = set
-                .iter()
-                .find(|id| self.stored.get(id).is_some_and(|e| !e.savepoint))
-                .copied();
-            if let Some(checkpoint) = checkpoint {
-                self.stats.guard_refusals += 1;
-                self.stats.refused.push((handle, checkpoint));
-                self.deferred.insert(handle);
-                return Ok(Discarded::Refused { checkpoint });
-            }
-            if let Some(savepoint) = set.iter().next().copied() {
-                self.stats.savepoint_declines += 1;
-                return Ok(Discarded::Savepoint { savepoint });
-            }
+        if let Some(guarded) = self.holdings.guard(handle, &mut self.stats) {
+            return Ok(guarded);
         }
-        let holder = self
-            .prepared
-            .iter()
-            .find(|(_, e)| e.handles.contains(&handle))
-            .map(|(id, _)| *id);
-        if let Some(id) = holder {
-            self.prepared.remove(&id);
+        if let Some(id) = self.holdings.drop_prepared_holding(handle) {
             delete(&*self.objects, &Path::from(meta_path(id))).await?;
         }
         self.delete_state(handle).await
@@ -970,27 +897,19 @@ impl ObjStore {
         savepoint: CheckpointId,
     ) -> Result<Vec<StateHandle>, StoreError> {
         self.fence_id(writer)?;
-        match self.stored.get(&savepoint) {
-            None => return Err(StoreError::NotStored(savepoint)),
-            Some(e) if !e.savepoint => return Err(StoreError::NotASavepoint(savepoint)),
-            Some(_) => {}
-        }
-        if self.latest() == Some(savepoint) {
-            return Err(StoreError::LatestSavepoint(savepoint));
-        }
+        self.holdings.check_disposable(savepoint)?;
         self.append(LogEntry::Dispose {
             generation: writer,
             savepoint,
         })
         .await?;
         delete(&*self.objects, &Path::from(meta_path(savepoint))).await?;
-        let handles = self.forget(savepoint);
+        let handles = self.holdings.forget(savepoint);
         let mut deleted = Vec::new();
         for h in handles {
-            if self.holders.contains_key(&h) || self.quarantined.contains(&h) {
+            if !self.holdings.release_disposed(h) {
                 continue;
             }
-            self.deferred.remove(&h);
             if self.delete_state(h).await? == Discarded::Deleted {
                 deleted.push(h);
             }
@@ -1010,23 +929,11 @@ impl ObjStore {
         Ok(Discarded::Deleted)
     }
 
-    /// The stored checkpoints and savepoints, in id order.
-    pub fn stored(&self) -> impl Iterator<Item = (CheckpointId, &[StateHandle])> + '_ {
-        self.stored
-            .iter()
-            .map(|(id, e)| (*id, e.handles.as_slice()))
-    }
-
-    /// Whether stored checkpoint `id` is a savepoint (`None`: not stored).
+    /// What the store holds (the file store's [`Holdings`]: the stored
+    /// checkpoints and savepoints, the latest, the guard's state).
     #[must_use]
-    pub fn is_savepoint(&self, id: CheckpointId) -> Option<bool> {
-        self.stored.get(&id).map(|e| e.savepoint)
-    }
-
-    /// The latest stored checkpoint: the highest id.
-    #[must_use]
-    pub fn latest(&self) -> Option<CheckpointId> {
-        commit::latest(self.held())
+    pub fn holdings(&self) -> &Holdings {
+        &self.holdings
     }
 
     /// The next id the counter hands out.

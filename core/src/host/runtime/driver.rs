@@ -143,7 +143,7 @@ impl Driver {
                         .map(|()| *checkpoint),
                     IoRequest::Store { checkpoint } => {
                         let stored = self.store.store(self.generation, *checkpoint);
-                        self.ctx.stats().store_latest = self.store.latest();
+                        self.ctx.stats().store_latest = self.store.holdings().latest();
                         stored.map(|_| *checkpoint)
                     }
                 };
@@ -200,7 +200,7 @@ impl Driver {
                 // This driver answers its own store I/O before it reads the
                 // next message, so the outcome is known here: discard the
                 // list for what the store holds.
-                let stored = self.store.stored().any(|(c, _)| c == checkpoint);
+                let stored = self.store.holdings().stored().any(|(c, _)| c == checkpoint);
                 let list = if stored {
                     discard_if_stored
                 } else {
@@ -343,11 +343,11 @@ impl Driver {
         });
         self.drain_answers().await;
         let restored = self.restore_target.as_ref().map(|(id, _)| *id);
-        if restored != self.store.latest() {
+        if restored != self.store.holdings().latest() {
             self.ctx.stats().store_disagreements += 1;
             self.ctx.violation(format!(
                 "failover restores {restored:?} but the store's latest is {:?}",
-                self.store.latest()
+                self.store.holdings().latest()
             ));
         }
         if let Err(e) = self.start_attempts(upstream) {
@@ -438,7 +438,7 @@ impl Driver {
                     Some(ToCoordinator::DisposeSavepoint(savepoint, reply)) => {
                         let disposed = self.store.dispose_savepoint(self.generation, savepoint);
                         if disposed.is_ok() {
-                            self.ctx.stats().store_latest = self.store.latest();
+                            self.ctx.stats().store_latest = self.store.holdings().latest();
                             self.apply(CoordinatorEvent::DisposeSavepoint {
                                 checkpoint: savepoint,
                             });

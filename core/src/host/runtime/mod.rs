@@ -283,7 +283,7 @@ impl Job {
             net,
             start: Instant::now(),
             stats: Arc::new(Mutex::new(HostStats {
-                store_latest: store.latest(),
+                store_latest: store.holdings().latest(),
                 ..HostStats::default()
             })),
             coordinator_events: AtomicU64::new(0),
