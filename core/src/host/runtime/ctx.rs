@@ -1,25 +1,24 @@
 //! What the roles of a running job share ([`Ctx`]: the job, its options,
 //! file system and network, the counters and the trace recorder, the
-//! channels to the coordinator driver), the messages the coordinator
-//! driver reads ([`ToCoordinator`]), and the trace key of a task attempt.
+//! channels to the coordinator driver), and the trace key of a task
+//! attempt.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::net;
-use super::stats::{HostStats, Recorder};
-use super::task;
+use super::net::{self, ToCoordinator};
+use super::stats::{lock, HostStats, Recorder};
 use super::JobOptions;
-use crate::coordinator::{CoordinatorEvent, JobStatus};
+use crate::coordinator::CoordinatorEvent;
 use crate::host::fs::Fs;
-use crate::host::store::StoreError;
+use crate::host::store::state_path;
 use crate::task::TaskConfig;
 use crate::trace::TraceLine;
-use crate::types::{AttemptNo, CheckpointId, JobId, Millis, StateHandle, TaskId};
+use crate::types::{AttemptNo, JobId, Millis, StateHandle, TaskId};
 
 /// What the roles share.
 pub(crate) struct Ctx {
@@ -36,10 +35,6 @@ pub(crate) struct Ctx {
     pub(super) to_coordinator: mpsc::Sender<ToCoordinator>,
     pub(super) failures: mpsc::UnboundedSender<(TaskId, AttemptNo)>,
     pub(super) completed: watch::Sender<u64>,
-}
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Ctx {
@@ -113,8 +108,9 @@ impl Ctx {
         }
         let _ = self.failures.send((task, attempt));
     }
+    /// Deletes a state file nobody acknowledged (a task-side discard).
     pub(super) fn delete_unacked_state(&self, handle: StateHandle) {
-        task::delete_unacked(&*self.fs, handle);
+        let _ = self.fs.remove(&state_path(handle));
     }
 }
 
@@ -122,18 +118,4 @@ impl Ctx {
 #[must_use]
 pub fn trace_key(task: TaskId, attempt: AttemptNo) -> TaskId {
     TaskId(task.0.saturating_mul(100_000).saturating_add(attempt.0))
-}
-
-/// Messages to the coordinator driver.
-pub(crate) enum ToCoordinator {
-    /// An RPC from a task (ack, decline) or a user request.
-    Rpc(CoordinatorEvent),
-    /// Stop: shut the coordinator down with this status and stop every task.
-    Shutdown(JobStatus, oneshot::Sender<()>),
-    /// The user disposes of a savepoint: the store first, then the
-    /// coordinator (`DisposeSavepoint`).
-    DisposeSavepoint(
-        CheckpointId,
-        oneshot::Sender<Result<Vec<StateHandle>, StoreError>>,
-    ),
 }

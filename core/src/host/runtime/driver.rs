@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::ctx::{Ctx, ToCoordinator};
+use super::ctx::Ctx;
+use super::net::ToCoordinator;
 use super::statefile::{self, TaskSnapshot};
 use super::task::{Attempt, AttemptSpec, DATA_CHANNEL_MAX};
 use super::{DataMsg, JobError, JobSpec};

@@ -107,8 +107,10 @@ use crate::task::TaskConfig;
 use crate::trace::Trace;
 use crate::types::{AttemptNo, CheckpointId, StateHandle, TaskId};
 
-use ctx::{lock, Ctx, ToCoordinator};
+use ctx::Ctx;
 use driver::{state_check, Driver};
+use net::ToCoordinator;
+use stats::lock;
 use stats::Recorder;
 
 /// Host options.

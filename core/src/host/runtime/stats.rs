@@ -3,9 +3,8 @@
 //! [`LiveStats`], a view of both that outlives the job.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::ctx::lock;
 use crate::host::store::StoreStats;
 use crate::trace::Trace;
 use crate::types::CheckpointId;
@@ -87,4 +86,9 @@ impl LiveStats {
 #[derive(Default)]
 pub(super) struct Recorder {
     pub(super) trace: Trace,
+}
+
+/// Locks `m`; a poisoned lock (a role panicked) still hands out the data.
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
