@@ -65,6 +65,7 @@ defs = {k: set(m.group(2) for m in DEF.finditer(s)) for k, s in src.items()}
 USE = re.compile(r'^\s*(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);', re.M)
 
 def expand(tree):
+    tree = re.sub(r'\s+as\s+\w+', '', tree)  # `X as Y` imports X
     tree = re.sub(r'\s+', '', tree)
     res = []
     def rec(prefix, t):
@@ -88,9 +89,6 @@ def expand(tree):
                 inner = p[i + 1:-1]
                 rec(prefix + ([s for s in head.split('::') if s]), inner)
             else:
-                alias = None
-                if 'as' in p and re.search(r'\bas\b', p.replace('::', ' :: ')):
-                    p, alias = re.split(r'as(?=[A-Za-z_])', p, maxsplit=1) if False else (p.split('as')[0], None)
                 segs = [s for s in p.split('::') if s]
                 if segs and segs[-1] == 'self':
                     segs = segs[:-1]
