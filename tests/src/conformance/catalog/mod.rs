@@ -16,13 +16,48 @@
 //! ckpt's side say what Flink's says, or the other way round) and returns
 //! `true`. The comparator applies recognizers until the two decisions are
 //! equal; whatever no recognizer takes out is an unexplained divergence.
+//!
+//! The recognizers are kept by the behaviour they explain: `stop`
+//! (stop-with-savepoint), `failures` (the tolerable-failure counter),
+//! `scheduling` (queued requests, the periodic timer, master hooks),
+//! `tasks` (task failures, restarts, notifications, late acks),
+//! `lifecycle` (start, restore, shutdown) and `completion` (completion,
+//! the store, retention); the helpers several of them share are here. The
+//! order in which the comparator tries them is [`CATALOG`]'s alone.
 
 use serde_json::Value;
 
 use super::ckpt_side::TaskView;
-use super::decision::{Abort, AckClass, Decision, RequestEnd};
+use super::decision::{Abort, Decision, RequestEnd};
 use super::event::{Event, SeqConfig, TriggerAsk};
 use super::profile::{FlinkProfile, Version};
+
+mod completion;
+mod failures;
+mod lifecycle;
+mod scheduling;
+mod stop;
+mod tasks;
+
+use completion::{
+    duplicate_discard, expiry_unreported, last_subsumed, savepoint_completion,
+    savepoint_retention_1_11, store_failure_1_11,
+};
+use failures::{
+    fail_job_latch, finalize_failure_counting, savepoint_not_counted, trigger_failure_counted,
+};
+use lifecycle::{
+    restore_last_added, shutdown_silent, shutdown_timer, start_aborts, store_shut_down,
+};
+use scheduling::{
+    already_queued, hook_expiry_wedge, hooks_serialize, periodic_fixed_rate, periodic_paused,
+    trigger_waits_for_all,
+};
+use stop::{stop_savepoint_retained, stop_suspends, stopping_refuses, sync_savepoint_fails_job};
+use tasks::{
+    decline_other_attempt, late_ack_memory, notify_only_running, restart_notifies, restart_reasons,
+    task_failure_aborts,
+};
 
 /// What a recognizer sees.
 pub struct Ctx<'a> {
@@ -142,7 +177,7 @@ pub fn by_name(name: &str) -> Option<&'static Entry> {
     CATALOG.iter().find(|e| e.name == name)
 }
 
-fn user_trigger(ctx: &Ctx<'_>, forced: Option<bool>) -> bool {
+pub(super) fn user_trigger(ctx: &Ctx<'_>, forced: Option<bool>) -> bool {
     match (ctx.event, forced) {
         (Some(Event::Trigger(TriggerAsk::Checkpoint { forced: f })), Some(want)) => *f == want,
         (Some(Event::Trigger(_)), None) => true,
@@ -152,7 +187,7 @@ fn user_trigger(ctx: &Ctx<'_>, forced: Option<bool>) -> bool {
 
 /// Removes from `c.requests` the failure `why` of the newest user request
 /// when `f` has no end for it; true if it did.
-fn take_request_failure(c: &mut Decision, f: &Decision, why: &Abort) -> bool {
+pub(super) fn take_request_failure(c: &mut Decision, f: &Decision, why: &Abort) -> bool {
     let Some(pos) = c
         .requests
         .iter()
@@ -168,183 +203,13 @@ fn take_request_failure(c: &mut Decision, f: &Decision, why: &Abort) -> bool {
     true
 }
 
-fn make_state_equal(c: &mut Decision, f: &Decision) {
+pub(super) fn make_state_equal(c: &mut Decision, f: &Decision) {
     c.state = f.state.clone();
 }
 
 // ----- the recognizers --------------------------------------------------------
 
-fn is_stop_event(ctx: &Ctx<'_>) -> bool {
-    matches!(
-        ctx.event,
-        Some(Event::Trigger(TriggerAsk::StopWithSavepoint { .. }))
-    )
-}
-
-/// A stop-with-savepoint: ckpt stops periodic scheduling and ends what
-/// waits (as `StopScheduler`), Flink's coordinator call alone does not. The
-/// trigger RPCs (the savepoint and its type), hook calls and notifications
-/// stay compared; the aborts, request ends, discards and the state are
-/// taken (the states are apart from here on).
-fn stop_suspends(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !is_stop_event(ctx)
-        || c.requests
-            .iter()
-            .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping))
-    {
-        return false;
-    }
-    let differs = c.aborts != f.aborts
-        || c.aborted != f.aborted
-        || c.requests != f.requests
-        || c.discarded != f.discarded
-        || c.state != f.state;
-    if !differs {
-        return false;
-    }
-    c.aborts = f.aborts.clone();
-    c.aborted = f.aborted.clone();
-    c.requests = f.requests.clone();
-    c.discarded = f.discarded.clone();
-    make_state_equal(c, f);
-    true
-}
-
-/// A user trigger while ckpt's stop-with-savepoint runs: ckpt refuses it
-/// (`TriggerRejection::Stopping`), Flink's coordinator takes it.
-fn stopping_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let refused = c
-        .requests
-        .iter()
-        .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping));
-    if !user_trigger(ctx, None) || !refused {
-        return false;
-    }
-    *c = f.clone();
-    true
-}
-
-/// 1.20/2.3: a synchronous savepoint (notified on both sides) completes:
-/// ckpt's store holds it, Flink's does not.
-fn stop_savepoint_retained(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !ctx.gen2() {
-        return false;
-    }
-    let retained: Vec<u64> = c
-        .completed
-        .iter()
-        .filter(|(id, sp)| {
-            *sp && f.completed.contains(&(*id, true))
-                && f.completes.iter().any(|m| m.checkpoint == *id)
-                && c.state.store.contains(&(*id, true))
-                && !f.state.store.contains(&(*id, true))
-        })
-        .map(|(id, _)| *id)
-        .collect();
-    // ckpt's store write of the stop's savepoint failed (an armed failure
-    // Flink's never reaches: it writes no savepoint to the store): ckpt
-    // notifies aborted and fails the stop, Flink notifies complete.
-    let store_failed: Vec<u64> = f
-        .completed
-        .iter()
-        .filter(|(id, sp)| {
-            *sp && f.completes.iter().any(|m| m.checkpoint == *id)
-                && !c.completes.iter().any(|m| m.checkpoint == *id)
-                && c.aborts.iter().any(|m| m.checkpoint == *id)
-                && c.requests
-                    .iter()
-                    .any(|(_, e)| *e == RequestEnd::Failed(Abort::FinalizeFailure))
-        })
-        .map(|(id, _)| *id)
-        .collect();
-    if retained.is_empty() && store_failed.is_empty() {
-        return false;
-    }
-    if !store_failed.is_empty() {
-        c.completes = f.completes.clone();
-        c.aborts = f.aborts.clone();
-        c.requests = f.requests.clone();
-        c.discarded = f.discarded.clone();
-    }
-    make_state_equal(c, f);
-    true
-}
-
-/// A savepoint aborted (for a reason no entry above counts) and Flink fails
-/// the job while ckpt does not: the synchronous savepoint's failure.
-fn sync_savepoint_fails_job(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let cond =
-        f.fail_job > c.fail_job && c.aborted.iter().any(|(id, _)| ctx.is_savepoint_before(*id));
-    mask_counter_if(cond, c, f)
-}
-
-fn last_subsumed(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !ctx.profile.complete_carries_last_subsumed {
-        return false;
-    }
-    // Flink names the checkpoint this completion evicted from the store:
-    // it must be one that left ckpt's store in the same event.
-    let evicted: Vec<u64> = ctx
-        .before_ckpt
-        .state
-        .store
-        .iter()
-        .filter(|e| !c.state.store.contains(e))
-        .map(|e| e.0)
-        .collect();
-    let mut changed = false;
-    for m in &mut f.completes {
-        if let Some(v) = m.last_subsumed {
-            if v.is_some_and(|id| !evicted.contains(&id)) {
-                return false;
-            }
-            m.last_subsumed = None;
-            changed = true;
-        }
-    }
-    if changed {
-        f.completes.sort();
-    }
-    changed
-}
-
-fn fail_job_latch(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let tolerable = u64::from(ctx.config.tolerable_failures);
-    let (Some(cc), Some(fc)) = (c.state.failure_counter, f.state.failure_counter) else {
-        return false;
-    };
-    // The event that fails the job: both fail it, ckpt's counter stays
-    // above the bound (latched), Flink's starts again from 0.
-    let failing =
-        c.fail_job == f.fail_job && f.fail_job.unwrap_or(0) > 0 && cc > tolerable && fc == 0;
-    // Later: ckpt stays latched (no second FailJob) while Flink counts on
-    // and may fail the job again.
-    let latched = cc > tolerable && fc != cc;
-    if !(failing || latched) {
-        return false;
-    }
-    c.state.failure_counter = None;
-    f.state.failure_counter = None;
-    c.fail_job = None;
-    f.fail_job = None;
-    true
-}
-
-/// The checkpoints of this event aborted with a reason Flink counts, that
-/// were savepoints.
-fn savepoint_failures(ctx: &Ctx<'_>, c: &Decision) -> bool {
-    c.aborted.iter().any(|(id, why)| {
-        ctx.is_savepoint_before(*id)
-            && match why {
-                Abort::Declined(r) => r == "CHECKPOINT_ASYNC_EXCEPTION",
-                Abort::Expired => !ctx.gen2(),
-                Abort::FinalizeFailure => ctx.gen2(),
-                _ => false,
-            }
-    })
-}
-
-fn mask_counter_if(cond: bool, c: &mut Decision, f: &mut Decision) -> bool {
+pub(super) fn mask_counter_if(cond: bool, c: &mut Decision, f: &mut Decision) -> bool {
     if !cond || (c.state.failure_counter == f.state.failure_counter && c.fail_job == f.fail_job) {
         return false;
     }
@@ -352,519 +217,6 @@ fn mask_counter_if(cond: bool, c: &mut Decision, f: &mut Decision) -> bool {
     f.state.failure_counter = None;
     c.fail_job = None;
     f.fail_job = None;
-    true
-}
-
-fn savepoint_not_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let cond = savepoint_failures(ctx, c);
-    mask_counter_if(cond, c, f)
-}
-
-fn trigger_failure_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let cond = c.aborted.iter().any(|(_, w)| *w == Abort::TriggerFailure)
-        || c.requests
-            .iter()
-            .any(|(_, e)| *e == RequestEnd::Failed(Abort::TriggerFailure))
-        || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
-            && c.state.failure_counter > f.state.failure_counter
-            && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
-            && !c.aborted.iter().any(|(_, w)| w.counts_in_every_version())
-        || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
-            && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
-            && one_more_than_counted(ctx, c, f);
-    cond && mask_counter_if(true, c, f)
-}
-
-/// The same event also aborted checkpoints that every version counts (an
-/// expiry in the advance whose periodic trigger then failed to get an id):
-/// Flink's counter rose by exactly those, ckpt's by one more.
-fn one_more_than_counted(ctx: &Ctx<'_>, c: &Decision, f: &Decision) -> bool {
-    let (Some(before), Some(cc), Some(fc)) = (
-        ctx.before_flink.state.failure_counter,
-        c.state.failure_counter,
-        f.state.failure_counter,
-    ) else {
-        return false;
-    };
-    let counted = c
-        .aborted
-        .iter()
-        .filter(|(_, w)| w.counts_in_every_version())
-        .count() as u64;
-    counted > 0 && fc == before + counted && cc == fc + 1
-}
-
-fn finalize_failure_counting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let cond = !ctx.gen2() && c.aborted.iter().any(|(_, w)| *w == Abort::FinalizeFailure);
-    mask_counter_if(cond, c, f)
-}
-
-fn already_queued(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !user_trigger(ctx, Some(false)) {
-        return false;
-    }
-    if !take_request_failure(c, f, &Abort::AlreadyQueued) {
-        return false;
-    }
-    // Flink queued it (or, had a slot been free, triggered it).
-    make_state_equal(c, f);
-    c.triggers = f.triggers.clone();
-    c.hooks = f.hooks.clone();
-    true
-}
-
-fn periodic_paused(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    // ckpt cancelled the periodic timer when a non-forced request had to
-    // wait for a free slot; Flink's keeps running and queueing.
-    let periodic = ctx.before_ckpt.state.periodic && c.state.periodic && f.state.periodic;
-    if !periodic || !matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_))) {
-        return false;
-    }
-    let apart = c.state.periodic_at != f.state.periodic_at || c.state.queued != f.state.queued;
-    let waiting = f.state.queued > 0 || ctx.before_flink.state.queued > 0 || c.state.queued > 0;
-    let full = ctx.before_flink.state.pending.len() >= ctx.config.max_concurrent as usize
-        || f.state.pending.len() >= ctx.config.max_concurrent as usize;
-    let advance = matches!(ctx.event, Some(Event::Advance { .. }));
-    if !apart || !(full && (waiting || advance) || c.state.periodic_at.is_none()) {
-        return false;
-    }
-    make_state_equal(c, f);
-    c.triggers = f.triggers.clone();
-    c.hooks = f.hooks.clone();
-    c.aborted = f.aborted.clone();
-    c.aborts = f.aborts.clone();
-    c.requests = f.requests.clone();
-    c.discarded = f.discarded.clone();
-    true
-}
-
-fn task_failure_aborts(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let default_scheduler = matches!(
-        ctx.event,
-        Some(Event::TaskFailed { legacy: false, .. } | Event::TaskRunning { .. })
-    );
-    if !default_scheduler || !f.aborted.is_empty() {
-        return false;
-    }
-    if c.aborted.is_empty() || c.aborted.iter().any(|(_, w)| *w != Abort::TaskFailure) {
-        return false;
-    }
-    c.aborted.clear();
-    c.aborts.clear();
-    // Its requests, and those resumed from the queue after it.
-    c.requests = f.requests.clone();
-    c.triggers = f.triggers.clone();
-    make_state_equal(c, f);
-    c.discarded = f.discarded.clone();
-    true
-}
-
-fn restart_reasons(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !matches!(ctx.event, Some(Event::Restart)) {
-        return false;
-    }
-    let mut changed = false;
-    for (id, why) in &mut c.aborted {
-        if *why == Abort::TaskFailure && f.aborted.contains(&(*id, Abort::Failover)) {
-            *why = Abort::Failover;
-            changed = true;
-        }
-    }
-    for (_, e) in &mut c.requests {
-        if *e == RequestEnd::Failed(Abort::TaskFailure) {
-            *e = RequestEnd::Failed(Abort::Failover);
-            changed = true;
-        }
-    }
-    c.aborted.sort();
-    c.requests.sort();
-    changed
-}
-
-fn notify_only_running(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let before = f.aborts.len();
-    f.aborts.retain(|m| {
-        c.aborts.contains(m)
-            || ctx
-                .ckpt_tasks
-                .get(m.task as usize)
-                .is_some_and(|t| t.running || t.attempt != m.attempt)
-    });
-    f.aborts.len() != before
-}
-
-fn late_ack_memory(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !matches!(ctx.event, Some(Event::Ack { .. })) {
-        return false;
-    }
-    if c.ack == Some(AckClass::Late) && f.ack == Some(AckClass::UnknownCheckpoint) {
-        c.ack = f.ack;
-        return true;
-    }
-    false
-}
-
-fn shutdown_timer(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if c.state.shutdown
-        && f.state.shutdown
-        && c.state.periodic_at.is_none()
-        && f.state.periodic_at.is_some()
-    {
-        f.state.periodic_at = None;
-        return true;
-    }
-    false
-}
-
-fn periodic_fixed_rate(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    // 1.11's periodic trigger is a fixed-rate timer: its next firing does
-    // not move when a (queued) periodic request runs late; ckpt re-arms one
-    // interval after the trigger. Only the timer's due time is taken out.
-    if ctx.version() != Version::V1_11
-        || !(c.state.periodic && f.state.periodic)
-        || c.state.periodic_at.is_none()
-        || f.state.periodic_at.is_none()
-        || c.state.periodic_at == f.state.periodic_at
-    {
-        return false;
-    }
-    c.state.periodic_at = f.state.periodic_at;
-    true
-}
-
-fn restore_last_added(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    // 1.11 restores the checkpoint added to its store last (savepoints do
-    // not subsume pending savepoints, so an older one can complete after a
-    // newer one); ckpt restores the one with the highest id.
-    if ctx.version() != Version::V1_11 || !matches!(ctx.event, Some(Event::Restart)) {
-        return false;
-    }
-    let store = &ctx.before_ckpt.state.store;
-    let (Some(Some(ci)), Some(Some(fi))) = (c.restored, f.restored) else {
-        return false;
-    };
-    let newest = store.iter().map(|e| e.0).max();
-    let last_added = store.last().map(|e| e.0);
-    if ci == fi || newest != Some(ci) || last_added != Some(fi) {
-        return false;
-    }
-    c.restored = f.restored;
-    true
-}
-
-fn restart_notifies(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !matches!(ctx.event, Some(Event::Restart)) || !f.aborts.is_empty() || c.aborts.is_empty() {
-        return false;
-    }
-    // Only messages to the attempts the restart stops (every task gets a
-    // new attempt).
-    let old = c.aborts.iter().all(|m| {
-        ctx.ckpt_tasks
-            .get(m.task as usize)
-            .is_some_and(|t| m.attempt < t.attempt)
-    });
-    if old {
-        c.aborts.clear();
-    }
-    old
-}
-
-fn shutdown_silent(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !matches!(ctx.event, None | Some(Event::Shutdown(_))) {
-        return false;
-    }
-    let ended: Vec<u64> = c
-        .aborted
-        .iter()
-        .filter(|(_, w)| *w == Abort::Shutdown)
-        .map(|(id, _)| *id)
-        .collect();
-    let before = f.aborts.len();
-    f.aborts
-        .retain(|m| !ended.contains(&m.checkpoint) || c.aborts.contains(m));
-    f.aborts.len() != before
-}
-
-fn store_shut_down(_ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if c.state.shutdown && f.state.shutdown && f.state.store.is_empty() && !c.state.store.is_empty()
-    {
-        c.state.store.clear();
-        return true;
-    }
-    false
-}
-
-/// Flink queued a request because a trigger was in progress (a master
-/// hook outstanding) where ckpt went on with it.
-fn flink_queued_behind_hooks(ctx: &Ctx<'_>, c: &Decision, f: &Decision) -> bool {
-    ctx.config.hooks > 0 && ctx.flink_was_triggering() && f.state.queued > c.state.queued
-}
-
-fn take_queued_behind_hooks(c: &mut Decision, f: &Decision) {
-    make_state_equal(c, f);
-    c.hooks = f.hooks.clone();
-    c.triggers = f.triggers.clone();
-    c.requests = f.requests.clone();
-}
-
-fn hooks_serialize(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    // The checkpoint whose hook is outstanding is still pending in Flink.
-    let pending: Vec<u64> = f.state.pending.iter().map(|p| p.checkpoint).collect();
-    let live = ctx
-        .flink_hooks_waiting()
-        .iter()
-        .any(|id| pending.contains(id));
-    // Or the hook was called within this advance: ckpt called the hooks of
-    // more checkpoints than Flink, which queued the rest behind it.
-    let within = matches!(ctx.event, Some(Event::Advance { .. }))
-        && ctx.config.hooks > 0
-        && f.hooks.iter().all(|h| c.hooks.contains(h))
-        && c.hooks.len() > f.hooks.len()
-        && f.state.queued > c.state.queued;
-    if !(live && flink_queued_behind_hooks(ctx, c, f) || within) {
-        return false;
-    }
-    take_queued_behind_hooks(c, f);
-    true
-}
-
-fn hook_expiry_wedge(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    // 1.11: the hook's checkpoint is gone (expired, aborted), the trigger
-    // is still in progress.
-    let pending: Vec<u64> = f.state.pending.iter().map(|p| p.checkpoint).collect();
-    let waiting = ctx.flink_hooks_waiting();
-    let wedged = !waiting.is_empty() && waiting.iter().all(|id| !pending.contains(id));
-    if ctx.gen2() || !wedged || !flink_queued_behind_hooks(ctx, c, f) {
-        return false;
-    }
-    take_queued_behind_hooks(c, f);
-    true
-}
-
-fn trigger_waits_for_all(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    // 1.11: a task that is waited for but not triggered is not running;
-    // ckpt refuses the trigger, 1.11 goes on.
-    if ctx.gen2() {
-        return false;
-    }
-    let idle_waited = (0u32..)
-        .zip(ctx.ckpt_tasks)
-        .any(|(i, t)| !t.running && !ctx.config.trigger.contains(&i));
-    let triggers_run = ctx
-        .config
-        .trigger
-        .iter()
-        .all(|t| ctx.ckpt_tasks.get(*t as usize).is_some_and(|t| t.running));
-    let refused = c
-        .requests
-        .iter()
-        .any(|(_, e)| *e == RequestEnd::Failed(Abort::NotAllRequiredTasksRunning))
-        || (f.state.pending.len() > c.state.pending.len());
-    if !(idle_waited && triggers_run && refused) || c.requests == f.requests && c.state == f.state {
-        return false;
-    }
-    make_state_equal(c, f);
-    c.triggers = f.triggers.clone();
-    c.hooks = f.hooks.clone();
-    c.requests = f.requests.clone();
-    true
-}
-
-fn savepoint_completion(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !ctx.gen2() {
-        return false;
-    }
-    let mut sps: Vec<u64> = c
-        .completed
-        .iter()
-        .filter(|(id, sp)| *sp && f.completed.contains(&(*id, true)))
-        .map(|(id, _)| *id)
-        .collect();
-    // ckpt's store write of a savepoint failed (an armed failure), Flink
-    // never writes a savepoint to the store.
-    let failed: Vec<u64> = c
-        .aborted
-        .iter()
-        .filter(|(id, w)| {
-            *w == Abort::FinalizeFailure
-                && ctx.is_savepoint_before(*id)
-                && f.completed.contains(&(*id, true))
-        })
-        .map(|(id, _)| *id)
-        .collect();
-    if !failed.is_empty() {
-        c.aborted.retain(|(id, _)| !failed.contains(id));
-        c.completed = f.completed.clone();
-        sps.extend(failed);
-    }
-    if sps.is_empty() || f.completes.iter().any(|m| sps.contains(&m.checkpoint)) {
-        return false;
-    }
-    c.completes.retain(|m| !sps.contains(&m.checkpoint));
-    // What follows from ckpt's completion: subsumed checkpoints, their
-    // notifications and discards, the store.
-    c.aborted
-        .retain(|(id, w)| *w != Abort::Subsumed || f.aborted.contains(&(*id, Abort::Subsumed)));
-    c.aborts = f.aborts.clone();
-    c.requests = f.requests.clone();
-    c.discarded = f.discarded.clone();
-    // ckpt resumes its queue after the completion; Flink's savepoint
-    // completion starts nothing.
-    c.triggers = f.triggers.clone();
-    c.hooks = f.hooks.clone();
-    make_state_equal(c, f);
-    true
-}
-
-fn start_aborts(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !ctx.gen2()
-        || !matches!(ctx.event, Some(Event::StartScheduler))
-        || !f.aborted.is_empty()
-        || c.aborted.is_empty()
-    {
-        return false;
-    }
-    if c.aborted.iter().any(|(_, w)| *w != Abort::Suspended) {
-        return false;
-    }
-    c.aborted.clear();
-    c.aborts.clear();
-    c.requests = f.requests.clone();
-    c.discarded = f.discarded.clone();
-    make_state_equal(c, f);
-    true
-}
-
-fn store_failure_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if ctx.gen2() {
-        return false;
-    }
-    let ids: Vec<u64> = c
-        .aborted
-        .iter()
-        .filter(|(id, w)| {
-            *w == Abort::FinalizeFailure
-                && f.completed.iter().any(|(k, _)| k == id)
-                && !f.state.store.iter().any(|(k, _)| k == id)
-        })
-        .map(|(id, _)| *id)
-        .collect();
-    if ids.is_empty() {
-        return false;
-    }
-    // 1.11 completed the future and reset the failure counter before the
-    // store write failed; it then discarded and notified as ckpt does.
-    f.completed.retain(|(k, _)| !ids.contains(k));
-    for id in &ids {
-        f.aborted.push((*id, Abort::FinalizeFailure));
-    }
-    f.aborted.sort();
-    // Both sides: a recognizer applied before this one
-    // (`hooks-serialize-triggers`) may have copied Flink's request ends,
-    // 1.11's `Completed` among them, into ckpt's side.
-    fail_completed_requests(&mut f.requests, &ids);
-    fail_completed_requests(&mut c.requests, &ids);
-    mask_counter_if(true, c, f);
-    true
-}
-
-/// Every request that ended `Completed` by one of `ids` (checkpoints whose
-/// store write failed) ends `Failed(FinalizeFailure)` instead; sorted.
-fn fail_completed_requests(requests: &mut [(u32, RequestEnd)], ids: &[u64]) {
-    for (_, e) in requests.iter_mut() {
-        if matches!(e, RequestEnd::Completed(k) if ids.contains(k)) {
-            *e = RequestEnd::Failed(Abort::FinalizeFailure);
-        }
-    }
-    requests.sort();
-}
-
-fn duplicate_discard(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let Some(Event::Ack { state: Some(h), .. }) = ctx.event else {
-        return false;
-    };
-    if c.ack != Some(AckClass::Duplicate) || f.ack != Some(AckClass::Duplicate) {
-        return false;
-    }
-    if c.discarded == vec![*h] && f.discarded.is_empty() {
-        c.discarded.clear();
-        return true;
-    }
-    false
-}
-
-fn savepoint_retention_1_11(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if ctx.gen2()
-        || !c
-            .state
-            .store
-            .iter()
-            .chain(&f.state.store)
-            .any(|(_, sp)| *sp)
-    {
-        return false;
-    }
-    // 1.11's store counted a savepoint and evicted an older entry ckpt keeps.
-    let evicted = c.state.store.iter().any(|e| !f.state.store.contains(e));
-    if !evicted || f.state.store.iter().any(|e| !c.state.store.contains(e)) {
-        return false;
-    }
-    make_state_equal(c, f);
-    c.discarded = f.discarded.clone();
-    c.completes = f.completes.clone();
-    true
-}
-
-fn expiry_unreported(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !matches!(ctx.event, Some(Event::Advance { .. })) {
-        return false;
-    }
-    let waiting = ctx.flink_hooks_waiting();
-    let ids: Vec<u64> = c
-        .aborted
-        .iter()
-        .filter(|(id, w)| {
-            let created_now = !ctx
-                .before_ckpt
-                .state
-                .pending
-                .iter()
-                .any(|p| p.checkpoint == *id);
-            *w == Abort::Expired
-                && (created_now || !ctx.gen2() && waiting.contains(id))
-                && !f.aborted.iter().any(|(k, _)| k == id)
-                && !f.state.pending.iter().any(|p| p.checkpoint == *id)
-        })
-        .map(|(id, _)| *id)
-        .collect();
-    if ids.is_empty() {
-        return false;
-    }
-    c.aborted.retain(|(id, _)| !ids.contains(id));
-    c.aborts.retain(|m| !ids.contains(&m.checkpoint));
-    f.aborts.retain(|m| !ids.contains(&m.checkpoint));
-    true
-}
-
-fn decline_other_attempt(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let Some(Event::Decline {
-        task, checkpoint, ..
-    }) = ctx.event
-    else {
-        return false;
-    };
-    // ckpt ignored it: the checkpoint waits for another attempt of the task.
-    let ignored = c.aborted.is_empty()
-        && c.state.pending.iter().any(|p| p.checkpoint == *checkpoint)
-        && f.aborted.iter().any(|(k, _)| k == checkpoint);
-    let newer = ctx
-        .ckpt_tasks
-        .get(*task as usize)
-        .is_some_and(|t| t.attempt > 0);
-    if !ignored || !newer {
-        return false;
-    }
-    *c = f.clone();
     true
 }
 

@@ -1,0 +1,111 @@
+//! Stop-with-savepoint: how the two coordinators suspend, refuse and keep
+//! the savepoint a stop takes, and what a failed synchronous savepoint does
+//! to the job.
+
+use super::{make_state_equal, mask_counter_if, user_trigger, Ctx};
+use crate::conformance::decision::{Abort, Decision, RequestEnd};
+use crate::conformance::event::{Event, TriggerAsk};
+
+pub(super) fn is_stop_event(ctx: &Ctx<'_>) -> bool {
+    matches!(
+        ctx.event,
+        Some(Event::Trigger(TriggerAsk::StopWithSavepoint { .. }))
+    )
+}
+
+/// A stop-with-savepoint: ckpt stops periodic scheduling and ends what
+/// waits (as `StopScheduler`), Flink's coordinator call alone does not. The
+/// trigger RPCs (the savepoint and its type), hook calls and notifications
+/// stay compared; the aborts, request ends, discards and the state are
+/// taken (the states are apart from here on).
+pub(super) fn stop_suspends(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !is_stop_event(ctx)
+        || c.requests
+            .iter()
+            .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping))
+    {
+        return false;
+    }
+    let differs = c.aborts != f.aborts
+        || c.aborted != f.aborted
+        || c.requests != f.requests
+        || c.discarded != f.discarded
+        || c.state != f.state;
+    if !differs {
+        return false;
+    }
+    c.aborts = f.aborts.clone();
+    c.aborted = f.aborted.clone();
+    c.requests = f.requests.clone();
+    c.discarded = f.discarded.clone();
+    make_state_equal(c, f);
+    true
+}
+
+/// A user trigger while ckpt's stop-with-savepoint runs: ckpt refuses it
+/// (`TriggerRejection::Stopping`), Flink's coordinator takes it.
+pub(super) fn stopping_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let refused = c
+        .requests
+        .iter()
+        .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping));
+    if !user_trigger(ctx, None) || !refused {
+        return false;
+    }
+    *c = f.clone();
+    true
+}
+
+/// 1.20/2.3: a synchronous savepoint (notified on both sides) completes:
+/// ckpt's store holds it, Flink's does not.
+pub(super) fn stop_savepoint_retained(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !ctx.gen2() {
+        return false;
+    }
+    let retained: Vec<u64> = c
+        .completed
+        .iter()
+        .filter(|(id, sp)| {
+            *sp && f.completed.contains(&(*id, true))
+                && f.completes.iter().any(|m| m.checkpoint == *id)
+                && c.state.store.contains(&(*id, true))
+                && !f.state.store.contains(&(*id, true))
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    // ckpt's store write of the stop's savepoint failed (an armed failure
+    // Flink's never reaches: it writes no savepoint to the store): ckpt
+    // notifies aborted and fails the stop, Flink notifies complete.
+    let store_failed: Vec<u64> = f
+        .completed
+        .iter()
+        .filter(|(id, sp)| {
+            *sp && f.completes.iter().any(|m| m.checkpoint == *id)
+                && !c.completes.iter().any(|m| m.checkpoint == *id)
+                && c.aborts.iter().any(|m| m.checkpoint == *id)
+                && c.requests
+                    .iter()
+                    .any(|(_, e)| *e == RequestEnd::Failed(Abort::FinalizeFailure))
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    if retained.is_empty() && store_failed.is_empty() {
+        return false;
+    }
+    if !store_failed.is_empty() {
+        c.completes = f.completes.clone();
+        c.aborts = f.aborts.clone();
+        c.requests = f.requests.clone();
+        c.discarded = f.discarded.clone();
+    }
+    make_state_equal(c, f);
+    true
+}
+
+/// A savepoint aborted (for a reason no entry above counts) and Flink fails
+/// the job while ckpt does not: the synchronous savepoint's failure.
+pub(super) fn sync_savepoint_fails_job(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let cond =
+        f.fail_job > c.fail_job && c.aborted.iter().any(|(id, _)| ctx.is_savepoint_before(*id));
+    mask_counter_if(cond, c, f)
+}
