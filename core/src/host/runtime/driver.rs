@@ -114,8 +114,13 @@ impl Driver {
                 request: req,
             } => {
                 let answer = match &req {
-                    IoRequest::AllocateId { .. } => self.store.allocate_id(generation),
-                    IoRequest::MasterHooks { checkpoint, .. } => {
+                    // The answer names the request (`IoRequest::answer`).
+                    IoRequest::AllocateId { request: _ } => self.store.allocate_id(generation),
+                    // This host's hooks take the checkpoint only.
+                    IoRequest::MasterHooks {
+                        checkpoint,
+                        timestamp: _,
+                    } => {
                         let checkpoint = *checkpoint;
                         match self.spec.hooks.iter().try_for_each(|h| h(checkpoint)) {
                             Ok(()) => Ok(checkpoint),
@@ -131,7 +136,10 @@ impl Driver {
                         timestamp,
                         handles,
                         kind,
-                        ..
+                        // The store keeps every stored checkpoint on
+                        // shutdown (it deletes nothing then), externalized
+                        // or not: there is nothing to record.
+                        externalized: _,
                     } => self
                         .store
                         .finalize(
@@ -154,16 +162,27 @@ impl Driver {
                 };
                 self.answers.push_back(req.answer(answer));
             }
+            // The tasks do not check the coordinator's generation: this
+            // driver is the only leader their network reaches.
             CoordinatorEffect::Rpc {
                 task,
                 attempt,
                 message,
-                ..
+                generation: _,
             } => self.ctx.net.to_task(task, attempt, message.event()),
+            // The store's fence takes the generation this driver claimed,
+            // the one the coordinator recovered under.
             CoordinatorEffect::Discard {
-                handle, checkpoint, ..
+                handle,
+                checkpoint,
+                generation: _,
             } => self.discard(handle, checkpoint),
-            CoordinatorEffect::Report(Report::Completed { checkpoint, .. }) => {
+            // Reports feed the counters; no user future waits on a request.
+            CoordinatorEffect::Report(Report::Completed {
+                checkpoint,
+                request: _,
+                savepoint: _,
+            }) => {
                 let completed = {
                     let mut s = self.ctx.stats();
                     s.completed += 1;
@@ -172,15 +191,25 @@ impl Driver {
                 };
                 self.ctx.completed.send_replace(completed);
             }
-            CoordinatorEffect::Report(Report::Aborted { .. }) => {
+            CoordinatorEffect::Report(Report::Aborted {
+                checkpoint: _,
+                request: _,
+                reason: _,
+            }) => {
                 self.ctx.stats().aborted += 1;
             }
-            CoordinatorEffect::Report(Report::RequestFailed { .. })
+            CoordinatorEffect::Report(Report::RequestFailed {
+                request: _,
+                reason: _,
+            })
             | CoordinatorEffect::Job(JobCommand::ShutdownServices(_)) => {}
             CoordinatorEffect::Job(JobCommand::Fail(_)) => self.fail_job = true,
             // The tasks of this host run no drain phase of their own (a
             // drained source simply has no more records): the job ends.
-            CoordinatorEffect::Job(JobCommand::Stop { savepoint, .. }) => {
+            CoordinatorEffect::Job(JobCommand::Stop {
+                savepoint,
+                drain: _,
+            }) => {
                 self.stop = Some(savepoint);
             }
             CoordinatorEffect::Job(JobCommand::ResetIdCounter { generation, next }) => {

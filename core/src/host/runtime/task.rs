@@ -165,7 +165,13 @@ impl Shared {
                         .collect();
                     let _ = core.writer.send(WriterCmd::Start(checkpoint, inflight));
                 }
-                TaskEffect::Writer(WriterCommand::Abort { checkpoint, .. }) => {
+                // This host's writer keeps its results in memory (at most
+                // MAILBOX_MAX) and removes none on abort, with `cleanup` or
+                // without.
+                TaskEffect::Writer(WriterCommand::Abort {
+                    checkpoint,
+                    cleanup: _,
+                }) => {
                     let _ = core.writer.send(WriterCmd::Abort(checkpoint));
                 }
                 TaskEffect::Mail(checkpoint) => {
