@@ -42,11 +42,23 @@ fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     }
 }
 
+/// The group's command line, as `cargo bench [-- FILTER]` passes it.
+#[derive(clap::Parser)]
+struct Args {
+    /// Passed by `cargo bench`.
+    #[arg(long)]
+    bench: bool,
+    /// Filters: the group runs when there is none or "model" contains one.
+    /// Flags meant for the criterion groups (`--name`) are taken here and
+    /// ignored.
+    #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+    filter: Vec<String>,
+}
+
 fn main() {
-    // `cargo bench` passes `--bench` (and a filter, if any): a filter that
-    // does not match "model" skips the group.
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
+    let filter: Vec<String> = <Args as clap::Parser>::parse()
+        .filter
+        .into_iter()
         .filter(|a| !a.starts_with("--"))
         .collect();
     if !filter.is_empty() && !filter.iter().any(|f| "model".contains(f.as_str())) {

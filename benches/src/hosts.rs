@@ -332,21 +332,37 @@ impl MutexCycle {
             let ce = lock(&self.cq).0.pop_front();
             if let Some(e) = ce {
                 match e {
-                    CoordinatorEffect::Io { request: req, .. } => {
+                    CoordinatorEffect::Io {
+                        request: req,
+                        generation: _,
+                    } => {
                         let id = CheckpointId(self.next_id);
-                        if matches!(req, IoRequest::AllocateId { .. }) {
+                        if matches!(req, IoRequest::AllocateId { request: _ }) {
                             self.next_id += 1;
                         }
                         coord(&self.coord, req.answer(IoAnswer::Ok { id }), &mut count);
                     }
-                    CoordinatorEffect::Rpc { task, message, .. } => {
+                    CoordinatorEffect::Rpc {
+                        task,
+                        message,
+                        attempt: _,
+                        generation: _,
+                    } => {
                         let t = self.task(task.0 as usize);
                         t.enqueue(message.event());
                         while t.run_mailbox_once(now) {}
                     }
-                    CoordinatorEffect::Report(Report::Completed { .. }) => count.completed = true,
-                    CoordinatorEffect::Timer { .. }
-                    | CoordinatorEffect::Discard { .. }
+                    CoordinatorEffect::Report(Report::Completed {
+                        checkpoint: _,
+                        request: _,
+                        savepoint: _,
+                    }) => count.completed = true,
+                    CoordinatorEffect::Timer { timer: _, at: _ }
+                    | CoordinatorEffect::Discard {
+                        generation: _,
+                        checkpoint: _,
+                        handle: _,
+                    }
                     | CoordinatorEffect::Report(_)
                     | CoordinatorEffect::Job(_) => {}
                 }

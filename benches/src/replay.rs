@@ -98,18 +98,30 @@ pub fn long_trace(lines: usize) -> Trace {
 
 fn route_coordinator(e: &CoordinatorEffect, queue: &mut VecDeque<To>, next_id: &mut u64) {
     match e {
-        CoordinatorEffect::Io { request: req, .. } => {
+        CoordinatorEffect::Io {
+            request: req,
+            generation: _,
+        } => {
             let id = ckpt_core::CheckpointId(*next_id);
-            if matches!(req, IoRequest::AllocateId { .. }) {
+            if matches!(req, IoRequest::AllocateId { request: _ }) {
                 *next_id += 1;
             }
             queue.push_back(To::Coordinator(req.answer(IoAnswer::Ok { id })));
         }
-        CoordinatorEffect::Rpc { task, message, .. } => {
+        CoordinatorEffect::Rpc {
+            task,
+            message,
+            attempt: _,
+            generation: _,
+        } => {
             queue.push_back(To::Task(*task, message.event()));
         }
-        CoordinatorEffect::Timer { .. }
-        | CoordinatorEffect::Discard { .. }
+        CoordinatorEffect::Timer { timer: _, at: _ }
+        | CoordinatorEffect::Discard {
+            generation: _,
+            checkpoint: _,
+            handle: _,
+        }
         | CoordinatorEffect::Job(_)
         | CoordinatorEffect::Report(_) => {}
     }
@@ -144,8 +156,14 @@ fn route_task(id: TaskId, e: &TaskEffect, queue: &mut VecDeque<To>) {
         TaskEffect::Coordinator(msg) => {
             queue.push_back(To::Coordinator(msg.event(JOB, id, AttemptNo(0))));
         }
-        TaskEffect::Writer(WriterCommand::Abort { .. })
-        | TaskEffect::Writer(WriterCommand::CaptureRecovered { .. })
+        TaskEffect::Writer(WriterCommand::Abort {
+            checkpoint: _,
+            cleanup: _,
+        })
+        | TaskEffect::Writer(WriterCommand::CaptureRecovered {
+            checkpoint: _,
+            channels: _,
+        })
         | TaskEffect::AsyncPart(AsyncCommand::Cancel(_))
         | TaskEffect::Discard(_)
         | TaskEffect::Operators(_)

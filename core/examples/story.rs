@@ -71,7 +71,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         state = t.state;
         for e in &t.step.effects {
             match e {
-                CoordinatorEffect::Io { request: req, .. } => {
+                CoordinatorEffect::Io {
+                    request: req,
+                    generation: _,
+                } => {
                     inbox.push_back(req.answer(IoAnswer::Ok {
                         id: CheckpointId(next_id),
                     }));
@@ -80,8 +83,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
                 CoordinatorEffect::Rpc {
-                    message: TaskMessage::Trigger { checkpoint, .. },
-                    ..
+                    message:
+                        TaskMessage::Trigger {
+                            checkpoint,
+                            timestamp: _,
+                            options: _,
+                        },
+                    task: _,
+                    attempt: _,
+                    generation: _,
                 } => {
                     let checkpoint = *checkpoint;
                     // The source injects barriers; every task acks, except
@@ -109,9 +119,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 // Notifications to tasks, timers (read back through
                 // `next_deadline`), discards, reports and job commands need
                 // nothing from this pretend host.
-                CoordinatorEffect::Rpc { .. }
-                | CoordinatorEffect::Timer { .. }
-                | CoordinatorEffect::Discard { .. }
+                CoordinatorEffect::Rpc {
+                    message:
+                        TaskMessage::NotifyComplete {
+                            checkpoint: _,
+                            timestamp: _,
+                        }
+                        | TaskMessage::NotifyAborted {
+                            checkpoint: _,
+                            latest_completed: _,
+                            timestamp: _,
+                        },
+                    task: _,
+                    attempt: _,
+                    generation: _,
+                }
+                | CoordinatorEffect::Timer { timer: _, at: _ }
+                | CoordinatorEffect::Discard {
+                    generation: _,
+                    checkpoint: _,
+                    handle: _,
+                }
                 | CoordinatorEffect::Job(_)
                 | CoordinatorEffect::Report(_) => {}
             }

@@ -81,7 +81,7 @@
 //!     if let Some(event) = to_coord.pop_front() {
 //!         for effect in coord.apply(now, event).effects {
 //!             match effect {
-//!                 CoordinatorEffect::Io { request, .. } => {
+//!                 CoordinatorEffect::Io { request, generation: _ } => {
 //!                     let id = CheckpointId(next_id);
 //!                     if request.checkpoint().is_none() {
 //!                         next_id += 1; // an id allocation: the counter moves on
@@ -90,14 +90,14 @@
 //!                 }
 //!                 // The RPC goes to the attempt it names, else nowhere; the
 //!                 // task's mailbox gets the event the message becomes.
-//!                 CoordinatorEffect::Rpc { task, attempt: a, message, .. } if a == attempt => {
+//!                 CoordinatorEffect::Rpc { task, attempt: a, message, generation: _ } if a == attempt => {
 //!                     to_tasks.push_back((task, message.event()));
 //!                 }
 //!                 // Timers are read back with next_deadline(); discards,
 //!                 // job commands and reports need nothing in this story.
-//!                 CoordinatorEffect::Rpc { .. }
-//!                 | CoordinatorEffect::Timer { .. }
-//!                 | CoordinatorEffect::Discard { .. }
+//!                 CoordinatorEffect::Rpc { task: _, attempt: _, message: _, generation: _ }
+//!                 | CoordinatorEffect::Timer { timer: _, at: _ }
+//!                 | CoordinatorEffect::Discard { generation: _, checkpoint: _, handle: _ }
 //!                 | CoordinatorEffect::Job(_)
 //!                 | CoordinatorEffect::Report(_) => {}
 //!             }
@@ -124,8 +124,8 @@
 //!                     to_coord.push_back(message.event(job, task, attempt));
 //!                 }
 //!                 TaskEffect::Downstream(_)
-//!                 | TaskEffect::Writer(WriterCommand::Abort { .. })
-//!                 | TaskEffect::Writer(WriterCommand::CaptureRecovered { .. })
+//!                 | TaskEffect::Writer(WriterCommand::Abort { checkpoint: _, cleanup: _ })
+//!                 | TaskEffect::Writer(WriterCommand::CaptureRecovered { checkpoint: _, channels: _ })
 //!                 | TaskEffect::AsyncPart(AsyncCommand::Cancel(_))
 //!                 | TaskEffect::Discard(_)
 //!                 | TaskEffect::Operators(_)

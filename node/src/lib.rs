@@ -10,7 +10,7 @@ pub mod objstore;
 
 use std::future::Future;
 
-use ckpt_core::host::store::{Discarded, FileStore, StoreError};
+use ckpt_core::host::store::{Discarded, FileStore, Holdings, StoreError};
 use ckpt_core::{CheckpointId, Generation, Millis, StateHandle};
 
 pub use objstore::ObjStore;
@@ -58,8 +58,16 @@ pub trait CheckpointStore {
         writer: Generation,
         savepoint: CheckpointId,
     ) -> impl Future<Output = Result<Vec<StateHandle>, StoreError>> + Send;
-    /// The stored checkpoints and savepoints with their handles, in id order.
-    fn held(&self) -> Vec<(CheckpointId, bool, Vec<StateHandle>)>;
+    /// What the store holds ([`Holdings`], one type for both stores).
+    fn holdings(&self) -> &Holdings;
+    /// The stored checkpoints and savepoints (`(id, savepoint, handles)`),
+    /// in id order.
+    fn held(&self) -> Vec<(CheckpointId, bool, Vec<StateHandle>)> {
+        let h = self.holdings();
+        h.stored()
+            .map(|(id, hs)| (id, h.is_savepoint(id).unwrap_or(false), hs.to_vec()))
+            .collect()
+    }
     /// The next id the counter hands out.
     fn next_checkpoint_id(&self) -> CheckpointId;
 }
@@ -111,10 +119,8 @@ impl CheckpointStore for FileStore {
     ) -> impl Future<Output = Result<Vec<StateHandle>, StoreError>> + Send {
         std::future::ready(FileStore::dispose_savepoint(self, writer, savepoint))
     }
-    fn held(&self) -> Vec<(CheckpointId, bool, Vec<StateHandle>)> {
-        self.stored()
-            .map(|(id, hs)| (id, self.is_savepoint(id).unwrap_or(false), hs.to_vec()))
-            .collect()
+    fn holdings(&self) -> &Holdings {
+        self.holdings()
     }
     fn next_checkpoint_id(&self) -> CheckpointId {
         self.next_id()
@@ -166,10 +172,8 @@ impl CheckpointStore for ObjStore {
     ) -> impl Future<Output = Result<Vec<StateHandle>, StoreError>> + Send {
         ObjStore::dispose_savepoint(self, writer, savepoint)
     }
-    fn held(&self) -> Vec<(CheckpointId, bool, Vec<StateHandle>)> {
-        self.stored()
-            .map(|(id, hs)| (id, self.is_savepoint(id).unwrap_or(false), hs.to_vec()))
-            .collect()
+    fn holdings(&self) -> &Holdings {
+        self.holdings()
     }
     fn next_checkpoint_id(&self) -> CheckpointId {
         self.next_id()

@@ -71,7 +71,11 @@ fn stores_retains_n_and_restores_the_latest_on_the_real_disk() {
     // Checkpoint 1 was evicted from the store's metadata: its state is the
     // coordinator's to discard (and now may be).
     assert_eq!(
-        store.stored().map(|(id, _)| id).collect::<Vec<_>>(),
+        store
+            .holdings()
+            .stored()
+            .map(|(id, _)| id)
+            .collect::<Vec<_>>(),
         [cp(2), cp(3)]
     );
     assert_eq!(
@@ -969,7 +973,11 @@ fn savepoints_are_kept_out_of_retention_until_the_user_disposes_of_them() {
     }
     assert_eq!(evicted, [cp(2), cp(3)], "only checkpoints are evicted");
     assert_eq!(
-        store.stored().map(|(id, _)| id).collect::<Vec<_>>(),
+        store
+            .holdings()
+            .stored()
+            .map(|(id, _)| id)
+            .collect::<Vec<_>>(),
         [sp, cp(4)]
     );
     assert_eq!(
@@ -989,7 +997,7 @@ fn savepoints_are_kept_out_of_retention_until_the_user_disposes_of_them() {
             .collect::<Vec<_>>(),
         [(sp, true), (cp(4), false)]
     );
-    assert_eq!(store.is_savepoint(sp), Some(true));
+    assert_eq!(store.holdings().is_savepoint(sp), Some(true));
     // Only savepoints, and not the latest checkpoint, are disposed of here.
     assert!(matches!(
         store.dispose_savepoint(g, cp(4)),
@@ -1141,7 +1149,14 @@ fn retention_lowered_across_a_restart_keeps_everything_until_the_next_commit() {
     write_state(&*fs, h(4), b"state").unwrap();
     store.finalize(g, four, false, Millis(4), &[h(4)]).unwrap();
     assert_eq!(store.store(g, four).unwrap(), [cp(1), cp(2), cp(3)]);
-    assert_eq!(store.stored().map(|(id, _)| id).collect::<Vec<_>>(), [four]);
+    assert_eq!(
+        store
+            .holdings()
+            .stored()
+            .map(|(id, _)| id)
+            .collect::<Vec<_>>(),
+        [four]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

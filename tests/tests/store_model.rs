@@ -42,8 +42,9 @@ fn op() -> impl Strategy<Value = Op> {
 /// `(id, savepoint)` of what each side holds, sorted.
 fn held_file(store: &FileStore) -> Vec<(u64, bool)> {
     let mut v: Vec<(u64, bool)> = store
+        .holdings()
         .stored()
-        .map(|(id, _)| (id.0, store.is_savepoint(id).unwrap_or(false)))
+        .map(|(id, _)| (id.0, store.holdings().is_savepoint(id).unwrap_or(false)))
         .collect();
     v.sort_unstable();
     v
@@ -105,7 +106,12 @@ fn run(retained: usize, ops: &[Op]) -> Result<(), TestCaseError> {
             }
         }
         prop_assert_eq!(held_file(&store), held_model(&ledger), "after op {}", i);
-        prop_assert_eq!(store.latest(), ledger.latest(), "latest after op {}", i);
+        prop_assert_eq!(
+            store.holdings().latest(),
+            ledger.latest(),
+            "latest after op {}",
+            i
+        );
     }
     // What a restart reads back is what the model holds, with the same
     // state per checkpoint.

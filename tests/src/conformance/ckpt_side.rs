@@ -432,15 +432,27 @@ impl CkptSide {
 
     fn effect(&mut self, effect: E, acc: &mut Acc, queue: &mut VecDeque<CoordinatorEvent>) {
         match effect {
-            E::Io { request, .. } => {
+            E::Io {
+                request,
+                generation: _,
+            } => {
                 let failure = match &request {
-                    IoRequest::AllocateId { .. } => std::mem::take(&mut self.fail_id)
+                    IoRequest::AllocateId { request: _ } => std::mem::take(&mut self.fail_id)
                         .then(|| IoFailure("injected id-counter failure".to_owned())),
-                    IoRequest::Finalize { .. } => std::mem::take(&mut self.fail_finalize)
+                    IoRequest::Finalize {
+                        checkpoint: _,
+                        kind: _,
+                        timestamp: _,
+                        externalized: _,
+                        handles: _,
+                    } => std::mem::take(&mut self.fail_finalize)
                         .then(|| IoFailure("injected finalize failure".to_owned())),
-                    IoRequest::Store { .. } => std::mem::take(&mut self.fail_store)
+                    IoRequest::Store { checkpoint: _ } => std::mem::take(&mut self.fail_store)
                         .then(|| IoFailure("injected store failure".to_owned())),
-                    IoRequest::MasterHooks { checkpoint, .. } => {
+                    IoRequest::MasterHooks {
+                        checkpoint,
+                        timestamp: _,
+                    } => {
                         acc.hooks.push(checkpoint.0);
                         return;
                     }
@@ -461,7 +473,7 @@ impl CkptSide {
                 task,
                 attempt,
                 message,
-                ..
+                generation: _,
             } => match message {
                 TaskMessage::Trigger {
                     checkpoint,
@@ -537,9 +549,16 @@ impl CkptSide {
                     acc.requests.push((*o, RequestEnd::Failed(abort(reason))));
                 }
             }
-            E::Discard { handle, .. } => acc.discarded.push(handle.0),
+            E::Discard {
+                handle,
+                generation: _,
+                checkpoint: _,
+            } => acc.discarded.push(handle.0),
             E::Job(JobCommand::Fail(_)) => acc.fail_job += 1,
-            E::Job(JobCommand::Restore { checkpoint, .. }) => {
+            E::Job(JobCommand::Restore {
+                checkpoint,
+                handles: _,
+            }) => {
                 acc.restored = Some(checkpoint.map(|c| c.0));
             }
             // Timers are read back from the state (next_deadline); the rest
@@ -547,14 +566,26 @@ impl CkptSide {
             // (`JobCommand::Stop`, the end of a stop-with-savepoint, has no
             // coordinator counterpart in Flink: its scheduler ends the job;
             // the savepoint's completion and notifications are compared;
-            // `JobCommand::Finish` needs a `TaskFinished`, which no
-            // sequence feeds).
-            E::Timer { .. }
-            | E::Job(JobCommand::Stop { .. })
-            | E::Job(JobCommand::Finish { .. })
-            | E::Job(JobCommand::ResetIdCounter { .. })
+            // `JobCommand::Finish` ends a job whose tasks all finished,
+            // which Flink's scheduler, not its coordinator, does).
+            E::Timer { timer: _, at: _ }
+            | E::Job(JobCommand::Stop {
+                savepoint: _,
+                drain: _,
+            })
+            | E::Job(JobCommand::ResetIdCounter {
+                generation: _,
+                next: _,
+            })
+            | E::Job(JobCommand::Finish {
+                final_checkpoint: _,
+            })
             | E::Job(JobCommand::ShutdownServices(_))
-            | E::Job(JobCommand::ResolveInDoubt { .. }) => {}
+            | E::Job(JobCommand::ResolveInDoubt {
+                checkpoint: _,
+                discard_if_stored: _,
+                discard_if_not_stored: _,
+            }) => {}
         }
     }
 

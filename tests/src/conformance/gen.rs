@@ -166,7 +166,11 @@ impl Draw<'_> {
             if hooked.is_empty() { 0 } else { 30 },      // 15 hook done
             if self.side.is_shutdown() { 0 } else { 1 }, // 16 shutdown
             1,                                           // 17 stop-with-savepoint
-            if running.is_empty() || !self.draws.finishes { 0 } else { 1 }, // 18 task finished
+            if running.is_empty() || !self.draws.finishes {
+                0
+            } else {
+                1
+            }, // 18 task finished
         ];
         match self.rng.weighted(&weights) {
             0 => Event::Trigger(TriggerAsk::Checkpoint { forced: false }),

@@ -265,12 +265,14 @@ pub fn run_version(
     let mut report = VersionReport::new(version);
     let started = Instant::now();
     for index in 0..opts.sequences {
-        let seq = gen::sequence_with(&profile, opts.seed, index, opts.events, opts.draws).map_err(|e| {
-            fatal(
-                Some(opts.seed.wrapping_add(index)),
-                format!("generator: {e}"),
-            )
-        })?;
+        let seq = gen::sequence_with(&profile, opts.seed, index, opts.events, opts.draws).map_err(
+            |e| {
+                fatal(
+                    Some(opts.seed.wrapping_add(index)),
+                    format!("generator: {e}"),
+                )
+            },
+        )?;
         let r = run_sequence(&mut jvm, &profile, &seq, &opts.allow)
             .map_err(|e| fatal(Some(seq.seed), e.to_string()))?;
         report.sequences += 1;

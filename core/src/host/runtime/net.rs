@@ -1,17 +1,20 @@
 //! The RPC network between the coordinator and the task attempts: bounded
 //! inboxes, and seeded faults (delay, loss) for the simulation. Data
 //! channels between tasks are not here: they are per-link FIFO and lossless
-//! (see the task driver).
+//! (see the task driver). The messages the coordinator driver's inbox
+//! takes ([`ToCoordinator`]: RPCs, shutdown, disposing of a savepoint) are
+//! defined here, beside the network that delivers into it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::coordinator::CoordinatorEvent;
+use crate::coordinator::{CoordinatorEvent, JobStatus};
+use crate::host::store::StoreError;
 use crate::task::TaskEvent;
-use crate::types::{AttemptNo, TaskId};
+use crate::types::{AttemptNo, CheckpointId, StateHandle, TaskId};
 
 /// Bound of the coordinator's inbox (RPCs from tasks and the user). A full
 /// inbox loses the RPC, which the coordinator handles like any lost RPC (a
@@ -88,7 +91,7 @@ pub(crate) struct NetCounters {
 pub(crate) struct Net {
     plan: FaultPlan,
     rng: Mutex<SplitMix64>,
-    coordinator: mpsc::Sender<super::ToCoordinator>,
+    coordinator: mpsc::Sender<ToCoordinator>,
     tasks: Mutex<Vec<Option<TaskInbox>>>,
     pub counters: NetCounters,
 }
@@ -102,7 +105,7 @@ impl Net {
     pub fn new(
         plan: FaultPlan,
         tasks: usize,
-        coordinator: mpsc::Sender<super::ToCoordinator>,
+        coordinator: mpsc::Sender<ToCoordinator>,
     ) -> Arc<Self> {
         Arc::new(Net {
             plan,
@@ -170,7 +173,7 @@ impl Net {
             Route::Coordinator(event) => {
                 if self
                     .coordinator
-                    .try_send(super::ToCoordinator::Rpc(event))
+                    .try_send(ToCoordinator::Rpc(event))
                     .is_err()
                 {
                     self.counters.dropped_full.fetch_add(1, Ordering::Relaxed);
@@ -191,4 +194,18 @@ impl Net {
             }
         }
     }
+}
+
+/// Messages to the coordinator driver.
+pub(crate) enum ToCoordinator {
+    /// An RPC from a task (ack, decline) or a user request.
+    Rpc(CoordinatorEvent),
+    /// Stop: shut the coordinator down with this status and stop every task.
+    Shutdown(JobStatus, oneshot::Sender<()>),
+    /// The user disposes of a savepoint: the store first, then the
+    /// coordinator (`DisposeSavepoint`).
+    DisposeSavepoint(
+        CheckpointId,
+        oneshot::Sender<Result<Vec<StateHandle>, StoreError>>,
+    ),
 }

@@ -47,7 +47,7 @@ use crate::task::{
     AsyncCommand, OperatorNotice, Outcome, TaskConfig, TaskEffect, TaskEvent, TaskState,
     WriterCommand,
 };
-use crate::types::{AttemptNo, CheckpointId, StateHandle, TaskId, Thread};
+use crate::types::{AttemptNo, CheckpointId, TaskId, Thread};
 
 /// Bound of a task's mailbox. The rpc role waits for space (a mail, once
 /// accepted from the network, is never lost); checkpoint mails are at most
@@ -165,7 +165,13 @@ impl Shared {
                         .collect();
                     let _ = core.writer.send(WriterCmd::Start(checkpoint, inflight));
                 }
-                TaskEffect::Writer(WriterCommand::Abort { checkpoint, .. }) => {
+                // This host's writer keeps its results in memory (at most
+                // MAILBOX_MAX) and removes none on abort, with `cleanup` or
+                // without.
+                TaskEffect::Writer(WriterCommand::Abort {
+                    checkpoint,
+                    cleanup: _,
+                }) => {
                     let _ = core.writer.send(WriterCmd::Abort(checkpoint));
                 }
                 // This host restores no in-flight channel state (no task
@@ -659,9 +665,4 @@ impl Attempt {
     pub fn task(&self) -> TaskId {
         self.shared.task
     }
-}
-
-/// Deletes a state file nobody acknowledged (a task-side discard).
-pub(crate) fn delete_unacked(fs: &dyn crate::host::fs::Fs, handle: StateHandle) -> bool {
-    fs.remove(&state_path(handle)).is_ok()
 }

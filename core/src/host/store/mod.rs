@@ -120,11 +120,13 @@ use crate::types::{CheckpointId, Generation, JobId, Millis, StateHandle};
 
 mod error;
 mod format;
+mod holdings;
 mod scan;
 
 pub use error::*;
 pub use format::*;
 use format::{handles_named_by, leader_path, meta_name, Reader};
+pub use holdings::{CheckpointEntry, Holdings};
 use scan::parse_leader_name;
 use scan::Scan;
 
@@ -276,13 +278,6 @@ pub struct StoreStats {
     pub fenced: u64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
-    savepoint: bool,
-    timestamp: Millis,
-    handles: Vec<StateHandle>,
-}
-
 /// The durable checkpoint store. Not thread-safe by itself: the coordinator
 /// driver owns it and calls it from one place.
 pub struct FileStore {
@@ -291,14 +286,8 @@ pub struct FileStore {
     retained_max: usize,
     generation: Generation,
     next_id: u64,
-    stored: BTreeMap<CheckpointId, Entry>,
-    prepared: BTreeMap<CheckpointId, Entry>,
-    /// Handle -> the stored checkpoints referencing it.
-    holders: BTreeMap<StateHandle, BTreeSet<CheckpointId>>,
-    /// Handles named by quarantined metadata: never deleted by the store.
-    quarantined: BTreeSet<StateHandle>,
-    /// Discards refused while protected; deleted on eviction.
-    deferred: BTreeSet<StateHandle>,
+    /// What it holds: stored, prepared, guarded, deferred.
+    holdings: Holdings,
     stats: StoreStats,
 }
 
@@ -309,7 +298,7 @@ impl fmt::Debug for FileStore {
             .field("generation", &self.generation)
             .field("retained_max", &self.retained_max)
             .field("next_id", &self.next_id)
-            .field("stored", &self.stored.keys().collect::<Vec<_>>())
+            .field("stored", &self.holdings.stored_ids())
             .finish_non_exhaustive()
     }
 }
@@ -395,20 +384,11 @@ impl FileStore {
             retained_max: options.retained_max.max(1),
             generation: options.generation,
             next_id: scan.next_id(),
-            stored: BTreeMap::new(),
-            prepared: BTreeMap::new(),
-            holders: BTreeMap::new(),
-            quarantined: scan.kept.clone(),
-            deferred: BTreeSet::new(),
+            holdings: Holdings::default(),
             stats: StoreStats::default(),
         };
         store.apply(&scan)?;
-        for (id, e) in scan.valid {
-            for h in &e.handles {
-                store.holders.entry(*h).or_default().insert(id);
-            }
-            store.stored.insert(id, e);
-        }
+        store.holdings = Holdings::recovered(scan.valid, scan.kept);
         Ok((store, rec))
     }
 
@@ -573,7 +553,7 @@ impl FileStore {
         handles: &[StateHandle],
     ) -> Result<(), StoreError> {
         self.fence(writer)?;
-        commit::check_next(self.held(), checkpoint, savepoint)?;
+        commit::check_next(self.holdings.held(), checkpoint, savepoint)?;
         let meta = Metadata {
             job: self.job,
             checkpoint,
@@ -595,19 +575,15 @@ impl FileStore {
                 source: e,
             });
         }
-        self.prepared.insert(
+        self.holdings.prepare(
             checkpoint,
-            Entry {
+            CheckpointEntry {
                 savepoint,
                 timestamp,
                 handles: handles.to_vec(),
             },
         );
         Ok(())
-    }
-
-    fn held(&self) -> impl Iterator<Item = (CheckpointId, bool)> + '_ {
-        self.stored.iter().map(|(id, e)| (*id, e.savepoint))
     }
 
     /// The coordinator's `StoreCheckpoint`, on behalf of `writer`: the
@@ -626,11 +602,9 @@ impl FileStore {
         checkpoint: CheckpointId,
     ) -> Result<Vec<CheckpointId>, StoreError> {
         self.fence(writer)?;
-        let Some(entry) = self.prepared.remove(&checkpoint) else {
-            return Err(StoreError::NotPrepared(checkpoint));
-        };
+        let entry = self.holdings.take_prepared(checkpoint)?;
         let from = meta_name(checkpoint, "prepared");
-        if let Err(e) = commit::check_next(self.held(), checkpoint, entry.savepoint) {
+        if let Err(e) = commit::check_next(self.holdings.held(), checkpoint, entry.savepoint) {
             let _ = self.fs.remove(&from);
             return Err(e.into());
         }
@@ -643,28 +617,13 @@ impl FileStore {
                 source: e,
             });
         }
-        for h in &entry.handles {
-            self.holders.entry(*h).or_default().insert(checkpoint);
-        }
-        self.stored.insert(checkpoint, entry);
+        self.holdings.hold(checkpoint, entry);
         self.stats.stored += 1;
         self.fs
             .sync_dir(CHECKPOINT_DIR)
             .map_err(io_err("sync", CHECKPOINT_DIR))?;
         let mut evicted = Vec::new();
-        loop {
-            let checkpoints = self.stored.values().filter(|e| !e.savepoint).count();
-            if checkpoints <= self.retained_max {
-                break;
-            }
-            let Some(old) = self
-                .stored
-                .iter()
-                .find(|(_, e)| !e.savepoint)
-                .map(|(id, _)| *id)
-            else {
-                break;
-            };
+        while let Some(old) = self.holdings.oldest_beyond(self.retained_max) {
             // A leader deposed after this commit leaves retention to the
             // new one (the commit itself stands).
             if self.fence(writer).is_err() {
@@ -674,9 +633,9 @@ impl FileStore {
             self.fs.remove(&path).map_err(io_err("remove", &path))?;
             self.stats.evicted += 1;
             evicted.push(old);
-            let hs = self.forget(old);
+            let hs = self.holdings.forget(old);
             for h in hs {
-                if !self.holders.contains_key(&h) && self.deferred.remove(&h) {
+                if self.holdings.release_evicted(h) {
                     self.delete_state(h)?;
                 }
             }
@@ -687,22 +646,6 @@ impl FileStore {
                 .map_err(io_err("sync", CHECKPOINT_DIR))?;
         }
         Ok(evicted)
-    }
-
-    /// Drops a stored checkpoint from the in-memory view; returns its handles.
-    fn forget(&mut self, id: CheckpointId) -> Vec<StateHandle> {
-        let Some(e) = self.stored.remove(&id) else {
-            return Vec::new();
-        };
-        for h in &e.handles {
-            if let Some(set) = self.holders.get_mut(h) {
-                set.remove(&id);
-                if set.is_empty() {
-                    self.holders.remove(h);
-                }
-            }
-        }
-        e.handles
     }
 
     /// The coordinator's (or a task's) `DiscardState`, on behalf of
@@ -716,29 +659,10 @@ impl FileStore {
         handle: StateHandle,
     ) -> Result<Discarded, StoreError> {
         self.fence(writer)?;
-        if let Some(set) = self.holders.get(&handle) {
-            let checkpoint = set
-                .iter()
-                .find(|id| self.stored.get(id).is_some_and(|e| !e.savepoint))
-                .copied();
-            if let Some(checkpoint) = checkpoint {
-                self.stats.guard_refusals += 1;
-                self.stats.refused.push((handle, checkpoint));
-                self.deferred.insert(handle);
-                return Ok(Discarded::Refused { checkpoint });
-            }
-            if let Some(savepoint) = set.iter().next().copied() {
-                self.stats.savepoint_declines += 1;
-                return Ok(Discarded::Savepoint { savepoint });
-            }
+        if let Some(guarded) = self.holdings.guard(handle, &mut self.stats) {
+            return Ok(guarded);
         }
-        let holder = self
-            .prepared
-            .iter()
-            .find(|(_, e)| e.handles.contains(&handle))
-            .map(|(id, _)| *id);
-        if let Some(id) = holder {
-            self.prepared.remove(&id);
+        if let Some(id) = self.holdings.drop_prepared_holding(handle) {
             let path = meta_name(id, "prepared");
             match self.fs.remove(&path) {
                 Ok(()) => {}
@@ -772,26 +696,18 @@ impl FileStore {
         savepoint: CheckpointId,
     ) -> Result<Vec<StateHandle>, StoreError> {
         self.fence(writer)?;
-        match self.stored.get(&savepoint) {
-            None => return Err(StoreError::NotStored(savepoint)),
-            Some(e) if !e.savepoint => return Err(StoreError::NotASavepoint(savepoint)),
-            Some(_) => {}
-        }
-        if self.latest() == Some(savepoint) {
-            return Err(StoreError::LatestSavepoint(savepoint));
-        }
+        self.holdings.check_disposable(savepoint)?;
         let path = meta_path(savepoint);
         self.fs.remove(&path).map_err(io_err("remove", &path))?;
-        let handles = self.forget(savepoint);
+        let handles = self.holdings.forget(savepoint);
         self.fs
             .sync_dir(CHECKPOINT_DIR)
             .map_err(io_err("sync", CHECKPOINT_DIR))?;
         let mut deleted = Vec::new();
         for h in handles {
-            if self.holders.contains_key(&h) || self.quarantined.contains(&h) {
+            if !self.holdings.release_disposed(h) {
                 continue;
             }
-            self.deferred.remove(&h);
             if self.delete_state(h)? == Discarded::Deleted {
                 deleted.push(h);
             }
@@ -820,24 +736,12 @@ impl FileStore {
         }
     }
 
-    /// The stored checkpoints and savepoints, in id order.
-    pub fn stored(&self) -> impl Iterator<Item = (CheckpointId, &[StateHandle])> + '_ {
-        self.stored
-            .iter()
-            .map(|(id, e)| (*id, e.handles.as_slice()))
-    }
-
-    /// Whether stored checkpoint `id` is a savepoint (`None`: not stored).
+    /// What the store holds: its stored checkpoints and savepoints
+    /// ([`Holdings::stored`], [`Holdings::is_savepoint`], the latest:
+    /// [`Holdings::latest`]), the prepared ones and the guard's state.
     #[must_use]
-    pub fn is_savepoint(&self, id: CheckpointId) -> Option<bool> {
-        self.stored.get(&id).map(|e| e.savepoint)
-    }
-
-    /// The latest stored checkpoint: the highest id
-    /// ([`crate::commit::latest`]).
-    #[must_use]
-    pub fn latest(&self) -> Option<CheckpointId> {
-        commit::latest(self.held())
+    pub fn holdings(&self) -> &Holdings {
+        &self.holdings
     }
 
     /// The next id the counter hands out.

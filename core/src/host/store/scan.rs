@@ -32,7 +32,7 @@ pub(super) fn parse_state_name(name: &str) -> Option<StateHandle> {
 /// Everything recovery read, before it changes anything.
 pub(super) struct Scan {
     pub(super) counter: u64,
-    pub(super) valid: BTreeMap<CheckpointId, Entry>,
+    pub(super) valid: BTreeMap<CheckpointId, CheckpointEntry>,
     pub(super) damaged: Vec<Damaged>,
     /// Checkpoints to quarantine (their `.meta` renamed).
     pub(super) to_quarantine: BTreeSet<CheckpointId>,
@@ -84,15 +84,7 @@ impl Scan {
     }
 
     pub(super) fn checkpoints(&self) -> Vec<RecoveredCheckpoint> {
-        self.valid
-            .iter()
-            .map(|(id, e)| RecoveredCheckpoint {
-                checkpoint: *id,
-                savepoint: e.savepoint,
-                timestamp: e.timestamp,
-                handles: e.handles.clone(),
-            })
-            .collect()
+        self.valid.iter().map(|(id, e)| e.recovered(*id)).collect()
     }
 
     pub(super) fn refusal(&self, committed: Option<CheckpointId>) -> Option<StoreError> {
@@ -198,7 +190,7 @@ impl FileStore {
                         Ok(m) => {
                             scan.valid.insert(
                                 id,
-                                Entry {
+                                CheckpointEntry {
                                     savepoint: m.savepoint,
                                     timestamp: m.timestamp,
                                     handles: m.handles,

@@ -1,0 +1,499 @@
+//! The coordinator driver: one tokio task that owns the
+//! [`CoordinatorState`] and the [`FileStore`], applies every event (task
+//! RPCs, timers, failure reports, user requests, the answers to its own
+//! I/O) and carries out every effect; global failover (stop every attempt,
+//! restore the latest completed checkpoint, start new attempts) and the
+//! end of the job (shutdown, stop-with-savepoint).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::ctx::Ctx;
+use super::net::ToCoordinator;
+use super::statefile::{self, TaskSnapshot};
+use super::task::{Attempt, AttemptSpec, DATA_CHANNEL_MAX};
+use super::{DataMsg, JobError, JobSpec};
+use crate::coordinator::{
+    CoordinatorEffect, CoordinatorEvent, CoordinatorState, IoAnswer, IoRequest, JobCommand,
+    JobStatus, Outcome as COutcome, Report, RestoreSource, Timer,
+};
+use crate::host::store::{
+    read_state, state_path, Discarded, FileStore, Recovery, StateCheck, StoreError,
+};
+use crate::invariants::coordinator::{check_all as check_coordinator, HandleLedger};
+use crate::types::{AttemptNo, CheckpointId, Generation, IoFailure, Millis, StateHandle, TaskId};
+
+pub(super) struct Driver {
+    pub(super) ctx: Arc<Ctx>,
+    pub(super) spec: JobSpec,
+    pub(super) state: CoordinatorState,
+    pub(super) store: FileStore,
+    pub(super) ledger: Option<HandleLedger>,
+    pub(super) timers: BTreeMap<Timer, Millis>,
+    pub(super) answers: std::collections::VecDeque<CoordinatorEvent>,
+    pub(super) attempts: Vec<Option<Attempt>>,
+    pub(super) next_attempt: Vec<AttemptNo>,
+    pub(super) restore_target: Option<(CheckpointId, Vec<StateHandle>)>,
+    pub(super) fail_job: bool,
+    /// The stop-with-savepoint committed: the job ends on it.
+    pub(super) stop: Option<CheckpointId>,
+    /// The leader generation this driver claimed; every store write names it.
+    pub(super) generation: Generation,
+}
+
+/// The store's check of the state files of the checkpoint to restore.
+pub(super) fn state_check() -> StateCheck {
+    Arc::new(|checkpoint, handle, bytes| {
+        statefile::decode_for(checkpoint, handle, bytes).map(|_| ())
+    })
+}
+
+impl Driver {
+    /// Hands the store's recovery to the fresh coordinator as it is
+    /// (`Recover` with the checkpoints, the counter's last id and the
+    /// generation the store claimed, then `Restore { Latest }`), and checks
+    /// that the coordinator restores the store's latest.
+    pub(super) fn recover(&mut self, recovery: &Recovery) -> Result<(), JobError> {
+        let outcome = self.apply(recovery.recover_event());
+        if !outcome.is_applied() {
+            return Err(JobError::Recover(format!("{outcome:?}")));
+        }
+        let latest = recovery.latest().map(|c| c.checkpoint);
+        self.apply(CoordinatorEvent::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: false,
+            },
+        });
+        let restored = self.restore_target.as_ref().map(|(id, _)| *id);
+        if restored != latest {
+            return Err(JobError::Recover(format!(
+                "the coordinator restores {restored:?}, the store's latest is {latest:?}"
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn apply(&mut self, event: CoordinatorEvent) -> COutcome {
+        let now = self.ctx.now();
+        self.ctx.record_coordinator(now, &event);
+        self.ctx.coordinator_events.fetch_add(1, Ordering::Relaxed);
+        let before = self.ledger.as_ref().map(|_| self.state.clone());
+        let step = self.state.apply(now, event.clone());
+        if let (Some(ledger), Some(before)) = (self.ledger.as_mut(), before.as_ref()) {
+            if let Err(v) = check_coordinator(ledger, before, &event, &step, &self.state) {
+                self.ctx.violation(format!("coordinator: {v}"));
+            }
+        }
+        for e in step.effects {
+            self.carry_out(e);
+        }
+        step.outcome
+    }
+
+    fn io_failure(e: &StoreError) -> IoFailure {
+        IoFailure(e.to_string())
+    }
+
+    fn carry_out(&mut self, e: CoordinatorEffect) {
+        match e {
+            CoordinatorEffect::Timer {
+                timer,
+                at: Some(at),
+            } => {
+                self.timers.insert(timer, at);
+            }
+            CoordinatorEffect::Timer { timer, at: None } => {
+                self.timers.remove(&timer);
+            }
+            CoordinatorEffect::Io {
+                generation,
+                request: req,
+            } => {
+                let answer = match &req {
+                    // The answer names the request (`IoRequest::answer`).
+                    IoRequest::AllocateId { request: _ } => self.store.allocate_id(generation),
+                    // This host's hooks take the checkpoint only.
+                    IoRequest::MasterHooks {
+                        checkpoint,
+                        timestamp: _,
+                    } => {
+                        let checkpoint = *checkpoint;
+                        match self.spec.hooks.iter().try_for_each(|h| h(checkpoint)) {
+                            Ok(()) => Ok(checkpoint),
+                            Err(why) => {
+                                self.answers
+                                    .push_back(req.answer(IoAnswer::Failed(IoFailure(why))));
+                                return;
+                            }
+                        }
+                    }
+                    IoRequest::Finalize {
+                        checkpoint,
+                        timestamp,
+                        handles,
+                        kind,
+                        // The store keeps every stored checkpoint on
+                        // shutdown (it deletes nothing then), externalized
+                        // or not: there is nothing to record.
+                        externalized: _,
+                    } => self
+                        .store
+                        .finalize(
+                            generation,
+                            *checkpoint,
+                            kind.is_savepoint(),
+                            *timestamp,
+                            handles,
+                        )
+                        .map(|()| *checkpoint),
+                    IoRequest::Store { checkpoint } => {
+                        let stored = self.store.store(self.generation, *checkpoint);
+                        self.ctx.stats().store_latest = self.store.holdings().latest();
+                        stored.map(|_| *checkpoint)
+                    }
+                };
+                let answer = match answer {
+                    Ok(id) => IoAnswer::Ok { id },
+                    Err(e) => IoAnswer::Failed(Self::io_failure(&e)),
+                };
+                self.answers.push_back(req.answer(answer));
+            }
+            // The tasks do not check the coordinator's generation: this
+            // driver is the only leader their network reaches.
+            CoordinatorEffect::Rpc {
+                task,
+                attempt,
+                message,
+                generation: _,
+            } => self.ctx.net.to_task(task, attempt, message.event()),
+            // The store's fence takes the generation this driver claimed,
+            // the one the coordinator recovered under.
+            CoordinatorEffect::Discard {
+                handle,
+                checkpoint,
+                generation: _,
+            } => self.discard(handle, checkpoint),
+            // Reports feed the counters; no user future waits on a request.
+            CoordinatorEffect::Report(Report::Completed {
+                checkpoint,
+                request: _,
+                savepoint: _,
+            }) => {
+                let completed = {
+                    let mut s = self.ctx.stats();
+                    s.completed += 1;
+                    s.last_completed = Some(checkpoint);
+                    s.completed
+                };
+                self.ctx.completed.send_replace(completed);
+            }
+            CoordinatorEffect::Report(Report::Aborted {
+                checkpoint: _,
+                request: _,
+                reason: _,
+            }) => {
+                self.ctx.stats().aborted += 1;
+            }
+            CoordinatorEffect::Report(Report::RequestFailed {
+                request: _,
+                reason: _,
+            })
+            | CoordinatorEffect::Job(JobCommand::ShutdownServices(_)) => {}
+            CoordinatorEffect::Job(JobCommand::Fail(_)) => self.fail_job = true,
+            // The tasks of this host run no drain phase of their own (a
+            // drained source simply has no more records): the job ends.
+            CoordinatorEffect::Job(JobCommand::Stop {
+                savepoint,
+                drain: _,
+            }) => {
+                self.stop = Some(savepoint);
+            }
+            // This host reports no `TaskFinished`: nothing can finish the job.
+            CoordinatorEffect::Job(JobCommand::Finish {
+                final_checkpoint: _,
+            }) => {
+                self.ctx
+                    .violation("job finished, no task reported finished".into());
+            }
+            CoordinatorEffect::Job(JobCommand::ResetIdCounter { generation, next }) => {
+                if let Err(e) = self.store.reset_counter(generation, next) {
+                    self.ctx
+                        .violation(format!("id counter reset to {next} failed: {e}"));
+                }
+            }
+            CoordinatorEffect::Job(JobCommand::Restore {
+                checkpoint,
+                handles,
+            }) => self.restore_target = checkpoint.map(|c| (c, handles)),
+            CoordinatorEffect::Job(JobCommand::ResolveInDoubt {
+                checkpoint,
+                discard_if_stored,
+                discard_if_not_stored,
+            }) => {
+                // This driver answers its own store I/O before it reads the
+                // next message, so the outcome is known here: discard the
+                // list for what the store holds.
+                let stored = self.store.holdings().stored().any(|(c, _)| c == checkpoint);
+                let list = if stored {
+                    discard_if_stored
+                } else {
+                    discard_if_not_stored
+                };
+                for h in list {
+                    self.discard(h, checkpoint);
+                }
+            }
+        }
+    }
+
+    fn discard(&mut self, handle: StateHandle, checkpoint: CheckpointId) {
+        match self.store.discard(self.generation, handle) {
+            Ok(Discarded::Deleted | Discarded::AlreadyGone) => {}
+            Ok(Discarded::Savepoint { savepoint }) => self.ctx.log(format!(
+                "DiscardState of {} (checkpoint {checkpoint}) declined: savepoint {savepoint} holds it",
+                state_path(handle)
+            )),
+            Ok(Discarded::Refused { checkpoint: held }) => {
+                self.ctx.violation(format!(
+                    "durability guard: DiscardState of {} (checkpoint {checkpoint}) refused: stored checkpoint {held} holds it",
+                    state_path(handle)
+                ));
+            }
+            Err(e) => self.ctx.log(format!("discard {}: {e}", state_path(handle))),
+        }
+    }
+
+    /// Applies the answers to the driver's own I/O (each after the
+    /// simulated I/O latency, if any) before anything else is read.
+    async fn drain_answers(&mut self) {
+        while let Some(ev) = self.answers.pop_front() {
+            self.ctx.io_pause().await;
+            self.apply(ev);
+        }
+    }
+
+    /// Reads the restored state of every task.
+    fn restored_snapshots(&self) -> Result<BTreeMap<TaskId, TaskSnapshot>, JobError> {
+        let mut out = BTreeMap::new();
+        let Some((checkpoint, handles)) = &self.restore_target else {
+            return Ok(out);
+        };
+        for h in handles {
+            let bytes = read_state(&*self.ctx.fs, *h).map_err(|e| JobError::State {
+                checkpoint: *checkpoint,
+                handle: *h,
+                why: e.to_string(),
+            })?;
+            let snap =
+                statefile::decode_for(*checkpoint, *h, &bytes).map_err(|why| JobError::State {
+                    checkpoint: *checkpoint,
+                    handle: *h,
+                    why,
+                })?;
+            out.insert(snap.task, snap);
+        }
+        Ok(out)
+    }
+
+    pub(super) fn start_attempts(&mut self, upstream: &[Option<TaskId>]) -> Result<(), JobError> {
+        let mut snaps = self.restored_snapshots()?;
+        let restored_from = self.restore_target.as_ref().map(|(id, _)| *id);
+        let n = self.spec.tasks as usize;
+        let mut senders: Vec<Vec<mpsc::Sender<DataMsg>>> = vec![Vec::new(); n];
+        let mut receivers: Vec<Option<mpsc::Receiver<DataMsg>>> = (0..n).map(|_| None).collect();
+        for (to, from) in upstream.iter().enumerate() {
+            if let Some(from) = from {
+                let (tx, rx) = mpsc::channel(DATA_CHANNEL_MAX);
+                if let Some(s) = senders.get_mut(from.0 as usize) {
+                    s.push(tx);
+                }
+                if let Some(r) = receivers.get_mut(to) {
+                    *r = Some(rx);
+                }
+            }
+        }
+        for (i, (down, up)) in senders.into_iter().zip(receivers).enumerate() {
+            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+            let attempt = self.next_attempt.get(i).copied().unwrap_or_default();
+            let a = Attempt::start(
+                &self.ctx,
+                AttemptSpec {
+                    task,
+                    attempt,
+                    config: self.spec.task_config.clone(),
+                    operator: (self.spec.operators)(task),
+                    restored: snaps.remove(&task),
+                    restored_from,
+                    upstream: up,
+                    downstream: down,
+                },
+            )
+            .map_err(|why| JobError::TaskStart { task, why })?;
+            if let Some(slot) = self.attempts.get_mut(i) {
+                *slot = Some(a);
+            }
+            if let Some(next) = self.next_attempt.get_mut(i) {
+                *next = AttemptNo(attempt.0.saturating_add(1));
+            }
+        }
+        Ok(())
+    }
+
+    async fn stop_attempts(&mut self) {
+        for a in self.attempts.iter().flatten() {
+            a.begin_stop();
+        }
+        for slot in &mut self.attempts {
+            if let Some(a) = slot.take() {
+                self.ctx.net.register(a.task(), None);
+                a.stop().await;
+            }
+        }
+    }
+
+    /// Global failover: stop every attempt, report them failed, restore the
+    /// latest completed checkpoint, start new attempts.
+    async fn failover(&mut self, upstream: &[Option<TaskId>], why: &str) {
+        self.ctx.stats().failovers += 1;
+        self.ctx.log(format!("failover: {why}"));
+        let running: Vec<(TaskId, AttemptNo)> = self
+            .attempts
+            .iter()
+            .flatten()
+            .map(|a| (a.task(), a.attempt))
+            .collect();
+        self.stop_attempts().await;
+        for (task, attempt) in running {
+            self.apply(CoordinatorEvent::TaskFailed { task, attempt });
+            self.drain_answers().await;
+        }
+        self.fail_job = false;
+        self.restore_target = None;
+        self.apply(CoordinatorEvent::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: false,
+            },
+        });
+        self.drain_answers().await;
+        let restored = self.restore_target.as_ref().map(|(id, _)| *id);
+        if restored != self.store.holdings().latest() {
+            self.ctx.stats().store_disagreements += 1;
+            self.ctx.violation(format!(
+                "failover restores {restored:?} but the store's latest is {:?}",
+                self.store.holdings().latest()
+            ));
+        }
+        if let Err(e) = self.start_attempts(upstream) {
+            self.ctx
+                .violation(format!("failover could not restart the tasks: {e}"));
+            return;
+        }
+        for (i, a) in self.attempts.iter().enumerate() {
+            if let Some(a) = a {
+                let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
+                let attempt = a.attempt;
+                self.answers
+                    .push_back(CoordinatorEvent::TaskRunning { task, attempt });
+            }
+        }
+        self.drain_answers().await;
+    }
+
+    fn sync_store_stats(&self) {
+        self.ctx.stats().store = self.store.stats().clone();
+    }
+
+    pub(super) async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<ToCoordinator>,
+        mut failures: mpsc::UnboundedReceiver<(TaskId, AttemptNo)>,
+        upstream: Vec<Option<TaskId>>,
+    ) {
+        loop {
+            self.drain_answers().await;
+            self.sync_store_stats();
+            if let Some(savepoint) = self.stop {
+                // The crate docs' stop recipe: every attempt stops, then the
+                // coordinator shuts down with the job finished.
+                self.stop_attempts().await;
+                self.apply(CoordinatorEvent::Shutdown {
+                    status: JobStatus::Finished,
+                });
+                self.drain_answers().await;
+                self.ctx.stats().stopped_with = Some(savepoint);
+                self.sync_store_stats();
+                return;
+            }
+            if self.fail_job {
+                self.failover(&upstream, "tolerable checkpoint failures exceeded")
+                    .await;
+                continue;
+            }
+            let next_timer = self.timers.values().min().copied();
+            let deadline = next_timer.map(|at| self.ctx.start + Duration::from_millis(at.0));
+            tokio::select! {
+                biased;
+                () = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    let now = self.ctx.now();
+                    let due: Vec<Timer> = self
+                        .timers
+                        .iter()
+                        .filter(|(_, at)| **at <= now)
+                        .map(|(t, _)| *t)
+                        .collect();
+                    for timer in due {
+                        if self.timers.get(&timer).is_some_and(|at| *at <= now) {
+                            self.timers.remove(&timer);
+                            self.apply(CoordinatorEvent::TimerFired { timer });
+                            self.drain_answers().await;
+                        }
+                    }
+                }
+                Some((task, attempt)) = failures.recv() => {
+                    let current = self
+                        .attempts
+                        .get(task.0 as usize)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|a| a.attempt == attempt);
+                    if current {
+                        self.failover(&upstream, &format!("task {task} attempt {attempt} failed")).await;
+                    }
+                }
+                msg = rx.recv() => match msg {
+                    Some(ToCoordinator::Rpc(ev)) => {
+                        self.apply(ev);
+                    }
+                    Some(ToCoordinator::DisposeSavepoint(savepoint, reply)) => {
+                        let disposed = self.store.dispose_savepoint(self.generation, savepoint);
+                        if disposed.is_ok() {
+                            self.ctx.stats().store_latest = self.store.holdings().latest();
+                            self.apply(CoordinatorEvent::DisposeSavepoint {
+                                checkpoint: savepoint,
+                            });
+                        }
+                        let _ = reply.send(disposed);
+                    }
+                    Some(ToCoordinator::Shutdown(status, done)) => {
+                        self.apply(CoordinatorEvent::Shutdown { status });
+                        self.drain_answers().await;
+                        self.stop_attempts().await;
+                        self.sync_store_stats();
+                        let _ = done.send(());
+                        return;
+                    }
+                    None => return,
+                },
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! A checkpoint store on an object store (the `object_store` crate:
+//! `LocalFileSystem`, `InMemory`, or S3 and the other clouds by
+//! configuration) with a fence that has no window: every change of durable
+//! state is a conditional create of the next entry of a log.
+//!
+//! # Layout (under the object store's root; wrap it in a `PrefixStore` for
+//! a job's prefix)
+//!
+//! ```text
+//! log/<position, 20 digits>           the store's log: one entry per change, created with PutMode::Create
+//! checkpoints/chk-<id, 20 digits>.meta  a checkpoint's metadata (the file store's format), written by finalize
+//! checkpoints/*.corrupt               a quarantined checkpoint's metadata, kept with its state for a human
+//! state/<handle as 16 hex digits>     one state handle = one object, written by a task
+//! ```
+//!
+//! # The log is the fence
+//!
+//! A log entry ([`LogEntry`]) names the generation it was written for.
+//! Writing entry `p` is `put` with `PutMode::Create`: of two writers that
+//! both try position `p` exactly one succeeds, on every backend that
+//! implements put-if-not-exists (the local file system, memory, S3 with
+//! conditional writes, GCS, Azure). A new leader claims its generation by
+//! appending a [`LogEntry::Claim`] at the log's end; from then on a deposed
+//! leader's next append lands on a taken position, reads what is there,
+//! finds the newer claim and is refused with
+//! [`StoreError::StaleGeneration`]. Unlike the file store's
+//! check-then-rename there is no instant in which a deposed leader's commit,
+//! counter move, eviction or savepoint disposal can still land: those are
+//! all log appends.
+//!
+//! What is not a log append (writing metadata on finalize, deleting state
+//! objects on discard) is checked against the log first (is the position
+//! after this handle's last entry taken?), which has the window of any
+//! lease: a delete that passed the check an instant before a new claim can
+//! still run. It can only delete what the deposed leader itself did not
+//! hold as stored, and every checkpoint a new leader recovers is one the
+//! log says was stored and not evicted, which the deposed leader's view
+//! (the same log, up to its last append) also holds: so a deposed leader's
+//! delete never removes the state of a checkpoint the new leader restores.
+//!
+//! # Commit
+//!
+//! **Finalize** writes `checkpoints/chk-N.meta` (not yet stored: no log
+//! entry names it). **Store** appends [`LogEntry::Commit`] naming the
+//! checkpoint and the checkpoints its commit evicts beyond `retained_max`
+//! (oldest checkpoints first, never savepoints), in one entry: the commit
+//! and its retention are one atomic step. Then the evicted metadata objects
+//! are deleted, and their state objects when the coordinator has already
+//! asked to discard them (the same deferral as the file store's guard).
+//! The commit order is checked with [`commit::check_next`] on finalize and
+//! again on store, as the file store does.
+//!
+//! An append that fails with an error other than "already exists" has an
+//! unknown outcome (a put can succeed and its answer be lost). The
+//! checkpoint is then held as stored (its state is guarded) and the error
+//! returned; the next append that finds the position taken by an entry of
+//! this handle's own generation takes it as that write having landed and
+//! moves on. Recovery reads the log and settles it.
+//!
+//! # Recovery ([`ObjStore::open`])
+//!
+//! The log is read from position 0 (entries of a generation below a newer
+//! claim before them cannot exist, and are skipped if found), the claim
+//! appended at its end, then every stored checkpoint's metadata is read and
+//! checked (job, id, checksum) and every state object of it must exist; the
+//! checkpoint to restore (the newest) has its state objects read and
+//! checked by [`OpenOptions::check_state`]. A damaged checkpoint is not
+//! restored and the next newest tried; [`OpenOptions::committed`] refuses a
+//! restore behind an exactly-once sink's commit before anything is changed.
+//! Damaged checkpoints are then quarantined by a [`LogEntry::Quarantine`]
+//! entry, their metadata moved to `chk-N.meta.g<generation>.corrupt` and
+//! their state objects kept, for a human; metadata objects the log
+//! does not name and state objects no stored or quarantined checkpoint
+//! references are deleted.
+//!
+//! The log is never compacted: recovery reads every entry (two per
+//! checkpoint: the id allocation and the commit).
+//!
+//! # Where things are
+//!
+//! This module holds [`ObjStore`] and the coordinator's I/O (id allocation,
+//! finalize, store, discard, disposing of a savepoint); the log's entries,
+//! its replay, appends and fence are in `log`, recovery in `recover`, and
+//! object I/O with the layout's names in `objects`.
+
+mod log;
+mod objects;
+mod recover;
+
+use std::fmt;
+use std::sync::Arc;
+
+use ckpt_core::commit;
+use ckpt_core::host::store::{
+    meta_path, state_path, CheckpointEntry, Discarded, Holdings, Metadata, OpenOptions, Recovery,
+    StoreError, StoreStats,
+};
+use ckpt_core::{CheckpointId, Generation, JobId, Millis, StateHandle};
+use object_store::path::Path;
+use object_store::{ObjectStore, PutPayload};
+
+use log::{put_entry, replay, Appended};
+pub use log::{LogEntry, LOG_DIR};
+use objects::{delete, obj_err};
+pub use objects::{read_state, write_state};
+
+/// The checkpoint store on an object store. Not thread-safe by itself (its
+/// methods take `&mut self`): the coordinator's driver owns it.
+pub struct ObjStore {
+    objects: Arc<dyn ObjectStore>,
+    job: JobId,
+    retained_max: usize,
+    generation: Generation,
+    /// The position of this handle's next log entry.
+    head: u64,
+    next_id: u64,
+    /// What it holds: stored, prepared, guarded, deferred (the file
+    /// store's type, so both make the guard's decisions alike).
+    holdings: Holdings,
+    stats: StoreStats,
+}
+
+impl fmt::Debug for ObjStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjStore")
+            .field("job", &self.job)
+            .field("generation", &self.generation)
+            .field("head", &self.head)
+            .field("next_id", &self.next_id)
+            .field("stored", &self.holdings.stored_ids())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ObjStore {
+    /// The newest leader generation claimed in `objects` (`None` before
+    /// the first claim).
+    pub async fn newest_generation(
+        objects: &dyn ObjectStore,
+        job: JobId,
+    ) -> Result<Option<Generation>, StoreError> {
+        Ok(replay(objects, job).await?.newest)
+    }
+
+    /// The generation a new leader claims: one above the newest claimed
+    /// (1 on a fresh store).
+    pub async fn next_generation(
+        objects: &dyn ObjectStore,
+        job: JobId,
+    ) -> Result<Generation, StoreError> {
+        match Self::newest_generation(objects, job).await? {
+            None => Ok(Generation(1)),
+            Some(g) => {
+                g.0.checked_add(1)
+                    .map(Generation)
+                    .ok_or(StoreError::GenerationTaken {
+                        requested: g,
+                        newest: Some(g),
+                    })
+            }
+        }
+    }
+
+    /// Claims `options.generation` (a log append), recovers (see the
+    /// module docs) and opens the store for writing on behalf of that
+    /// generation.
+    pub async fn open(
+        objects: Arc<dyn ObjectStore>,
+        options: OpenOptions,
+    ) -> Result<(ObjStore, Recovery), StoreError> {
+        let job = options.job;
+        let generation = options.generation;
+        // Claim: append at the end of the log; a concurrent claim that took
+        // the position is read back and the claim retried after it.
+        let mut r = replay(&*objects, job).await?;
+        loop {
+            if r.newest.is_some_and(|n| generation <= n) {
+                return Err(StoreError::GenerationTaken {
+                    requested: generation,
+                    newest: r.newest,
+                });
+            }
+            let claim = LogEntry::Claim { job, generation };
+            match put_entry(&*objects, r.end, &claim).await {
+                Ok(()) => {
+                    r.apply(&claim);
+                    r.end += 1;
+                    break;
+                }
+                Err(Appended::Taken) => r = replay(&*objects, job).await?,
+                Err(Appended::Failed(e)) => return Err(e),
+            }
+        }
+        let mut store = ObjStore {
+            objects,
+            job,
+            retained_max: options.retained_max.max(1),
+            generation,
+            head: r.end,
+            next_id: 1,
+            holdings: Holdings::default(),
+            stats: StoreStats::default(),
+        };
+        let rec = store.recover(&r, &options).await?;
+        Ok((store, rec))
+    }
+
+    /// Hands out the next checkpoint id on behalf of `writer`; the counter
+    /// is in the log before the id is returned.
+    pub async fn allocate_id(&mut self, writer: Generation) -> Result<CheckpointId, StoreError> {
+        self.fence_id(writer)?;
+        let id = self.next_id;
+        let next = id.checked_add(1).ok_or(StoreError::CounterExhausted)?;
+        self.append(LogEntry::Ids {
+            generation: writer,
+            next,
+        })
+        .await?;
+        self.next_id = next;
+        self.stats.ids_allocated += 1;
+        Ok(CheckpointId(id))
+    }
+
+    fn fence_id(&self, writer: Generation) -> Result<(), StoreError> {
+        if writer == self.generation {
+            Ok(())
+        } else {
+            Err(StoreError::NotThisGeneration {
+                writer,
+                handle: self.generation,
+            })
+        }
+    }
+
+    /// Moves the counter so the next id is at least `next` (never back).
+    pub async fn reset_counter(
+        &mut self,
+        writer: Generation,
+        next: CheckpointId,
+    ) -> Result<(), StoreError> {
+        self.fence_id(writer)?;
+        if next.0 > self.next_id {
+            self.append(LogEntry::Ids {
+                generation: writer,
+                next: next.0,
+            })
+            .await?;
+            self.next_id = next.0;
+        } else {
+            self.fence(writer).await?;
+        }
+        Ok(())
+    }
+
+    /// The coordinator's `FinalizeCheckpoint`: writes the metadata object
+    /// of `checkpoint`; not yet stored. Refused when it could not be
+    /// committed after what the store holds.
+    pub async fn finalize(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+        savepoint: bool,
+        timestamp: Millis,
+        handles: &[StateHandle],
+    ) -> Result<(), StoreError> {
+        self.fence(writer).await?;
+        commit::check_next(self.holdings.held(), checkpoint, savepoint)?;
+        let meta = Metadata {
+            job: self.job,
+            checkpoint,
+            savepoint,
+            timestamp,
+            handles: handles.to_vec(),
+        };
+        let path = Path::from(meta_path(checkpoint));
+        self.objects
+            .put(&path, PutPayload::from(meta.encode()))
+            .await
+            .map_err(obj_err("finalize", &path))?;
+        self.holdings.prepare(
+            checkpoint,
+            CheckpointEntry {
+                savepoint,
+                timestamp,
+                handles: handles.to_vec(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The coordinator's `StoreCheckpoint`: the commit order checked
+    /// again, then the commit point (the log's [`LogEntry::Commit`], with
+    /// the evictions beyond `retained_max`). Returns the evicted ids.
+    ///
+    /// Refused by the fence, a deposed leader changes nothing. Any other
+    /// error of the append leaves the outcome unknown: the checkpoint is
+    /// held as stored (its state guarded) and the error returned.
+    pub async fn store(
+        &mut self,
+        writer: Generation,
+        checkpoint: CheckpointId,
+    ) -> Result<Vec<CheckpointId>, StoreError> {
+        self.fence_id(writer)?;
+        let entry = self.holdings.take_prepared(checkpoint)?;
+        let path = Path::from(meta_path(checkpoint));
+        if let Err(e) = commit::check_next(self.holdings.held(), checkpoint, entry.savepoint) {
+            let _ = self.objects.delete(&path).await;
+            return Err(e.into());
+        }
+        let mut after: Vec<(CheckpointId, bool)> = self.holdings.held().collect();
+        after.push((checkpoint, entry.savepoint));
+        after.sort();
+        let checkpoints = after.iter().filter(|(_, s)| !s).count();
+        let evicted: Vec<CheckpointId> = after
+            .iter()
+            .filter(|(_, s)| !s)
+            .take(checkpoints.saturating_sub(self.retained_max))
+            .map(|(id, _)| *id)
+            .collect();
+        let appended = self
+            .append(LogEntry::Commit {
+                generation: writer,
+                checkpoint,
+                evicted: evicted.clone(),
+            })
+            .await;
+        match appended {
+            Ok(()) => {}
+            Err(e @ StoreError::StaleGeneration { .. }) => return Err(e),
+            Err(e) => {
+                // Unknown outcome: hold it as stored.
+                self.holdings.hold(checkpoint, entry);
+                return Err(e);
+            }
+        }
+        self.holdings.hold(checkpoint, entry);
+        self.stats.stored += 1;
+        for old in &evicted {
+            delete(&*self.objects, &Path::from(meta_path(*old))).await?;
+            self.stats.evicted += 1;
+            for h in self.holdings.forget(*old) {
+                if self.holdings.release_evicted(h) {
+                    self.delete_state(h).await?;
+                }
+            }
+        }
+        Ok(evicted)
+    }
+
+    /// The coordinator's (or a task's) `DiscardState`: deletes the state
+    /// object unless a stored checkpoint or savepoint references it (see
+    /// [`Discarded`]); a prepared checkpoint holding it is dropped first.
+    pub async fn discard(
+        &mut self,
+        writer: Generation,
+        handle: StateHandle,
+    ) -> Result<Discarded, StoreError> {
+        self.fence(writer).await?;
+        if let Some(guarded) = self.holdings.guard(handle, &mut self.stats) {
+            return Ok(guarded);
+        }
+        if let Some(id) = self.holdings.drop_prepared_holding(handle) {
+            delete(&*self.objects, &Path::from(meta_path(id))).await?;
+        }
+        self.delete_state(handle).await
+    }
+
+    /// Disposes of stored savepoint `savepoint` (the user's act): a
+    /// [`LogEntry::Dispose`], then its metadata object and every state
+    /// object no other stored or quarantined checkpoint references.
+    /// Returns the state objects deleted.
+    pub async fn dispose_savepoint(
+        &mut self,
+        writer: Generation,
+        savepoint: CheckpointId,
+    ) -> Result<Vec<StateHandle>, StoreError> {
+        self.fence_id(writer)?;
+        self.holdings.check_disposable(savepoint)?;
+        self.append(LogEntry::Dispose {
+            generation: writer,
+            savepoint,
+        })
+        .await?;
+        delete(&*self.objects, &Path::from(meta_path(savepoint))).await?;
+        let handles = self.holdings.forget(savepoint);
+        let mut deleted = Vec::new();
+        for h in handles {
+            if !self.holdings.release_disposed(h) {
+                continue;
+            }
+            if self.delete_state(h).await? == Discarded::Deleted {
+                deleted.push(h);
+            }
+        }
+        Ok(deleted)
+    }
+
+    async fn delete_state(&mut self, handle: StateHandle) -> Result<Discarded, StoreError> {
+        let path = Path::from(state_path(handle));
+        match self.objects.head(&path).await {
+            Ok(_) => {}
+            Err(object_store::Error::NotFound { .. }) => return Ok(Discarded::AlreadyGone),
+            Err(e) => return Err(obj_err("head", &path)(e)),
+        }
+        delete(&*self.objects, &path).await?;
+        self.stats.deleted += 1;
+        Ok(Discarded::Deleted)
+    }
+
+    /// What the store holds (the file store's [`Holdings`]: the stored
+    /// checkpoints and savepoints, the latest, the guard's state).
+    #[must_use]
+    pub fn holdings(&self) -> &Holdings {
+        &self.holdings
+    }
+
+    /// The next id the counter hands out.
+    #[must_use]
+    pub fn next_id(&self) -> CheckpointId {
+        CheckpointId(self.next_id)
+    }
+
+    /// The generation this handle claimed and writes for.
+    #[must_use]
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> &StoreStats {
+        &self.stats
+    }
+
+    /// The object store.
+    #[must_use]
+    pub fn objects(&self) -> &Arc<dyn ObjectStore> {
+        &self.objects
+    }
+}

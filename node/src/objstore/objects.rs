@@ -1,0 +1,102 @@
+//! Object I/O as the store does it: reading, listing, writing and deleting
+//! objects with errors in the store's terms ([`StoreError`]), and parsing
+//! the layout's object names.
+
+use std::io;
+
+use ckpt_core::host::store::{state_path, StoreError};
+use ckpt_core::{CheckpointId, StateHandle};
+use object_store::path::Path;
+use object_store::{ObjectStore, PutPayload};
+
+pub(super) fn obj_err<'a>(
+    op: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(object_store::Error) -> StoreError + 'a {
+    move |e| StoreError::Io {
+        op,
+        path: path.to_string(),
+        source: io::Error::other(e),
+    }
+}
+
+pub(super) fn bad_log(path: &Path, why: String) -> StoreError {
+    StoreError::Io {
+        op: "decode",
+        path: path.to_string(),
+        source: io::Error::new(io::ErrorKind::InvalidData, why),
+    }
+}
+
+/// Writes state handle `handle`'s object (a task's part of a checkpoint).
+pub async fn write_state(
+    store: &dyn ObjectStore,
+    handle: StateHandle,
+    bytes: Vec<u8>,
+) -> Result<(), StoreError> {
+    let path = Path::from(state_path(handle));
+    store
+        .put(&path, PutPayload::from(bytes))
+        .await
+        .map(|_| ())
+        .map_err(obj_err("put", &path))
+}
+
+/// Reads state handle `handle`'s object.
+pub async fn read_state(
+    store: &dyn ObjectStore,
+    handle: StateHandle,
+) -> Result<Vec<u8>, StoreError> {
+    let path = Path::from(state_path(handle));
+    read(store, &path).await
+}
+
+pub(super) async fn read(store: &dyn ObjectStore, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let got = store.get(path).await.map_err(obj_err("get", path))?;
+    let bytes = got.bytes().await.map_err(obj_err("get", path))?;
+    Ok(bytes.to_vec())
+}
+
+/// Names of the objects directly under `dir`.
+pub(super) async fn list(store: &dyn ObjectStore, dir: &str) -> Result<Vec<String>, StoreError> {
+    let prefix = Path::from(dir);
+    let listed = store
+        .list_with_delimiter(Some(&prefix))
+        .await
+        .map_err(obj_err("list", &prefix))?;
+    let mut names: Vec<String> = listed
+        .objects
+        .into_iter()
+        .filter_map(|o| o.location.filename().map(str::to_string))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+pub(super) fn parse_position(name: &str) -> Option<u64> {
+    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+pub(super) fn parse_meta_name(name: &str) -> Option<CheckpointId> {
+    let digits = name.strip_prefix("chk-")?.strip_suffix(".meta")?;
+    (digits.len() == 20 && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok().map(CheckpointId))
+        .flatten()
+}
+
+pub(super) fn parse_state_name(name: &str) -> Option<StateHandle> {
+    (name.len() == 16 && name.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u64::from_str_radix(name, 16).ok().map(StateHandle))
+        .flatten()
+}
+
+/// Deletes `path`; an object already gone is not an error (backends differ:
+/// the local file system reports it, memory does not).
+pub(super) async fn delete(objects: &dyn ObjectStore, path: &Path) -> Result<(), StoreError> {
+    match objects.delete(path).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(obj_err("delete", path)(e)),
+    }
+}
