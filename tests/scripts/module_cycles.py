@@ -4,7 +4,7 @@
 Usage: module_cycles.py CRATE_SRC_DIR [--files] [--with-tests]
 
 Exits 1 when it finds a cycle. Unit-test modules (any module path with a
-`tests` segment) are left out unless --with-tests.
+`tests` or `*_tests` segment) are left out unless --with-tests.
 
 Every `use` tree and every inline `crate::`/`super::`/`self::` path in code
 (comments stripped) is resolved to the file that *defines* the item (through
@@ -35,11 +35,12 @@ for d, _, fs in os.walk(root):
             key = tuple(rel[:-1])
         else:
             key = tuple(rel)
-        # skip binaries under src/bin; unit-test modules (a `tests` segment)
-        # import what they test and are not a layer of their own
+        # skip binaries under src/bin; unit-test modules (a `tests` segment,
+        # or one named `*_tests`) import what they test and are not a layer
+        # of their own
         if key and key[0] == 'bin':
             continue
-        if 'tests' in key and not WITH_TESTS:
+        if any(k == 'tests' or k.endswith('_tests') for k in key) and not WITH_TESTS:
             continue
         mods[key] = p
 

@@ -138,11 +138,22 @@ impl IoRequest {
                     IoAnswer::Failed(f) => Err(f),
                 },
             },
-            IoRequest::MasterHooks { checkpoint, .. } => CoordinatorEvent::MasterHooksDone {
+            // The answer names the checkpoint; what the request carried for
+            // the work (the hooks' timestamp, the metadata) stays with it.
+            IoRequest::MasterHooks {
+                checkpoint,
+                timestamp: _,
+            } => CoordinatorEvent::MasterHooksDone {
                 checkpoint: *checkpoint,
                 result: unit,
             },
-            IoRequest::Finalize { checkpoint, .. } => CoordinatorEvent::FinalizeDone {
+            IoRequest::Finalize {
+                checkpoint,
+                kind: _,
+                timestamp: _,
+                externalized: _,
+                handles: _,
+            } => CoordinatorEvent::FinalizeDone {
                 checkpoint: *checkpoint,
                 result: unit,
             },

@@ -92,6 +92,7 @@ pub use config::*;
 pub use effect::*;
 pub use finish::FinishPhase;
 pub use reduce::reduce;
+pub use slots::AckSlot;
 pub use state::*;
 
 use serde::{Deserialize, Serialize};

@@ -54,8 +54,18 @@ use std::hash::{Hash, Hasher};
 
 use triomphe::Arc;
 
-use super::state::AckSlot;
+use serde::{Deserialize, Serialize};
+
 use crate::types::StateHandle;
+
+/// One ack slot of a pending checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AckSlot {
+    /// Not acknowledged yet.
+    Waiting,
+    /// Acknowledged, with the task's state if it had any.
+    Acked(Option<StateHandle>),
+}
 
 const LEAF_BITS: u32 = 6;
 /// Slots per leaf (at most 64: a leaf's masks are `u64`).

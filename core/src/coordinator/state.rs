@@ -10,7 +10,7 @@ use imbl::{OrdMap, Vector};
 use serde::{Deserialize, Serialize};
 
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
-use super::slots::AckTable;
+use super::slots::{AckSlot, AckTable};
 use super::{RequestId, Timer, TriggerKind};
 use crate::types::{AttemptNo, CheckpointId, Generation, Millis, StateHandle};
 
@@ -26,15 +26,6 @@ pub struct TaskStatus {
     /// it is not running, and plans leave it out.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub finished: bool,
-}
-
-/// One ack slot of a pending checkpoint.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum AckSlot {
-    /// Not acknowledged yet.
-    Waiting,
-    /// Acknowledged, with the task's state if it had any.
-    Acked(Option<StateHandle>),
 }
 
 /// Where a pending checkpoint is on its way to completion.

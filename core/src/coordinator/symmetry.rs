@@ -2,7 +2,8 @@
 //! model checker (`ckpt-model`). Pure bookkeeping over the state's fields; no
 //! behaviour.
 
-use super::state::{AckSlot, Completed, CoordinatorState, TaskStatus};
+use super::slots::AckSlot;
+use super::state::{Completed, CoordinatorState, TaskStatus};
 use crate::types::{StateHandle, TaskId};
 
 fn renamed(slot: AckSlot, rename: &dyn Fn(StateHandle) -> StateHandle) -> AckSlot {

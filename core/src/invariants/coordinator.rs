@@ -94,13 +94,7 @@ pub mod names {
     /// completed checkpoint holds a state for every task of its plan that
     /// was running.
     pub const PLAN_WAITS_FOR_ALL: &str = "plan-waits-for-every-task";
-    /// A task that finishes is no checkpoint failure: its `TaskFinished`
-    /// counts none and never fails the job (FLINK-33186).
-    pub const FINISH_NOT_A_FAILURE: &str = "a-finish-is-not-a-failure";
-    /// A job finishes once, when every task finished and, with checkpoints
-    /// after finished tasks on, in the step its final checkpoint (planned
-    /// with every task finished) completed; off, with no final checkpoint.
-    pub const FINISH_AFTER_FINAL: &str = "job-finishes-on-its-final-checkpoint";
+    pub use super::super::finish::names::{FINISH_AFTER_FINAL, FINISH_NOT_A_FAILURE};
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).

@@ -1,14 +1,24 @@
 //! Coordinator invariants of finished tasks (FLIP-147): a finish is not a
 //! failure, and a job finishes only on its final checkpoint. Part of
-//! [`super::coordinator::check_step`]; the names are in
-//! [`super::coordinator::names`].
+//! [`super::coordinator::check_step`]; the names are defined here and
+//! listed with the others in [`super::coordinator::names`].
 
-use super::coordinator::names;
 use super::{ensure, Violation};
 use crate::coordinator::{
     AckSlot, CoordinatorEffect, CoordinatorEvent, CoordinatorState, FinishPhase, JobCommand,
     Report, Step,
 };
+
+/// The names of the invariants of finished tasks.
+pub mod names {
+    /// A task that finishes is no checkpoint failure: its `TaskFinished`
+    /// counts none and never fails the job (FLINK-33186).
+    pub const FINISH_NOT_A_FAILURE: &str = "a-finish-is-not-a-failure";
+    /// A job finishes once, when every task finished and, with checkpoints
+    /// after finished tasks on, in the step its final checkpoint (planned
+    /// with every task finished) completed; off, with no final checkpoint.
+    pub const FINISH_AFTER_FINAL: &str = "job-finishes-on-its-final-checkpoint";
+}
 
 /// What must hold of every state: a final checkpoint in its phase is
 /// pending (one that ended without completing ends the phase).

@@ -89,13 +89,24 @@ impl TaskMessage {
     #[must_use]
     pub fn event(&self) -> TaskEvent {
         match self {
-            TaskMessage::Trigger { checkpoint, .. } => TaskEvent::TriggerCheckpoint {
+            TaskMessage::Trigger {
+                checkpoint,
+                timestamp: _,
+                options: _,
+            } => TaskEvent::TriggerCheckpoint {
                 checkpoint: *checkpoint,
             },
-            TaskMessage::NotifyComplete { checkpoint, .. } => TaskEvent::NotifyComplete {
+            TaskMessage::NotifyComplete {
+                checkpoint,
+                timestamp: _,
+            } => TaskEvent::NotifyComplete {
                 checkpoint: *checkpoint,
             },
-            TaskMessage::NotifyAborted { checkpoint, .. } => TaskEvent::NotifyAborted {
+            TaskMessage::NotifyAborted {
+                checkpoint,
+                latest_completed: _,
+                timestamp: _,
+            } => TaskEvent::NotifyAborted {
                 checkpoint: *checkpoint,
             },
         }

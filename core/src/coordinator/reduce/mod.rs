@@ -13,10 +13,8 @@ mod scheduling;
 mod trigger;
 
 use super::config::RECENT_IDS_MAX;
-use super::slots::AckTable;
-use super::state::{
-    AckSlot, Completed, CoordinatorState, Pending, PendingPhase, Request, StopPhase,
-};
+use super::slots::{AckSlot, AckTable};
+use super::state::{Completed, CoordinatorState, Pending, PendingPhase, Request, StopPhase};
 use super::{
     AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect as E, CoordinatorError,
     CoordinatorEvent, FailJobReason, Ignored, IoRequest, JobCommand, JobStatus, Outcome,
