@@ -19,7 +19,12 @@ cd "$ROOT"
 cargo build -q -p ckpt-tests --bin ckpt-conformance
 args=()
 for a in "${ALLOW[@]}"; do args+=(--allow "$a"); done
-exec ./target/debug/ckpt-conformance \
+./target/debug/ckpt-conformance \
     --seed "${CKPT_CONFORMANCE_SEED:-20261202}" \
     --sequences "${CKPT_CONFORMANCE_SEQUENCES:-300}" \
     --quiet --out target/conformance-ci "${args[@]}"
+# Then sequences that also draw task finishes (FLIP-147's plan against Flink's).
+exec ./target/debug/ckpt-conformance \
+    --seed "${CKPT_CONFORMANCE_SEED:-20261202}" \
+    --sequences "${CKPT_CONFORMANCE_FINISHED_SEQUENCES:-150}" --finished-tasks \
+    --quiet --out target/conformance-ci-finished "${args[@]}"

@@ -65,8 +65,9 @@ struct Cli {
     #[arg(long, conflicts_with = "replay")]
     rerun: Option<PathBuf>,
     /// Also draw task finishes (FLIP-147: Flink's Execution.markFinished,
-    /// ckpt's TaskFinished). Off by default and in CI: the differences it
-    /// finds are not all named yet (tests/flink/RESULTS-2026-12-02.md, run 7).
+    /// ckpt's TaskFinished). Off by default, so that a seed's sequences
+    /// stay those of earlier runs; CI runs a second pass with it
+    /// (tests/flink/RESULTS-2026-12-02.md, run 7).
     #[arg(long)]
     finished_tasks: bool,
 }

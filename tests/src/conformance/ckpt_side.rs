@@ -52,6 +52,8 @@ pub struct TaskView {
     pub attempt: u32,
     /// Whether it runs.
     pub running: bool,
+    /// Whether that attempt finished (`TaskFinished`).
+    pub finished: bool,
 }
 
 /// ckpt's coordinator and the host around it for one sequence.
@@ -150,6 +152,7 @@ impl CkptSide {
                 TaskView {
                     attempt: s.map_or(0, |s| s.attempt.0),
                     running: s.is_some_and(|s| s.running),
+                    finished: s.is_some_and(|s| s.finished),
                 }
             })
             .collect()
@@ -163,6 +166,15 @@ impl CkptSide {
     /// Whether a stop-with-savepoint is requested or done (until it fails).
     pub fn is_stopping(&self) -> bool {
         self.state.stop_phase().is_some()
+    }
+
+    /// Whether the job finished (every task finished and
+    /// `JobCommand::Finish` was emitted).
+    pub fn is_job_finished(&self) -> bool {
+        matches!(
+            self.state.finish_phase(),
+            Some(ckpt_core::coordinator::FinishPhase::Finished { .. })
+        )
     }
 
     /// Whether periodic scheduling is on.

@@ -235,6 +235,7 @@ pub fn ckpt_decisions(profile: &FlinkProfile, seq: &Sequence) -> Result<Vec<Ckpt
         decision,
         tasks: side.tasks(),
         stopping: side.is_stopping(),
+        job_finished: side.is_job_finished(),
     };
     let mut out = vec![step(&side, side.snapshot())];
     for e in &seq.events {
@@ -257,6 +258,9 @@ pub struct CkptStep {
     /// A stop-with-savepoint is requested or done (ckpt's stop phase;
     /// Flink's coordinator has none to compare it with).
     pub stopping: bool,
+    /// The job finished: every task finished and `JobCommand::Finish` was
+    /// emitted (ckpt's finish phase; Flink's coordinator has none).
+    pub job_finished: bool,
 }
 
 /// Runs `seq` through ckpt and through `flink`, comparing after every
@@ -304,6 +308,7 @@ pub fn run_sequence(
             before_flink: &last_flink,
             ckpt_tasks: &ckpt[i + 1].tasks,
             ckpt_stopping: ckpt[i].stopping && ckpt[i + 1].stopping,
+            ckpt_job_finished: ckpt[i].job_finished,
             flink_line: &resp,
             before_flink_line: &last_line,
         };

@@ -63,6 +63,9 @@ pub struct Ctx<'a> {
     /// ckpt's stop-with-savepoint was requested or done before the event
     /// and still is after it.
     pub ckpt_stopping: bool,
+    /// ckpt's job finished (every task finished, `JobCommand::Finish`
+    /// emitted) before the event.
+    pub ckpt_job_finished: bool,
     /// Flink's response line for the event (its `state` has more than
     /// the decision record: `triggering`, `hooks_waiting`, `tasks`).
     pub flink_line: &'a Value,
@@ -196,6 +199,66 @@ fn make_state_equal(c: &mut Decision, f: &Decision) {
 
 /// Every entry, in the order the comparator tries them.
 pub static CATALOG: &[Entry] = &[
+    Entry {
+        name: "finished-slot-prefilled",
+        class: Class::Choice,
+        pattern: "a checkpoint planned after a task finished: ckpt's pending checkpoint shows the finished task's slot as acknowledged, Flink leaves the task out of the tasks to wait for",
+        flink: "1.20/2.3 (FLIP-147): DefaultCheckpointPlanCalculator puts finished tasks in the plan's finished list, not in tasksToWaitFor; their operators report finished-on-restore state",
+        ckpt: "the plan keeps one slot per task; a finished task's slot is pre-filled (Acked, no state handle) when the checkpoint is triggered",
+        why: "one slot per task keeps the ack table's shape fixed for a job; a pre-filled slot waits for nothing, as Flink's omitted task does",
+        after: After::Continue,
+        recognize: finished_slot,
+    },
+    Entry {
+        name: "no-rpc-to-finished-tasks",
+        class: Class::Choice,
+        pattern: "a checkpoint completes or is aborted after a task finished: Flink notifies the finished execution too, ckpt does not",
+        flink: "1.20/2.3: notifyCheckpointOnComplete / notifyCheckpointAborted go to every task to commit to, finished executions included (the RPC to a finished task is dropped by its TaskExecutor); 1.11 likewise for the tasks it commits to",
+        ckpt: "the host sends no RPC to a finished attempt (CoordinatorEvent::TaskFinished): its operators ran to their end and commit nothing more",
+        why: "a finished task has nothing left to commit or abort; the RPC would be dropped on arrival",
+        after: After::Continue,
+        recognize: no_rpc_to_finished,
+    },
+    Entry {
+        name: "finished-job-refuses-triggers",
+        class: Class::Choice,
+        pattern: "every task finished and the job finished (JobCommand::Finish); the sequence restarts or triggers anyway: ckpt refuses, Flink's coordinator triggers",
+        flink: "every version: the coordinator has no finished state of its own; the scheduler ends a job whose executions all finished and restarts nothing",
+        ckpt: "FinishPhase::Finished: every later request is rejected (NotAllRequiredTasksRunning); the host shuts down on JobCommand::Finish",
+        why: "a finished job ends: a checkpoint after its final one would commit side effects behind the state the job ended on",
+        after: After::Stop,
+        recognize: finished_job_refuses,
+    },
+    Entry {
+        name: "failed-counts-as-finished-1.20",
+        class: Class::Choice,
+        pattern: "1.20/2.3: a task finished and another is down: Flink plans the checkpoint (and allocates its id), ckpt refuses it (NotAllRequiredTasksRunning)",
+        flink: "1.20/2.3 (observed here): DefaultCheckpointPlanCalculator counts a FAILED execution as finished (FLINK-40482), so a plan that should wait for the failed task's state leaves it out",
+        ckpt: "a task that is down blocks the trigger (LegacyBug::FailedCountsAsFinished reproduces Flink's plan)",
+        why: "a checkpoint that leaves out a failed task's state completes without it: the restore loses that task's state (FLINK-40482)",
+        after: After::Stop,
+        recognize: failed_counts_as_finished,
+    },
+    Entry {
+        name: "finish-aborts-waiting-checkpoints",
+        class: Class::Choice,
+        pattern: "a task finishes while checkpoints still wait for its ack: ckpt aborts them (uncounted) and notifies the other tasks, Flink keeps them pending",
+        flink: "every version: a task's finish (Execution.markFinished) is not reported to the CheckpointCoordinator; a pending checkpoint waiting for it completes if its ack came, else expires (FLINK-33186: a task that finishes between plan and trigger fails the checkpoint, accepted upstream as a limitation)",
+        ckpt: "TaskFinished aborts every pending checkpoint still waiting for the task, AbortReason::TaskFinished, counted as no failure",
+        why: "the finished task's state at that barrier no longer exists: waiting for it can only end in an expiry, and counting it as a failure (Flink's FLINK-33186) fails jobs whose sources simply finish",
+        after: After::Stop,
+        recognize: finish_aborts_waiting,
+    },
+    Entry {
+        name: "final-checkpoint-after-all-finished",
+        class: Class::Choice,
+        pattern: "1.20/2.3: a trigger after every task finished: ckpt plans the job's final checkpoint (every slot pre-filled) and completes it (or fails it in its finalize or store, with a failure armed), Flink fails the trigger",
+        flink: "1.20/2.3: the final checkpoint is taken while the tasks, their input ended, wait in RUNNING for it (they finish after it completes); once every execution is FINISHED the plan calculator refuses to trigger",
+        ckpt: "TaskFinished comes first; the first checkpoint planned with every task finished is the final one, and JobCommand::Finish follows its commit",
+        why: "ckpt's finish is reported by the host when the task ended; the final checkpoint then commits what the finished tasks' operators last reported. Following Flink's order (the final checkpoint before the tasks finish) is open (issue 29)",
+        after: After::Stop,
+        recognize: final_checkpoint,
+    },
     Entry {
         name: "trigger-mode-not-carried",
         class: Class::Choice,

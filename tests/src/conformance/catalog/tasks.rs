@@ -171,3 +171,149 @@ pub(super) fn decline_other_attempt(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
     *c = f.clone();
     true
 }
+
+/// ckpt's plan pre-fills a finished task's slot (no state), which its
+/// pending view shows as acknowledged; Flink leaves a finished task out of
+/// the tasks to wait for. Only those slots are taken out.
+/// A slot is pre-filled on ckpt's side when Flink's pending checkpoint
+/// neither has the task's ack nor waits for it (its `not_acked`).
+pub(super) fn finished_slot(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let flink_waits = |id: u64, task: u32| {
+        ctx.flink_line
+            .pointer("/state/pending")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.get("checkpoint").and_then(Value::as_u64) == Some(id))
+            .flat_map(|p| {
+                p.get("not_acked")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .any(|t| t.as_u64() == Some(u64::from(task)))
+    };
+    let mut changed = false;
+    for p in &mut c.state.pending {
+        let Some(q) = f
+            .state
+            .pending
+            .iter()
+            .find(|q| q.checkpoint == p.checkpoint)
+        else {
+            continue;
+        };
+        let id = p.checkpoint;
+        let before = p.acked.len();
+        p.acked
+            .retain(|t| q.acked.contains(t) || flink_waits(id, *t));
+        changed |= p.acked.len() != before;
+    }
+    changed
+}
+
+/// Every task finished and the job finished: ckpt refuses every later
+/// trigger, whatever the host does with the tasks; Flink's coordinator,
+/// whose scheduler would not restart a finished job, triggers when the
+/// sequence restarts them.
+pub(super) fn finished_job_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let refused = c
+        .requests
+        .iter()
+        .any(|(_, e)| *e == RequestEnd::Failed(Abort::NotAllRequiredTasksRunning));
+    if !ctx.ckpt_job_finished || !refused && c.triggers.is_empty() == f.triggers.is_empty() {
+        return false;
+    }
+    *c = f.clone();
+    true
+}
+
+/// 1.20/2.3: Flink's plan calculator counts a FAILED task as finished
+/// (FLINK-40482, in the jars compared): with a source finished and another
+/// task down, Flink plans and goes on to the id counter where ckpt refuses
+/// (NotAllRequiredTasksRunning) before it; only the request's end and an
+/// armed id failure show it.
+pub(super) fn failed_counts_as_finished(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let down = ctx.ckpt_tasks.iter().any(|t| !t.running && !t.finished);
+    let finished = ctx.ckpt_tasks.iter().any(|t| t.finished);
+    let refused = c
+        .requests
+        .iter()
+        .any(|(_, e)| *e == RequestEnd::Failed(Abort::NotAllRequiredTasksRunning));
+    if !ctx.gen2() || !down || !finished || !refused || c.requests == f.requests {
+        return false;
+    }
+    c.requests = f.requests.clone();
+    c.triggers = f.triggers.clone();
+    c.hooks = f.hooks.clone();
+    c.state.pending = f.state.pending.clone();
+    c.state.armed = f.state.armed;
+    true
+}
+
+/// A task finished while checkpoints still waited for it: ckpt aborts them
+/// at once (`AbortReason::TaskFinished`, uncounted), Flink's coordinator is
+/// not told and keeps them pending.
+pub(super) fn finish_aborts_waiting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    if !matches!(ctx.event, Some(Event::TaskFinished { .. })) || c.aborted.is_empty() {
+        return false;
+    }
+    let ids: Vec<u64> = c.aborted.iter().map(|(id, _)| *id).collect();
+    let kept = ids
+        .iter()
+        .all(|id| f.state.pending.iter().any(|p| p.checkpoint == *id));
+    let why = c
+        .aborted
+        .iter()
+        .all(|(_, w)| *w == Abort::NotAllRequiredTasksRunning);
+    if !(kept && why && f.aborted.is_empty()) {
+        return false;
+    }
+    c.aborted.clear();
+    c.aborts.retain(|m| !ids.contains(&m.checkpoint));
+    c.requests = f.requests.clone();
+    c.discarded = f.discarded.clone();
+    c.triggers = f.triggers.clone();
+    c.hooks = f.hooks.clone();
+    c.state.pending = f.state.pending.clone();
+    c.state.queued = f.state.queued;
+    c.state.periodic_at = f.state.periodic_at;
+    true
+}
+
+/// Every task finished: ckpt's next trigger plans the job's final
+/// checkpoint (every slot pre-filled) and completes it at once; Flink's
+/// fails the trigger.
+pub(super) fn final_checkpoint(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let all_finished = !ctx.ckpt_tasks.is_empty() && ctx.ckpt_tasks.iter().all(|t| t.finished);
+    if !all_finished
+        || !user_trigger(ctx, None) && !matches!(ctx.event, Some(Event::Advance { .. }))
+    {
+        return false;
+    }
+    // ckpt's final checkpoint completed, or failed in its finalize or
+    // store (an armed failure Flink's refused trigger never reaches).
+    let created = !c.completed.is_empty() || !c.aborted.is_empty();
+    if !created || !f.completed.is_empty() || !f.aborted.is_empty() {
+        return false;
+    }
+    *c = f.clone();
+    true
+}
+
+/// A task attempt that finished gets no more RPCs from ckpt's host; Flink
+/// still sends the notifications to a finished execution. Only the
+/// notifications to finished tasks that ckpt's side lacks are taken out.
+pub(super) fn no_rpc_to_finished(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    let finished = |task: u32| {
+        ctx.ckpt_tasks
+            .get(task as usize)
+            .is_some_and(|t| t.finished)
+    };
+    let before = f.completes.len() + f.aborts.len();
+    f.completes
+        .retain(|m| !finished(m.task) || c.completes.contains(m));
+    f.aborts
+        .retain(|m| !finished(m.task) || c.aborts.contains(m));
+    before != f.completes.len() + f.aborts.len()
+}
