@@ -268,6 +268,22 @@
 //! 1.14), no checkpoint is triggered once a task finished, and the job
 //! finishes with its last task, with no final checkpoint.
 //!
+//! ## Tasks in recovery (checkpointing during recovery)
+//!
+//! A host that restores an unaligned checkpoint's in-flight channel state
+//! deploys the attempt with `TaskConfig::replays_channel_state` and reports
+//! its replay to the task: `RecoveryStarted { channels }` when the state was
+//! fetched, `ChannelRecovered` per input channel that consumed its part and
+//! `RecoveryFinished` when the drainer pushed everything, in whatever order
+//! they happen. Until the fetch every checkpoint is declined as not ready;
+//! while channels still replay, a checkpoint's writer gets
+//! `WriterCommand::CaptureRecovered` (insert a recovery barrier into each such
+//! channel and persist what lies before it) when
+//! `TaskConfig::checkpoint_during_recovery` is on (Flink 2.x), and the
+//! checkpoint is declined as not ready when it is off. The [`task`] module
+//! docs give the phases; a host that restores no channel state never sets
+//! the flag and never sees these events or that command.
+//!
 //! ## Shared state (incremental state backends)
 //!
 //! A task whose state did not change may report an earlier checkpoint's
