@@ -7,14 +7,14 @@
 //! hold, reach what they are for, and have pinned, exactly cross-checked
 //! state counts.
 
+mod common;
+use common::*;
+
 use ckpt_core::trace::replay;
 use ckpt_core::{LegacyBug, Semantics};
 use ckpt_model::render::replay::Replay;
 use ckpt_model::search::exact::exact_unique_states;
-use ckpt_model::{
-    props, run_check, shortest_violation, CheckOptions, CheckReport, ModelConfig, Status, SysModel,
-};
-use stateright::{Checker, Model};
+use ckpt_model::{props, shortest_violation, ModelConfig};
 
 /// 2 tasks, 1 checkpoint, no faults (reorder network, shutdown on).
 fn small() -> ModelConfig {
@@ -23,39 +23,6 @@ fn small() -> ModelConfig {
         faults: 0,
         ..ModelConfig::default()
     }
-}
-
-fn unique(cfg: &ModelConfig) -> usize {
-    SysModel::new(cfg.clone())
-        .checker()
-        .threads(1)
-        .symmetry()
-        .spawn_dfs()
-        .join()
-        .unique_state_count()
-}
-
-fn check(cfg: &ModelConfig) -> CheckReport {
-    run_check(
-        cfg,
-        &CheckOptions {
-            coverage: true,
-            ..CheckOptions::default()
-        },
-    )
-}
-
-fn witnessed(r: &CheckReport, name: &str) -> bool {
-    r.properties
-        .iter()
-        .any(|p| p.name == name && p.status == Status::Witnessed)
-}
-
-fn covered(r: &CheckReport, machine: &str, event: &str, outcome: &str) -> bool {
-    r.coverage.as_ref().is_some_and(|c| {
-        c.keys()
-            .any(|(m, _, e, o)| *m == machine && *e == event && o == outcome)
-    })
 }
 
 #[test]

@@ -4,14 +4,14 @@
 //! search over the states themselves; FLINK-33186's knob is found in its
 //! smallest world and its trace replays to the same invariant in core.
 
+mod common;
+use common::*;
+
 use ckpt_core::trace::replay;
 use ckpt_core::{LegacyBug, Semantics};
 use ckpt_model::render::replay::Replay;
 use ckpt_model::search::exact::exact_unique_states;
-use ckpt_model::{
-    props, run_check, shortest_violation, CheckOptions, CheckReport, ModelConfig, Status, SysModel,
-};
-use stateright::{Checker, Model};
+use ckpt_model::{props, shortest_violation, ModelConfig};
 
 /// One task that may finish, 2 periodic firings (one can come after the
 /// finish: the final checkpoint), no faults.
@@ -25,46 +25,18 @@ fn one_task_finishes() -> ModelConfig {
     }
 }
 
-fn unique(cfg: &ModelConfig) -> usize {
-    SysModel::new(cfg.clone())
-        .checker()
-        .threads(1)
-        .symmetry()
-        .spawn_dfs()
-        .join()
-        .unique_state_count()
-}
-
-fn check(cfg: &ModelConfig) -> CheckReport {
-    run_check(
-        cfg,
-        &CheckOptions {
-            coverage: true,
-            ..CheckOptions::default()
-        },
-    )
-}
-
-fn witnessed(r: &CheckReport, name: &str) -> bool {
-    r.properties
-        .iter()
-        .any(|p| p.name == name && p.status == Status::Witnessed)
-}
-
-fn covered(r: &CheckReport, event: &str, outcome: &str) -> bool {
-    r.coverage.as_ref().is_some_and(|c| {
-        c.keys()
-            .any(|(m, _, e, o)| *m == "coordinator" && *e == event && o == outcome)
-    })
-}
-
 #[test]
 fn a_finished_task_leaves_the_plan_and_the_job_ends_on_its_final_checkpoint() {
     let cfg = one_task_finishes();
     let r = check(&cfg);
     assert!(r.holds(), "{:?}", r.properties);
     assert!(witnessed(&r, props::S_FINISHED), "{:?}", r.properties);
-    assert!(covered(&r, "TaskFinished", "Applied::TaskUpdated"));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "TaskFinished",
+        "Applied::TaskUpdated"
+    ));
     let n = unique(&cfg);
     assert_eq!(n, exact_unique_states(&cfg, true, 2_000_000));
     assert_eq!(n, PINNED_ONE_TASK);
@@ -83,7 +55,12 @@ fn a_finished_source_leaves_the_task_reading_from_it_triggered_itself() {
     };
     let r = check(&cfg);
     assert!(r.holds(), "{:?}", r.properties);
-    assert!(covered(&r, "TaskFinished", "Applied::TaskUpdated"));
+    assert!(covered(
+        &r,
+        "coordinator",
+        "TaskFinished",
+        "Applied::TaskUpdated"
+    ));
     let n = unique(&cfg);
     assert_eq!(n, exact_unique_states(&cfg, true, 2_000_000));
     assert_eq!(n, PINNED_SOURCE);

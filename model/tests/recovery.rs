@@ -6,8 +6,11 @@
 //! during recovery, covers every phase of the recovery trigger, and has a
 //! pinned, exactly cross-checked state count.
 
+mod common;
+use common::*;
+
 use ckpt_model::search::exact::exact_unique_states;
-use ckpt_model::{props, run_check, CheckOptions, CheckReport, ModelConfig, Status, SysModel};
+use ckpt_model::{props, ModelConfig, Status, SysModel};
 use stateright::{Checker, Model};
 
 /// 2 tasks (task 1 has one input channel), 1 checkpoint, no faults, one
@@ -21,23 +24,6 @@ fn recovering() -> ModelConfig {
         recovering_tasks: 1,
         ..ModelConfig::default()
     }
-}
-
-fn check(cfg: &ModelConfig) -> CheckReport {
-    run_check(
-        cfg,
-        &CheckOptions {
-            coverage: true,
-            ..CheckOptions::default()
-        },
-    )
-}
-
-fn covered(r: &CheckReport, phase: &str, event: &str, outcome: &str) -> bool {
-    r.coverage.as_ref().is_some_and(|c| {
-        c.keys()
-            .any(|(m, p, e, o)| *m == "task" && *p == phase && *e == event && o == outcome)
-    })
 }
 
 #[test]
@@ -54,15 +40,25 @@ fn a_recovering_task_takes_checkpoints_with_its_recovered_input() {
         );
     }
     // NOT_READY, barrier-inserting and every recovery event, each reached.
-    assert!(covered(
+    assert!(covered_in(
         &r,
+        "task",
         "recovering",
         "BarrierReceived",
         "Skipped(Declined(TaskNotReady))"
     ));
-    assert!(covered(&r, "recovering", "BarrierReceived", "Applied"));
+    assert!(covered_in(
+        &r,
+        "task",
+        "recovering",
+        "BarrierReceived",
+        "Applied"
+    ));
     for event in ["RecoveryStarted", "ChannelRecovered", "RecoveryFinished"] {
-        assert!(covered(&r, "recovering", event, "Applied"), "{event}");
+        assert!(
+            covered_in(&r, "task", "recovering", event, "Applied"),
+            "{event}"
+        );
     }
     let n = SysModel::new(cfg.clone())
         .checker()
@@ -87,5 +83,11 @@ fn without_recovering_tasks_the_same_world_never_recovers() {
         .properties
         .iter()
         .any(|p| p.name == props::S_DURING_RECOVERY));
-    assert!(!covered(&r, "recovering", "RecoveryStarted", "Applied"));
+    assert!(!covered_in(
+        &r,
+        "task",
+        "recovering",
+        "RecoveryStarted",
+        "Applied"
+    ));
 }
