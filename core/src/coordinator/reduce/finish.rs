@@ -26,12 +26,10 @@ impl CoordinatorState {
         attempt: AttemptNo,
         fx: &mut Fx,
     ) -> Outcome {
-        let Some(s) = self.cold.tasks.get(task.0 as usize).copied() else {
-            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
+        let s = match self.known_task(task) {
+            Ok(s) => s,
+            Err(refused) => return refused,
         };
-        if !self.cold.config.is_known(task) {
-            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
-        }
         if s.finished && attempt == s.attempt {
             return Outcome::Ignored(Ignored::TaskAlreadyFinished);
         }

@@ -3,18 +3,25 @@
 use super::*;
 
 impl CoordinatorState {
+    /// The status of `task`, or the refusal of a task the job does not
+    /// have (`TaskRunning`, `TaskFailed` and `TaskFinished` alike).
+    pub(super) fn known_task(&self, task: TaskId) -> Result<super::super::TaskStatus, Outcome> {
+        match self.cold.tasks.get(task.0 as usize).copied() {
+            Some(s) if self.cold.config.is_known(task) => Ok(s),
+            Some(_) | None => Err(Outcome::Rejected(CoordinatorError::UnknownTask(task))),
+        }
+    }
+
     pub(super) fn on_task_running(
         &mut self,
         task: TaskId,
         attempt: AttemptNo,
         fx: &mut Fx,
     ) -> Outcome {
-        let Some(s) = self.cold.tasks.get(task.0 as usize).copied() else {
-            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
+        let s = match self.known_task(task) {
+            Ok(s) => s,
+            Err(refused) => return refused,
         };
-        if !self.cold.config.is_known(task) {
-            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
-        }
         // The known attempt again is a duplicate while it runs, and a late
         // report once it failed: a failed attempt never runs again (a
         // restart is a new attempt). Reviving it would send trigger
@@ -96,12 +103,10 @@ impl CoordinatorState {
         attempt: AttemptNo,
         fx: &mut Fx,
     ) -> Outcome {
-        let Some(s) = self.cold.tasks.get(task.0 as usize).copied() else {
-            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
+        let s = match self.known_task(task) {
+            Ok(s) => s,
+            Err(refused) => return refused,
         };
-        if !self.cold.config.is_known(task) {
-            return Outcome::Rejected(CoordinatorError::UnknownTask(task));
-        }
         if attempt != s.attempt || !s.running {
             return Outcome::Ignored(Ignored::StaleAttempt);
         }
