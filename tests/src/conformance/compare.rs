@@ -174,10 +174,8 @@ pub fn judge(
         if c.state.failure_counter == f.state.failure_counter && c.fail_job == f.fail_job {
             masks.counter = false;
         } else {
-            for d in [&mut c, &mut f] {
-                d.state.failure_counter = None;
-                d.fail_job = None;
-            }
+            c.mask_counter();
+            f.mask_counter();
         }
     }
     let mut hits: Vec<&'static Entry> = Vec::new();

@@ -17,10 +17,7 @@ pub(super) fn fail_job_latch(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) 
     if !(failing || latched) {
         return false;
     }
-    c.state.failure_counter = None;
-    f.state.failure_counter = None;
-    c.fail_job = None;
-    f.fail_job = None;
+    mask_counter(c, f);
     true
 }
 
@@ -38,14 +35,17 @@ pub(super) fn savepoint_failures(ctx: &Ctx<'_>, c: &Decision) -> bool {
     })
 }
 
+/// Takes the failure counter and the fail-job count out of both sides.
+fn mask_counter(c: &mut Decision, f: &mut Decision) {
+    c.mask_counter();
+    f.mask_counter();
+}
+
 pub(super) fn mask_counter_if(cond: bool, c: &mut Decision, f: &mut Decision) -> bool {
     if !cond || (c.state.failure_counter == f.state.failure_counter && c.fail_job == f.fail_job) {
         return false;
     }
-    c.state.failure_counter = None;
-    f.state.failure_counter = None;
-    c.fail_job = None;
-    f.fail_job = None;
+    mask_counter(c, f);
     true
 }
 
@@ -56,9 +56,7 @@ pub(super) fn savepoint_not_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
 
 pub(super) fn trigger_failure_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     let cond = c.aborted.iter().any(|(_, w)| *w == Abort::TriggerFailure)
-        || c.requests
-            .iter()
-            .any(|(_, e)| *e == RequestEnd::Failed(Abort::TriggerFailure))
+        || request_failed(c, Abort::TriggerFailure)
         || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
             && c.state.failure_counter > f.state.failure_counter
             && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter

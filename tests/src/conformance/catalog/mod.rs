@@ -167,6 +167,13 @@ pub fn by_name(name: &str) -> Option<&'static Entry> {
     CATALOG.iter().find(|e| e.name == name)
 }
 
+/// Whether a request ended in `d` failed with `why`.
+fn request_failed(d: &Decision, why: Abort) -> bool {
+    d.requests
+        .iter()
+        .any(|(_, e)| matches!(e, RequestEnd::Failed(w) if *w == why))
+}
+
 fn user_trigger(ctx: &Ctx<'_>, forced: Option<bool>) -> bool {
     match (ctx.event, forced) {
         (Some(Event::Trigger(TriggerAsk::Checkpoint { forced: f })), Some(want)) => *f == want,

@@ -205,10 +205,7 @@ pub(super) fn trigger_waits_for_all(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
         .trigger
         .iter()
         .all(|t| ctx.ckpt_tasks.get(*t as usize).is_some_and(|t| t.running));
-    let refused = c
-        .requests
-        .iter()
-        .any(|(_, e)| *e == RequestEnd::Failed(Abort::NotAllRequiredTasksRunning))
+    let refused = request_failed(c, Abort::NotAllRequiredTasksRunning)
         || (f.state.pending.len() > c.state.pending.len())
         // 1.11 went on to the id counter and used up the armed failure
         // (its trigger failed there, which neither decision shows).

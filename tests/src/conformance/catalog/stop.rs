@@ -15,11 +15,7 @@ pub(super) fn is_stop_event(ctx: &Ctx<'_>) -> bool {
 /// stay compared; the aborts, request ends, discards and the state are
 /// taken (the states are apart from here on).
 pub(super) fn stop_suspends(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    if !is_stop_event(ctx)
-        || c.requests
-            .iter()
-            .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping))
-    {
+    if !is_stop_event(ctx) || request_failed(c, Abort::Stopping) {
         return false;
     }
     let differs = c.aborts != f.aborts
@@ -41,10 +37,7 @@ pub(super) fn stop_suspends(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
 /// A user trigger while ckpt's stop-with-savepoint runs: ckpt refuses it
 /// (`TriggerRejection::Stopping`), Flink's coordinator takes it.
 pub(super) fn stopping_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let refused = c
-        .requests
-        .iter()
-        .any(|(_, e)| *e == RequestEnd::Failed(Abort::Stopping));
+    let refused = request_failed(c, Abort::Stopping);
     if user_trigger(ctx, None) && refused {
         *c = f.clone();
         return true;
@@ -89,9 +82,7 @@ pub(super) fn stop_savepoint_retained(ctx: &Ctx<'_>, c: &mut Decision, f: &mut D
             *sp && f.completes.iter().any(|m| m.checkpoint == *id)
                 && !c.completes.iter().any(|m| m.checkpoint == *id)
                 && c.aborts.iter().any(|m| m.checkpoint == *id)
-                && c.requests
-                    .iter()
-                    .any(|(_, e)| *e == RequestEnd::Failed(Abort::FinalizeFailure))
+                && request_failed(c, Abort::FinalizeFailure)
         })
         .map(|(id, _)| *id)
         .collect();

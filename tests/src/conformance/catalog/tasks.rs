@@ -217,10 +217,7 @@ pub(super) fn finished_slot(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
 /// whose scheduler would not restart a finished job, triggers when the
 /// sequence restarts them.
 pub(super) fn finished_job_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let refused = c
-        .requests
-        .iter()
-        .any(|(_, e)| *e == RequestEnd::Failed(Abort::NotAllRequiredTasksRunning));
+    let refused = request_failed(c, Abort::NotAllRequiredTasksRunning);
     if !ctx.ckpt_job_finished || !refused && c.triggers.is_empty() == f.triggers.is_empty() {
         return false;
     }
@@ -236,10 +233,7 @@ pub(super) fn finished_job_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Deci
 pub(super) fn failed_counts_as_finished(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     let down = ctx.ckpt_tasks.iter().any(|t| !t.running && !t.finished);
     let finished = ctx.ckpt_tasks.iter().any(|t| t.finished);
-    let refused = c
-        .requests
-        .iter()
-        .any(|(_, e)| *e == RequestEnd::Failed(Abort::NotAllRequiredTasksRunning));
+    let refused = request_failed(c, Abort::NotAllRequiredTasksRunning);
     if !ctx.gen2() || !down || !finished || !refused || c.requests == f.requests {
         return false;
     }
