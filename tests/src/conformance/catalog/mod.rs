@@ -239,7 +239,7 @@ pub static CATALOG: &[Entry] = &[
     Entry {
         name: "failed-counts-as-finished-1.20",
         class: Class::Choice,
-        pattern: "1.20/2.3: a task finished and another is down: Flink plans the checkpoint (and allocates its id), ckpt refuses it (NotAllRequiredTasksRunning)",
+        pattern: "1.20/2.3: a task finished and another is down: Flink plans the checkpoint (and allocates its id), ckpt refuses it (NotAllRequiredTasksRunning; a periodic firing triggers nothing)",
         flink: "1.20/2.3 (observed here): DefaultCheckpointPlanCalculator counts a FAILED execution as finished (FLINK-40482), so a plan that should wait for the failed task's state leaves it out",
         ckpt: "a task that is down blocks the trigger (LegacyBug::FailedCountsAsFinished reproduces Flink's plan)",
         why: "a checkpoint that leaves out a failed task's state completes without it: the restore loses that task's state (FLINK-40482)",
@@ -259,12 +259,22 @@ pub static CATALOG: &[Entry] = &[
     Entry {
         name: "final-checkpoint-after-all-finished",
         class: Class::Choice,
-        pattern: "1.20/2.3: a trigger after every task finished: ckpt plans the job's final checkpoint (every slot pre-filled) and completes it (or fails it in its finalize or store, with a failure armed), Flink fails the trigger",
+        pattern: "1.20/2.3: a trigger after every task finished: ckpt plans the job's final checkpoint (every slot pre-filled; a stop-with-savepoint's savepoint likewise) and completes it, waits for its master hooks, or fails it in its finalize or store (with a failure armed); Flink fails the trigger",
         flink: "1.20/2.3: the final checkpoint is taken while the tasks, their input ended, wait in RUNNING for it (they finish after it completes); once every execution is FINISHED the plan calculator refuses to trigger",
         ckpt: "TaskFinished comes first; the first checkpoint planned with every task finished is the final one, and JobCommand::Finish follows its commit",
-        why: "ckpt's finish is reported by the host when the task ended; the final checkpoint then commits what the finished tasks' operators last reported. Following Flink's order (the final checkpoint before the tasks finish) is open (issue 29)",
+        why: "ckpt's TaskFinished is Flink's later moment, the task's end after its final checkpoint: a host whose task commits output on notifications (a transactional sink) keeps the task running after its last record until it was notified complete of a checkpoint taken after that record, and only then feeds EndOfInput and reports TaskFinished (the crate docs' recipe, pinned by a scenario test). The job's closing checkpoint, with every slot pre-filled, then records every task as finished, so a later restore reruns none",
         after: After::Stop,
         recognize: final_checkpoint,
+    },
+    Entry {
+        name: "restarted-after-finish-notified",
+        class: Class::Choice,
+        pattern: "1.20/2.3: a checkpoint planned while a task was finished ends (completes or expires) after that task was started again: ckpt notifies the task's new attempt, Flink does not",
+        flink: "1.20/2.3: notifyCheckpointOnComplete / notifyCheckpointAborted go to the executions of the checkpoint's plan (tasksToCommitTo); an attempt deployed after the plan is not among them",
+        ckpt: "notifies every task attempt running when the checkpoint ends; the finished task's slot was pre-filled, so its restart aborts nothing",
+        why: "the task side takes notifications of checkpoints it never took as it takes any other (notify-complete only moves its last completed id forward, an abort of a checkpoint it never started is remembered and changes nothing), and a restarted attempt learns the newest committed id one checkpoint sooner",
+        after: After::Continue,
+        recognize: restarted_after_finish_notified,
     },
     Entry {
         name: "trigger-mode-not-carried",
@@ -489,7 +499,7 @@ pub static CATALOG: &[Entry] = &[
     Entry {
         name: "trigger-needs-waited-tasks-1.11",
         class: Class::Choice,
-        pattern: "1.11: a task that is waited for but not triggered is not running: ckpt refuses the trigger (NotAllRequiredTasksRunning), 1.11 triggers",
+        pattern: "1.11: a task that is waited for but not triggered is not running: ckpt refuses the trigger (NotAllRequiredTasksRunning) or, for a periodic firing, triggers nothing, while 1.11 triggers (and notifies aborted if that checkpoint expires in the same advance)",
         flink: "1.11 checks only the tasks to trigger (FINDINGS.md, tasks-not-running); 1.20/2.3 require every task to wait for RUNNING, as ckpt does",
         ckpt: "every task to trigger and to wait for must be running",
         why: "a checkpoint that waits for an ack no running attempt can send can only expire; 1.20/2.3 made the same change",

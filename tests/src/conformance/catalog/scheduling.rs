@@ -205,12 +205,23 @@ pub(super) fn trigger_waits_for_all(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
         .trigger
         .iter()
         .all(|t| ctx.ckpt_tasks.get(*t as usize).is_some_and(|t| t.running));
+    // Checkpoint ids 1.11 triggered in this event and ckpt did not (a
+    // periodic firing whose checkpoint may also expire in the same
+    // advance, leaving nothing pending on either side).
+    let flink_only: Vec<u64> = f
+        .triggers
+        .iter()
+        .map(|m| m.checkpoint)
+        .filter(|id| !c.triggers.iter().any(|m| m.checkpoint == *id))
+        .collect();
     let refused = request_failed(c, Abort::NotAllRequiredTasksRunning)
         || (f.state.pending.len() > c.state.pending.len())
+        || !flink_only.is_empty()
         // 1.11 went on to the id counter and used up the armed failure
         // (its trigger failed there, which neither decision shows).
         || (c.state.armed.id && !f.state.armed.id);
-    if !(idle_waited && triggers_run && refused) || c.requests == f.requests && c.state == f.state {
+    let same = c.requests == f.requests && c.state == f.state && flink_only.is_empty();
+    if !(idle_waited && triggers_run && refused) || same {
         return false;
     }
     // Only what the refused (or failed) trigger changed: whatever else the
@@ -224,6 +235,17 @@ pub(super) fn trigger_waits_for_all(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
     c.triggers = f.triggers.clone();
     c.hooks = f.hooks.clone();
     c.requests = f.requests.clone();
+    // The notify-aborted of a checkpoint only 1.11 triggered (it expired
+    // in the same advance).
+    // In Flink's order; what only ckpt sent stays, to be judged.
+    let mut aborts: Vec<_> = f
+        .aborts
+        .iter()
+        .filter(|m| flink_only.contains(&m.checkpoint) || c.aborts.contains(m))
+        .cloned()
+        .collect();
+    aborts.extend(c.aborts.iter().filter(|m| !f.aborts.contains(m)).cloned());
+    c.aborts = aborts;
     true
 }
 

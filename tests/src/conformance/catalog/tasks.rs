@@ -172,28 +172,67 @@ pub(super) fn decline_other_attempt(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
     true
 }
 
+/// Whether Flink's pending checkpoint `id`, in the response `line`, has
+/// `task` in its plan: in `acked` or in `not_acked` (its tasks to wait
+/// for). A task the plan left out (finished when it was planned) is in
+/// neither.
+fn in_flink_plan(line: &Value, list: &[&str], id: u64, task: u32) -> bool {
+    line.pointer("/state/pending")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("checkpoint").and_then(Value::as_u64) == Some(id))
+        .flat_map(|p| {
+            list.iter()
+                .flat_map(|key| p.get(*key).and_then(Value::as_array).into_iter().flatten())
+        })
+        .any(|t| t.as_u64() == Some(u64::from(task)))
+}
+
 /// ckpt's plan pre-fills a finished task's slot (no state), which its
 /// pending view shows as acknowledged; Flink leaves a finished task out of
 /// the tasks to wait for. Only those slots are taken out.
 /// A slot is pre-filled on ckpt's side when Flink's pending checkpoint
 /// neither has the task's ack nor waits for it (its `not_acked`).
+/// An ack the finished attempt sends anyway for such a checkpoint (it was
+/// never triggered: ckpt's host sends a finished attempt no RPC) meets the
+/// pre-filled slot, so ckpt classes it a duplicate where Flink's plan does
+/// not know the task; both ignore it and discard its state.
 pub(super) fn finished_slot(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
-    let flink_waits = |id: u64, task: u32| {
-        ctx.flink_line
-            .pointer("/state/pending")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|p| p.get("checkpoint").and_then(Value::as_u64) == Some(id))
-            .flat_map(|p| {
-                p.get("not_acked")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-            })
-            .any(|t| t.as_u64() == Some(u64::from(task)))
-    };
+    let flink_waits = |id: u64, task: u32| in_flink_plan(ctx.flink_line, &["not_acked"], id, task);
     let mut changed = false;
+    if let Some(Event::Ack {
+        task,
+        checkpoint,
+        stale: false,
+        ..
+    }) = ctx.event
+    {
+        let prefilled = ctx
+            .before_ckpt
+            .state
+            .pending
+            .iter()
+            .any(|p| p.checkpoint == *checkpoint && p.acked.contains(task))
+            && !in_flink_plan(
+                ctx.before_flink_line,
+                &["acked", "not_acked"],
+                *checkpoint,
+                *task,
+            );
+        let finished = ctx
+            .ckpt_tasks
+            .get(*task as usize)
+            .is_some_and(|t| t.finished);
+        if prefilled
+            && finished
+            && c.ack == Some(AckClass::Duplicate)
+            && f.ack == Some(AckClass::UnknownTask)
+        {
+            c.ack = f.ack;
+            changed = true;
+        }
+    }
     for p in &mut c.state.pending {
         let Some(q) = f
             .state
@@ -229,12 +268,17 @@ pub(super) fn finished_job_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Deci
 /// (FLINK-40482, in the jars compared): with a source finished and another
 /// task down, Flink plans and goes on to the id counter where ckpt refuses
 /// (NotAllRequiredTasksRunning) before it; only the request's end and an
-/// armed id failure show it.
+/// armed id failure show it, or, for a periodic firing, Flink's trigger
+/// where ckpt's has none.
 pub(super) fn failed_counts_as_finished(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     let down = ctx.ckpt_tasks.iter().any(|t| !t.running && !t.finished);
     let finished = ctx.ckpt_tasks.iter().any(|t| t.finished);
+    // A user's request ends refused; a periodic firing triggers nothing.
     let refused = request_failed(c, Abort::NotAllRequiredTasksRunning);
-    if !ctx.gen2() || !down || !finished || !refused || c.requests == f.requests {
+    let periodic = matches!(ctx.event, Some(Event::Advance { .. }))
+        && c.triggers.is_empty()
+        && !f.triggers.is_empty();
+    if !ctx.gen2() || !down || !finished || !(refused && c.requests != f.requests || periodic) {
         return false;
     }
     c.requests = f.requests.clone();
@@ -286,8 +330,18 @@ pub(super) fn final_checkpoint(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision
         return false;
     }
     // ckpt's final checkpoint completed, or failed in its finalize or
-    // store (an armed failure Flink's refused trigger never reaches).
-    let created = !c.completed.is_empty() || !c.aborted.is_empty();
+    // store (an armed failure Flink's refused trigger never reaches), or
+    // waits for the master hooks (`hooks`: every slot is pre-filled, the
+    // hooks are all it waits for).
+    let planned = c.state.pending.iter().any(|p| {
+        !ctx.before_ckpt
+            .state
+            .pending
+            .iter()
+            .any(|q| q.checkpoint == p.checkpoint)
+    });
+    let hooks = !c.hooks.is_empty() && f.hooks.is_empty();
+    let created = !c.completed.is_empty() || !c.aborted.is_empty() || planned || hooks;
     if !created || !f.completed.is_empty() || !f.aborted.is_empty() {
         return false;
     }
@@ -310,4 +364,40 @@ pub(super) fn no_rpc_to_finished(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decisi
     f.aborts
         .retain(|m| !finished(m.task) || c.aborts.contains(m));
     before != f.completes.len() + f.aborts.len()
+}
+
+/// A checkpoint planned while a task was finished (its slot pre-filled on
+/// ckpt's side, the task outside Flink's plan) ends after the task was
+/// started again: ckpt notifies the task's new attempt, which runs when
+/// the checkpoint ends; Flink notifies only the executions of its plan.
+/// Only those notifications are taken out.
+pub(super) fn restarted_after_finish_notified(
+    ctx: &Ctx<'_>,
+    c: &mut Decision,
+    f: &mut Decision,
+) -> bool {
+    let prefilled = |id: u64, task: u32| {
+        ctx.before_ckpt
+            .state
+            .pending
+            .iter()
+            .any(|p| p.checkpoint == id && p.acked.contains(&task))
+            && !in_flink_plan(ctx.before_flink_line, &["acked", "not_acked"], id, task)
+    };
+    let restarted = |task: u32, attempt: u32| {
+        attempt > 0
+            && ctx
+                .ckpt_tasks
+                .get(task as usize)
+                .is_some_and(|t| t.running && !t.finished && t.attempt == attempt)
+    };
+    let before = c.completes.len() + c.aborts.len();
+    c.completes.retain(|m| {
+        f.completes.contains(m)
+            || !(prefilled(m.checkpoint, m.task) && restarted(m.task, m.attempt))
+    });
+    c.aborts.retain(|m| {
+        f.aborts.contains(m) || !(prefilled(m.checkpoint, m.task) && restarted(m.task, m.attempt))
+    });
+    before != c.completes.len() + c.aborts.len()
 }
