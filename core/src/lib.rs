@@ -268,6 +268,19 @@
 //! 1.14), no checkpoint is triggered once a task finished, and the job
 //! finishes with its last task, with no final checkpoint.
 //!
+//! `EndOfInput` and `TaskFinished` are Flink's *end* of a task, after its
+//! final checkpoint, not the end of its data: the task takes no checkpoint
+//! after `EndOfInput` (it declines them, `TaskClosing`) and gets no
+//! notification after `TaskFinished`. So a task that commits output when
+//! a checkpoint completes (a transactional sink) must not be finished at
+//! its last record: the host keeps it running (its triggers and barriers
+//! taken as usual) until its operators were notified complete
+//! (`OperatorNotice::Complete(c)`) of a checkpoint `c` taken after that
+//! record, commits there, and only then feeds `EndOfInput` and reports
+//! `TaskFinished`. Once its upstream tasks finished, the plans trigger it
+//! directly, so that checkpoint comes without a source. A task that
+//! commits nothing on notifications may finish at its last record.
+//!
 //! ## Tasks in recovery (checkpointing during recovery)
 //!
 //! A host that restores an unaligned checkpoint's in-flight channel state

@@ -752,3 +752,172 @@ fn harness_records_every_step_and_try_step_returns_it() {
     assert_eq!(h.next_request(), RequestId(1));
     assert!(h.story().contains("CheckpointIdAllocated"));
 }
+
+/// The sink of [`a_sink_commits_its_last_output_before_it_finishes`]: a
+/// task reducer and the host part that runs its snapshot at once.
+struct Sink {
+    task: ckpt_tests::stories::task::TaskDriver,
+    /// Checkpoints the sink's operators were told completed (what a
+    /// transactional sink commits on).
+    committed: Vec<CheckpointId>,
+}
+
+impl Sink {
+    /// Delivers `event` and carries out every effect the way the crate
+    /// docs' host does: a mail runs, the writer and the async part finish;
+    /// returns what the task says to the coordinator.
+    fn deliver(
+        &mut self,
+        event: ckpt_core::task::TaskEvent,
+    ) -> Vec<ckpt_core::route::ToCoordinator> {
+        use ckpt_core::task::{AsyncCommand, OperatorNotice, TaskEffect, TaskEvent, WriterCommand};
+        let mut queue = std::collections::VecDeque::from([event]);
+        let mut out = Vec::new();
+        while let Some(ev) = queue.pop_front() {
+            self.task.deliver(ev).unwrap_or_else(|v| panic!("{v}"));
+            let effects = self
+                .task
+                .records
+                .last()
+                .map(|r| r.effects.clone())
+                .unwrap_or_default();
+            for e in effects {
+                match e {
+                    TaskEffect::Mail(c) => {
+                        queue.push_back(TaskEvent::CheckpointMail { checkpoint: c })
+                    }
+                    TaskEffect::Writer(WriterCommand::Start(c)) => {
+                        queue.push_back(TaskEvent::WriterCompleted { checkpoint: c });
+                    }
+                    TaskEffect::AsyncPart(AsyncCommand::Start(c)) => {
+                        queue.push_back(TaskEvent::AsyncPartCompleted {
+                            checkpoint: c,
+                            handle: handle(c.0, 1),
+                        });
+                    }
+                    TaskEffect::Coordinator(m) => out.push(m),
+                    TaskEffect::Operators(OperatorNotice::Complete(c)) => self.committed.push(c),
+                    TaskEffect::Writer(_)
+                    | TaskEffect::AsyncPart(_)
+                    | TaskEffect::Downstream(_)
+                    | TaskEffect::Discard(_)
+                    | TaskEffect::Operators(OperatorNotice::Aborted(_))
+                    | TaskEffect::Fail(_) => {}
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The crate docs' recipe for a task that commits output on notifications
+/// (a transactional sink) in a job whose tasks finish: ckpt's `EndOfInput`
+/// and `TaskFinished` are Flink's task end after its final checkpoint, so
+/// the host keeps the sink running after its last record until it was
+/// notified complete of a checkpoint taken after that record, and only
+/// then feeds `EndOfInput` and reports `TaskFinished`. The source finished
+/// first, so that checkpoint's plan triggers the sink itself. Fed at once
+/// instead, `EndOfInput` makes the sink decline that checkpoint
+/// (`TaskClosing`): the last output would never be committed.
+#[test]
+fn a_sink_commits_its_last_output_before_it_finishes() {
+    use ckpt_core::route::ToCoordinator;
+    use ckpt_core::task::{TaskConfig, TaskEvent};
+    use ckpt_tests::stories::task::TaskDriver;
+    let finished = |task: u32| Ev::TaskFinished {
+        task: TaskId(task),
+        attempt: AttemptNo(0),
+    };
+    let new_sink = || Sink {
+        task: TaskDriver::new(TaskConfig::default()).unwrap(),
+        committed: Vec::new(),
+    };
+    let trigger_of = |step: &ckpt_core::coordinator::Step| -> Vec<(TaskId, CheckpointId)> {
+        step.effects
+            .iter()
+            .filter_map(|e| match e {
+                E::Rpc {
+                    task,
+                    message: TaskMessage::Trigger { checkpoint, .. },
+                    ..
+                } => Some((*task, *checkpoint)),
+                _ => None,
+            })
+            .collect()
+    };
+    // Task 0, the source, is the task to trigger; task 1, the sink, reads
+    // from it.
+    let start = || {
+        harness(|s| {
+            *s = CoordinatorSettings {
+                tolerable_failures: 100,
+                ..CoordinatorSettings::with_tasks(JOB, 2)
+            };
+        })
+    };
+
+    // The recipe.
+    let mut h = start();
+    let mut sink = new_sink();
+    // The source's input ended and it finished; the sink processed the
+    // last record and keeps running.
+    h.step(finished(0));
+    h.trigger(user());
+    let step = h.allocate_in_flight(1);
+    assert_eq!(
+        trigger_of(&step),
+        vec![(TaskId(1), cp(1))],
+        "the plan triggers the sink"
+    );
+    let said = sink.deliver(TaskEvent::TriggerCheckpoint { checkpoint: cp(1) });
+    assert_eq!(
+        said,
+        vec![ToCoordinator::Ack {
+            checkpoint: cp(1),
+            handle: handle(1, 1)
+        }]
+    );
+    h.ack_with(1, 1, Some(handle(1, 1)));
+    h.finalized(1, true);
+    h.stored(1, true);
+    assert_eq!(notified_complete(&h, 1), vec![TaskId(1)]);
+    sink.deliver(TaskEvent::NotifyComplete { checkpoint: cp(1) });
+    assert_eq!(sink.committed, vec![cp(1)], "the last output is committed");
+    // Only now does the sink finish; the job's closing checkpoint records
+    // every task as finished and the job finishes on it.
+    assert_eq!(sink.deliver(TaskEvent::EndOfInput), vec![]);
+    h.step(finished(1));
+    h.trigger(user());
+    let step = h.allocate_in_flight(2);
+    assert_eq!(trigger_of(&step), vec![], "every slot is pre-filled");
+    h.finalized(2, true);
+    let step = h.stored(2, true);
+    assert!(
+        step.effects.contains(&E::Job(JobCommand::Finish {
+            final_checkpoint: Some(cp(2))
+        })),
+        "{}",
+        h.story()
+    );
+    assert_eq!(completed_ids(&h).last(), Some(&cp(2)));
+
+    // Against the recipe: EndOfInput at the sink's last record.
+    let mut h = start();
+    let mut sink = new_sink();
+    h.step(finished(0));
+    sink.deliver(TaskEvent::EndOfInput);
+    h.trigger(user());
+    h.allocate_in_flight(1);
+    let said = sink.deliver(TaskEvent::TriggerCheckpoint { checkpoint: cp(1) });
+    assert_eq!(
+        said,
+        vec![ToCoordinator::Decline {
+            checkpoint: cp(1),
+            reason: DeclineReason::TaskClosing
+        }]
+    );
+    assert!(
+        sink.committed.is_empty(),
+        "no checkpoint covers the last output"
+    );
+}

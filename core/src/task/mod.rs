@@ -248,7 +248,10 @@ pub enum TaskEvent {
     /// never fails for it (Flink's FLINK-33186 counted it). Once the task
     /// is quiet (nothing started left to run) the host may report it
     /// finished to the coordinator (`CoordinatorEvent::TaskFinished`), whose
-    /// later plans leave it out (FLIP-147) and send it nothing more.
+    /// later plans leave it out (FLIP-147) and send it nothing more. A
+    /// task that commits output on notifications gets this only after it
+    /// was notified complete of a checkpoint taken after its last record
+    /// (the crate docs, "Finished tasks").
     EndOfInput,
     /// A task deployed with in-flight channel state to replay
     /// ([`TaskConfig::replays_channel_state`]) fetched (and filtered) it;
