@@ -94,3 +94,54 @@ fn flink_33186_is_found_and_its_trace_replays_in_core() {
         replay(&Replay::new(&fixed, &cx.actions).trace()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.violation, None);
 }
+
+/// Checkpoints after finished tasks off (Flink before 1.14): once the
+/// task finished no checkpoint is triggered, and the job ends with its
+/// last task, with no final checkpoint; the same invariants hold
+/// (`job-finishes-on-its-final-checkpoint` says "with no final checkpoint"
+/// in this mode).
+fn checkpoints_after_finish_off() -> ModelConfig {
+    ModelConfig {
+        checkpoints_after_finish: false,
+        ..one_task_finishes()
+    }
+}
+
+#[test]
+fn without_checkpoints_after_finish_the_job_ends_with_its_last_task() {
+    let cfg = checkpoints_after_finish_off();
+    let r = check(&cfg);
+    assert!(r.holds(), "{:?}", r.properties);
+    assert!(witnessed(&r, props::S_FINISHED), "{:?}", r.properties);
+    let n = unique(&cfg);
+    assert_eq!(n, exact_unique_states(&cfg, true, 2_000_000));
+    assert_eq!(n, PINNED_OFF);
+    // Fewer states than with the setting on: no final checkpoint, and no
+    // trigger once the task finished.
+    assert!(n < PINNED_ONE_TASK);
+    // Two tasks, the source may finish: with the setting off its finish
+    // blocks the downstream task's checkpoints too.
+    let two = ModelConfig {
+        tasks: 2,
+        checkpoints: 1,
+        ..checkpoints_after_finish_off()
+    };
+    let r = check(&two);
+    assert!(r.holds(), "{:?}", r.properties);
+    assert_eq!(unique(&two), PINNED_OFF_SOURCE);
+}
+
+#[test]
+fn flink_33186_is_found_with_checkpoints_after_finish_off_too() {
+    let cfg = ModelConfig {
+        semantics: Semantics::Legacy(LegacyBug::FinishFailsCheckpoint),
+        checkpoints: 1,
+        ..checkpoints_after_finish_off()
+    };
+    let cx = shortest_violation(&cfg, 1).unwrap_or_else(|| panic!("FLINK-33186 not found"));
+    assert_eq!(cx.property, props::FINISH);
+    assert_eq!(cx.actions.len(), 3, "{:?}", cx.actions);
+}
+
+const PINNED_OFF: usize = 2_472;
+const PINNED_OFF_SOURCE: usize = 1_173;

@@ -210,6 +210,11 @@ pub struct ModelArgs {
     /// checkpoint) (0..=8; fanout only).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub finished_tasks: u8,
+    /// With --finished-tasks: no checkpoint once a task finished, and the
+    /// job ends with its last task, no final checkpoint (Flink before
+    /// 1.14; `checkpoints_after_tasks_finish` off).
+    #[arg(long)]
+    pub no_checkpoints_after_finish: bool,
     /// File merging (FLIP-306): state handles are segments of shared,
     /// reference-counted physical files (two a file), each deleted once,
     /// after its last reference.
@@ -253,6 +258,7 @@ impl ModelArgs {
             dispose_savepoints: self.dispose_savepoints,
             stop_with_savepoint: self.stop_with_savepoint,
             finished_tasks: self.finished_tasks,
+            checkpoints_after_finish: !self.no_checkpoints_after_finish,
             shared_files: self.shared_files,
             recovering_tasks: self.recovering_tasks,
             ..ModelConfig::default()

@@ -72,6 +72,10 @@ pub fn flags(c: &ModelConfig) -> String {
         (c.dispose_savepoints, " --dispose-savepoints"),
         (c.stop_with_savepoint, " --stop-with-savepoint"),
         (c.shared_files, " --shared-files"),
+        (
+            !c.checkpoints_after_finish,
+            " --no-checkpoints-after-finish",
+        ),
     ] {
         if on {
             f.push_str(flag);

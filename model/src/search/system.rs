@@ -180,7 +180,8 @@ pub mod props {
     pub const S_STOP_RESUMED: &str = "a job stopped with a savepoint resumes from it";
     /// Sometimes (`--finished-tasks`, every task): every task finished and
     /// the job finished on its final checkpoint.
-    pub const S_FINISHED: &str = "every task finished and the job ended on its final checkpoint";
+    pub const S_FINISHED: &str =
+        "every task finished and the job ended on its final checkpoint (with its last task when checkpoints after finish are off)";
     /// Eventually: every run ends quiet (no deadlock, nothing stuck).
     pub const E_QUIET: &str = "every run ends quiet";
     /// At every run end (a state with no action left): no task waits for

@@ -148,6 +148,14 @@ pub struct ModelConfig {
     /// finished (`TaskFinished`); the coordinator's plans leave it out.
     /// 0 (the default): none. Fanout only.
     pub finished_tasks: u8,
+    /// Checkpoints after tasks finished (Flink's
+    /// `execution.checkpointing.checkpoints-after-tasks-finish`, the
+    /// coordinator's `checkpoints_after_tasks_finish`): on (the default,
+    /// Flink since 1.15), plans leave finished tasks out and the job ends on
+    /// its final checkpoint; off (Flink before 1.14), a finished task blocks
+    /// every trigger and the job ends with its last task. Matters only with
+    /// `finished_tasks`.
+    pub checkpoints_after_finish: bool,
     /// File merging (FLIP-306): each new state handle is written as a
     /// segment of a physical file shared with the next handle written
     /// (two segments a file, across checkpoints and tasks), reference
@@ -242,6 +250,7 @@ impl Default for ModelConfig {
             dispose_savepoints: false,
             stop_with_savepoint: false,
             finished_tasks: 0,
+            checkpoints_after_finish: true,
             shared_files: false,
             recovering_tasks: 0,
         }
@@ -262,6 +271,7 @@ impl ModelConfig {
         s.retained_max = i64::from(self.retained.max(1));
         s.master_hooks = self.master_hooks;
         s.semantics = self.semantics;
+        s.checkpoints_after_tasks_finish = self.checkpoints_after_finish;
         if self.topology == Topology::Join && self.tasks >= 2 {
             s.tasks_to_trigger = (0..self.tasks - 1).map(TaskId).collect();
         }

@@ -579,7 +579,9 @@ pub struct History {
     pub savepoint_after_newer: bool,
     /// A job stopped with a savepoint was started again and restored it.
     pub stop_resumed: bool,
-    /// Every task finished and the job finished on its final checkpoint.
+    /// Every task finished and the job finished as its setting says: on
+    /// its final checkpoint, or, with checkpoints after finish off, with
+    /// its last task and no final checkpoint.
     pub finished_on_final: bool,
     /// A physical file that held two segments or more was deleted
     /// (`shared_files`).

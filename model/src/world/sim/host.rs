@@ -207,7 +207,10 @@ impl Sim {
         final_checkpoint: Option<CheckpointId>,
         log: Option<&mut Vec<Delivery>>,
     ) {
-        n.history.finished_on_final = final_checkpoint.is_some();
+        // The job ended as its setting says: on its final checkpoint, or
+        // (checkpoints after finish off) with its last task.
+        n.history.finished_on_final =
+            final_checkpoint.is_some() == self.cfg.checkpoints_after_finish;
         let status = JobStatus::Finished;
         self.coord_event(n, CEv::Shutdown { status }, log);
     }
