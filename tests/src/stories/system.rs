@@ -54,13 +54,16 @@ pub struct SystemSpec {
     pub tolerable: u8,
     /// Retained (folded to 1..=2).
     pub retained: u8,
-    /// Aborted-id memory of the tasks (folded to 1..=3).
+    /// Aborted-id memory of the tasks (folded to 1..=3); the quotient of
+    /// that fold, folded to 0..=2, is the number of restarted attempts per
+    /// task that replay in-flight channel state (`recovering_tasks`).
     pub aborted_ids_max: u8,
     /// Two sources joined into one downstream task (3 tasks) instead of one
     /// source fanned out.
     pub join: bool,
     /// A source may reach the end of its input (then no checkpoint can
-    /// complete any more, and healing is not required).
+    /// complete any more, and healing is not required), and, fan-out
+    /// only, every task may finish (`finished_tasks`).
     pub finish: bool,
 }
 
@@ -115,9 +118,19 @@ impl SystemSpec {
             zombie_coordinators: 1,
             dispose_savepoints: true,
             stop_with_savepoint: true,
-            finished_tasks: 0,
+            // A story whose source may end its input may also finish its
+            // tasks (FLIP-147, the final checkpoint); fan-out only, as in
+            // the model.
+            finished_tasks: if self.finish && !self.join {
+                u8::try_from(self.tasks()).unwrap_or(u8::MAX)
+            } else {
+                0
+            },
+            checkpoints_after_finish: true,
             shared_files: self.retained.is_multiple_of(2),
-            recovering_tasks: 0,
+            // Restarted attempts that replay channel state (0..=2), from
+            // the bits of `aborted_ids_max` its fold leaves unused.
+            recovering_tasks: self.aborted_ids_max / 3 % 3,
         }
     }
 }
@@ -554,9 +567,16 @@ fn drive_story(
         SystemDriver::act,
         SystemDriver::trace,
     )?;
-    // A finished source declines every later checkpoint: nothing can
-    // complete after that, so healing has nothing to show.
-    let finished = d.world.used.end_of_input > 0;
+    // A source whose input ended declines every later checkpoint, and a
+    // job that finished (every task finished, its final checkpoint
+    // committed) takes none: nothing can complete after that, so healing
+    // has nothing to show. Tasks that finished while others run leave the
+    // plans, which trigger the others: healing still applies.
+    let job_finished = matches!(
+        d.world.coord.finish_phase(),
+        Some(ckpt_core::coordinator::FinishPhase::Finished { .. })
+    );
+    let finished = d.world.used.end_of_input > 0 || job_finished;
     if let (Some(bound), false) = (heal_bound, finished) {
         if let Err(violation) = d.heal(bound) {
             return Err(Failure::at(story.actions.len(), violation, d.trace()));

@@ -60,7 +60,7 @@ pub(super) fn trigger_failure_counted(ctx: &Ctx<'_>, c: &mut Decision, f: &mut D
         || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
             && c.state.failure_counter > f.state.failure_counter
             && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
-            && !c.aborted.iter().any(|(_, w)| w.counts_in_every_version())
+            && counted_aborts(ctx, c) == 0
         || matches!(ctx.event, Some(Event::Advance { .. } | Event::Trigger(_)))
             && ctx.before_ckpt.state.failure_counter == ctx.before_flink.state.failure_counter
             && one_more_than_counted(ctx, c, f);
@@ -78,12 +78,26 @@ pub(super) fn one_more_than_counted(ctx: &Ctx<'_>, c: &Decision, f: &Decision) -
     ) else {
         return false;
     };
-    let counted = c
-        .aborted
-        .iter()
-        .filter(|(_, w)| w.counts_in_every_version())
-        .count() as u64;
+    let counted = counted_aborts(ctx, c) as u64;
     counted > 0 && fc == before + counted && cc == fc + 1
+}
+
+/// The checkpoints the event aborted for a reason every version counts;
+/// a savepoint's abort counts on neither side here (ckpt never counts
+/// savepoints; Flink's expiry of one did not move its counter where this
+/// is asked), so it is left out.
+fn counted_aborts(ctx: &Ctx<'_>, c: &Decision) -> usize {
+    let savepoint = |id: u64| {
+        ctx.before_ckpt
+            .state
+            .pending
+            .iter()
+            .any(|p| p.checkpoint == id && p.savepoint)
+    };
+    c.aborted
+        .iter()
+        .filter(|(id, w)| w.counts_in_every_version() && !savepoint(*id))
+        .count()
 }
 
 pub(super) fn finalize_failure_counting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {

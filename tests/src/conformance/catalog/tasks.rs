@@ -256,8 +256,15 @@ pub(super) fn finished_slot(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
 /// whose scheduler would not restart a finished job, triggers when the
 /// sequence restarts them.
 pub(super) fn finished_job_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
+    // Refused, or (a periodic firing) Flink went on where ckpt did
+    // nothing: it triggered, ran its master hooks, or used up an armed id
+    // failure.
     let refused = request_failed(c, Abort::NotAllRequiredTasksRunning);
-    if !ctx.ckpt_job_finished || !refused && c.triggers.is_empty() == f.triggers.is_empty() {
+    let went_on = c.triggers.is_empty() != f.triggers.is_empty()
+        || c.hooks.is_empty() && !f.hooks.is_empty()
+        || c.state.pending.len() < f.state.pending.len()
+        || c.state.armed != f.state.armed;
+    if !ctx.ckpt_job_finished || !refused && !went_on {
         return false;
     }
     *c = f.clone();
@@ -277,7 +284,8 @@ pub(super) fn failed_counts_as_finished(ctx: &Ctx<'_>, c: &mut Decision, f: &mut
     let refused = request_failed(c, Abort::NotAllRequiredTasksRunning);
     let periodic = matches!(ctx.event, Some(Event::Advance { .. }))
         && c.triggers.is_empty()
-        && !f.triggers.is_empty();
+        && c.hooks.is_empty()
+        && (!f.triggers.is_empty() || !f.hooks.is_empty());
     if !ctx.gen2() || !down || !finished || !(refused && c.requests != f.requests || periodic) {
         return false;
     }
@@ -316,6 +324,12 @@ pub(super) fn finish_aborts_waiting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
     c.state.pending = f.state.pending.clone();
     c.state.queued = f.state.queued;
     c.state.periodic_at = f.state.periodic_at;
+    // A request queued behind the aborted checkpoints resumes in the same
+    // event; with every task finished it is the final checkpoint, which
+    // completes at once (final-checkpoint-after-all-finished).
+    c.completed = f.completed.clone();
+    c.completes = f.completes.clone();
+    c.state.store = f.state.store.clone();
     true
 }
 
