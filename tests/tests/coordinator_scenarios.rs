@@ -921,3 +921,54 @@ fn a_sink_commits_its_last_output_before_it_finishes() {
         "no checkpoint covers the last output"
     );
 }
+
+/// A failover asked for while the stop's savepoint completes: the restore
+/// waits for that completion (`RestoreDeferred`), and the step that
+/// commits the savepoint emits the stop first and the deferred restore
+/// after it. The documented rule (`JobCommand::Stop`): the stop wins, the
+/// host does not act on that `Restore`; it names the stop's savepoint,
+/// which a later start recovers from the store.
+#[test]
+fn a_failover_during_the_stops_completion_yields_to_the_stop() {
+    let mut h = harness(|_| {});
+    h.trigger(TriggerKind::StopWithSavepoint {
+        target: "stop".into(),
+        drain: false,
+    });
+    h.allocate_in_flight(1);
+    h.ack_all(1);
+    h.finalized(1, true);
+    assert_eq!(h.task_failed(0, 0).effects, vec![]);
+    let step = h.restore(RestoreSource::Latest {
+        error_if_none: false,
+    });
+    assert_eq!(
+        step.outcome,
+        Outcome::Applied(Applied::RestoreDeferred { awaiting: cp(1) })
+    );
+    let step = h.stored(1, true);
+    let stop = step.effects.iter().position(|e| {
+        *e == E::Job(JobCommand::Stop {
+            savepoint: cp(1),
+            drain: false,
+        })
+    });
+    let restore = step.effects.iter().position(|e| {
+        matches!(e, E::Job(JobCommand::Restore { checkpoint, .. }) if *checkpoint == Some(cp(1)))
+    });
+    assert!(
+        matches!((stop, restore), (Some(s), Some(r)) if s < r),
+        "{:?}",
+        step.effects
+    );
+    // The job ends on the savepoint: every later request is refused.
+    let step = h.trigger(user());
+    assert!(
+        matches!(
+            step.outcome,
+            Outcome::Applied(Applied::TriggerRejected { .. })
+        ),
+        "{:?}",
+        step.outcome
+    );
+}

@@ -208,7 +208,13 @@ pub enum JobCommand {
     /// The host stops every task attempt (after draining the sources first
     /// if `drain`), then sends `Shutdown { status: Finished }`. A later
     /// start recovers from the store and restores this savepoint (the
-    /// latest).
+    /// latest). The stop wins over a failover in progress: when a
+    /// `Restore` the host asked for waited for this completion
+    /// (`Applied::RestoreDeferred`), the same step carries its
+    /// [`JobCommand::Restore`] after this command, and the host does not
+    /// act on it (it names this savepoint; redeploying the tasks would
+    /// leave them running under a coordinator that refuses every
+    /// checkpoint).
     Stop {
         /// The savepoint the job ends on.
         savepoint: CheckpointId,

@@ -569,14 +569,16 @@ fn drive_story(
     )?;
     // A source whose input ended declines every later checkpoint, and a
     // job that finished (every task finished, its final checkpoint
-    // committed) takes none: nothing can complete after that, so healing
-    // has nothing to show. Tasks that finished while others run leave the
-    // plans, which trigger the others: healing still applies.
+    // committed) or that a stop-with-savepoint ended (until the user
+    // starts it again, which is no healing step) takes none: nothing can
+    // complete after that, so healing has nothing to show. Tasks that
+    // finished while others run leave the plans, which trigger the
+    // others: healing still applies.
     let job_finished = matches!(
         d.world.coord.finish_phase(),
         Some(ckpt_core::coordinator::FinishPhase::Finished { .. })
     );
-    let finished = d.world.used.end_of_input > 0 || job_finished;
+    let finished = d.world.used.end_of_input > 0 || job_finished || d.world.stopped_with.is_some();
     if let (Some(bound), false) = (heal_bound, finished) {
         if let Err(violation) = d.heal(bound) {
             return Err(Failure::at(story.actions.len(), violation, d.trace()));

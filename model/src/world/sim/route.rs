@@ -53,13 +53,17 @@ impl Sim {
         mut log: Option<&mut Vec<Delivery>>,
     ) -> Outcome {
         let (outcome, follow) = self.leader_event(s, Leader::Current, ev, log.as_deref_mut());
-        if follow.restored {
+        if follow.restored && follow.stop.is_none() {
             self.files_restored(s);
         }
-        if follow.restored && s.awaiting_restore {
-            self.start_tasks(s, log);
-        } else if let Some(savepoint) = follow.stop {
+        if let Some(savepoint) = follow.stop {
+            // The documented rule (`JobCommand::Stop`): the stop wins over
+            // a failover whose restore waited for the stop's completion;
+            // that restore's command, in the same step, is not acted on.
+            s.awaiting_restore = false;
             self.stop_job(s, savepoint, log);
+        } else if follow.restored && s.awaiting_restore {
+            self.start_tasks(s, log);
         } else if let Some(final_checkpoint) = follow.finish {
             self.finish_job(s, final_checkpoint, log);
         }

@@ -16,6 +16,14 @@ pub(super) fn trigger_mode(_: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> b
         m.mode = None;
         changed = true;
     }
+    // ckpt's side never carries a mode: one here was copied from Flink's
+    // decision by a recognizer that ran before this one.
+    for m in &mut c.triggers {
+        if m.mode.as_deref() == Some("aligned exactly-once default-location") {
+            m.mode = None;
+            changed = true;
+        }
+    }
     if changed {
         f.triggers.sort();
         c.triggers.sort();

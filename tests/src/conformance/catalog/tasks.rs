@@ -282,10 +282,12 @@ pub(super) fn failed_counts_as_finished(ctx: &Ctx<'_>, c: &mut Decision, f: &mut
     let finished = ctx.ckpt_tasks.iter().any(|t| t.finished);
     // A user's request ends refused; a periodic firing triggers nothing.
     let refused = request_failed(c, Abort::NotAllRequiredTasksRunning);
+    // (Flink may also have failed it at the id counter, using up an armed
+    // failure that ckpt's refusal never reached.)
     let periodic = matches!(ctx.event, Some(Event::Advance { .. }))
         && c.triggers.is_empty()
         && c.hooks.is_empty()
-        && (!f.triggers.is_empty() || !f.hooks.is_empty());
+        && (!f.triggers.is_empty() || !f.hooks.is_empty() || c.state.armed.id && !f.state.armed.id);
     if !ctx.gen2() || !down || !finished || !(refused && c.requests != f.requests || periodic) {
         return false;
     }
@@ -305,14 +307,27 @@ pub(super) fn finish_aborts_waiting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
         return false;
     }
     let ids: Vec<u64> = c.aborted.iter().map(|(id, _)| *id).collect();
-    let kept = ids
-        .iter()
-        .all(|id| f.state.pending.iter().any(|p| p.checkpoint == *id));
-    let why = c
+    let was_pending = |id: u64| {
+        ctx.before_ckpt
+            .state
+            .pending
+            .iter()
+            .any(|p| p.checkpoint == id)
+    };
+    // The finish's own aborts (checkpoints that waited for the task,
+    // which Flink keeps pending), and what the request queued behind them
+    // did once it resumed in the same event: a checkpoint planned now (the
+    // final one, once every task finished) may end at once, e.g. in an
+    // armed finalize failure.
+    let finish_abort = |(id, w): &(u64, Abort)| {
+        *w == Abort::NotAllRequiredTasksRunning
+            && f.state.pending.iter().any(|p| p.checkpoint == *id)
+    };
+    let explained = c
         .aborted
         .iter()
-        .all(|(_, w)| *w == Abort::NotAllRequiredTasksRunning);
-    if !(kept && why && f.aborted.is_empty()) {
+        .all(|a| finish_abort(a) || !was_pending(a.0));
+    if !(c.aborted.iter().any(finish_abort) && explained && f.aborted.is_empty()) {
         return false;
     }
     c.aborted.clear();
@@ -330,6 +345,7 @@ pub(super) fn finish_aborts_waiting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
     c.completed = f.completed.clone();
     c.completes = f.completes.clone();
     c.state.store = f.state.store.clone();
+    c.state.armed = f.state.armed;
     true
 }
 
