@@ -107,6 +107,8 @@ fn action() -> impl Strategy<Value = CoordAction> {
             .prop_map(|(slot, stale)| CoordAction::TaskFailed { slot, stale }),
         6 => (any::<u8>(), any::<bool>())
             .prop_map(|(slot, bump)| CoordAction::TaskRunning { slot, bump }),
+        1 => (any::<u8>(), any::<bool>())
+            .prop_map(|(slot, stale)| CoordAction::TaskFinished { slot, stale }),
         4 => any::<bool>().prop_map(|error_if_none| CoordAction::RestoreLatest { error_if_none }),
         4 => (any::<u8>(), any::<u8>())
             .prop_map(|(gap, handles)| CoordAction::RestoreSavepoint { gap, handles }),

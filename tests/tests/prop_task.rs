@@ -29,6 +29,8 @@ fn action() -> impl Strategy<Value = TaskAction> {
         4 => (p, prop::bool::weighted(0.2)).prop_map(|(pick, fail)| TaskAction::Async { pick, fail }),
         1 => Just(TaskAction::OperatorFailed),
         1 => Just(TaskAction::Close),
+        1 => Just(TaskAction::EndOfInput),
+        2 => any::<u8>().prop_map(TaskAction::Recovery),
     ]
 }
 

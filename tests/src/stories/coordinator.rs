@@ -126,6 +126,13 @@ pub enum CoordAction {
         /// A new attempt (else the current one again).
         bump: bool,
     },
+    /// A task attempt finished (FLIP-147: `TaskFinished`).
+    TaskFinished {
+        /// Which task.
+        slot: u8,
+        /// Report an attempt other than the current one.
+        stale: bool,
+    },
     /// Restore the latest completed checkpoint.
     RestoreLatest {
         /// Having none is an error.
@@ -492,6 +499,18 @@ impl CoordDriver {
                     task,
                     attempt: if *bump {
                         AttemptNo(a.0.saturating_add(1))
+                    } else {
+                        a
+                    },
+                }
+            }
+            CoordAction::TaskFinished { slot, stale } => {
+                let task = self.pick_task(*slot);
+                let a = self.attempt_of(task);
+                CoordinatorEvent::TaskFinished {
+                    task,
+                    attempt: if *stale {
+                        AttemptNo(a.0.wrapping_sub(1))
                     } else {
                         a
                     },

@@ -71,6 +71,13 @@ pub enum TaskAction {
     },
     /// A genuine operator failure.
     OperatorFailed,
+    /// The task's input ended (`EndOfInput`).
+    EndOfInput,
+    /// A step of the replay of in-flight channel state (folded: 0
+    /// `RecoveryStarted` with `n / 3 % 4` channels, 1 `ChannelRecovered`,
+    /// 2 `RecoveryFinished`); a task deployed without state to replay
+    /// ignores them (typed).
+    Recovery(u8),
     /// Close.
     Close,
     /// An arbitrary event (handles renumbered to stay unique).
@@ -82,7 +89,9 @@ pub enum TaskAction {
 pub struct TaskStory {
     /// The semantics (legacy ones are expected to break `no_spurious_failure`).
     pub semantics: Semantics,
-    /// Bound of the aborted-id memory (folded to 1..=4).
+    /// Bound of the aborted-id memory (folded to 1..=4); the quotient of
+    /// that fold says whether the attempt replays in-flight channel state
+    /// (bit 0) and checkpoints during that recovery (bit 1).
     pub aborted_ids_max: u8,
     /// The actions.
     pub actions: Vec<TaskAction>,
@@ -95,8 +104,8 @@ impl TaskStory {
         TaskConfig {
             semantics: self.semantics,
             aborted_ids_max: usize::from(self.aborted_ids_max % 4) + 1,
-            checkpoint_during_recovery: false,
-            replays_channel_state: false,
+            checkpoint_during_recovery: self.aborted_ids_max / 4 & 2 != 0,
+            replays_channel_state: self.aborted_ids_max / 4 & 1 != 0,
         }
     }
 }
@@ -252,6 +261,14 @@ impl TaskDriver {
                 }
             }
             TaskAction::OperatorFailed => TaskEvent::OperatorFailed,
+            TaskAction::EndOfInput => TaskEvent::EndOfInput,
+            TaskAction::Recovery(n) => match n % 3 {
+                0 => TaskEvent::RecoveryStarted {
+                    channels: u32::from(n / 3 % 4),
+                },
+                1 => TaskEvent::ChannelRecovered,
+                _ => TaskEvent::RecoveryFinished,
+            },
             TaskAction::Close => TaskEvent::Close,
             TaskAction::Raw(ev) => match ev {
                 TaskEvent::AsyncPartCompleted { checkpoint, .. } => TaskEvent::AsyncPartCompleted {

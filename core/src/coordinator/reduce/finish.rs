@@ -78,6 +78,18 @@ impl CoordinatorState {
         }
     }
 
+    /// A finished task runs again (a new attempt): not every task is
+    /// finished any more, so a final checkpoint in flight is an ordinary
+    /// one from now on (it still completes, holding the finished task's
+    /// slot as it was planned, but the job does not finish on it); the next
+    /// plan after every task finished again is the final one. A job that
+    /// already finished stays finished.
+    pub(super) fn unfinish(&mut self) {
+        if matches!(self.cold.finish, Some(FinishPhase::Final { .. })) {
+            self.cold.finish = None;
+        }
+    }
+
     /// The checkpoint `id` completed: if it is the final one, the job
     /// finishes on it.
     pub(super) fn on_final_completed(&mut self, id: CheckpointId, fx: &mut Fx) {

@@ -56,6 +56,9 @@ impl CoordinatorState {
                 finished: false,
             },
         );
+        if s.finished {
+            self.unfinish();
+        }
         Outcome::Applied(Applied::TaskUpdated { aborted })
     }
 

@@ -192,6 +192,57 @@ fn a_failed_final_checkpoint_lets_the_next_trigger_plan_another() {
     );
 }
 
+/// Found by the coordinator stories once they drew `TaskFinished`: a
+/// finished task that runs again (a new attempt) while the final
+/// checkpoint is in flight used to let that checkpoint finish the job
+/// with a task running (`job-finishes-on-its-final-checkpoint`). The
+/// checkpoint now completes as an ordinary one, and the final checkpoint
+/// is the next one planned once every task finished again.
+#[test]
+fn a_finished_task_that_runs_again_makes_the_final_checkpoint_an_ordinary_one() {
+    let mut h = H::new();
+    h.step(0, finished(0, 0));
+    h.step(0, finished(1, 0));
+    h.user_cp(0, 1);
+    assert_eq!(
+        h.s.finish_phase(),
+        Some(FinishPhase::Final { checkpoint: cp(1) })
+    );
+    h.step(
+        0,
+        Ev::TaskRunning {
+            task: t(0),
+            attempt: AttemptNo(1),
+        },
+    );
+    assert_eq!(h.s.finish_phase(), None);
+    h.step(0, fin(1, true));
+    let step = h.step(0, store(1, true));
+    assert!(
+        step.effects.iter().any(
+            |e| matches!(e, E::Report(Report::Completed { checkpoint, .. }) if *checkpoint == cp(1))
+        ),
+        "{:?}",
+        step.effects
+    );
+    assert!(
+        !step.effects.contains(&e_finish(Some(1))),
+        "{:?}",
+        step.effects
+    );
+    assert_eq!(h.s.finish_phase(), None);
+    // The new attempt finishes: the next checkpoint is the final one.
+    h.step(0, finished(0, 1));
+    h.user_cp(0, 2);
+    h.step(0, fin(2, true));
+    let step = h.step(0, store(2, true));
+    assert!(
+        step.effects.contains(&e_finish(Some(2))),
+        "{:?}",
+        step.effects
+    );
+}
+
 #[test]
 fn without_checkpoints_after_finish_a_finished_task_blocks_triggers_and_the_last_finishes_the_job()
 {

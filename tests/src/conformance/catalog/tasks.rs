@@ -330,6 +330,9 @@ pub(super) fn finish_aborts_waiting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
     if !(c.aborted.iter().any(finish_abort) && explained && f.aborted.is_empty()) {
         return false;
     }
+    // The resumed request may have failed at the id counter, which ckpt
+    // counts (trigger-failures-counted).
+    let trigger_failed = request_failed(c, Abort::TriggerFailure);
     c.aborted.clear();
     c.aborts.retain(|m| !ids.contains(&m.checkpoint));
     c.requests = f.requests.clone();
@@ -346,6 +349,10 @@ pub(super) fn finish_aborts_waiting(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Dec
     c.completes = f.completes.clone();
     c.state.store = f.state.store.clone();
     c.state.armed = f.state.armed;
+    if trigger_failed {
+        c.state.failure_counter = f.state.failure_counter;
+        c.fail_job = f.fail_job;
+    }
     true
 }
 
