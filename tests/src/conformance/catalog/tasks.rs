@@ -195,17 +195,15 @@ fn in_flink_plan(line: &Value, list: &[&str], id: u64, task: u32) -> bool {
 /// A slot is pre-filled on ckpt's side when Flink's pending checkpoint
 /// neither has the task's ack nor waits for it (its `not_acked`).
 /// An ack the finished attempt sends anyway for such a checkpoint (it was
-/// never triggered: ckpt's host sends a finished attempt no RPC) meets the
+/// never triggered: ckpt's host sends a finished attempt no RPC), or one
+/// from the task's attempt before or after the finish, meets the
 /// pre-filled slot, so ckpt classes it a duplicate where Flink's plan does
 /// not know the task; both ignore it and discard its state.
 pub(super) fn finished_slot(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -> bool {
     let flink_waits = |id: u64, task: u32| in_flink_plan(ctx.flink_line, &["not_acked"], id, task);
     let mut changed = false;
     if let Some(Event::Ack {
-        task,
-        checkpoint,
-        stale: false,
-        ..
+        task, checkpoint, ..
     }) = ctx.event
     {
         let prefilled = ctx
@@ -220,15 +218,7 @@ pub(super) fn finished_slot(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
                 *checkpoint,
                 *task,
             );
-        let finished = ctx
-            .ckpt_tasks
-            .get(*task as usize)
-            .is_some_and(|t| t.finished);
-        if prefilled
-            && finished
-            && c.ack == Some(AckClass::Duplicate)
-            && f.ack == Some(AckClass::UnknownTask)
-        {
+        if prefilled && c.ack == Some(AckClass::Duplicate) && f.ack == Some(AckClass::UnknownTask) {
             c.ack = f.ack;
             changed = true;
         }
