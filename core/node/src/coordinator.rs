@@ -67,6 +67,10 @@ use crate::wire::{self, Refusal, ToCoordinatorMsg, ToManagerMsg, WireError};
 /// notification becomes a timeout or a later commit).
 pub const SEND_QUEUE_MAX: usize = 4_096;
 
+/// How long the coordinator waits for `Stop` to be written when the job
+/// ends.
+pub const STOP_FLUSH: Duration = Duration::from_secs(5);
+
 /// How the coordinator process runs.
 #[derive(Clone, Debug)]
 pub struct CoordinatorConfig {
@@ -133,6 +137,8 @@ enum Inbound {
 struct Manager {
     conn: u64,
     tx: mpsc::Sender<ToManagerMsg>,
+    /// The connection's writer (it ends after `Stop` or a refusal).
+    sending: tokio::task::JoinHandle<()>,
     /// Said `Ready`: its old attempts are stopped.
     ready: bool,
 }
@@ -159,7 +165,7 @@ struct Driver {
     report: CoordinatorReport,
     inbox: mpsc::Sender<Inbound>,
     /// The writer queues of connections that have not said `Hello` yet.
-    conns: BTreeMap<u64, mpsc::Sender<ToManagerMsg>>,
+    conns: BTreeMap<u64, (mpsc::Sender<ToManagerMsg>, tokio::task::JoinHandle<()>)>,
 }
 
 /// Logs one line on stdout (the tests and an operator read these).
@@ -267,7 +273,7 @@ impl Driver {
             }
         };
         let (tx, mut out) = mpsc::channel::<ToManagerMsg>(SEND_QUEUE_MAX);
-        tokio::spawn(async move {
+        let sending = tokio::spawn(async move {
             while let Some(m) = out.recv().await {
                 let last = matches!(m, ToManagerMsg::Refused(_) | ToManagerMsg::Stop { .. });
                 if writer.send(&m).await.is_err() || last {
@@ -277,7 +283,6 @@ impl Driver {
         });
         let inbox = self.inbox.clone();
         tokio::spawn(async move {
-            // The first message carries the writer's queue to the driver.
             let mut first = true;
             loop {
                 match reader.recv::<ToCoordinatorMsg>().await {
@@ -305,7 +310,7 @@ impl Driver {
                 }
             }
         });
-        self.conns.insert(conn, tx);
+        self.conns.insert(conn, (tx, sending));
     }
 
     async fn on_message(
@@ -320,7 +325,7 @@ impl Driver {
                 generation,
                 running,
             } => {
-                let Some(tx) = self.conns.remove(&conn) else {
+                let Some((tx, sending)) = self.conns.remove(&conn) else {
                     return Ok(());
                 };
                 let refusal = if job != self.job {
@@ -377,6 +382,7 @@ impl Driver {
                 self.manager = Some(Manager {
                     conn,
                     tx,
+                    sending,
                     ready: false,
                 });
                 say(&format!("task manager on connection {conn} welcomed"));
@@ -452,12 +458,16 @@ impl Driver {
                 })
                 .await;
                 self.drain_answers().await;
-                if let Some(m) = &self.manager {
-                    let _ =
-                        m.tx.send(ToManagerMsg::Stop {
+                if let Some(m) = self.manager.take() {
+                    let _ = m
+                        .tx
+                        .send(ToManagerMsg::Stop {
                             generation: self.generation,
                         })
                         .await;
+                    // `Stop` is on the wire before the process may exit.
+                    drop(m.tx);
+                    let _ = tokio::time::timeout(STOP_FLUSH, m.sending).await;
                 }
                 self.finished = true;
             }
