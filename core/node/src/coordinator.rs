@@ -459,9 +459,8 @@ impl Driver {
                 .await;
                 self.drain_answers().await;
                 if let Some(m) = self.manager.take() {
-                    let _ = m
-                        .tx
-                        .send(ToManagerMsg::Stop {
+                    let _ =
+                        m.tx.send(ToManagerMsg::Stop {
                             generation: self.generation,
                         })
                         .await;
