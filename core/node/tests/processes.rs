@@ -367,8 +367,8 @@ fn kill_9_of_the_coordinator_a_new_leader_fences_it_and_redeploys_on_the_survivi
         let printed_by_old = c1
             .lines()
             .iter()
-            .filter_map(|l| checkpoint_after(l, "committed checkpoint "))
-            .last()
+            .rev()
+            .find_map(|l| checkpoint_after(l, "committed checkpoint "))
             .flatten();
         assert!(at_start >= printed_by_old, "seed {seed}");
         // The surviving task manager served both generations, in order, and
@@ -381,8 +381,8 @@ fn kill_9_of_the_coordinator_a_new_leader_fences_it_and_redeploys_on_the_survivi
         assert_eq!(served.len(), 2, "seed {seed}: {served:?}");
         let redeployed = tl
             .iter()
-            .filter_map(|l| checkpoint_after(l, "restored from checkpoint "))
-            .last()
+            .rev()
+            .find_map(|l| checkpoint_after(l, "restored from checkpoint "))
             .expect("a deploy");
         assert_eq!(redeployed, at_start, "seed {seed}");
         let _ = std::fs::remove_dir_all(&dir);
