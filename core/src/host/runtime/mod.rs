@@ -69,8 +69,10 @@
 //! data types are in `operator`, the counters and the trace recorder in
 //! `stats`, what the roles share in `ctx`, the coordinator driver (effects,
 //! failover, the end of the job) in `driver`, the task attempts' roles in
-//! `task`, the faulty RPC network in `net`, and the state file format in
-//! [`statefile`].
+//! `task`, the attempts of every task with their data channels
+//! ([`TaskGroup`], also usable without this module's coordinator, by a
+//! process whose coordinator is elsewhere) in `group`, the faulty RPC
+//! network in `net`, and the state file format in [`statefile`].
 
 mod ctx;
 mod driver;
