@@ -8,12 +8,14 @@
 //!
 //! The kill tests `kill -9` a process once the coordinator has committed a
 //! seeded number of checkpoints (plus a seeded delay), start it again, and
-//! let the run finish. Each run prints its seed; `CKPT_NODE_SEED=<seed>`
+//! let the run finish; the cut test breaks the connection between the two
+//! (a proxy between them shuts its sockets) with both processes alive. Each run prints its seed; `CKPT_NODE_SEED=<seed>`
 //! reruns one seed alone. The source is rate-limited so a run lasts about
 //! two seconds; every wait has a deadline (a hung run fails, it never
 //! blocks the suite).
 
 use std::io::{BufRead, BufReader};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -385,6 +387,97 @@ fn kill_9_of_the_coordinator_a_new_leader_fences_it_and_redeploys_on_the_survivi
             .find_map(|l| checkpoint_after(l, "restored from checkpoint "))
             .expect("a deploy");
         assert_eq!(redeployed, at_start, "seed {seed}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A TCP proxy in front of the coordinator whose connections can be cut
+/// (both sockets shut down) while both processes stay alive.
+struct Proxy {
+    addr: String,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(to: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
+        let to = to.to_string();
+        let sockets = Arc::clone(&open);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect(&to) else {
+                    continue;
+                };
+                let pairs = [
+                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
+                    (server.try_clone().unwrap(), client.try_clone().unwrap()),
+                ];
+                sockets.lock().unwrap().extend([client, server]);
+                for (mut from, mut into) in pairs {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut into);
+                        let _ = into.shutdown(Shutdown::Write);
+                    });
+                }
+            }
+        });
+        Proxy { addr, open }
+    }
+
+    /// Breaks every connection made so far; later ones pass again.
+    fn cut(&self) {
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+#[test]
+fn a_broken_connection_with_both_processes_alive_fails_over_to_the_latest_committed_checkpoint() {
+    for seed in seeds() {
+        let (commits, delay) = kill_moment(seed);
+        println!("seed {seed}: cut the connection after {commits} commits + {delay:?}");
+        let dir = tempdir(&format!("cut-{seed}"));
+        let (mut c, addr) = coordinator(&dir, "127.0.0.1:0");
+        let proxy = Proxy::start(&addr);
+        let mut t = task_manager(&dir, &proxy.addr);
+        c.wait_for("commits", |ls| {
+            (ls.iter()
+                .filter(|l| l.contains("committed checkpoint "))
+                .count()
+                >= commits)
+                .then(String::new)
+        });
+        std::thread::sleep(delay);
+        proxy.cut();
+        t.wait_success();
+        c.wait_success();
+        check_output(&dir);
+        // One failover, restored from the latest commit; the surviving task
+        // manager stopped its old attempts (refused as stale if it said
+        // Hello before the coordinator saw the break) and was redeployed
+        // from that checkpoint under the same generation.
+        let lines = c.lines();
+        assert_eq!(check_restores(&lines, None), 1, "seed {seed}");
+        let restored = lines
+            .iter()
+            .find_map(|l| checkpoint_after(l, "restore checkpoint "))
+            .expect("a failover line");
+        let tl = t.lines();
+        let deploys: Vec<Option<CheckpointId>> = tl
+            .iter()
+            .filter_map(|l| checkpoint_after(l, "restored from checkpoint "))
+            .collect();
+        assert_eq!(deploys, vec![None, restored], "seed {seed}");
+        let served = tl
+            .iter()
+            .filter(|l| l.contains("serving generation"))
+            .count();
+        assert_eq!(served, 1, "seed {seed}: one generation throughout");
+        check_log(&read_log(&dir));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
