@@ -17,10 +17,11 @@
 //! refused ([`Refusal::StaleGeneration`], logged, connection closed) and
 //! the connection retried; so is every message that names one. A lost
 //! connection leaves the attempts running (what they send meanwhile is
-//! lost, as on a broken network) and reconnects; the coordinator has
-//! failed them over, so it refuses them as stale attempts
-//! ([`Refusal::StaleAttempt`]) and the task manager stops them and says
-//! `Hello` again without them.
+//! lost, as on a broken network) and reconnects. A coordinator that has
+//! seen the break has failed them over and refuses them as stale attempts
+//! ([`Refusal::StaleAttempt`]): the task manager stops them and says
+//! `Hello` again without them. One that has not seen it yet takes the new
+//! connection as replacing the old one and fails them over then.
 
 use std::sync::Arc;
 use std::time::Duration;

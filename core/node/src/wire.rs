@@ -42,7 +42,9 @@
 //! **Attempt.** `Hello` lists the attempts the task manager still runs. A
 //! coordinator that failed those attempts over while the connection was
 //! down refuses them ([`Refusal::StaleAttempt`]); the task manager stops
-//! them and says `Hello` again with none. Attempts from an older
+//! them and says `Hello` again with none. (A `Hello` that arrives while
+//! the coordinator still holds an older connection of the task manager
+//! replaces it: the old connection's attempts are failed over.) Attempts from an older
 //! generation are simply stopped after `Welcome`. Acks and declines of an
 //! attempt that is not current are dropped by the coordinator (the reducer
 //! would ignore them as well), as the in-process host's network does.
@@ -168,8 +170,8 @@ pub enum ToManagerMsg {
     },
 }
 
-/// Why one side refuses the other: sent in [`ToManagerMsg::Refused`],
-/// logged, and the connection is closed.
+/// Why one side refuses the other: logged, and the connection closed; the
+/// coordinator also sends it ([`ToManagerMsg::Refused`]).
 #[derive(Clone, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
 pub enum Refusal {
     /// The peer serves another job.

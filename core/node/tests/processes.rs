@@ -2,9 +2,12 @@
 //! coordinator` and a `ckpt-node task` (the task manager running the three
 //! tasks), the store on `ObjStore` over `LocalFileSystem` in a temporary
 //! directory. Checked after each run: the committed output holds every
-//! record exactly once (`verify_output`), and every restore (at start, after
-//! a failover, after a coordinator restart) is the latest checkpoint the
-//! store had committed, read from the store's own log.
+//! record exactly once (`verify_output`), committed ids strictly increase in
+//! the store's log, and every restore (at start, after a failover, after a
+//! coordinator restart) is the latest checkpoint committed before it: the
+//! last commit the coordinator process printed before the restore (its
+//! lines are in its driver's order), and for a new leader the newest commit
+//! in the store's log before its claim.
 //!
 //! The kill tests `kill -9` a process once the coordinator has committed a
 //! seeded number of checkpoints (plus a seeded delay), start it again, and

@@ -157,7 +157,6 @@ fn main() -> ExitCode {
 type Fail = (u8, String);
 
 fn open_dir(dir: &PathBuf) -> Result<Arc<dyn Fs>, Fail> {
-    #[allow(clippy::disallowed_methods)] // reason: the command creates its job directory
     std::fs::create_dir_all(dir).map_err(|e| (EXIT_FAILED, format!("{}: {e}", dir.display())))?;
     let fs = StdFs::new(dir).map_err(|e| (EXIT_FAILED, format!("{}: {e}", dir.display())))?;
     Ok(Arc::new(fs))
