@@ -37,7 +37,10 @@
 //! A coordinator that meets a task manager which served a newer generation
 //! is deposed: it refuses ([`Refusal::StaleGeneration`]) and [`run`]
 //! returns [`CoordinatorError::Deposed`]. Its store handle is fenced by
-//! the log anyway: any further write of its generation is refused.
+//! the log anyway: once a newer leader has claimed the store, every write
+//! of this generation is refused (`StoreError::StaleGeneration`), and the
+//! first such refusal stops the driver ([`CoordinatorError::Fenced`]: the
+//! task manager's connection is closed; nothing more is committed).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -117,6 +120,10 @@ pub enum CoordinatorError {
     /// A task manager served a newer leader: this one is deposed.
     #[error("deposed: {0}")]
     Deposed(Refusal),
+    /// The store refused a write of this coordinator's generation: a newer
+    /// leader has claimed the store, and this one stops.
+    #[error("fenced by the store: {0}")]
+    Fenced(StoreError),
     /// The listener failed.
     #[error("listener: {0}")]
     Listen(std::io::Error),
@@ -162,6 +169,8 @@ struct Driver {
     restore_target: Option<(CheckpointId, Vec<StateHandle>)>,
     fail_job: bool,
     finished: bool,
+    /// The store refused a write as from a deposed leader.
+    fenced: Option<StoreError>,
     report: CoordinatorReport,
     inbox: mpsc::Sender<Inbound>,
     /// The writer queues of connections that have not said `Hello` yet.
@@ -204,6 +213,7 @@ pub async fn run(
         restore_target: None,
         fail_job: false,
         finished: false,
+        fenced: None,
         report: CoordinatorReport {
             generation,
             ..CoordinatorReport::default()
@@ -215,6 +225,16 @@ pub async fn run(
     let mut next_conn = 0u64;
     loop {
         d.drain_answers().await;
+        if let Some(e) = d.fenced.take() {
+            say(&format!(
+                "fenced by the store ({e}): a newer leader runs; stopping"
+            ));
+            if let Some(m) = d.manager.take() {
+                drop(m.tx);
+                let _ = tokio::time::timeout(STOP_FLUSH, m.sending).await;
+            }
+            return Err(CoordinatorError::Fenced(e));
+        }
         if d.finished {
             return Ok(d.report);
         }
@@ -755,6 +775,7 @@ impl Driver {
                 };
                 if let Err(e) = reset {
                     self.violation(format!("id counter reset to {next} failed: {e}"));
+                    self.note_fence(e);
                 }
             }
             CoordinatorEffect::Job(JobCommand::Restore {
@@ -792,11 +813,8 @@ impl Driver {
         let Some(store) = self.store.as_mut() else {
             return Err("the store is not open".into());
         };
-        match req {
-            IoRequest::AllocateId { request: _ } => store
-                .allocate_id(generation)
-                .await
-                .map_err(|e| e.to_string()),
+        let done = match req {
+            IoRequest::AllocateId { request: _ } => store.allocate_id(generation).await,
             // This command runs no master hooks.
             IoRequest::MasterHooks {
                 checkpoint,
@@ -818,13 +836,24 @@ impl Driver {
                     handles,
                 )
                 .await
-                .map(|()| *checkpoint)
-                .map_err(|e| e.to_string()),
+                .map(|()| *checkpoint),
             IoRequest::Store { checkpoint } => store
                 .store(self.generation, *checkpoint)
                 .await
-                .map(|_| *checkpoint)
-                .map_err(|e| e.to_string()),
+                .map(|_| *checkpoint),
+        };
+        done.map_err(|e| {
+            let why = e.to_string();
+            self.note_fence(e);
+            why
+        })
+    }
+
+    /// Remembers a refusal by the store's fence: the driver stops before
+    /// its next event.
+    fn note_fence(&mut self, e: StoreError) {
+        if matches!(e, StoreError::StaleGeneration { .. }) {
+            self.fenced = Some(e);
         }
     }
 
@@ -837,7 +866,10 @@ impl Driver {
             Ok(Discarded::Refused { checkpoint: held }) => self.violation(format!(
                 "durability guard: discard of {handle:?} (checkpoint {checkpoint}) refused: stored checkpoint {held} holds it"
             )),
-            Err(e) => say(&format!("discard {handle:?}: {e}")),
+            Err(e) => {
+                say(&format!("discard {handle:?}: {e}"));
+                self.note_fence(e);
+            }
         }
     }
 }

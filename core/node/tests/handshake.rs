@@ -2,7 +2,8 @@
 //! each side against a scripted peer: a task manager refuses a coordinator
 //! of an older generation (in `Welcome` and in any later message) and
 //! reconnects; a coordinator refuses another job, a stale attempt, and
-//! steps down when it meets a task manager that served a newer leader.
+//! steps down when it meets a task manager that served a newer leader, or
+//! when a newer leader claims its store.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -12,12 +13,17 @@ use ckpt_core::coordinator::CoordinatorSettings;
 use ckpt_core::host::fs::{Fs, MemFs};
 use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig, PIPELINE_JOB};
 use ckpt_core::host::runtime::{GroupSpec, JobOptions};
+use ckpt_core::host::store::{OpenOptions, StoreError};
 use ckpt_core::task::TaskMessage;
 use ckpt_core::{AttemptNo, CheckpointId, Generation, JobId, Millis, TaskId};
 use ckpt_node::coordinator::{self, CoordinatorConfig, CoordinatorError};
 use ckpt_node::manager::{self, Backoff, ManagerConfig};
+use ckpt_node::objstore::{LogEntry, LOG_DIR};
 use ckpt_node::wire::{self, Reader, Refusal, ToCoordinatorMsg, ToManagerMsg, Writer};
+use ckpt_node::ObjStore;
+use futures::StreamExt;
 use object_store::memory::InMemory;
+use object_store::ObjectStore;
 use tokio::net::{TcpListener, TcpStream};
 
 /// Bounds every scripted exchange (a hang fails the test).
@@ -236,4 +242,108 @@ async fn a_coordinator_refuses_another_job_and_stale_attempts_and_steps_down_bef
         }
         other => panic!("expected Deposed, got {other:?}"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_whose_store_a_newer_leader_claimed_commits_nothing_more_and_stops() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let job = JobId(5);
+    let objects: Arc<InMemory> = Arc::new(InMemory::new());
+    let mut s = settings(job);
+    s.interval_ms = 20;
+    let c = tokio::spawn(coordinator::run(
+        CoordinatorConfig {
+            settings: s,
+            tasks: 3,
+            check_invariants: true,
+        },
+        Arc::clone(&objects) as Arc<dyn ObjectStore>,
+        listener,
+    ));
+    // A scripted task manager: handshake, Ready, the Deploy.
+    let (mut r, mut w) = wire::split(TcpStream::connect(addr).await.unwrap()).unwrap();
+    w.send(&ToCoordinatorMsg::Hello {
+        job,
+        tasks: 3,
+        generation: None,
+        running: Vec::new(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        recv::<ToManagerMsg>(&mut r).await.unwrap(),
+        ToManagerMsg::Welcome {
+            job,
+            generation: Generation(1)
+        }
+    );
+    w.send(&ToCoordinatorMsg::Ready { committed: None })
+        .await
+        .unwrap();
+    match recv::<ToManagerMsg>(&mut r).await.unwrap() {
+        ToManagerMsg::Deploy {
+            generation: Generation(1),
+            restore: None,
+            ..
+        } => {}
+        other => panic!("expected the first Deploy, got {other:?}"),
+    }
+    // A new leader claims generation 2 in the same store.
+    let (_new, _) = ObjStore::open(
+        Arc::clone(&objects) as Arc<dyn ObjectStore>,
+        OpenOptions {
+            job,
+            retained_max: 1,
+            generation: Generation(2),
+            committed: None,
+            check_state: None,
+        },
+    )
+    .await
+    .unwrap();
+    // The old leader's next id allocation (its periodic trigger) is
+    // refused by the log, and it stops.
+    let ended = tokio::time::timeout(STEP, c)
+        .await
+        .expect("it stops")
+        .unwrap();
+    match ended {
+        Err(CoordinatorError::Fenced(StoreError::StaleGeneration { .. })) => {}
+        other => panic!("expected Fenced, got {other:?}"),
+    }
+    // Its connection is closed (RPCs it sent before the claim may come
+    // first).
+    loop {
+        match recv::<ToManagerMsg>(&mut r).await {
+            Err(_) => break,
+            Ok(ToManagerMsg::Rpc { generation, .. }) => assert_eq!(generation, Generation(1)),
+            Ok(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    // And the log holds nothing of generation 1 after generation 2's claim.
+    let mut names: Vec<object_store::path::Path> = objects
+        .list(Some(&object_store::path::Path::from(LOG_DIR)))
+        .map(|m| m.unwrap().location)
+        .collect()
+        .await;
+    names.sort();
+    let mut claimed = false;
+    for name in names {
+        let bytes = objects.get(&name).await.unwrap().bytes().await.unwrap();
+        let entry: LogEntry = serde_json::from_slice(&bytes).unwrap();
+        let generation = match &entry {
+            LogEntry::Claim { generation, .. }
+            | LogEntry::Ids { generation, .. }
+            | LogEntry::Commit { generation, .. }
+            | LogEntry::Dispose { generation, .. }
+            | LogEntry::Quarantine { generation, .. } => *generation,
+        };
+        claimed |= generation == Generation(2);
+        assert!(
+            !(claimed && generation == Generation(1)),
+            "a deposed leader's entry landed after the claim: {entry:?}"
+        );
+    }
+    assert!(claimed);
 }

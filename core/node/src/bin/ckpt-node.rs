@@ -186,7 +186,9 @@ async fn run_coordinator(
     )
     .await
     .map_err(|e| match e {
-        CoordinatorError::Deposed(_) | CoordinatorError::Store(_) => (EXIT_REFUSED, e.to_string()),
+        CoordinatorError::Deposed(_) | CoordinatorError::Fenced(_) | CoordinatorError::Store(_) => {
+            (EXIT_REFUSED, e.to_string())
+        }
         CoordinatorError::Config(_)
         | CoordinatorError::Recover(_)
         | CoordinatorError::Listen(_) => (EXIT_FAILED, e.to_string()),
