@@ -11,7 +11,8 @@
 //!
 //! Exit status: 0 the job finished (the task manager also checked that
 //! every record is committed exactly once), 1 it failed, 2 usage, 3
-//! refused (a deposed coordinator, a store that refuses to open).
+//! refused (a deposed or fenced coordinator, a store that refuses to
+//! open, a second task manager on a directory whose `task.lock` is held).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -203,8 +204,39 @@ async fn run_coordinator(
     Ok(())
 }
 
+/// The task manager's lock on its directory: the sink's output and the
+/// state files have one writer. Held until the process ends (the system
+/// releases it when the process dies, `kill -9` included).
+const TASK_LOCK: &str = "task.lock";
+
+fn lock_dir(dir: &std::path::Path) -> Result<std::fs::File, Fail> {
+    let path = dir.join(TASK_LOCK);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| (EXIT_FAILED, format!("{}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err((
+            EXIT_REFUSED,
+            format!(
+                "{} is locked: another task manager runs on {}; refusing to start",
+                path.display(),
+                dir.display()
+            ),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err((EXIT_FAILED, format!("cannot lock {}: {e}", path.display())))
+        }
+    }
+}
+
 async fn run_task(dir: PathBuf, coordinator: SocketAddr, cfg: PipelineConfig) -> Result<(), Fail> {
     let fs = open_dir(&dir)?;
+    let _lock = lock_dir(&dir)?;
     // What is already committed, verified once; this run adds the rest.
     let mut verifier = OutputVerifier::new(cfg.records);
     verifier.advance(&*fs).map_err(|e| {
