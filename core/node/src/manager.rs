@@ -35,17 +35,21 @@ use tokio::net::TcpStream;
 
 use crate::wire::{self, Reader, Refusal, ToCoordinatorMsg, ToManagerMsg, WireError, Writer};
 
-/// Reconnection back-off: capped exponential, no jitter (one task manager
-/// per coordinator: there is no herd to spread). A small loop rather than
-/// a crate: `backoff` is unmaintained (RUSTSEC-2025-0012) and what is
-/// needed is four lines.
+/// Reconnection back-off: capped exponential (doubling after each failed
+/// connect and each session refused or broken before its handshake
+/// ended; back to the first delay after a handshake), no jitter (one task
+/// manager per coordinator: there is no herd to spread). A small loop
+/// rather than a crate: `backoff` is unmaintained (RUSTSEC-2025-0012), and
+/// `backon` retries one future, while this loop resets its delay in the
+/// middle of a long-lived session; what it needs is a doubling and a cap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Backoff {
     /// The first delay.
     pub initial: Duration,
     /// The largest delay.
     pub max: Duration,
-    /// Give up after this long without a connection (`None`: never).
+    /// Give up after this long without a connection that got through the
+    /// handshake (`None`: never).
     pub give_up_after: Option<Duration>,
 }
 
@@ -103,7 +107,8 @@ pub const COMPLETE_POLL: Duration = Duration::from_millis(50);
 /// Why the task manager stopped without the job ending.
 #[derive(Debug, Error)]
 pub enum ManagerError {
-    /// No connection within [`Backoff::give_up_after`].
+    /// No connection that got through the handshake within
+    /// [`Backoff::give_up_after`].
     #[error("no coordinator at {addr} for {waited:?}: {last}")]
     Unreachable {
         /// The address.
@@ -144,8 +149,9 @@ fn say(line: &str) {
 enum Session {
     /// The job ended (`Stop`).
     Stopped,
-    /// The connection ended; reconnect (at once with `retry_now`).
-    Reconnect { retry_now: bool },
+    /// The coordinator refused stale attempts, now stopped: reconnect at
+    /// once.
+    Reconnect,
 }
 
 /// Runs the task manager until the coordinator stops the job.
@@ -182,9 +188,19 @@ pub async fn run(cfg: ManagerConfig) -> Result<ManagerReport, ManagerError> {
                 continue;
             }
         };
+        let mut handshook = false;
         let session = match wire::split(stream) {
             Ok((reader, writer)) => {
-                session(&cfg, &mut group, &mut outbox, &mut report, reader, writer).await
+                session(
+                    &cfg,
+                    &mut group,
+                    &mut outbox,
+                    &mut report,
+                    &mut handshook,
+                    reader,
+                    writer,
+                )
+                .await
             }
             Err(e) => Err(WireError::Io(e)),
         };
@@ -194,24 +210,35 @@ pub async fn run(cfg: ManagerConfig) -> Result<ManagerReport, ManagerError> {
                 report.violations = group.stats().violations;
                 return Ok(report);
             }
-            Ok(Session::Reconnect { retry_now }) => {
-                delay = if retry_now {
-                    Duration::ZERO
-                } else {
-                    cfg.backoff.initial
-                };
-            }
+            // Its stale attempts are stopped: say Hello again at once.
+            Ok(Session::Reconnect) => continue,
             Err(WireError::Refused(r @ (Refusal::WrongJob { .. } | Refusal::TaskCount { .. }))) => {
                 group.stop().await;
                 return Err(ManagerError::Refused(r));
             }
             Err(e) => {
                 say(&format!("connection ended: {e}"));
-                delay = cfg.backoff.initial;
+                // A session that got through the handshake resets the
+                // back-off; one refused or broken before it lets it grow.
+                if handshook {
+                    delay = cfg.backoff.initial;
+                    since = tokio::time::Instant::now();
+                } else if cfg
+                    .backoff
+                    .give_up_after
+                    .is_some_and(|g| since.elapsed() >= g)
+                {
+                    group.stop().await;
+                    return Err(ManagerError::Unreachable {
+                        addr: cfg.coordinator,
+                        waited: since.elapsed(),
+                        last: e.to_string(),
+                    });
+                }
             }
         }
-        since = tokio::time::Instant::now();
         tokio::time::sleep(delay).await;
+        delay = cfg.backoff.next(delay);
     }
 }
 
@@ -221,6 +248,7 @@ async fn session(
     group: &mut TaskGroup,
     outbox: &mut ckpt_core::host::runtime::TaskOutbox,
     report: &mut ManagerReport,
+    handshook: &mut bool,
     mut reader: Reader,
     mut writer: Writer,
 ) -> Result<Session, WireError> {
@@ -256,7 +284,7 @@ async fn session(
             report.refusals += 1;
             say(&format!("refused: {r}; stopping those attempts"));
             group.stop().await;
-            return Ok(Session::Reconnect { retry_now: true });
+            return Ok(Session::Reconnect);
         }
         ToManagerMsg::Refused(r) => {
             report.refusals += 1;
@@ -277,6 +305,7 @@ async fn session(
     while let Ok(Some(_)) = tokio::time::timeout(Duration::ZERO, outbox.recv()).await {}
     let committed = committed_epoch(cfg)?;
     writer.send(&ToCoordinatorMsg::Ready { committed }).await?;
+    *handshook = true;
     let mut told_complete = false;
     let mut poll = tokio::time::interval(COMPLETE_POLL);
     loop {
@@ -376,4 +405,21 @@ fn committed_epoch(cfg: &ManagerConfig) -> Result<Option<CheckpointId>, WireErro
         committed = committed.max(epoch);
     }
     Ok(committed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_back_off_doubles_up_to_its_cap() {
+        let b = Backoff::default();
+        let mut d = b.initial;
+        let mut seen = Vec::new();
+        for _ in 0..8 {
+            seen.push(d.as_millis());
+            d = b.next(d);
+        }
+        assert_eq!(seen, vec![20, 40, 80, 160, 320, 640, 1000, 1000]);
+    }
 }
