@@ -6,7 +6,10 @@
 //! async host's file store ([`ckpt_core::host::store::FileStore`]) both
 //! implement, so that one test suite drives both.
 
+pub mod coordinator;
+pub mod manager;
 pub mod objstore;
+pub mod wire;
 
 use std::future::Future;
 

@@ -13,17 +13,15 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::ctx::Ctx;
+use super::group::TaskGroup;
 use super::net::ToCoordinator;
-use super::statefile::{self, TaskSnapshot};
-use super::task::{Attempt, AttemptSpec, DATA_CHANNEL_MAX};
-use super::{DataMsg, JobError, JobSpec};
+use super::statefile;
+use super::{JobError, JobSpec};
 use crate::coordinator::{
     CoordinatorEffect, CoordinatorEvent, CoordinatorState, IoAnswer, IoRequest, JobCommand,
     JobStatus, Outcome as COutcome, Report, RestoreSource, Timer,
 };
-use crate::host::store::{
-    read_state, state_path, Discarded, FileStore, Recovery, StateCheck, StoreError,
-};
+use crate::host::store::{state_path, Discarded, FileStore, Recovery, StateCheck, StoreError};
 use crate::invariants::coordinator::{check_all as check_coordinator, HandleLedger};
 use crate::types::{AttemptNo, CheckpointId, Generation, IoFailure, Millis, StateHandle, TaskId};
 
@@ -35,7 +33,7 @@ pub(super) struct Driver {
     pub(super) ledger: Option<HandleLedger>,
     pub(super) timers: BTreeMap<Timer, Millis>,
     pub(super) answers: std::collections::VecDeque<CoordinatorEvent>,
-    pub(super) attempts: Vec<Option<Attempt>>,
+    pub(super) group: TaskGroup,
     pub(super) next_attempt: Vec<AttemptNo>,
     pub(super) restore_target: Option<(CheckpointId, Vec<StateHandle>)>,
     pub(super) fail_job: bool,
@@ -276,97 +274,29 @@ impl Driver {
         }
     }
 
-    /// Reads the restored state of every task.
-    fn restored_snapshots(&self) -> Result<BTreeMap<TaskId, TaskSnapshot>, JobError> {
-        let mut out = BTreeMap::new();
-        let Some((checkpoint, handles)) = &self.restore_target else {
-            return Ok(out);
-        };
-        for h in handles {
-            let bytes = read_state(&*self.ctx.fs, *h).map_err(|e| JobError::State {
-                checkpoint: *checkpoint,
-                handle: *h,
-                why: e.to_string(),
-            })?;
-            let snap =
-                statefile::decode_for(*checkpoint, *h, &bytes).map_err(|why| JobError::State {
-                    checkpoint: *checkpoint,
-                    handle: *h,
-                    why,
-                })?;
-            out.insert(snap.task, snap);
-        }
-        Ok(out)
-    }
-
-    pub(super) fn start_attempts(&mut self, upstream: &[Option<TaskId>]) -> Result<(), JobError> {
-        let mut snaps = self.restored_snapshots()?;
-        let restored_from = self.restore_target.as_ref().map(|(id, _)| *id);
-        let n = self.spec.tasks as usize;
-        let mut senders: Vec<Vec<mpsc::Sender<DataMsg>>> = vec![Vec::new(); n];
-        let mut receivers: Vec<Option<mpsc::Receiver<DataMsg>>> = (0..n).map(|_| None).collect();
-        for (to, from) in upstream.iter().enumerate() {
-            if let Some(from) = from {
-                let (tx, rx) = mpsc::channel(DATA_CHANNEL_MAX);
-                if let Some(s) = senders.get_mut(from.0 as usize) {
-                    s.push(tx);
-                }
-                if let Some(r) = receivers.get_mut(to) {
-                    *r = Some(rx);
-                }
-            }
-        }
-        for (i, (down, up)) in senders.into_iter().zip(receivers).enumerate() {
-            let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
-            let attempt = self.next_attempt.get(i).copied().unwrap_or_default();
-            let a = Attempt::start(
-                &self.ctx,
-                AttemptSpec {
-                    task,
-                    attempt,
-                    config: self.spec.task_config.clone(),
-                    operator: (self.spec.operators)(task),
-                    restored: snaps.remove(&task),
-                    restored_from,
-                    upstream: up,
-                    downstream: down,
-                },
-            )
-            .map_err(|why| JobError::TaskStart { task, why })?;
-            if let Some(slot) = self.attempts.get_mut(i) {
-                *slot = Some(a);
-            }
-            if let Some(next) = self.next_attempt.get_mut(i) {
-                *next = AttemptNo(attempt.0.saturating_add(1));
-            }
+    pub(super) fn start_attempts(&mut self) -> Result<(), JobError> {
+        let restore = self
+            .restore_target
+            .as_ref()
+            .map(|(id, handles)| (*id, handles.as_slice()));
+        let next = &self.next_attempt;
+        self.group.start(
+            |task| next.get(task.0 as usize).copied().unwrap_or_default(),
+            restore,
+        )?;
+        for next in &mut self.next_attempt {
+            *next = AttemptNo(next.0.saturating_add(1));
         }
         Ok(())
     }
 
-    async fn stop_attempts(&mut self) {
-        for a in self.attempts.iter().flatten() {
-            a.begin_stop();
-        }
-        for slot in &mut self.attempts {
-            if let Some(a) = slot.take() {
-                self.ctx.net.register(a.task(), None);
-                a.stop().await;
-            }
-        }
-    }
-
     /// Global failover: stop every attempt, report them failed, restore the
     /// latest completed checkpoint, start new attempts.
-    async fn failover(&mut self, upstream: &[Option<TaskId>], why: &str) {
+    async fn failover(&mut self, why: &str) {
         self.ctx.stats().failovers += 1;
         self.ctx.log(format!("failover: {why}"));
-        let running: Vec<(TaskId, AttemptNo)> = self
-            .attempts
-            .iter()
-            .flatten()
-            .map(|a| (a.task(), a.attempt))
-            .collect();
-        self.stop_attempts().await;
+        let running = self.group.running();
+        self.group.stop().await;
         for (task, attempt) in running {
             self.apply(CoordinatorEvent::TaskFailed { task, attempt });
             self.drain_answers().await;
@@ -387,18 +317,14 @@ impl Driver {
                 self.store.holdings().latest()
             ));
         }
-        if let Err(e) = self.start_attempts(upstream) {
+        if let Err(e) = self.start_attempts() {
             self.ctx
                 .violation(format!("failover could not restart the tasks: {e}"));
             return;
         }
-        for (i, a) in self.attempts.iter().enumerate() {
-            if let Some(a) = a {
-                let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
-                let attempt = a.attempt;
-                self.answers
-                    .push_back(CoordinatorEvent::TaskRunning { task, attempt });
-            }
+        for (task, attempt) in self.group.running() {
+            self.answers
+                .push_back(CoordinatorEvent::TaskRunning { task, attempt });
         }
         self.drain_answers().await;
     }
@@ -411,7 +337,6 @@ impl Driver {
         mut self,
         mut rx: mpsc::Receiver<ToCoordinator>,
         mut failures: mpsc::UnboundedReceiver<(TaskId, AttemptNo)>,
-        upstream: Vec<Option<TaskId>>,
     ) {
         loop {
             self.drain_answers().await;
@@ -419,7 +344,7 @@ impl Driver {
             if let Some(savepoint) = self.stop {
                 // The crate docs' stop recipe: every attempt stops, then the
                 // coordinator shuts down with the job finished.
-                self.stop_attempts().await;
+                self.group.stop().await;
                 self.apply(CoordinatorEvent::Shutdown {
                     status: JobStatus::Finished,
                 });
@@ -429,7 +354,7 @@ impl Driver {
                 return;
             }
             if self.fail_job {
-                self.failover(&upstream, "tolerable checkpoint failures exceeded")
+                self.failover("tolerable checkpoint failures exceeded")
                     .await;
                 continue;
             }
@@ -459,13 +384,8 @@ impl Driver {
                     }
                 }
                 Some((task, attempt)) = failures.recv() => {
-                    let current = self
-                        .attempts
-                        .get(task.0 as usize)
-                        .and_then(Option::as_ref)
-                        .is_some_and(|a| a.attempt == attempt);
-                    if current {
-                        self.failover(&upstream, &format!("task {task} attempt {attempt} failed")).await;
+                    if self.group.is_current(task, attempt) {
+                        self.failover(&format!("task {task} attempt {attempt} failed")).await;
                     }
                 }
                 msg = rx.recv() => match msg {
@@ -485,7 +405,7 @@ impl Driver {
                     Some(ToCoordinator::Shutdown(status, done)) => {
                         self.apply(CoordinatorEvent::Shutdown { status });
                         self.drain_answers().await;
-                        self.stop_attempts().await;
+                        self.group.stop().await;
                         self.sync_store_stats();
                         let _ = done.send(());
                         return;

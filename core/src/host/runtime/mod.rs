@@ -69,11 +69,14 @@
 //! data types are in `operator`, the counters and the trace recorder in
 //! `stats`, what the roles share in `ctx`, the coordinator driver (effects,
 //! failover, the end of the job) in `driver`, the task attempts' roles in
-//! `task`, the faulty RPC network in `net`, and the state file format in
-//! [`statefile`].
+//! `task`, the attempts of every task with their data channels
+//! ([`TaskGroup`], also usable without this module's coordinator, by a
+//! process whose coordinator is elsewhere) in `group`, the faulty RPC
+//! network in `net`, and the state file format in [`statefile`].
 
 mod ctx;
 mod driver;
+mod group;
 mod net;
 mod operator;
 pub mod statefile;
@@ -81,6 +84,7 @@ mod stats;
 mod task;
 
 pub use ctx::trace_key;
+pub use group::{upstream_of, GroupSpec, Outbound, TaskGroup, TaskOutbox};
 pub use net::{FaultPlan, SplitMix64, COORDINATOR_INBOX_MAX, TASK_INBOX_MAX};
 pub use operator::{
     DataMsg, MasterHook, Operator, OperatorError, OperatorFactory, Record, SourcePoll,
@@ -230,20 +234,7 @@ impl Job {
     pub async fn start(spec: JobSpec, fs: Arc<dyn Fs>) -> Result<JobHandle, JobError> {
         let state = CoordinatorState::from_settings(spec.settings.clone())?;
         let n = spec.tasks as usize;
-        let mut upstream = vec![None; n];
-        for (from, to) in &spec.edges {
-            if from.0 >= spec.tasks || to.0 >= spec.tasks || from == to {
-                return Err(JobError::Topology(format!("bad edge {from} -> {to}")));
-            }
-            match upstream.get_mut(to.0 as usize) {
-                Some(slot @ None) => *slot = Some(*from),
-                Some(Some(_)) | None => {
-                    return Err(JobError::Topology(format!(
-                        "task {to} has more than one upstream (fan-in is not supported)"
-                    )))
-                }
-            }
-        }
+        group::upstream_of(spec.tasks, &spec.edges)?;
         let retained = usize::try_from(spec.settings.retained_max.max(1)).unwrap_or(1);
         // How far an exactly-once sink has committed its output: recovery
         // must not restore anything older.
@@ -296,6 +287,15 @@ impl Job {
             failures: fail_tx,
             completed: watch::Sender::new(0),
         });
+        let group = TaskGroup::new(
+            Arc::clone(&ctx),
+            GroupSpec {
+                tasks: spec.tasks,
+                edges: spec.edges.clone(),
+                task_config: spec.task_config.clone(),
+                operators: Arc::clone(&spec.operators),
+            },
+        )?;
         let mut d = Driver {
             ctx: Arc::clone(&ctx),
             ledger: spec.options.check_invariants.then(HandleLedger::new),
@@ -304,7 +304,7 @@ impl Job {
             store,
             timers: BTreeMap::new(),
             answers: std::collections::VecDeque::new(),
-            attempts: (0..n).map(|_| None).collect(),
+            group,
             next_attempt: vec![AttemptNo(0); n],
             restore_target: None,
             fail_job: false,
@@ -314,9 +314,9 @@ impl Job {
         d.recover(&recovery)?;
         d.ctx.stats().restored_at_start = d.restore_target.as_ref().map(|(id, _)| *id);
         d.ctx.stats().last_completed = d.restore_target.as_ref().map(|(id, _)| *id);
-        d.start_attempts(&upstream)?;
+        d.start_attempts()?;
         d.apply(CoordinatorEvent::StartScheduler);
-        let driver = tokio::spawn(d.run(rx, fail_rx, upstream));
+        let driver = tokio::spawn(d.run(rx, fail_rx));
         Ok(JobHandle {
             ctx,
             recovery,

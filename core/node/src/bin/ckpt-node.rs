@@ -1,0 +1,282 @@
+//! `ckpt-node`: the reference pipeline (`ckpt_core::host::pipeline`: a
+//! numbered source, a keyed counter, a two-phase-commit sink) across
+//! processes on one machine: a coordinator process with the checkpoint
+//! store on `ObjStore` over `LocalFileSystem` in DIR, and a task-manager
+//! process running the three tasks, talking over TCP.
+//!
+//! ```text
+//! ckpt-node coordinator --dir DIR [--listen 127.0.0.1:0] [--interval-ms 50] [--retained 2]
+//! ckpt-node task --dir DIR --coordinator ADDR [--records N] [--keys K] [--rate R]
+//! ```
+//!
+//! Exit status: 0 the job finished (the task manager also checked that
+//! every record is committed exactly once), 1 it failed, 2 usage, 3
+//! refused (a deposed or fenced coordinator, a store that refuses to
+//! open, a second task manager on a directory whose `task.lock` is held).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ckpt_core::host::fs::{Fs, StdFs};
+use ckpt_core::host::pipeline::{
+    pipeline_spec, verify_output, OutputVerifier, PipelineConfig, PIPELINE_JOB,
+};
+use ckpt_core::host::runtime::{GroupSpec, JobOptions};
+use ckpt_node::coordinator::{self, CoordinatorConfig, CoordinatorError};
+use ckpt_node::manager::{self, Backoff, ManagerConfig};
+use clap::{Parser, Subcommand};
+use object_store::local::LocalFileSystem;
+
+const EXIT_FAILED: u8 = 1;
+const EXIT_REFUSED: u8 = 3;
+
+/// The reference pipeline across a coordinator process and a task-manager
+/// process over TCP.
+#[derive(Debug, Parser)]
+#[command(name = "ckpt-node", version)]
+struct Args {
+    #[command(subcommand)]
+    role: Role,
+}
+
+#[derive(Debug, Subcommand)]
+enum Role {
+    /// The coordinator: the checkpoint store in DIR (an object store on the
+    /// local file system), listening for the task manager.
+    Coordinator {
+        /// The job's directory (created if missing).
+        #[arg(long)]
+        dir: PathBuf,
+        /// The address to listen on (port 0: any; the bound address is
+        /// printed as `coordinator: listening on ADDR generation G`).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// Checkpoint interval in ms (1 to 600000).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+        interval_ms: u64,
+        /// Checkpoint timeout in ms (1 to 600000).
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+        timeout_ms: u64,
+        /// Completed checkpoints retained (1 to 100).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
+        retained: u32,
+        /// Check every coordinator step against ckpt-core's invariants.
+        #[arg(long)]
+        check_invariants: bool,
+    },
+    /// The task manager: the pipeline's three tasks, their state files and
+    /// the sink's output in DIR.
+    Task {
+        /// The job's directory (the coordinator's).
+        #[arg(long)]
+        dir: PathBuf,
+        /// The coordinator's address.
+        #[arg(long)]
+        coordinator: SocketAddr,
+        /// Records the source emits (at least 1).
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..))]
+        records: u64,
+        /// Distinct keys (1 to 1048576).
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+        keys: u64,
+        /// Source rate limit in records per second (0: none).
+        #[arg(long, default_value_t = 0)]
+        rate: u64,
+        /// Check every task step against ckpt-core's invariants.
+        #[arg(long)]
+        check_invariants: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ckpt-node: cannot start the runtime: {e}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    let result = match args.role {
+        Role::Coordinator {
+            dir,
+            listen,
+            interval_ms,
+            timeout_ms,
+            retained,
+            check_invariants,
+        } => rt.block_on(run_coordinator(
+            dir,
+            listen,
+            PipelineConfig {
+                interval_ms,
+                timeout_ms,
+                retained,
+                ..PipelineConfig::default()
+            },
+            check_invariants,
+        )),
+        Role::Task {
+            dir,
+            coordinator,
+            records,
+            keys,
+            rate,
+            check_invariants,
+        } => rt.block_on(run_task(
+            dir,
+            coordinator,
+            PipelineConfig {
+                records,
+                keys,
+                rate_per_sec: rate,
+                options: JobOptions {
+                    check_invariants,
+                    verbose: true,
+                    ..JobOptions::default()
+                },
+                ..PipelineConfig::default()
+            },
+        )),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((code, why)) => {
+            eprintln!("ckpt-node: {why}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+type Fail = (u8, String);
+
+fn open_dir(dir: &PathBuf) -> Result<Arc<dyn Fs>, Fail> {
+    std::fs::create_dir_all(dir).map_err(|e| (EXIT_FAILED, format!("{}: {e}", dir.display())))?;
+    let fs = StdFs::new(dir).map_err(|e| (EXIT_FAILED, format!("{}: {e}", dir.display())))?;
+    Ok(Arc::new(fs))
+}
+
+async fn run_coordinator(
+    dir: PathBuf,
+    listen: SocketAddr,
+    cfg: PipelineConfig,
+    check_invariants: bool,
+) -> Result<(), Fail> {
+    let fs = open_dir(&dir)?;
+    let objects = LocalFileSystem::new_with_prefix(&dir)
+        .map_err(|e| (EXIT_FAILED, format!("{}: {e}", dir.display())))?;
+    let spec = pipeline_spec(&cfg, fs, Arc::new(AtomicU64::new(0)));
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| (EXIT_FAILED, format!("listen on {listen}: {e}")))?;
+    let report = coordinator::run(
+        CoordinatorConfig {
+            settings: spec.settings,
+            tasks: spec.tasks,
+            check_invariants,
+        },
+        Arc::new(objects),
+        listener,
+    )
+    .await
+    .map_err(|e| match e {
+        CoordinatorError::Deposed(_) | CoordinatorError::Fenced(_) | CoordinatorError::Store(_) => {
+            (EXIT_REFUSED, e.to_string())
+        }
+        CoordinatorError::Config(_)
+        | CoordinatorError::Recover(_)
+        | CoordinatorError::Listen(_) => (EXIT_FAILED, e.to_string()),
+    })?;
+    if !report.violations.is_empty() {
+        return Err((EXIT_FAILED, format!("violations: {:?}", report.violations)));
+    }
+    println!(
+        "coordinator: done: generation {}, {} checkpoints committed, {} failovers, {} stale messages dropped",
+        report.generation, report.completed, report.failovers, report.dropped_stale
+    );
+    Ok(())
+}
+
+/// The task manager's lock on its directory: the sink's output and the
+/// state files have one writer. Held until the process ends (the system
+/// releases it when the process dies, `kill -9` included).
+const TASK_LOCK: &str = "task.lock";
+
+fn lock_dir(dir: &std::path::Path) -> Result<std::fs::File, Fail> {
+    let path = dir.join(TASK_LOCK);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| (EXIT_FAILED, format!("{}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err((
+            EXIT_REFUSED,
+            format!(
+                "{} is locked: another task manager runs on {}; refusing to start",
+                path.display(),
+                dir.display()
+            ),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err((EXIT_FAILED, format!("cannot lock {}: {e}", path.display())))
+        }
+    }
+}
+
+async fn run_task(dir: PathBuf, coordinator: SocketAddr, cfg: PipelineConfig) -> Result<(), Fail> {
+    let fs = open_dir(&dir)?;
+    let _lock = lock_dir(&dir)?;
+    // What is already committed, verified once; this run adds the rest.
+    let mut verifier = OutputVerifier::new(cfg.records);
+    verifier.advance(&*fs).map_err(|e| {
+        (
+            EXIT_FAILED,
+            format!("the committed output is not exactly once: {e}"),
+        )
+    })?;
+    let before = verifier.records();
+    let committed = Arc::new(AtomicU64::new(0));
+    let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::clone(&committed));
+    let records = cfg.records;
+    let counter = Arc::clone(&committed);
+    let report = manager::run(ManagerConfig {
+        job: PIPELINE_JOB,
+        coordinator,
+        spec: GroupSpec {
+            tasks: spec.tasks,
+            edges: spec.edges,
+            task_config: spec.task_config,
+            operators: spec.operators,
+        },
+        options: cfg.options.clone(),
+        fs: Arc::clone(&fs),
+        backoff: Backoff::default(),
+        complete: Arc::new(move || before + counter.load(Ordering::Relaxed) >= records),
+    })
+    .await
+    .map_err(|e| (EXIT_FAILED, e.to_string()))?;
+    if !report.violations.is_empty() {
+        return Err((EXIT_FAILED, format!("violations: {:?}", report.violations)));
+    }
+    let out = verify_output(&*fs, records, true)
+        .map_err(|e| (EXIT_FAILED, format!("the committed output: {e}")))?;
+    println!(
+        "task manager: done: {} records committed exactly once in {} transactions; {} deploys, {} refusals",
+        out.records,
+        out.transactions,
+        report.deploys.len(),
+        report.refusals
+    );
+    Ok(())
+}

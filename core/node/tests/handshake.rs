@@ -1,0 +1,349 @@
+//! The protocol's handshake and fencing over real loopback connections,
+//! each side against a scripted peer: a task manager refuses a coordinator
+//! of an older generation (in `Welcome` and in any later message) and
+//! reconnects; a coordinator refuses another job, a stale attempt, and
+//! steps down when it meets a task manager that served a newer leader, or
+//! when a newer leader claims its store.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ckpt_core::coordinator::CoordinatorSettings;
+use ckpt_core::host::fs::{Fs, MemFs};
+use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig, PIPELINE_JOB};
+use ckpt_core::host::runtime::{GroupSpec, JobOptions};
+use ckpt_core::host::store::{OpenOptions, StoreError};
+use ckpt_core::task::TaskMessage;
+use ckpt_core::{AttemptNo, CheckpointId, Generation, JobId, Millis, TaskId};
+use ckpt_node::coordinator::{self, CoordinatorConfig, CoordinatorError};
+use ckpt_node::manager::{self, Backoff, ManagerConfig};
+use ckpt_node::objstore::{LogEntry, LOG_DIR};
+use ckpt_node::wire::{self, Reader, Refusal, ToCoordinatorMsg, ToManagerMsg, Writer};
+use ckpt_node::ObjStore;
+use futures::StreamExt;
+use object_store::memory::InMemory;
+use object_store::ObjectStore;
+use tokio::net::{TcpListener, TcpStream};
+
+/// Bounds every scripted exchange (a hang fails the test).
+const STEP: Duration = Duration::from_secs(20);
+
+async fn accept(listener: &TcpListener) -> (Reader, Writer) {
+    let (s, _) = tokio::time::timeout(STEP, listener.accept())
+        .await
+        .expect("a connection in time")
+        .unwrap();
+    wire::split(s).unwrap()
+}
+
+async fn recv<M: serde::de::DeserializeOwned>(r: &mut Reader) -> Result<M, wire::WireError> {
+    tokio::time::timeout(STEP, r.recv::<M>())
+        .await
+        .expect("a message in time")
+}
+
+fn manager_config(addr: std::net::SocketAddr) -> ManagerConfig {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let spec = pipeline_spec(
+        &PipelineConfig {
+            records: 10,
+            ..PipelineConfig::default()
+        },
+        Arc::clone(&fs),
+        Arc::new(AtomicU64::new(0)),
+    );
+    ManagerConfig {
+        job: PIPELINE_JOB,
+        coordinator: addr,
+        spec: GroupSpec {
+            tasks: spec.tasks,
+            edges: spec.edges,
+            task_config: spec.task_config,
+            operators: spec.operators,
+        },
+        options: JobOptions::default(),
+        fs,
+        backoff: Backoff {
+            initial: Duration::from_millis(5),
+            max: Duration::from_millis(50),
+            give_up_after: Some(STEP),
+        },
+        complete: Arc::new(|| false),
+    }
+}
+
+/// Accepts a connection, expects `Hello` with `seen` as the task manager's
+/// newest generation, and answers `Welcome { generation }`.
+async fn welcome(
+    listener: &TcpListener,
+    seen: Option<Generation>,
+    generation: Generation,
+) -> (Reader, Writer) {
+    let (mut r, mut w) = accept(listener).await;
+    match recv::<ToCoordinatorMsg>(&mut r).await.unwrap() {
+        ToCoordinatorMsg::Hello {
+            job,
+            tasks,
+            generation: g,
+            running: _,
+        } => {
+            assert_eq!((job, tasks, g), (PIPELINE_JOB, 3, seen));
+        }
+        other => panic!("expected Hello, got {other:?}"),
+    }
+    w.send(&ToManagerMsg::Welcome {
+        job: PIPELINE_JOB,
+        generation,
+    })
+    .await
+    .unwrap();
+    (r, w)
+}
+
+async fn expect_ready(r: &mut Reader) {
+    match recv::<ToCoordinatorMsg>(r).await.unwrap() {
+        ToCoordinatorMsg::Ready { committed: None } => {}
+        other => panic!("expected Ready, got {other:?}"),
+    }
+}
+
+/// Reads until the peer closes the connection.
+async fn expect_closed(r: &mut Reader) {
+    loop {
+        match recv::<ToCoordinatorMsg>(r).await {
+            Err(_) => return,
+            Ok(ToCoordinatorMsg::Rpc { .. } | ToCoordinatorMsg::Failed { .. }) => {}
+            Ok(other) => panic!("expected the connection to close, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_manager_refuses_a_coordinator_of_an_older_generation_and_reconnects() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tm = tokio::spawn(manager::run(manager_config(addr)));
+    // Generation 2 is served first.
+    let (mut r, w) = welcome(&listener, None, Generation(2)).await;
+    expect_ready(&mut r).await;
+    drop((r, w));
+    // A deposed leader (generation 1) is refused in the handshake.
+    let (mut r, _w) = welcome(&listener, Some(Generation(2)), Generation(1)).await;
+    expect_closed(&mut r).await;
+    // Generation 2 again: accepted, then a message naming generation 1 is
+    // refused and the connection closed.
+    let (mut r, mut w) = welcome(&listener, Some(Generation(2)), Generation(2)).await;
+    expect_ready(&mut r).await;
+    w.send(&ToManagerMsg::Rpc {
+        generation: Generation(1),
+        task: TaskId(0),
+        attempt: AttemptNo(0),
+        message: TaskMessage::NotifyComplete {
+            checkpoint: CheckpointId(1),
+            timestamp: Millis(0),
+        },
+    })
+    .await
+    .unwrap();
+    expect_closed(&mut r).await;
+    // And the job ends under generation 2.
+    let (mut r, mut w) = welcome(&listener, Some(Generation(2)), Generation(2)).await;
+    expect_ready(&mut r).await;
+    w.send(&ToManagerMsg::Stop {
+        generation: Generation(2),
+    })
+    .await
+    .unwrap();
+    let report = tokio::time::timeout(STEP, tm)
+        .await
+        .expect("the task manager ends")
+        .unwrap()
+        .expect("stopped by the coordinator");
+    assert_eq!(report.generation, Some(Generation(2)));
+    assert_eq!(report.refusals, 2);
+}
+
+fn settings(job: JobId) -> CoordinatorSettings {
+    CoordinatorSettings::with_tasks(job, 3)
+}
+
+async fn hello(
+    addr: std::net::SocketAddr,
+    job: JobId,
+    generation: Option<Generation>,
+    running: Vec<(TaskId, AttemptNo)>,
+) -> ToManagerMsg {
+    let (mut r, mut w) = wire::split(TcpStream::connect(addr).await.unwrap()).unwrap();
+    w.send(&ToCoordinatorMsg::Hello {
+        job,
+        tasks: 3,
+        generation,
+        running,
+    })
+    .await
+    .unwrap();
+    recv::<ToManagerMsg>(&mut r).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_refuses_another_job_and_stale_attempts_and_steps_down_before_a_newer_leader()
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let job = JobId(5);
+    let c = tokio::spawn(coordinator::run(
+        CoordinatorConfig {
+            settings: settings(job),
+            tasks: 3,
+            check_invariants: true,
+        },
+        Arc::new(InMemory::new()),
+        listener,
+    ));
+    assert_eq!(
+        hello(addr, JobId(6), None, Vec::new()).await,
+        ToManagerMsg::Refused(Refusal::WrongJob {
+            expected: job,
+            got: JobId(6)
+        })
+    );
+    // Attempts under this coordinator's own generation that it does not
+    // run (it has deployed nothing).
+    assert_eq!(
+        hello(
+            addr,
+            job,
+            Some(Generation(1)),
+            vec![(TaskId(1), AttemptNo(0))]
+        )
+        .await,
+        ToManagerMsg::Refused(Refusal::StaleAttempt {
+            task: TaskId(1),
+            attempt: AttemptNo(0),
+            generation: Generation(1)
+        })
+    );
+    // A task manager that served generation 4: this leader (1) is deposed.
+    assert_eq!(
+        hello(addr, job, Some(Generation(4)), Vec::new()).await,
+        ToManagerMsg::Refused(Refusal::StaleGeneration {
+            got: Generation(1),
+            newest: Generation(4)
+        })
+    );
+    let ended = tokio::time::timeout(STEP, c)
+        .await
+        .expect("it steps down")
+        .unwrap();
+    match ended {
+        Err(CoordinatorError::Deposed(Refusal::StaleGeneration { got, newest })) => {
+            assert_eq!((got, newest), (Generation(1), Generation(4)));
+        }
+        other => panic!("expected Deposed, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_whose_store_a_newer_leader_claimed_commits_nothing_more_and_stops() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let job = JobId(5);
+    let objects: Arc<InMemory> = Arc::new(InMemory::new());
+    let mut s = settings(job);
+    s.interval_ms = 20;
+    let c = tokio::spawn(coordinator::run(
+        CoordinatorConfig {
+            settings: s,
+            tasks: 3,
+            check_invariants: true,
+        },
+        Arc::clone(&objects) as Arc<dyn ObjectStore>,
+        listener,
+    ));
+    // A scripted task manager: handshake, Ready, the Deploy.
+    let (mut r, mut w) = wire::split(TcpStream::connect(addr).await.unwrap()).unwrap();
+    w.send(&ToCoordinatorMsg::Hello {
+        job,
+        tasks: 3,
+        generation: None,
+        running: Vec::new(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        recv::<ToManagerMsg>(&mut r).await.unwrap(),
+        ToManagerMsg::Welcome {
+            job,
+            generation: Generation(1)
+        }
+    );
+    w.send(&ToCoordinatorMsg::Ready { committed: None })
+        .await
+        .unwrap();
+    match recv::<ToManagerMsg>(&mut r).await.unwrap() {
+        ToManagerMsg::Deploy {
+            generation: Generation(1),
+            restore: None,
+            ..
+        } => {}
+        other => panic!("expected the first Deploy, got {other:?}"),
+    }
+    // A new leader claims generation 2 in the same store.
+    let (_new, _) = ObjStore::open(
+        Arc::clone(&objects) as Arc<dyn ObjectStore>,
+        OpenOptions {
+            job,
+            retained_max: 1,
+            generation: Generation(2),
+            committed: None,
+            check_state: None,
+        },
+    )
+    .await
+    .unwrap();
+    // The old leader's next id allocation (its periodic trigger) is
+    // refused by the log, and it stops.
+    let ended = tokio::time::timeout(STEP, c)
+        .await
+        .expect("it stops")
+        .unwrap();
+    match ended {
+        Err(CoordinatorError::Fenced(StoreError::StaleGeneration { .. })) => {}
+        other => panic!("expected Fenced, got {other:?}"),
+    }
+    // Its connection is closed (RPCs it sent before the claim may come
+    // first).
+    loop {
+        match recv::<ToManagerMsg>(&mut r).await {
+            Err(_) => break,
+            Ok(ToManagerMsg::Rpc { generation, .. }) => assert_eq!(generation, Generation(1)),
+            Ok(other) => panic!("unexpected {other:?}"),
+        }
+    }
+    // And the log holds nothing of generation 1 after generation 2's claim.
+    let mut names: Vec<object_store::path::Path> = objects
+        .list(Some(&object_store::path::Path::from(LOG_DIR)))
+        .map(|m| m.unwrap().location)
+        .collect()
+        .await;
+    names.sort();
+    let mut claimed = false;
+    for name in names {
+        let bytes = objects.get(&name).await.unwrap().bytes().await.unwrap();
+        let entry: LogEntry = serde_json::from_slice(&bytes).unwrap();
+        let generation = match &entry {
+            LogEntry::Claim { generation, .. }
+            | LogEntry::Ids { generation, .. }
+            | LogEntry::Commit { generation, .. }
+            | LogEntry::Dispose { generation, .. }
+            | LogEntry::Quarantine { generation, .. } => *generation,
+        };
+        claimed |= generation == Generation(2);
+        assert!(
+            !(claimed && generation == Generation(1)),
+            "a deposed leader's entry landed after the claim: {entry:?}"
+        );
+    }
+    assert!(claimed);
+}
