@@ -169,6 +169,10 @@ struct Driver {
     restore_target: Option<(CheckpointId, Vec<StateHandle>)>,
     fail_job: bool,
     finished: bool,
+    /// The connection of the task manager told to `Stop` when the job
+    /// ended: the coordinator exits once it hung up (or after
+    /// [`STOP_FLUSH`]).
+    stopped_conn: Option<u64>,
     /// The store refused a write as from a deposed leader.
     fenced: Option<StoreError>,
     report: CoordinatorReport,
@@ -213,6 +217,7 @@ pub async fn run(
         restore_target: None,
         fail_job: false,
         finished: false,
+        stopped_conn: None,
         fenced: None,
         report: CoordinatorReport {
             generation,
@@ -236,6 +241,21 @@ pub async fn run(
             return Err(CoordinatorError::Fenced(e));
         }
         if d.finished {
+            // The task manager reads `Stop` and hangs up first. Exiting at
+            // once resets the connection under whatever it is still
+            // sending (an ack, its output-complete), and a send that fails
+            // before it read `Stop` makes it retry a coordinator that is
+            // gone until its back-off gives up.
+            if let Some(conn) = d.stopped_conn {
+                let _ = tokio::time::timeout(STOP_FLUSH, async {
+                    while let Some(inbound) = rx.recv().await {
+                        if matches!(inbound, Inbound::Closed(c, _) if c == conn) {
+                            break;
+                        }
+                    }
+                })
+                .await;
+            }
             return Ok(d.report);
         }
         if d.fail_job {
@@ -479,6 +499,7 @@ impl Driver {
                 .await;
                 self.drain_answers().await;
                 if let Some(m) = self.manager.take() {
+                    self.stopped_conn = Some(m.conn);
                     let _ =
                         m.tx.send(ToManagerMsg::Stop {
                             generation: self.generation,
