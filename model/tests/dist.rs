@@ -29,18 +29,20 @@ fn opts(threads: usize) -> DistOptions {
 
 fn two_phase(rms: usize, o: &DistOptions) -> DistReport {
     let key: Key<TwoPhase> = Arc::new(fingerprint);
-    let codec = Arc::new(Codec {
-        encode: twophase::encode,
-        decode: twophase::decode,
-    });
-    search(Arc::new(TwoPhase { rms }), key, Some(codec), o).unwrap()
+    search(
+        Arc::new(TwoPhase { rms }),
+        key,
+        Some(Arc::new(twophase::codec())),
+        o,
+    )
+    .unwrap()
 }
 
 fn ckpt(cfg: &ModelConfig, o: &DistOptions) -> Result<DistReport, String> {
     let mut model = SysModel::new(cfg.clone());
     model.reduction = Reduction::Ample;
     let key: Key<SysModel> = Arc::new(|s| orbit_min(s, fingerprint));
-    search(Arc::new(model), key, None, o)
+    search(Arc::new(model), key, Some(Arc::new(Codec::world())), o)
 }
 
 #[test]

@@ -83,10 +83,7 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             };
             opts.config = format!("two-phase {n}");
             let key: Key<TwoPhase> = Arc::new(fingerprint);
-            let codec = Arc::new(Codec {
-                encode: twophase::encode,
-                decode: twophase::decode,
-            });
+            let codec = Arc::new(twophase::codec());
             let status = report(
                 &opts,
                 process,
@@ -121,9 +118,13 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             };
             let model = Arc::new(model);
             let m = Arc::clone(&model);
-            report(&opts, process, search(model, key, None, &opts), move |p| {
-                actions(&m, p)
-            })
+            let codec = Arc::new(Codec::world());
+            report(
+                &opts,
+                process,
+                search(model, key, Some(codec), &opts),
+                move |p| actions(&m, p),
+            )
         }
     };
     for mut c in children {

@@ -10,10 +10,10 @@
 //! expanded exactly once over all workers (the sum of the owners' visited
 //! sets is the single run's unique count) and the work is spread as the
 //! keys are. The payload is the state in the model's [`Codec`], if it has
-//! one (two-phase commit's is 2-3 bytes); without one it is empty and the
-//! owner rebuilds the state by replaying its path from the initial state,
-//! which costs a step per level for each new state (ckpt's world has no
-//! encoding of its own).
+//! one (two-phase commit's is `n + 1` bytes, ckpt's world
+//! [`crate::world::codec`]); without one it is empty and the owner rebuilds
+//! the state by replaying its path from the initial state, which costs a
+//! step per level for each new state.
 //!
 //! **Rounds.** Round `r` (the timely timestamp) judges the states of depth
 //! `r` every worker holds (`always` and `sometimes` properties, stateright's
@@ -27,8 +27,9 @@
 //!
 //! **Paths.** A state travels with its path (an initial state's index,
 //! then the index of each action among its state's actions); a counterexample
-//! is that path, and a checkpoint stores the frontier as paths, rebuilt on
-//! resume by replaying them ([`replay`]).
+//! is that path. A checkpoint stores the frontier as paths and, with a
+//! codec, the states' encodings (decoded on resume; without a codec the
+//! paths are replayed, [`replay`]).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -153,11 +154,28 @@ type Visited = HashSet<u64, BuildHasherDefault<Identity>>;
 
 /// How a model's states travel between workers: `encode` appends a state's
 /// bytes, `decode` reads them back (`None` for bytes it did not write).
+/// A decoded state must be equal to the encoded one and have the same key.
 pub struct Codec<S> {
+    /// The encoding's name and version, stored in checkpoints: a resume
+    /// with another encoding is refused.
+    pub name: &'static str,
     /// Appends the state's encoding.
     pub encode: fn(&S, &mut Vec<u8>),
     /// The state the bytes encode.
     pub decode: fn(&[u8]) -> Option<S>,
+}
+
+impl Codec<crate::world::World> {
+    /// ckpt's world in its compact, versioned encoding
+    /// ([`crate::world::codec`]).
+    #[must_use]
+    pub fn world() -> Codec<crate::world::World> {
+        Codec {
+            name: crate::world::codec::NAME,
+            encode: crate::world::codec::encode,
+            decode: crate::world::codec::decode,
+        }
+    }
 }
 
 /// A successor on its way to its owner: key, path, payload.
@@ -336,21 +354,25 @@ fn run_worker<M: Model>(
                 )
             })?;
         let (m, fps) = checkpoint::load(dir, index, last).map_err(|e| e.to_string())?;
-        if m.config != opts.config || m.peers != peers {
+        let encoding = codec.map_or("", |c| c.name);
+        if m.config != opts.config || m.peers != peers || m.codec != encoding {
             return Err(format!(
-                "{}: a checkpoint of another run ({} workers, configuration {:?}; this run: {peers}, {:?})",
+                "{}: a checkpoint of another run ({} workers, configuration {:?}, state encoding {:?}; this run: {peers}, {:?}, {encoding:?})",
                 dir.display(),
                 m.peers,
                 m.config,
+                m.codec,
                 opts.config
             ));
         }
         visited.borrow_mut().extend(fps);
-        for path in &m.frontier {
-            let state = replay(&**model, path)
-                .and_then(|s| s.into_iter().last())
-                .ok_or("a checkpointed path does not fit the model")?;
-            frontier.push((state, path.clone()));
+        for (path, bytes) in m.frontier {
+            let state = match codec {
+                Some(c) => (c.decode)(&bytes),
+                None => replay(&**model, &path).and_then(|s| s.into_iter().last()),
+            }
+            .ok_or("a checkpointed state does not decode or its path does not replay")?;
+            frontier.push((state, path));
         }
         (generated, judged, discovered, round) = (m.generated, m.judged, m.discovered, m.round + 1);
     } else if index == 0 {
@@ -457,6 +479,7 @@ fn run_worker<M: Model>(
             if !done {
                 commit(
                     opts,
+                    codec,
                     owned,
                     &new_owned,
                     &frontier,
@@ -492,6 +515,7 @@ fn run_worker<M: Model>(
         }
         commit(
             opts,
+            codec,
             owned,
             &new_owned,
             &frontier,
@@ -501,9 +525,11 @@ fn run_worker<M: Model>(
     }
 }
 
-/// Commits this worker's checkpoint of `round` if the run keeps them.
+/// Commits this worker's checkpoint of `round` if the run keeps them (the
+/// frontier's states in `codec` if there is one).
 fn commit<S>(
     opts: &DistOptions,
+    codec: Option<&Codec<S>>,
     owned: u64,
     new_owned: &Rc<RefCell<BTreeMap<u64, Vec<u64>>>>,
     frontier: &[(S, Vec<u32>)],
@@ -524,7 +550,17 @@ fn commit<S>(
         generated,
         judged,
         discovered,
-        frontier: frontier.iter().map(|(_, p)| p.clone()).collect(),
+        codec: codec.map_or("", |c| c.name).to_string(),
+        frontier: frontier
+            .iter()
+            .map(|(s, p)| {
+                let mut bytes = Vec::new();
+                if let Some(c) = codec {
+                    (c.encode)(s, &mut bytes);
+                }
+                (p.clone(), bytes)
+            })
+            .collect(),
     };
     let keys: Vec<u64> = through.into_values().flatten().collect();
     checkpoint::commit(dir, &m, &keys).map_err(|e| e.to_string())
