@@ -81,6 +81,14 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             let model = TwoPhase {
                 rms: usize::from(n),
             };
+            if let Some(kind) = &args.stateright {
+                compare_one(&model, threads, kind == "bfs");
+                outln!(
+                    "peak memory: {}",
+                    peak_rss_mb().map_or_else(|| "?".into(), |m| format!("{m:.0} MiB"))
+                );
+                return ExitStatus::Ok;
+            }
             opts.config = format!("two-phase {n}");
             let key: Key<TwoPhase> = Arc::new(fingerprint);
             let codec = Arc::new(twophase::codec());
@@ -273,23 +281,30 @@ fn status_of(r: &DistReport) -> ExitStatus {
 
 /// stateright's own checkers on the same two-phase model, timed here.
 fn compare(model: &TwoPhase, threads: usize) {
-    for (name, bfs) in [
-        ("stateright BfsChecker", true),
-        ("stateright DfsChecker", false),
-    ] {
-        let t = Instant::now();
-        let b = model.clone().checker().threads(threads);
-        let unique = if bfs {
-            b.spawn_bfs().join().unique_state_count()
-        } else {
-            b.spawn_dfs().join().unique_state_count()
-        };
-        let secs = t.elapsed().as_secs_f64();
-        outln!(
-            "{name} ({threads} threads): {unique} unique states, {secs:.2} s, {:.0} unique states/s",
-            unique as f64 / secs
-        );
+    for bfs in [true, false] {
+        compare_one(model, threads, bfs);
     }
+}
+
+/// stateright's BFS (`bfs`) or DFS checker on `model`, timed.
+fn compare_one(model: &TwoPhase, threads: usize, bfs: bool) {
+    let name = if bfs {
+        "stateright BfsChecker"
+    } else {
+        "stateright DfsChecker"
+    };
+    let t = Instant::now();
+    let b = model.clone().checker().threads(threads);
+    let unique = if bfs {
+        b.spawn_bfs().join().unique_state_count()
+    } else {
+        b.spawn_dfs().join().unique_state_count()
+    };
+    let secs = t.elapsed().as_secs_f64();
+    outln!(
+        "{name} ({threads} threads): {unique} unique states, {secs:.2} s, {:.0} unique states/s",
+        unique as f64 / secs
+    );
 }
 
 trait ClusterKind {
