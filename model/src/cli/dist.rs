@@ -254,7 +254,7 @@ fn report(
         if mean > 0.0 { max / mean } else { 1.0 }
     );
     outln!(
-        "routed by this process: {} bytes of keys and answers ({:.1} per generated state)",
+        "routed to owners: {} bytes over {workers} workers ({:.1} per generated state: key, path, encoded state; to itself included)",
         r.bytes_routed,
         r.bytes_routed as f64 / r.generated.max(1) as f64
     );

@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 const MAGIC: &[u8; 7] = b"CKPTDST";
 
 /// The manifest format's version, the byte after [`MAGIC`] (1: frontier as
-/// paths only; 2: the state encoding's name, and each frontier state's
-/// encoding beside its path).
+/// paths only; 2: the bytes routed, the state encoding's name, and each
+/// frontier state's encoding beside its path).
 const VERSION: u8 = b'2';
 
 /// A checkpoint that cannot be used: unreadable, damaged, or of another run.
@@ -70,6 +70,8 @@ pub struct Manifest {
     /// The `sometimes` properties discovered so far, over all workers (bit
     /// `k` for the model's `k`-th property).
     pub discovered: u64,
+    /// Bytes of records this worker routed so far.
+    pub routed: u64,
     /// The name and version of the encoding the frontier's states are in
     /// (the run's `Codec`; empty: none, the paths are replayed).
     pub codec: String,
@@ -99,6 +101,7 @@ fn encode(m: &Manifest) -> Vec<u8> {
         m.generated,
         m.judged,
         m.discovered,
+        m.routed,
     ] {
         out.extend_from_slice(&v.to_le_bytes());
     }
@@ -162,8 +165,8 @@ fn decode(bytes: &[u8]) -> Result<Manifest, Refusal> {
 
 fn decode_body(body: &[u8]) -> Option<Manifest> {
     let mut c = Cursor(body);
-    let [peers, worker, round, visited_len, generated, judged, discovered] =
-        [(); 7].map(|()| c.u64());
+    let [peers, worker, round, visited_len, generated, judged, discovered, routed] =
+        [(); 8].map(|()| c.u64());
     let config_len = usize::try_from(c.u64()?).ok()?;
     let config = String::from_utf8(c.take(config_len)?.to_vec()).ok()?;
     let codec_len = usize::try_from(c.u64()?).ok()?;
@@ -185,6 +188,7 @@ fn decode_body(body: &[u8]) -> Option<Manifest> {
         generated: generated?,
         judged: judged?,
         discovered: discovered?,
+        routed: routed?,
         codec,
         frontier,
     })
@@ -326,6 +330,7 @@ mod tests {
             generated: 7,
             judged: 5,
             discovered: 0b10,
+            routed: 1234,
             codec: "test/1".into(),
             frontier: vec![(vec![0, 3, 1], vec![7, 8]), (vec![0], Vec::new())],
         }
