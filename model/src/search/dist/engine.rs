@@ -27,9 +27,10 @@
 //!
 //! **Paths.** A state travels with its path (an initial state's index,
 //! then the index of each action among its state's actions); a counterexample
-//! is that path. A checkpoint stores the frontier as paths and, with a
-//! codec, the states' encodings (decoded on resume; without a codec the
-//! paths are replayed, [`replay`]).
+//! is that path. An owner keeps its frontier as it arrived (paths and, with
+//! a codec, the states' encodings) and decodes a state, or replays its
+//! path without a codec ([`replay`]), when it expands it; a checkpoint
+//! stores the frontier the same way.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
