@@ -91,6 +91,7 @@ pub enum FilesError {
 
 /// One segment of a physical file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 struct Segment {
     handle: StateHandle,
     /// Discarded (its reference released).
@@ -99,6 +100,7 @@ struct Segment {
 
 /// One physical file that exists.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 struct FileEntry {
     file: PhysicalFile,
     /// Segments in the order written.
@@ -114,6 +116,7 @@ struct FileEntry {
 /// segments and counts, and the next file's number. Bounded by the files
 /// that exist.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 pub struct FilesState {
     config: FilesConfig,
     next: u64,

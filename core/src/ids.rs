@@ -30,6 +30,7 @@ pub const IDS_INLINE: usize = 4;
 
 /// A set of checkpoint ids, ascending, without duplicates.
 #[derive(Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 pub struct IdSet(SmallVec<[CheckpointId; IDS_INLINE]>);
 
 impl Clone for IdSet {
@@ -167,6 +168,7 @@ impl Hash for IdSet {
 /// A map from checkpoint id to `V`, ascending by id. The values are `Copy`
 /// (statuses and flags): a clone is one copy of the entries.
 #[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 pub struct IdMap<V: Copy>(SmallVec<[(CheckpointId, V); IDS_INLINE]>);
 
 impl<V: Copy> Clone for IdMap<V> {

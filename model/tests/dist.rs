@@ -14,7 +14,7 @@ use ckpt_model::search::dist::twophase::{self, TwoPhase};
 use ckpt_model::search::engine::fingerprint;
 use ckpt_model::search::exact::exact_unique_states_reduced;
 use ckpt_model::search::symmetry::orbit_min;
-use ckpt_model::{shortest_violation, ModelConfig, Reduction, SysModel};
+use ckpt_model::{shortest_violation, ModelConfig, Reduction, SysModel, Topology};
 use stateright::{Checker, Model};
 
 fn opts(threads: usize) -> DistOptions {
@@ -29,18 +29,20 @@ fn opts(threads: usize) -> DistOptions {
 
 fn two_phase(rms: usize, o: &DistOptions) -> DistReport {
     let key: Key<TwoPhase> = Arc::new(fingerprint);
-    let codec = Arc::new(Codec {
-        encode: twophase::encode,
-        decode: twophase::decode,
-    });
-    search(Arc::new(TwoPhase { rms }), key, Some(codec), o).unwrap()
+    search(
+        Arc::new(TwoPhase { rms }),
+        key,
+        Some(Arc::new(twophase::codec())),
+        o,
+    )
+    .unwrap()
 }
 
 fn ckpt(cfg: &ModelConfig, o: &DistOptions) -> Result<DistReport, String> {
     let mut model = SysModel::new(cfg.clone());
     model.reduction = Reduction::Ample;
     let key: Key<SysModel> = Arc::new(|s| orbit_min(s, fingerprint));
-    search(Arc::new(model), key, None, o)
+    search(Arc::new(model), key, Some(Arc::new(Codec::world())), o)
 }
 
 #[test]
@@ -79,6 +81,94 @@ fn ckpt_counts_equal_the_exact_search_with_symmetry_and_reduction() {
     }
 }
 
+/// The pinned configurations of `tests/engine.rs` that a debug build
+/// searches in seconds.
+fn pinned() -> Vec<(&'static str, ModelConfig)> {
+    let small = ModelConfig {
+        checkpoints: 1,
+        faults: 0,
+        ..ModelConfig::default()
+    };
+    vec![
+        ("2 tasks, 1 checkpoint", small.clone()),
+        (
+            "3 tasks, join",
+            ModelConfig {
+                tasks: 3,
+                topology: Topology::Join,
+                ..small.clone()
+            },
+        ),
+        (
+            "savepoints",
+            ModelConfig {
+                tasks: 1,
+                savepoints: 1,
+                ..small.clone()
+            },
+        ),
+        (
+            "task failures",
+            ModelConfig {
+                task_failures: 1,
+                ..small.clone()
+            },
+        ),
+        (
+            "coordinator failover",
+            ModelConfig {
+                coordinator_failovers: 1,
+                ..small.clone()
+            },
+        ),
+        (
+            "2 tasks, 1 checkpoint, 1 fault",
+            ModelConfig {
+                checkpoints: 1,
+                ..ModelConfig::default()
+            },
+        ),
+    ]
+}
+
+#[test]
+fn one_two_and_four_workers_count_the_exact_search_on_the_pinned_configurations() {
+    // The two settings whose reachable set does not depend on the order of
+    // the search (so one exact count holds for any number of owners):
+    // reduction without symmetry (an ample set is a function of the state),
+    // and symmetry without reduction (the orbits are what they are).
+    for (name, cfg) in pinned() {
+        for (symmetry, reduction) in [(false, Reduction::Ample), (true, Reduction::Off)] {
+            let exact = exact_unique_states_reduced(&cfg, symmetry, reduction, 10_000_000) as u64;
+            let mut model = SysModel::new(cfg.clone());
+            model.reduction = reduction;
+            let model = Arc::new(model);
+            for threads in [1, 2, 4] {
+                let key: Key<SysModel> = if symmetry {
+                    Arc::new(|s| orbit_min(s, fingerprint))
+                } else {
+                    Arc::new(fingerprint)
+                };
+                let r = search(
+                    Arc::clone(&model),
+                    key,
+                    Some(Arc::new(Codec::world())),
+                    &opts(threads),
+                )
+                .unwrap();
+                let what = format!("{name}, symmetry {symmetry}, {reduction:?}, {threads} workers");
+                assert_eq!(r.unique, exact, "{what}");
+                assert_eq!(
+                    r.shares.iter().map(|s| s.judged).sum::<u64>(),
+                    exact,
+                    "{what}"
+                );
+                assert!(r.violation.is_none(), "{what}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_legacy_bug_is_found_with_a_shortest_counterexample() {
     let cfg = ModelConfig {
@@ -87,11 +177,56 @@ fn a_legacy_bug_is_found_with_a_shortest_counterexample() {
         semantics: Semantics::Legacy(LegacyBug::AbortRemovesResult),
         ..ModelConfig::default()
     };
-    let cx = shortest_violation(&cfg, 1).unwrap();
-    let r = ckpt(&cfg, &opts(2)).unwrap();
-    let (name, path) = r.violation.unwrap();
-    assert_eq!(name, cx.property);
-    assert_eq!(path.len() - 1, cx.actions.len(), "actions on the path");
+    for cfg in [
+        cfg.clone(),
+        ModelConfig {
+            semantics: cfg.semantics,
+            ..ModelConfig::default()
+        },
+    ] {
+        let cx = shortest_violation(&cfg, 1).unwrap();
+        for threads in [1, 2, 4] {
+            let r = ckpt(&cfg, &opts(threads)).unwrap();
+            let (name, path) = r.violation.unwrap();
+            assert_eq!(name, cx.property, "{threads} workers");
+            assert_eq!(
+                path.len() - 1,
+                cx.actions.len(),
+                "actions on the path, {threads} workers"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_stopped_ckpt_run_resumes_from_its_encoded_frontier() {
+    let cfg = ModelConfig {
+        checkpoints: 1,
+        ..ModelConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let whole = ckpt(&cfg, &opts(2)).unwrap();
+    let mut o = opts(2);
+    o.checkpoint_dir = Some(dir.path().to_path_buf());
+    o.stop_after_round = Some(5);
+    let cut = ckpt(&cfg, &o).unwrap();
+    assert!(cut.stopped && cut.unique < whole.unique);
+    o.stop_after_round = None;
+    o.resume = true;
+    // The frontier is stored in the world's encoding: a run without it
+    // (states rebuilt from their paths) is refused, not misread.
+    let key: Key<SysModel> = Arc::new(|s| orbit_min(s, fingerprint));
+    let mut model = SysModel::new(cfg.clone());
+    model.reduction = Reduction::Ample;
+    let refused = search(Arc::new(model), key, None, &o).unwrap_err();
+    assert!(refused.contains("state encoding"), "{refused}");
+    let resumed = ckpt(&cfg, &o).unwrap();
+    assert_eq!(resumed.started_at_round, 6);
+    assert_eq!(
+        (resumed.unique, resumed.generated, resumed.max_depth),
+        (whole.unique, whole.generated, whole.max_depth)
+    );
+    assert!(resumed.violation.is_none());
 }
 
 #[test]
@@ -132,13 +267,15 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ckpt-model"))
 }
 
-/// A free port on loopback, and the one after it free too (the default
-/// addresses are consecutive).
+/// A free port on loopback with the three after it free too (the default
+/// addresses are consecutive, one per process).
 fn free_ports() -> u16 {
     loop {
         let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let p = a.local_addr().unwrap().port();
-        if p < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
+        if p < u16::MAX - 3
+            && (1..4).all(|i| std::net::TcpListener::bind(("127.0.0.1", p + i)).is_ok())
+        {
             return p;
         }
     }
@@ -182,6 +319,39 @@ fn two_processes_on_loopback_count_what_one_does() {
     );
     assert_eq!(unique_of(&out.stdout), 8_832);
     assert!(String::from_utf8_lossy(&out.stdout).contains("w1 "));
+}
+
+#[test]
+fn one_two_and_four_processes_on_loopback_count_the_exact_search() {
+    let cfg = ModelConfig {
+        checkpoints: 1,
+        ..ModelConfig::default()
+    };
+    let exact = exact_unique_states_reduced(&cfg, false, Reduction::Ample, 10_000_000) as u64;
+    for p in [1u16, 2, 4] {
+        let port = free_ports().to_string();
+        let out = bin()
+            .args([
+                "dist",
+                "--checkpoints",
+                "1",
+                "--no-symmetry",
+                "--threads",
+                "1",
+            ])
+            .args(["--local-processes", &p.to_string(), "--port", &port])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{p} processes: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(unique_of(&out.stdout), exact, "{p} processes");
+        assert!(text.contains("verdict: holds"), "{text}");
+        assert!(text.contains(&format!("w{} ", p - 1)), "{text}");
+    }
 }
 
 fn newest_round(dir: &Path) -> Option<u64> {

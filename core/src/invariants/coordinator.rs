@@ -644,6 +644,7 @@ fn check_retention(
 /// completed checkpoint retains) hands over nothing new: the handle must be
 /// retained by the state after the step, and no second debt is recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 pub struct HandleLedger {
     /// Handles still owed (delivered, not discarded since).
     owed: BTreeSet<StateHandle>,

@@ -65,6 +65,7 @@ pub mod names {
 
 /// One checkpoint the store holds.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 pub struct Stored {
     /// Its id.
     pub id: CheckpointId,
@@ -92,6 +93,7 @@ pub enum Deleter {
 /// The store's contents, the state files that exist, and the highest
 /// checkpoint id ever used; see the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 pub struct DurableLedger {
     retained_max: usize,
     store: Vec<Stored>,

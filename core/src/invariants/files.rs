@@ -59,6 +59,7 @@ pub fn check_state(s: &FilesState) -> Result<(), Violation> {
 /// The physical files that exist and the segments written into each; see
 /// the module docs.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 pub struct FileLedger {
     files: BTreeMap<PhysicalFile, Vec<StateHandle>>,
     /// One above the highest file number seen.

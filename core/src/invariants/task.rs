@@ -281,6 +281,7 @@ pub fn check_recovery_capture(
 
 /// What the monitor knows about one created write result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 struct Track {
     settled: bool,
     removed: bool,
@@ -304,6 +305,7 @@ struct Track {
 /// floor or while their async part runs, and each step costs O(its effects
 /// times log of what is remembered).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "codec", derive(serde::Serialize, serde::Deserialize))]
 pub struct TaskMonitor {
     ended: bool,
     last_executed: Option<CheckpointId>,

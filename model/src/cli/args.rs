@@ -439,6 +439,12 @@ pub struct DistArgs {
     /// same model (threads as --threads) and print their figures.
     #[arg(long, requires = "two_phase")]
     pub compare: bool,
+    /// With --two-phase: run only stateright's checker of this kind (`bfs`
+    /// or `dfs`, threads as --threads) instead of the distributed search,
+    /// so that each checker's time and peak memory are its own process's.
+    #[arg(long, value_name = "KIND", requires = "two_phase", conflicts_with = "compare",
+          value_parser = ["bfs", "dfs"])]
+    pub stateright: Option<String>,
     /// Number of processes of the run (each started with its --process).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub processes: u16,

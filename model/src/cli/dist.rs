@@ -81,12 +81,17 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             let model = TwoPhase {
                 rms: usize::from(n),
             };
+            if let Some(kind) = &args.stateright {
+                compare_one(&model, threads, kind == "bfs");
+                outln!(
+                    "peak memory: {}",
+                    peak_rss_mb().map_or_else(|| "?".into(), |m| format!("{m:.0} MiB"))
+                );
+                return ExitStatus::Ok;
+            }
             opts.config = format!("two-phase {n}");
             let key: Key<TwoPhase> = Arc::new(fingerprint);
-            let codec = Arc::new(Codec {
-                encode: twophase::encode,
-                decode: twophase::decode,
-            });
+            let codec = Arc::new(twophase::codec());
             let status = report(
                 &opts,
                 process,
@@ -121,9 +126,13 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             };
             let model = Arc::new(model);
             let m = Arc::clone(&model);
-            report(&opts, process, search(model, key, None, &opts), move |p| {
-                actions(&m, p)
-            })
+            let codec = Arc::new(Codec::world());
+            report(
+                &opts,
+                process,
+                search(model, key, Some(codec), &opts),
+                move |p| actions(&m, p),
+            )
         }
     };
     for mut c in children {
@@ -245,7 +254,7 @@ fn report(
         if mean > 0.0 { max / mean } else { 1.0 }
     );
     outln!(
-        "routed by this process: {} bytes of keys and answers ({:.1} per generated state)",
+        "routed to owners: {} bytes over {workers} workers ({:.1} per generated state: key, path, encoded state; to itself included)",
         r.bytes_routed,
         r.bytes_routed as f64 / r.generated.max(1) as f64
     );
@@ -272,23 +281,30 @@ fn status_of(r: &DistReport) -> ExitStatus {
 
 /// stateright's own checkers on the same two-phase model, timed here.
 fn compare(model: &TwoPhase, threads: usize) {
-    for (name, bfs) in [
-        ("stateright BfsChecker", true),
-        ("stateright DfsChecker", false),
-    ] {
-        let t = Instant::now();
-        let b = model.clone().checker().threads(threads);
-        let unique = if bfs {
-            b.spawn_bfs().join().unique_state_count()
-        } else {
-            b.spawn_dfs().join().unique_state_count()
-        };
-        let secs = t.elapsed().as_secs_f64();
-        outln!(
-            "{name} ({threads} threads): {unique} unique states, {secs:.2} s, {:.0} unique states/s",
-            unique as f64 / secs
-        );
+    for bfs in [true, false] {
+        compare_one(model, threads, bfs);
     }
+}
+
+/// stateright's BFS (`bfs`) or DFS checker on `model`, timed.
+fn compare_one(model: &TwoPhase, threads: usize, bfs: bool) {
+    let name = if bfs {
+        "stateright BfsChecker"
+    } else {
+        "stateright DfsChecker"
+    };
+    let t = Instant::now();
+    let b = model.clone().checker().threads(threads);
+    let unique = if bfs {
+        b.spawn_bfs().join().unique_state_count()
+    } else {
+        b.spawn_dfs().join().unique_state_count()
+    };
+    let secs = t.elapsed().as_secs_f64();
+    outln!(
+        "{name} ({threads} threads): {unique} unique states, {secs:.2} s, {:.0} unique states/s",
+        unique as f64 / secs
+    );
 }
 
 trait ClusterKind {

@@ -20,6 +20,8 @@
 //!   that happens; every effect is carried out in one place (`sim/route.rs`:
 //!   the effects name where they go, see [`ckpt_core::route`]); every event goes through
 //!   [`ckpt_core::invariants::checked`] (the one checked step per machine).
+//! * [`codec`]: a world's compact, versioned encoding (what the distributed
+//!   search ships between workers and checkpoints).
 //!
 //! ## Semantics (stated once; `model/README.md` points here)
 //!
@@ -83,6 +85,7 @@
 //! [`CoordinatorState`]: ckpt_core::coordinator::CoordinatorState
 //! [`TaskState`]: ckpt_core::task::TaskState
 
+pub mod codec;
 mod config;
 pub mod coverage;
 mod por;

@@ -4,6 +4,8 @@ use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
 
+use serde::{Deserialize, Serialize};
+
 use ckpt_core::coordinator::{CoordinatorEvent, IoAnswer, IoRequest};
 use ckpt_core::coordinator::{CoordinatorState, RequestId};
 use ckpt_core::files::FilesState;
@@ -18,7 +20,7 @@ use ckpt_core::{AttemptNo, CheckpointId, Generation, Millis, StateHandle, TaskId
 
 /// A mail in a task's mailbox (FIFO, run by the task thread, never
 /// withdrawn): an RPC from the coordinator or a checkpoint mail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Mail {
     /// RPC: trigger (source tasks).
     Trigger(CheckpointId),
@@ -60,7 +62,7 @@ impl Mail {
 /// delivery: the host finds no such execution), or the attempt that sent an
 /// ack / decline (delivered to the coordinator whatever the task's attempt
 /// is now, for it to judge). Derived order = the multiset's order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Msg {
     /// Coordinator -> task: an RPC that becomes a mail.
     ToTask {
@@ -171,7 +173,7 @@ impl Msg {
 /// it answers by (the checkpoint, or the request of an id allocation); the
 /// rest of the request (a finalize's handles, kind and time) it reads from
 /// the coordinator that asked when it carries the request out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Io {
     /// `IoRequest::AllocateId`.
     Allocate(RequestId),
@@ -228,7 +230,7 @@ impl Io {
 }
 
 /// One input channel of a task.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Channel {
     /// The upstream task.
     pub from: TaskId,
@@ -241,9 +243,10 @@ pub struct Channel {
 }
 
 /// One task with what surrounds it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TaskSide {
     /// The real task state.
+    #[serde(with = "super::codec::wire::task")]
     pub st: TaskState,
     /// FIFO mailbox.
     pub mailbox: Vec<Mail>,
@@ -472,6 +475,20 @@ impl<T: Hash> Hash for Sealed<T> {
     }
 }
 
+/// A part encodes as its value alone: the cached hash and images are
+/// derived again where it is decoded ([`Sealed::new`] seals it).
+impl<T: Serialize> Serialize for Sealed<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.inner.value.serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de> + Hash + Clone> Deserialize<'de> for Sealed<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Sealed<T>, D::Error> {
+        T::deserialize(d).map(Sealed::new)
+    }
+}
+
 impl<T: std::fmt::Debug> std::fmt::Debug for Sealed<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.inner.value.fmt(f)
@@ -480,7 +497,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Sealed<T> {
 
 /// What each budget of the run has used (every action that could repeat
 /// forever consumes one, so every run is finite).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Used {
     /// Periodic firings.
     pub triggers: u8,
@@ -546,7 +563,7 @@ impl Hash for Used {
 }
 
 /// History bits the `sometimes` witnesses read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct History {
     /// Lowest aborted checkpoint id, until a later one completes.
     pub abort_seen: Option<CheckpointId>,
@@ -646,7 +663,7 @@ impl World {
 
 /// What the host keeps on durable storage: it survives a coordinator's
 /// death.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Durable {
     /// The store, the state files, the ids used, and the checks on them.
     pub ledger: DurableLedger,
@@ -668,7 +685,7 @@ pub struct Durable {
 
 /// The physical files of `shared_files`: the host's file-merging manager
 /// (`ckpt_core::files`) and the file ledger that checks what it deletes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SharedFiles {
     /// The manager (one for the job's tasks: one task manager).
     pub manager: FilesState,
@@ -678,7 +695,7 @@ pub struct SharedFiles {
 
 /// The in-doubt hand-over (`ResolveInDoubt`) the host keeps until the
 /// outstanding operation answers.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct InDoubt {
     /// The checkpoint.
     pub checkpoint: CheckpointId,
@@ -695,9 +712,10 @@ pub struct InDoubt {
 /// redeployed under a new attempt) and its job commands are void; what it
 /// writes to the store, the id counter and the state files lands unless
 /// its older generation is refused.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Zombie {
     /// The deposed coordinator.
+    #[serde(with = "super::codec::wire::coordinator")]
     pub coord: Sealed<CoordinatorState>,
     /// Its handle ledger.
     pub ledger: Sealed<HandleLedger>,
@@ -707,11 +725,12 @@ pub struct Zombie {
 
 /// The world's state. `Hash` is derived over fields whose own `Hash` writes
 /// lengths (std `Vec`, and the core states' hand-written ones).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct World {
     /// The world's clock (what every event is delivered at).
     pub now: Millis,
     /// The real coordinator.
+    #[serde(with = "super::codec::wire::coordinator")]
     pub coord: Sealed<CoordinatorState>,
     /// Tasks by id (each shared copy-on-write between states, its hash
     /// cached: [`SharedSide`]).
@@ -743,6 +762,7 @@ pub struct World {
     /// The job ended on this stop-with-savepoint (until it starts again).
     pub stopped_with: Option<CheckpointId>,
     /// The first invariant violation (the state is then terminal).
+    #[serde(with = "violation_codec")]
     pub violation: Option<Violation>,
     /// Constant: the network is per-link FIFO (kept here so the symmetry
     /// representative, a plain function of the state, can rebuild it).
@@ -825,5 +845,43 @@ impl std::fmt::Display for Io {
             Io::Finalize(c) => write!(f, "finalize {c}"),
             Io::Store(c) => write!(f, "store {c}"),
         }
+    }
+}
+
+/// A [`Violation`] in the world's encoding: the invariant's name and the
+/// detail as text. The name is a `&'static str` in the core; decoding
+/// looks it up among the names already decoded and leaks it once when new
+/// (at most one string per invariant of the core, a few dozen).
+mod violation_codec {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, PoisonError};
+
+    use ckpt_core::invariants::Violation;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+
+    fn intern(name: &str) -> &'static str {
+        let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
+        let names = names.get_or_insert_with(HashSet::new);
+        if let Some(n) = names.get(name) {
+            return n;
+        }
+        let n: &'static str = Box::leak(name.to_owned().into_boxed_str());
+        names.insert(n);
+        n
+    }
+
+    pub(super) fn serialize<S: Serializer>(v: &Option<Violation>, s: S) -> Result<S::Ok, S::Error> {
+        v.as_ref()
+            .map(|v| (v.invariant, v.detail.as_str()))
+            .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Violation>, D::Error> {
+        let v: Option<(String, String)> = Option::deserialize(d)?;
+        Ok(v.map(|(name, detail)| Violation::new(intern(&name), detail)))
     }
 }

@@ -13,10 +13,11 @@
 //!   directory is synced after it): the run's configuration as text, the
 //!   worker count, how many fingerprints of the visited file are its
 //!   (`visited_len`: later ones, appended by a round whose manifest never
-//!   landed, are cut off on resume), the worker's counters, and its frontier
-//!   as paths (action indices from an initial state: states are rebuilt by
-//!   replaying them, so no state needs an encoding of its own). A CRC-32
-//!   of the content closes the file. The two newest manifests are kept: a
+//!   landed, are cut off on resume), the worker's counters, the name of the
+//!   state encoding the run ships states in (empty without one), and its
+//!   frontier: each state's path (action indices from an initial state) and
+//!   its encoding (empty without one: the state is then rebuilt by replaying
+//!   the path). A CRC-32 of the content closes the file. The two newest manifests are kept: a
 //!   crash can land between two workers' commits of one round, and the
 //!   run then resumes from the newest round every worker committed.
 
@@ -24,8 +25,13 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-/// The first bytes of a manifest (and its format's version).
-const MAGIC: &[u8; 8] = b"CKPTDST1";
+/// The first bytes of a manifest, before its format's version.
+const MAGIC: &[u8; 7] = b"CKPTDST";
+
+/// The manifest format's version, the byte after [`MAGIC`] (1: frontier as
+/// paths only; 2: the bytes routed, the state encoding's name, and each
+/// frontier state's encoding beside its path).
+const VERSION: u8 = b'2';
 
 /// A checkpoint that cannot be used: unreadable, damaged, or of another run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,9 +70,15 @@ pub struct Manifest {
     /// The `sometimes` properties discovered so far, over all workers (bit
     /// `k` for the model's `k`-th property).
     pub discovered: u64,
-    /// The worker's next frontier, as paths: an initial state's index, then
-    /// the index of each action taken among the state's actions.
-    pub frontier: Vec<Vec<u32>>,
+    /// Bytes of records this worker routed so far.
+    pub routed: u64,
+    /// The name and version of the encoding the frontier's states are in
+    /// (the run's `Codec`; empty: none, the paths are replayed).
+    pub codec: String,
+    /// The worker's next frontier: each state's path (an initial state's
+    /// index, then the index of each action taken among the state's
+    /// actions) and its encoding (empty without a codec).
+    pub frontier: Vec<(Vec<u32>, Vec<u8>)>,
 }
 
 fn manifest_path(dir: &Path, worker: u64, round: u64) -> PathBuf {
@@ -80,6 +92,7 @@ fn visited_path(dir: &Path, worker: u64) -> PathBuf {
 fn encode(m: &Manifest) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
+    out.push(VERSION);
     for v in [
         m.peers,
         m.worker,
@@ -88,17 +101,22 @@ fn encode(m: &Manifest) -> Vec<u8> {
         m.generated,
         m.judged,
         m.discovered,
+        m.routed,
     ] {
         out.extend_from_slice(&v.to_le_bytes());
     }
     out.extend_from_slice(&(m.config.len() as u64).to_le_bytes());
     out.extend_from_slice(m.config.as_bytes());
+    out.extend_from_slice(&(m.codec.len() as u64).to_le_bytes());
+    out.extend_from_slice(m.codec.as_bytes());
     out.extend_from_slice(&(m.frontier.len() as u64).to_le_bytes());
-    for path in &m.frontier {
+    for (path, state) in &m.frontier {
         out.extend_from_slice(&(path.len() as u32).to_le_bytes());
         for step in path {
             out.extend_from_slice(&step.to_le_bytes());
         }
+        out.extend_from_slice(&(state.len() as u32).to_le_bytes());
+        out.extend_from_slice(state);
     }
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -122,21 +140,44 @@ impl Cursor<'_> {
     }
 }
 
-fn decode(bytes: &[u8]) -> Option<Manifest> {
-    let (body, crc) = bytes.split_at_checked(bytes.len().checked_sub(4)?)?;
-    if crc32fast::hash(body).to_le_bytes() != crc || body.get(..8)? != MAGIC {
-        return None;
+/// Why a manifest's bytes are refused.
+enum Refusal {
+    /// Not a manifest, cut short, or its checksum does not match.
+    Damaged,
+    /// A manifest of another format version (the byte after the magic).
+    Version(u8),
+}
+
+fn decode(bytes: &[u8]) -> Result<Manifest, Refusal> {
+    let (body, crc) = bytes
+        .split_at_checked(bytes.len().checked_sub(4).ok_or(Refusal::Damaged)?)
+        .ok_or(Refusal::Damaged)?;
+    if crc32fast::hash(body).to_le_bytes() != crc || body.get(..7) != Some(MAGIC) {
+        return Err(Refusal::Damaged);
     }
-    let mut c = Cursor(&body[8..]);
-    let [peers, worker, round, visited_len, generated, judged, discovered] =
-        [(); 7].map(|()| c.u64());
+    match body.get(7) {
+        Some(&VERSION) => {}
+        Some(&v) => return Err(Refusal::Version(v)),
+        None => return Err(Refusal::Damaged),
+    }
+    decode_body(&body[8..]).ok_or(Refusal::Damaged)
+}
+
+fn decode_body(body: &[u8]) -> Option<Manifest> {
+    let mut c = Cursor(body);
+    let [peers, worker, round, visited_len, generated, judged, discovered, routed] =
+        [(); 8].map(|()| c.u64());
     let config_len = usize::try_from(c.u64()?).ok()?;
     let config = String::from_utf8(c.take(config_len)?.to_vec()).ok()?;
+    let codec_len = usize::try_from(c.u64()?).ok()?;
+    let codec = String::from_utf8(c.take(codec_len)?.to_vec()).ok()?;
     let n = c.u64()?;
     let mut frontier = Vec::new();
     for _ in 0..n {
         let len = c.u32()?;
-        frontier.push((0..len).map(|_| c.u32()).collect::<Option<Vec<u32>>>()?);
+        let path = (0..len).map(|_| c.u32()).collect::<Option<Vec<u32>>>()?;
+        let state_len = usize::try_from(c.u32()?).ok()?;
+        frontier.push((path, c.take(state_len)?.to_vec()));
     }
     c.0.is_empty().then_some(Manifest {
         config,
@@ -147,6 +188,8 @@ fn decode(bytes: &[u8]) -> Option<Manifest> {
         generated: generated?,
         judged: judged?,
         discovered: discovered?,
+        routed: routed?,
+        codec,
         frontier,
     })
 }
@@ -226,11 +269,19 @@ pub fn latest_common_round(dir: &Path, peers: u64) -> Result<Option<u64>, Checkp
 pub fn load(dir: &Path, worker: u64, round: u64) -> Result<(Manifest, Vec<u64>), CheckpointError> {
     let path = manifest_path(dir, worker, round);
     let bytes = fs::read(&path).map_err(|e| io_err("cannot read", &path, &e))?;
-    let m = decode(&bytes).ok_or_else(|| {
-        CheckpointError(format!(
-            "{}: damaged checkpoint (bad format or checksum)",
-            path.display()
-        ))
+    let m = decode(&bytes).map_err(|r| {
+        CheckpointError(match r {
+            Refusal::Damaged => format!(
+                "{}: damaged checkpoint (bad format or checksum)",
+                path.display()
+            ),
+            Refusal::Version(v) => format!(
+                "{}: a checkpoint of format version {}, this build reads version {}",
+                path.display(),
+                char::from(v),
+                char::from(VERSION)
+            ),
+        })
     })?;
     if m.worker != worker || m.round != round {
         return Err(CheckpointError(format!(
@@ -279,7 +330,9 @@ mod tests {
             generated: 7,
             judged: 5,
             discovered: 0b10,
-            frontier: vec![vec![0, 3, 1], vec![0]],
+            routed: 1234,
+            codec: "test/1".into(),
+            frontier: vec![(vec![0, 3, 1], vec![7, 8]), (vec![0], Vec::new())],
         }
     }
 
@@ -306,5 +359,16 @@ mod tests {
         bytes[20] ^= 1;
         std::fs::write(&p, bytes).unwrap();
         assert!(load(d, 1, 0).unwrap_err().0.contains("damaged"));
+        // A manifest of format version 1 (its checksum right): refused as
+        // such, not misread.
+        let p = d.join("worker-0.round-0");
+        let mut bytes = std::fs::read(&p).unwrap();
+        bytes.truncate(bytes.len() - 4);
+        bytes[7] = b'1';
+        let crc = crc32fast::hash(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        std::fs::write(&p, bytes).unwrap();
+        let e = load(d, 0, 0).unwrap_err().0;
+        assert!(e.contains("format version 1"), "{e}");
     }
 }

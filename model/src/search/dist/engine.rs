@@ -10,10 +10,10 @@
 //! expanded exactly once over all workers (the sum of the owners' visited
 //! sets is the single run's unique count) and the work is spread as the
 //! keys are. The payload is the state in the model's [`Codec`], if it has
-//! one (two-phase commit's is 2-3 bytes); without one it is empty and the
-//! owner rebuilds the state by replaying its path from the initial state,
-//! which costs a step per level for each new state (ckpt's world has no
-//! encoding of its own).
+//! one (two-phase commit's is `n + 1` bytes, ckpt's world
+//! [`crate::world::codec`]); without one it is empty and the owner rebuilds
+//! the state by replaying its path from the initial state, which costs a
+//! step per level for each new state.
 //!
 //! **Rounds.** Round `r` (the timely timestamp) judges the states of depth
 //! `r` every worker holds (`always` and `sometimes` properties, stateright's
@@ -27,8 +27,10 @@
 //!
 //! **Paths.** A state travels with its path (an initial state's index,
 //! then the index of each action among its state's actions); a counterexample
-//! is that path, and a checkpoint stores the frontier as paths, rebuilt on
-//! resume by replaying them ([`replay`]).
+//! is that path. An owner keeps its frontier as it arrived (paths and, with
+//! a codec, the states' encodings) and decodes a state, or replays its
+//! path without a codec ([`replay`]), when it expands it; a checkpoint
+//! stores the frontier the same way.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -98,6 +100,10 @@ pub struct WorkerShare {
     pub owned: u64,
     /// States it judged and expanded (took from its frontier).
     pub judged: u64,
+    /// Bytes of the records it routed to owners (itself included): per
+    /// record the key (8), the path (4 a step) and the state's encoding;
+    /// timely's headers and the length prefixes not.
+    pub routed: u64,
     /// Successors it generated (initial states included).
     pub generated: u64,
 }
@@ -120,8 +126,10 @@ pub struct DistReport {
     pub discovered: Vec<String>,
     /// The `sometimes` properties without one.
     pub undiscovered: Vec<String>,
-    /// Bytes of keys and answers routed between workers (payload only,
-    /// keys a worker owns itself included; timely's headers not).
+    /// Bytes of the records routed to owners over all workers (the sum of
+    /// [`WorkerShare::routed`]: records a worker owns itself included; with
+    /// `w` workers spread evenly, about `(w - 1) / w` of them leave their
+    /// worker).
     pub bytes_routed: u64,
     /// The run returned at `stop_after_round` without finishing.
     pub stopped: bool,
@@ -153,11 +161,28 @@ type Visited = HashSet<u64, BuildHasherDefault<Identity>>;
 
 /// How a model's states travel between workers: `encode` appends a state's
 /// bytes, `decode` reads them back (`None` for bytes it did not write).
+/// A decoded state must be equal to the encoded one and have the same key.
 pub struct Codec<S> {
+    /// The encoding's name and version, stored in checkpoints: a resume
+    /// with another encoding is refused.
+    pub name: &'static str,
     /// Appends the state's encoding.
     pub encode: fn(&S, &mut Vec<u8>),
     /// The state the bytes encode.
     pub decode: fn(&[u8]) -> Option<S>,
+}
+
+impl Codec<crate::world::World> {
+    /// ckpt's world in its compact, versioned encoding
+    /// ([`crate::world::codec`]).
+    #[must_use]
+    pub fn world() -> Codec<crate::world::World> {
+        Codec {
+            name: crate::world::codec::NAME,
+            encode: crate::world::codec::encode,
+            decode: crate::world::codec::decode,
+        }
+    }
 }
 
 /// A successor on its way to its owner: key, path, payload.
@@ -242,6 +267,9 @@ where
     first.unwrap_or_else(|| Err("no worker ran".into()))
 }
 
+/// How many states a worker expands between two steps of its dataflow.
+const STEP_EVERY: usize = 1024;
+
 /// Records of one kind, by the round (timely timestamp) they belong to.
 type ByRound<T> = BTreeMap<u64, Vec<T>>;
 /// A state arriving at its owner: its path of action indices from an
@@ -320,7 +348,10 @@ fn run_worker<M: Model>(
     let mut judged = 0u64;
     let mut discovered = 0u64;
     let mut bytes_routed = 0u64;
-    let mut frontier: Vec<(M::State, Vec<u32>)> = Vec::new();
+    // Kept as it arrived (path, encoding) and decoded (or replayed) only
+    // when expanded: an encoding is a few hundred bytes, a decoded world
+    // several kilobytes.
+    let mut frontier: Vec<Arrival> = Vec::new();
     let mut payload = Vec::new();
     if opts.resume {
         let dir = opts
@@ -336,29 +367,28 @@ fn run_worker<M: Model>(
                 )
             })?;
         let (m, fps) = checkpoint::load(dir, index, last).map_err(|e| e.to_string())?;
-        if m.config != opts.config || m.peers != peers {
+        let encoding = codec.map_or("", |c| c.name);
+        if m.config != opts.config || m.peers != peers || m.codec != encoding {
             return Err(format!(
-                "{}: a checkpoint of another run ({} workers, configuration {:?}; this run: {peers}, {:?})",
+                "{}: a checkpoint of another run ({} workers, configuration {:?}, state encoding {:?}; this run: {peers}, {:?}, {encoding:?})",
                 dir.display(),
                 m.peers,
                 m.config,
+                m.codec,
                 opts.config
             ));
         }
         visited.borrow_mut().extend(fps);
-        for path in &m.frontier {
-            let state = replay(&**model, path)
-                .and_then(|s| s.into_iter().last())
-                .ok_or("a checkpointed path does not fit the model")?;
-            frontier.push((state, path.clone()));
-        }
-        (generated, judged, discovered, round) = (m.generated, m.judged, m.discovered, m.round + 1);
+        frontier = m.frontier;
+        (generated, judged, discovered, round, bytes_routed) =
+            (m.generated, m.judged, m.discovered, m.round + 1, m.routed);
     } else if index == 0 {
         for (i, s) in model.init_states().into_iter().enumerate() {
             payload.clear();
             if let Some(c) = codec {
                 (c.encode)(&s, &mut payload);
             }
+            bytes_routed += 12 + payload.len() as u64;
             keys_in.send((key(&s), vec![i as u32], payload.clone()));
             generated += 1;
         }
@@ -374,7 +404,18 @@ fn run_worker<M: Model>(
         // Judge and expand this worker's states of depth `round`.
         let mut violation = None;
         let mut generated_now = 0u64;
-        for (s, path) in frontier.drain(..) {
+        for (n, (path, bytes)) in frontier.drain(..).enumerate() {
+            // Let timely move what was sent so far (and the owners drop
+            // what they have seen) instead of buffering a whole level's
+            // successors until the round's end.
+            if n % STEP_EVERY == STEP_EVERY - 1 {
+                worker.step();
+            }
+            let s = match codec {
+                Some(c) => (c.decode)(&bytes),
+                None => replay(&**model, &path).and_then(|s| s.into_iter().last()),
+            }
+            .ok_or("a shipped state does not decode or its path does not replay")?;
             judged += 1;
             for (k, p) in props.iter().enumerate() {
                 let holds = (p.condition)(model, &s);
@@ -423,6 +464,7 @@ fn run_worker<M: Model>(
             owned,
             judged,
             generated,
+            routed: bytes_routed,
         };
         stats_in.send(Stat {
             share,
@@ -435,16 +477,8 @@ fn run_worker<M: Model>(
         worker.step_while(|| probe.less_than(keys_in.time()));
 
         let round_stats: Vec<Stat> = stats.borrow_mut().remove(&round).unwrap_or_default();
-        let now = arrived.borrow_mut().remove(&round).unwrap_or_default();
+        frontier = arrived.borrow_mut().remove(&round).unwrap_or_default();
         owned += new_owned.borrow().get(&round).map_or(0, Vec::len) as u64;
-        for (path, bytes) in now {
-            let state = match codec {
-                Some(c) => (c.decode)(&bytes),
-                None => replay(&**model, &path).and_then(|s| s.into_iter().last()),
-            }
-            .ok_or("a shipped state does not decode or replay")?;
-            frontier.push((state, path));
-        }
         for st in &round_stats {
             discovered |= st.discovered;
         }
@@ -457,15 +491,25 @@ fn run_worker<M: Model>(
             if !done {
                 commit(
                     opts,
+                    codec,
                     owned,
                     &new_owned,
                     &frontier,
-                    [index, peers, round, generated, judged, discovered],
+                    [
+                        index,
+                        peers,
+                        round,
+                        generated,
+                        judged,
+                        discovered,
+                        bytes_routed,
+                    ],
                 )?;
             }
             let mut shares: Vec<WorkerShare> =
                 round_stats.iter().map(|s| s.share.clone()).collect();
             shares.sort_by_key(|s| s.worker);
+            let routed_total = shares.iter().map(|s| s.routed).sum();
             let name = |k: usize| props[k].name.to_string();
             let sometimes =
                 (0..props.len()).filter(|&k| props[k].expectation == Expectation::Sometimes);
@@ -484,7 +528,7 @@ fn run_worker<M: Model>(
                     .filter(|k| discovered >> k & 1 == 0)
                     .map(name)
                     .collect(),
-                bytes_routed,
+                bytes_routed: routed_total,
                 stopped: !done,
                 started_at_round,
                 elapsed: started.elapsed(),
@@ -492,22 +536,33 @@ fn run_worker<M: Model>(
         }
         commit(
             opts,
+            codec,
             owned,
             &new_owned,
             &frontier,
-            [index, peers, round, generated, judged, discovered],
+            [
+                index,
+                peers,
+                round,
+                generated,
+                judged,
+                discovered,
+                bytes_routed,
+            ],
         )?;
         round += 1;
     }
 }
 
-/// Commits this worker's checkpoint of `round` if the run keeps them.
+/// Commits this worker's checkpoint of `round` if the run keeps them (the
+/// frontier's states in `codec` if there is one, as they arrived).
 fn commit<S>(
     opts: &DistOptions,
+    codec: Option<&Codec<S>>,
     owned: u64,
     new_owned: &Rc<RefCell<BTreeMap<u64, Vec<u64>>>>,
-    frontier: &[(S, Vec<u32>)],
-    [worker, peers, round, generated, judged, discovered]: [u64; 6],
+    frontier: &[Arrival],
+    [worker, peers, round, generated, judged, discovered, routed]: [u64; 7],
 ) -> Result<(), String> {
     // The keys of rounds through `round`; later ones arrived early.
     let later = new_owned.borrow_mut().split_off(&(round + 1));
@@ -524,7 +579,9 @@ fn commit<S>(
         generated,
         judged,
         discovered,
-        frontier: frontier.iter().map(|(_, p)| p.clone()).collect(),
+        routed,
+        codec: codec.map_or("", |c| c.name).to_string(),
+        frontier: frontier.to_vec(),
     };
     let keys: Vec<u64> = through.into_values().flatten().collect();
     checkpoint::commit(dir, &m, &keys).map_err(|e| e.to_string())

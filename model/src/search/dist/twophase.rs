@@ -10,6 +10,8 @@ use std::collections::BTreeSet;
 
 use stateright::{Model, Property};
 
+use crate::search::dist::engine::Codec;
+
 /// The system: `n` resource managers and one transaction manager.
 #[derive(Clone, Debug)]
 pub struct TwoPhase {
@@ -157,6 +159,17 @@ impl Model for TwoPhase {
                 !(s.rm.contains(&Rm::Aborted) && s.rm.contains(&Rm::Committed))
             }),
         ]
+    }
+}
+
+/// Two-phase commit's [`Codec`] for the distributed search: [`encode`] and
+/// [`decode`].
+#[must_use]
+pub fn codec() -> Codec<TwoPhaseState> {
+    Codec {
+        name: "two-phase/1",
+        encode,
+        decode,
     }
 }
 
