@@ -482,10 +482,9 @@ impl AckTable {
     fn same(&self, other: &AckTable) -> bool {
         match (&self.repr, &other.repr) {
             (Repr::Leaf(a), Repr::Leaf(b)) => Arc::ptr_eq(a, b),
-            (
-                Repr::Log { log: a, version: x },
-                Repr::Log { log: b, version: y },
-            ) => x == y && Arc::ptr_eq(a, b),
+            (Repr::Log { log: a, version: x }, Repr::Log { log: b, version: y }) => {
+                x == y && Arc::ptr_eq(a, b)
+            }
             (Repr::Leaf(_), Repr::Log { log: _, version: _ })
             | (Repr::Log { log: _, version: _ }, Repr::Leaf(_)) => false,
         }
@@ -631,7 +630,10 @@ mod tests {
     #[test]
     fn small_tables_are_a_leaf_large_ones_a_log() {
         for n in [0, 1, LEAF] {
-            assert!(matches!(AckTable::filled(n, AckSlot::Waiting).repr, Repr::Leaf(_)));
+            assert!(matches!(
+                AckTable::filled(n, AckSlot::Waiting).repr,
+                Repr::Leaf(_)
+            ));
             let t: AckTable = std::iter::repeat_n(AckSlot::Waiting, n).collect();
             assert!(matches!(t.repr, Repr::Leaf(_)));
         }

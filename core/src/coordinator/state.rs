@@ -258,9 +258,7 @@ impl PendingMap {
     pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
         let mut v = self.0.to_vec();
         let old = match self.find(&id) {
-            Ok(i) => v
-                .get_mut(i)
-                .map(|(_, old)| std::mem::replace(old, p)),
+            Ok(i) => v.get_mut(i).map(|(_, old)| std::mem::replace(old, p)),
             Err(i) => {
                 v.insert(i.min(v.len()), (id, p));
                 None
