@@ -32,12 +32,14 @@ pub const SIZES: [u32; 4] = [1, 100, 10_000, 100_000];
 pub const CONCURRENCY: [usize; 2] = [1, 4];
 
 /// The pure-retained ack variant acknowledges at most this many slots per
-/// measured iteration: each retained state keeps its own copy of the path to
-/// the changed slot (kilobytes at 100 000 tasks), so acknowledging a whole
-/// epoch of 400 000 slots while keeping every state would need gigabytes.
-/// The slots are a prefix of the scattered order, so they hit every pending
-/// checkpoint; the per-ack cost does not depend on how far into the epoch an
-/// ack is (the tree depth is fixed by the task count).
+/// measured iteration (a prefix of the scattered order, so they hit every
+/// pending checkpoint). The cap dates from the radix-tree ack table, whose
+/// every kept state held its own copy of the path to the changed slot
+/// (kilobytes at 100 000 tasks: a whole epoch of 400 000 kept states would
+/// have needed gigabytes); it is kept so the figures compare with the
+/// rounds before. With the stamped log a kept state holds one copy of the
+/// pending map's slice, and the per-ack cost does not depend on how far
+/// into the epoch an ack is.
 pub const RETAIN_CAP: usize = 2_048;
 
 /// `CKPT_BENCH_QUICK` is set to something other than `0` or empty.

@@ -1,56 +1,84 @@
 //! The ack slots of a pending (or completed) checkpoint: a persistent,
 //! fixed-size table of [`AckSlot`]s.
 //!
-//! A fixed-depth radix tree over `Arc` nodes: leaves hold [`LEAF`] slots,
-//! branches [`FAN`] children, and the depth is chosen from the slot count at
-//! creation (a table never grows or shrinks). Every branch is full: children
-//! past the end point at a shared all-`Waiting` subtree, so a lookup is a
-//! fixed number of array steps with no bounds other than the length check.
+//! Two representations, chosen from the slot count at creation (a table
+//! never grows or shrinks):
 //!
-//! * A leaf stores its slots in 8 bytes each (the handle) plus two bit
-//!   masks (acknowledged; acknowledged with a handle): 528 bytes for 64
-//!   slots where an array of `AckSlot` takes 1 024. A branch knows whether
-//!   its children are leaves or branches, so a child is one 8-byte pointer.
-//!   Keeping an old state copies the nodes on one path: the fewer bytes,
-//!   the fewer cache lines and fresh pages each kept state costs.
-//! * Branches are narrow ([`FAN`] = 4). Copying a branch bumps the reference
-//!   count of every child, each in its own cache line, and those bumps were
-//!   most of the cost of a kept state: at 10 000 slots, four levels of 4
-//!   children (16 bumps; the root held in the table, then three 48-byte
-//!   nodes) beat two levels of 16 (32 bumps) by about 10 % and three of 8
-//!   by about 10 % more, measured with
-//!   `profile pure_retained 10000 N` (`benches/src/bin/profile.rs`);
-//!   64-slot leaves beat 32-slot ones (one level fewer). The in-place ack
-//!   pays a little for the extra levels (about 10 %).
-//! * The `Arc` is `triomphe`'s: no weak count, so the copy-on-write check
-//!   ("is this node shared?") is a load rather than the compare-and-swap of
-//!   `std::sync::Arc::make_mut`. On the in-place path, which checks every
-//!   node on the way down, that was most of an ack's cost.
-//! * `get` walks `depth` branches to a leaf.
-//! * [`AckTable::slot_mut`] walks the same path with `Arc::make_mut`: when
-//!   the table is not shared nothing is copied or allocated (in place stays
-//!   allocation-free); when it is (an old state is kept), only the nodes on
-//!   the path are copied.
-//! * [`AckTable::filled`] shares one uniform subtree per level, so creating
-//!   the table for 100 000 tasks costs a handful of allocations.
-//! * `iter` visits the slots in order, one walk per leaf: O(len).
+//! * **Up to [`LEAF`] slots: one leaf behind an `Arc`**, copied on the
+//!   first write to a shared one (`Arc::make_mut`). A leaf stores its slots
+//!   in 8 bytes each (the handle) plus two bit masks (acknowledged;
+//!   acknowledged with a handle): 528 bytes. The model checker's jobs (a few
+//!   tasks) live here: a kept state costs that one copy.
+//! * **More slots: a stamped log shared by every version.** One allocation
+//!   per table holds, per slot, a 4-byte stamp (0: never written; otherwise
+//!   the version that acknowledged it, and whether it came with a handle)
+//!   beside the 8-byte handle (16 bytes with padding: one cache line per
+//!   ack); each table value is a pointer to it plus its
+//!   own version. A slot reads as acknowledged when its stamp is at most the
+//!   reader's version, so an old version still reads every slot it read
+//!   before. The newest version of a log (its *tip*, recorded in the log)
+//!   acknowledges a slot by writing its stamp and handle in place and
+//!   becoming the next version: no copy and no allocation, whether or not
+//!   older versions are kept. Any other write copies the table into a fresh
+//!   log (O(slots)): a write by a version that is not the tip (a second
+//!   successor of one state, as the model checker or
+//!   [`crate::invariants::checked`]'s `Rigor::Full` make; a dropped
+//!   successor's writes stay in the log, invisible to every version but
+//!   its own), and any write that is not `Waiting` -> `Acked` (which the
+//!   reducer never makes: only the symmetry permutation and tests do).
 //!
-//! What it costs, measured (2026-12-02, `cargo bench -p ckpt-benches --bench
-//! ack -- --warm-up-time 0.5 --measurement-time 2`, one run, figures and
-//! history in `benches/README.md` and `benches/HISTORY.md`): an in-place
-//! ack is 27-29 ns at 10 000 tasks and 36-64 ns at 100 000 (2.3-4.0x the
-//! floor, a `Vec` slot and a bitset); an ack whose old state is kept is
-//! 275-326 ns at 10 000 and 353-385 ns at 100 000 (four and six branch
-//! levels: 6 and 8 allocations per kept state, namely the pending map's
-//! slice, the checkpoint, the branches below the root and the leaf; under
-//! callgrind about half of its instructions are in `malloc`), slower than the Flink-like
-//! hash map at 10 000 (68-95 ns) and level with it at 100 000 (316-413 ns).
-//! At 100 000 tasks the in-place ack's cost is cache misses on the tables
-//! indexed by task or slot, not this tree: the task's roles (now 4 bytes
-//! a task, `config::Roles`) and the attempt expected in its slot.
+//! Every slot of a log is written at most once: the tip at version `v`
+//! reads a slot as `Waiting` only when nothing stamped it (every stamp in
+//! the log is at most `v`), and it stamps `v + 1`. Versions sharing a log
+//! may live on different threads; which one is the tip is decided by one
+//! compare-and-swap on the log's tip (a plain check when the log is not
+//! shared), the loser copies. Stamps and handles are atomics (stores and
+//! loads, `Release`/`Acquire`): a reader of an old version may read a slot
+//! while the tip stamps it, and reads either stamp as "not yet".
+//!
+//! The `Arc` is `triomphe`'s: no weak count, so the copy-on-write check
+//! ("is this shared?") is a load rather than the compare-and-swap of
+//! `std::sync::Arc::make_mut`.
+//!
+//! * `get` is one or two loads.
+//! * [`AckTable::slot_mut`] finds the slot without writing; its `set`
+//!   writes as above.
+//! * [`AckTable::filled`] with `Waiting` is one zeroed allocation (16 bytes
+//!   per slot, 1.6 MB at 100 000 tasks).
+//! * `iter` visits the slots in order: O(len), sequential memory.
+//! * `Eq` and `Hash` are by content (the slot sequence); two tables at the
+//!   same version of the same log compare equal without reading it.
+//!
+//! What each representation costs, measured (2026-12-03, instructions per
+//! ack under callgrind, `profile VARIANT TASKS PENDING 1` from
+//! `benches/src/bin/profile.rs`, bench profile; times in
+//! `benches/README.md`):
+//!
+//! | ack | tasks x pending | radix tree (before) | stamped log |
+//! |---|---|---:|---:|
+//! | in place | 10 000 x 1 | 413 | 348 |
+//! | in place | 100 000 x 1 | 440 | 347 |
+//! | old state kept | 10 000 x 1 | 2 267 | 887 |
+//! | old state kept | 10 000 x 4 | 2 322 | 1 202 |
+//! | old state kept | 100 000 x 1 | 2 780 | 887 |
+//! | old state kept | 100 000 x 4 | 2 834 | 1 202 |
+//!
+//! The tree (64-slot leaves under 4-way branches, path copying) made six
+//! allocations per kept state at 10 000 tasks (the pending map's slice,
+//! the checkpoint, three branches, the leaf: half the instructions were
+//! `malloc`) and eight at 100 000; its in-place ack walked four to six
+//! levels, and 100 000 tasks took 742 k first-level data-cache misses for
+//! 100 000 acks where the log's cells take 353 k. With the log the kept
+//! ack's table costs nothing: what is left is the one copy of the pending
+//! map's slice (`state.rs`) and the reducer's own work, the same at every
+//! task count. The Flink-like baseline (a hash map from 128-bit ids) runs
+//! 723 instructions per ack; it is slower in time at 100 000 tasks because
+//! its maps do not fit in the caches. A small table (the model checker's)
+//! copies its 528-byte leaf per kept state, as before.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use triomphe::Arc;
 
@@ -67,14 +95,8 @@ pub enum AckSlot {
     Acked(Option<StateHandle>),
 }
 
-const LEAF_BITS: u32 = 6;
-/// Slots per leaf (at most 64: a leaf's masks are `u64`).
-pub const LEAF: usize = 1 << LEAF_BITS;
-const FAN_BITS: u32 = 2;
-/// Children per branch.
-pub const FAN: usize = 1 << FAN_BITS;
-const LEAF_MASK: usize = LEAF - 1;
-const FAN_MASK: usize = FAN - 1;
+/// Tables of at most this many slots are one leaf; larger ones a log.
+pub const LEAF: usize = 64;
 // A leaf's masks are one `u64` each.
 const _: () = assert!(LEAF <= 64);
 
@@ -143,124 +165,144 @@ impl Leaf {
     }
 }
 
-/// An inner node: its children are all leaves or all branches (every leaf
-/// is at the same depth), so a child is one pointer.
-#[derive(Clone)]
-enum Branch {
-    Leaves([Arc<Leaf>; FAN]),
-    Branches([Arc<Branch>; FAN]),
+/// A stamp's bit for "acknowledged with a handle".
+const HELD: u32 = 1 << 31;
+/// A stamp's version bits.
+const VERSION: u32 = HELD - 1;
+
+/// One slot of a [`Log`]: its stamp and handle side by side, so that an
+/// ack touches one cache line of the table, not two (16 bytes a slot).
+struct Cell {
+    stamp: AtomicU32,
+    handle: AtomicU64,
 }
 
-impl Branch {
-    /// `depth` branch levels (at least 1) whose every slot is `slot`,
-    /// sharing one node per level.
-    fn uniform(depth: u32, slot: AckSlot) -> Arc<Branch> {
-        let leaf = Arc::new(Leaf::filled(slot));
-        let mut branch = Arc::new(Branch::Leaves(std::array::from_fn(|_| leaf.clone())));
-        for _ in 1..depth {
-            let child = branch;
-            branch = Arc::new(Branch::Branches(std::array::from_fn(|_| child.clone())));
-        }
-        branch
-    }
+/// The slots of every version of a large table (see the module docs).
+/// A cell's stamp is 0 while no version wrote the slot; otherwise its low
+/// 31 bits are the version that wrote it (at least 1) and [`HELD`] says
+/// whether the cell's handle is the slot's (0 when not).
+struct Log {
+    /// The version that may write in place.
+    tip: AtomicU32,
+    cells: Box<[Cell]>,
 }
 
-/// The root: a lone leaf (up to [`LEAF`] slots) or a branch held in place
-/// (not behind its own `Arc`): the table, and so each pending checkpoint,
-/// carries its root's children itself, which saves one allocation per kept
-/// state (copying a pending checkpoint copies its root anyway).
-#[derive(Clone)]
-enum Node {
-    Leaf(Arc<Leaf>),
-    Branch(Branch),
-}
-
-impl Branch {
-    /// The children as untyped pointers (identity only).
-    fn child_ptrs(&self) -> [*const (); FAN] {
-        match self {
-            Branch::Leaves(ls) => ls.each_ref().map(|l| Arc::as_ptr(l).cast()),
-            Branch::Branches(bs) => bs.each_ref().map(|b| Arc::as_ptr(b).cast()),
+impl Cell {
+    fn new(stamp: u32, handle: u64) -> Cell {
+        Cell {
+            stamp: AtomicU32::new(stamp),
+            handle: AtomicU64::new(handle),
         }
     }
 }
 
-impl Node {
-    /// A tree of `depth` branch levels whose every slot is `slot`, sharing one
-    /// node per level.
-    fn uniform(depth: u32, slot: AckSlot) -> Node {
-        if depth == 0 {
-            Node::Leaf(Arc::new(Leaf::filled(slot)))
+impl Log {
+    /// Slot `i` as version `version` reads it (`Waiting` past the end).
+    fn get(&self, i: usize, version: u32) -> AckSlot {
+        let Some(cell) = self.cells.get(i) else {
+            return AckSlot::Waiting;
+        };
+        let stamp = cell.stamp.load(Ordering::Acquire);
+        let written = stamp & VERSION;
+        if written == 0 || written > version {
+            AckSlot::Waiting
+        } else if stamp & HELD == 0 {
+            AckSlot::Acked(None)
         } else {
-            Node::Branch(Arc::unwrap_or_clone(Branch::uniform(depth, slot)))
+            AckSlot::Acked(Some(StateHandle(cell.handle.load(Ordering::Relaxed))))
         }
     }
 
-    fn ptr_eq(&self, other: &Node) -> bool {
-        match (self, other) {
-            (Node::Leaf(a), Node::Leaf(b)) => Arc::ptr_eq(a, b),
-            (Node::Branch(a), Node::Branch(b)) => a.child_ptrs() == b.child_ptrs(),
-            (Node::Leaf(_), Node::Branch(_)) | (Node::Branch(_), Node::Leaf(_)) => false,
+    /// `len` slots, all `Waiting`, at version 1.
+    fn waiting(len: usize) -> Log {
+        Log {
+            tip: AtomicU32::new(1),
+            cells: (0..len).map(|_| Cell::new(0, 0)).collect(),
         }
     }
+
+    /// A log whose version 1 reads `slots`.
+    fn of(slots: &[AckSlot]) -> Log {
+        Log {
+            tip: AtomicU32::new(1),
+            cells: slots
+                .iter()
+                .map(|s| match s {
+                    AckSlot::Waiting => Cell::new(0, 0),
+                    AckSlot::Acked(None) => Cell::new(1, 0),
+                    AckSlot::Acked(Some(StateHandle(h))) => Cell::new(1 | HELD, *h),
+                })
+                .collect(),
+        }
+    }
+
+    /// Stamps slot `i` with `Acked(handle)` at version `next` (the caller
+    /// won the tip and saw the slot `Waiting`).
+    fn stamp(&self, i: usize, next: u32, handle: Option<StateHandle>) {
+        let (held, h) = match handle {
+            Some(StateHandle(h)) => (HELD, h),
+            None => (0, 0),
+        };
+        if let Some(cell) = self.cells.get(i) {
+            cell.handle.store(h, Ordering::Relaxed);
+            cell.stamp.store(next | held, Ordering::Release);
+        }
+    }
+}
+
+/// Where a table's slots are (see the module docs).
+#[derive(Clone)]
+enum Repr {
+    Leaf(Arc<Leaf>),
+    Log { log: Arc<Log>, version: u32 },
 }
 
 /// A persistent, fixed-size table of ack slots (see the module docs).
 #[derive(Clone)]
 pub struct AckTable {
-    root: Node,
+    repr: Repr,
     len: usize,
-    /// Shift of the root branch's child index (unused when the root is a leaf).
-    shift: u32,
 }
 
-/// Branch levels needed for `len` slots.
-fn depth_for(len: usize) -> u32 {
-    let mut depth = 0;
-    let mut capacity = LEAF;
-    while capacity < len {
-        depth += 1;
-        match capacity.checked_mul(FAN) {
-            Some(c) => capacity = c,
-            None => break,
-        }
-    }
-    depth
-}
-
-fn root_shift(depth: u32) -> u32 {
-    LEAF_BITS + FAN_BITS * depth.saturating_sub(1)
-}
-
-/// One slot of an [`AckTable`], open for writing: [`AckTable::slot_mut`]
-/// walked down to its leaf once (copying the shared nodes on the way).
+/// One slot of an [`AckTable`], open for reading and writing: found once by
+/// [`AckTable::slot_mut`]; only [`SlotMut::set`] writes (or copies).
 pub struct SlotMut<'a> {
-    leaf: &'a mut Leaf,
-    k: usize,
+    table: &'a mut AckTable,
+    i: usize,
 }
 
 impl SlotMut<'_> {
     /// The slot's value.
     #[must_use]
     pub fn get(&self) -> AckSlot {
-        self.leaf.get(self.k)
+        self.table.read(self.i)
     }
 
     /// Overwrites the slot.
     pub fn set(&mut self, slot: AckSlot) {
-        self.leaf.set(self.k, slot);
+        self.table.write(self.i, slot);
     }
 }
 
 impl AckTable {
-    /// `len` slots, every one `slot`; shares one node per level.
+    /// `len` slots, every one `slot`.
     #[must_use]
     pub fn filled(len: usize, slot: AckSlot) -> AckTable {
-        let depth = depth_for(len);
-        AckTable {
-            root: Node::uniform(depth, slot),
-            len,
-            shift: root_shift(depth),
+        if len <= LEAF {
+            AckTable {
+                repr: Repr::Leaf(Arc::new(Leaf::filled(slot))),
+                len,
+            }
+        } else if slot == AckSlot::Waiting {
+            AckTable {
+                repr: Repr::Log {
+                    log: Arc::new(Log::waiting(len)),
+                    version: 1,
+                },
+                len,
+            }
+        } else {
+            std::iter::repeat_n(slot, len).collect()
         }
     }
 
@@ -276,66 +318,74 @@ impl AckTable {
         self.len == 0
     }
 
-    /// The leaf holding slot `i` (`i` need not be below `len`: the tree's
-    /// capacity covers every index that fits its depth).
-    fn leaf(&self, i: usize) -> Option<&Leaf> {
-        let mut branch = match &self.root {
-            Node::Leaf(l) => return Some(l),
-            Node::Branch(b) => b,
-        };
-        let mut shift = self.shift;
-        loop {
-            let k = (i >> shift) & FAN_MASK;
-            match branch {
-                Branch::Leaves(leaves) => return leaves.get(k).map(|l| &**l),
-                Branch::Branches(branches) => {
-                    branch = branches.get(k)?;
-                    shift = shift.wrapping_sub(FAN_BITS);
-                }
-            }
+    /// Slot `i`, which the caller checked is below `len`.
+    fn read(&self, i: usize) -> AckSlot {
+        match &self.repr {
+            Repr::Leaf(leaf) => leaf.get(i),
+            Repr::Log { log, version } => log.get(i, *version),
         }
     }
 
-    /// The leaf holding slot `i`, for writing: copies the nodes on the path
-    /// that are shared with another table (none when unshared).
-    fn leaf_mut(&mut self, i: usize) -> Option<&mut Leaf> {
-        let mut shift = self.shift;
-        let mut branch = match &mut self.root {
-            Node::Leaf(l) => return Some(Arc::make_mut(l)),
-            Node::Branch(b) => b,
+    /// Writes slot `i`, which the caller checked is below `len`: in place
+    /// when the leaf is not shared or this is the log's tip acknowledging a
+    /// waiting slot, otherwise into a copy.
+    fn write(&mut self, i: usize, slot: AckSlot) {
+        let (log, version) = match &mut self.repr {
+            Repr::Leaf(leaf) => {
+                if leaf.get(i) != slot {
+                    Arc::make_mut(leaf).set(i, slot);
+                }
+                return;
+            }
+            Repr::Log { log, version } => (log, version),
         };
-        loop {
-            let k = (i >> shift) & FAN_MASK;
-            match branch {
-                Branch::Leaves(leaves) => return leaves.get_mut(k).map(Arc::make_mut),
-                Branch::Branches(branches) => {
-                    branch = Arc::make_mut(branches.get_mut(k)?);
-                    shift = shift.wrapping_sub(FAN_BITS);
+        let was = log.get(i, *version);
+        if was == slot {
+            return;
+        }
+        if let (AckSlot::Waiting, AckSlot::Acked(handle)) = (was, slot) {
+            let next = version.wrapping_add(1);
+            if next <= VERSION {
+                let won = match Arc::get_mut(log) {
+                    Some(own) => {
+                        let tip = own.tip.get_mut();
+                        let mine = *tip == *version;
+                        if mine {
+                            *tip = next;
+                        }
+                        mine
+                    }
+                    None => log
+                        .tip
+                        .compare_exchange(*version, next, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok(),
+                };
+                if won {
+                    log.stamp(i, next, handle);
+                    *version = next;
+                    return;
                 }
             }
         }
+        // Not the tip, or not `Waiting` -> `Acked`: a fresh log.
+        let mut slots: Vec<AckSlot> = self.iter().collect();
+        if let Some(s) = slots.get_mut(i) {
+            *s = slot;
+        }
+        *self = slots.into_iter().collect();
     }
 
     /// Slot `i`, or `None` past the end.
     #[must_use]
     pub fn get(&self, i: usize) -> Option<AckSlot> {
-        if i >= self.len {
-            return None;
-        }
-        Some(self.leaf(i)?.get(i & LEAF_MASK))
+        (i < self.len).then(|| self.read(i))
     }
 
-    /// Slot `i` for reading and writing with one walk, or `None` past the
-    /// end. Copies the nodes on the path that are shared with another table
-    /// (none when unshared), even if the slot is then left as it was.
+    /// Slot `i` for reading and then writing, or `None` past the end.
+    /// Finding it writes and copies nothing; [`SlotMut::set`] writes in
+    /// place when it can (see the module docs).
     pub fn slot_mut(&mut self, i: usize) -> Option<SlotMut<'_>> {
-        if i >= self.len {
-            return None;
-        }
-        Some(SlotMut {
-            leaf: self.leaf_mut(i)?,
-            k: i & LEAF_MASK,
-        })
+        (i < self.len).then_some(SlotMut { table: self, i })
     }
 
     /// Overwrites slot `i`; `None` (and nothing written) past the end.
@@ -349,7 +399,6 @@ impl AckTable {
         Iter {
             table: self,
             next: 0,
-            leaf: None,
         }
     }
 }
@@ -362,62 +411,23 @@ impl Default for AckTable {
 }
 
 impl FromIterator<AckSlot> for AckTable {
-    /// Builds the tree bottom-up: full leaves, then full branches, padding
-    /// with shared all-`Waiting` subtrees.
+    /// A leaf for up to [`LEAF`] slots, else a fresh log at version 1.
     fn from_iter<I: IntoIterator<Item = AckSlot>>(iter: I) -> Self {
         let slots: Vec<AckSlot> = iter.into_iter().collect();
         let len = slots.len();
-        let depth = depth_for(len);
-        let leaves: Vec<Arc<Leaf>> = slots
-            .chunks(LEAF)
-            .map(|chunk| {
-                let mut leaf = Leaf::filled(AckSlot::Waiting);
-                for (k, slot) in chunk.iter().enumerate() {
-                    leaf.set(k, *slot);
-                }
-                Arc::new(leaf)
-            })
-            .collect();
-        if depth == 0 {
-            let root = match leaves.into_iter().next() {
-                Some(leaf) => Node::Leaf(leaf),
-                None => Node::uniform(0, AckSlot::Waiting),
-            };
-            return AckTable {
-                root,
-                len,
-                shift: root_shift(0),
-            };
-        }
-        let pad = Arc::new(Leaf::filled(AckSlot::Waiting));
-        let mut level: Vec<Arc<Branch>> = leaves
-            .chunks(FAN)
-            .map(|chunk| {
-                Arc::new(Branch::Leaves(std::array::from_fn(|k| {
-                    chunk.get(k).unwrap_or(&pad).clone()
-                })))
-            })
-            .collect();
-        for d in 1..depth {
-            let pad = Branch::uniform(d, AckSlot::Waiting);
-            level = level
-                .chunks(FAN)
-                .map(|chunk| {
-                    Arc::new(Branch::Branches(std::array::from_fn(|k| {
-                        chunk.get(k).unwrap_or(&pad).clone()
-                    })))
-                })
-                .collect();
-        }
-        let root = match level.into_iter().next() {
-            Some(root) => Node::Branch(Arc::unwrap_or_clone(root)),
-            None => Node::uniform(depth, AckSlot::Waiting),
+        let repr = if len <= LEAF {
+            let mut leaf = Leaf::filled(AckSlot::Waiting);
+            for (k, slot) in slots.iter().enumerate() {
+                leaf.set(k, *slot);
+            }
+            Repr::Leaf(Arc::new(leaf))
+        } else {
+            Repr::Log {
+                log: Arc::new(Log::of(&slots)),
+                version: 1,
+            }
         };
-        AckTable {
-            root,
-            len,
-            shift: root_shift(depth),
-        }
+        AckTable { repr, len }
     }
 }
 
@@ -426,8 +436,6 @@ pub struct Iter<'a> {
     table: &'a AckTable,
     /// The next slot's index.
     next: usize,
-    /// The leaf holding `next` (looked up at each leaf's first slot).
-    leaf: Option<&'a Leaf>,
 }
 
 impl Iterator for Iter<'_> {
@@ -438,12 +446,8 @@ impl Iterator for Iter<'_> {
         if i >= self.table.len {
             return None;
         }
-        let k = i & LEAF_MASK;
-        if k == 0 || self.leaf.is_none() {
-            self.leaf = self.table.leaf(i);
-        }
         self.next = i + 1;
-        Some(self.leaf?.get(k))
+        Some(self.table.read(i))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -463,24 +467,33 @@ impl<'a> IntoIterator for &'a AckTable {
 }
 
 impl Hash for AckTable {
-    /// The length, then every slot in order (the slots are the tree's
-    /// content; `shift` follows from the length).
+    /// The length, then every slot in order (the table's content; the
+    /// representation and version do not enter).
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let AckTable {
-            root: _,
-            len,
-            shift: _,
-        } = self;
-        len.hash(h);
+        self.len.hash(h);
         for s in self {
             s.hash(h);
         }
     }
 }
 
+impl AckTable {
+    /// Same storage read at the same version: equal without reading it.
+    fn same(&self, other: &AckTable) -> bool {
+        match (&self.repr, &other.repr) {
+            (Repr::Leaf(a), Repr::Leaf(b)) => Arc::ptr_eq(a, b),
+            (Repr::Log { log: a, version: x }, Repr::Log { log: b, version: y }) => {
+                x == y && Arc::ptr_eq(a, b)
+            }
+            (Repr::Leaf(_), Repr::Log { log: _, version: _ })
+            | (Repr::Log { log: _, version: _ }, Repr::Leaf(_)) => false,
+        }
+    }
+}
+
 impl PartialEq for AckTable {
     fn eq(&self, other: &Self) -> bool {
-        self.len == other.len && (self.root.ptr_eq(&other.root) || self.iter().eq(other.iter()))
+        self.len == other.len && (self.same(other) || self.iter().eq(other.iter()))
     }
 }
 
@@ -498,7 +511,7 @@ mod tests {
     use crate::types::StateHandle;
     use std::collections::hash_map::DefaultHasher;
 
-    const SIZES: [usize; 10] = [0, 1, 15, 16, 17, 255, 256, 257, 4097, 10_000];
+    const SIZES: [usize; 12] = [0, 1, 15, 16, 17, 64, 65, 255, 256, 257, 4097, 10_000];
 
     fn acked(i: usize) -> AckSlot {
         AckSlot::Acked(Some(StateHandle(i as u64)))
@@ -606,72 +619,164 @@ mod tests {
         assert_eq!(hash_of(&t), h.finish());
     }
 
-    /// The children of a branch, as untyped pointers (for sharing checks).
-    fn children(b: &Branch) -> Vec<*const ()> {
-        b.child_ptrs().to_vec()
+    /// The log behind a large table and the version it reads.
+    fn log_of(t: &AckTable) -> (*const Log, u32) {
+        match &t.repr {
+            Repr::Log { log, version } => (Arc::as_ptr(log), *version),
+            Repr::Leaf(_) => panic!("{} slots are a leaf", t.len()),
+        }
     }
 
     #[test]
-    fn filled_tables_share_structure() {
-        let t = AckTable::filled(100_000, AckSlot::Waiting);
-        let Node::Branch(root) = &t.root else {
-            panic!("100 000 slots need branches");
-        };
-        // Every child of every level is the same node.
-        let mut branch: &Branch = root;
-        loop {
-            let kids = children(branch);
-            assert!(kids.iter().all(|c| *c == kids[0]));
-            match branch {
-                Branch::Branches(bs) => branch = &bs[0],
-                Branch::Leaves(ls) => {
-                    // One leaf shared by every slot: refcount = FAN (the
-                    // children of the lowest branch) and nothing else.
-                    assert_eq!(Arc::count(&ls[0]), FAN);
-                    break;
-                }
+    fn small_tables_are_a_leaf_large_ones_a_log() {
+        for n in [0, 1, LEAF] {
+            assert!(matches!(
+                AckTable::filled(n, AckSlot::Waiting).repr,
+                Repr::Leaf(_)
+            ));
+            let t: AckTable = std::iter::repeat_n(AckSlot::Waiting, n).collect();
+            assert!(matches!(t.repr, Repr::Leaf(_)));
+        }
+        for n in [LEAF + 1, 100_000] {
+            assert_eq!(log_of(&AckTable::filled(n, AckSlot::Waiting)).1, 1);
+            let t: AckTable = std::iter::repeat_n(AckSlot::Acked(None), n).collect();
+            assert_eq!(log_of(&t).1, 1);
+            assert_eq!(t, AckTable::filled(n, AckSlot::Acked(None)));
+        }
+    }
+
+    #[test]
+    fn the_tip_writes_in_place_while_every_kept_version_reads_as_before() {
+        let n = 10_000;
+        let mut t = AckTable::filled(n, AckSlot::Waiting);
+        let (log, _) = log_of(&t);
+        let order: Vec<usize> = (0..n).map(|i| (i * 7_919) % n).collect();
+        let mut kept = Vec::new();
+        for (k, i) in order.iter().enumerate().take(3_000) {
+            kept.push(t.clone());
+            let mut cell = t.slot_mut(*i).unwrap();
+            assert_eq!(cell.get(), AckSlot::Waiting);
+            cell.set(acked(*i));
+            // No copy: the same log, one version further.
+            assert_eq!(log_of(&t), (log, k as u32 + 2));
+        }
+        for (k, old) in kept.iter().enumerate() {
+            let acked_before: std::collections::BTreeSet<usize> =
+                order[..k].iter().copied().collect();
+            for i in (0..n).step_by(37).chain(order[..3_000].iter().copied()) {
+                let want = if acked_before.contains(&i) {
+                    acked(i)
+                } else {
+                    AckSlot::Waiting
+                };
+                assert_eq!(old.get(i), Some(want), "version {k} slot {i}");
+            }
+            assert_eq!(old.iter().filter(|s| *s != AckSlot::Waiting).count(), k);
+        }
+        // Equal versions of one log are equal without reading; different
+        // ones differ.
+        assert_eq!(kept[5], kept[5].clone());
+        assert_ne!(kept[5], kept[6]);
+        assert_eq!(hash_of(&kept[5]), hash_of(&kept[5].iter().collect()));
+    }
+
+    #[test]
+    fn a_second_successor_copies_and_all_three_stay_valid() {
+        let n = 1_000;
+        let mut base = AckTable::filled(n, AckSlot::Waiting);
+        base.set(3, acked(3)).unwrap();
+        let mut a = base.clone();
+        let mut b = base.clone();
+        a.set(10, acked(10)).unwrap();
+        // `a` took the tip; `b` writes from the same version: a copy.
+        assert_eq!(log_of(&a).0, log_of(&base).0);
+        b.set(20, AckSlot::Acked(None)).unwrap();
+        assert_ne!(log_of(&b).0, log_of(&base).0);
+        assert_eq!(base.get(10), Some(AckSlot::Waiting));
+        assert_eq!(base.get(20), Some(AckSlot::Waiting));
+        assert_eq!(base.get(3), Some(acked(3)));
+        assert_eq!(a.get(10), Some(acked(10)));
+        assert_eq!(a.get(20), Some(AckSlot::Waiting));
+        assert_eq!(b.get(10), Some(AckSlot::Waiting));
+        assert_eq!(b.get(20), Some(AckSlot::Acked(None)));
+        assert_eq!(b.get(3), Some(acked(3)));
+        // Each goes on writing in place from there.
+        let before = log_of(&b).0;
+        b.set(21, acked(21)).unwrap();
+        assert_eq!(log_of(&b).0, before);
+        a.set(21, acked(21)).unwrap();
+        assert_eq!(a.get(21), b.get(21));
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn a_dropped_successors_write_stays_invisible() {
+        let n = 500;
+        let mut base = AckTable::filled(n, AckSlot::Waiting);
+        let mut gone = base.clone();
+        gone.set(7, acked(7)).unwrap();
+        drop(gone);
+        // `base` holds the log alone now, but is not its tip: slot 7's
+        // stamp must not surface in base's next version.
+        assert_eq!(base.get(7), Some(AckSlot::Waiting));
+        base.set(8, acked(8)).unwrap();
+        assert_eq!(base.get(7), Some(AckSlot::Waiting));
+        assert_eq!(base.get(8), Some(acked(8)));
+        assert_eq!(base.iter().filter(|s| *s != AckSlot::Waiting).count(), 1);
+        let fresh: AckTable = (0..n)
+            .map(|i| if i == 8 { acked(8) } else { AckSlot::Waiting })
+            .collect();
+        assert_eq!(base, fresh);
+        assert_eq!(hash_of(&base), hash_of(&fresh));
+    }
+
+    #[test]
+    fn writes_other_than_waiting_to_acked_copy() {
+        let n = 200;
+        let mut t = AckTable::filled(n, AckSlot::Waiting);
+        t.set(1, acked(1)).unwrap();
+        let kept = t.clone();
+        // Acked -> Waiting, Acked -> another handle.
+        t.set(1, AckSlot::Waiting).unwrap();
+        assert_ne!(log_of(&t).0, log_of(&kept).0);
+        assert_eq!(t.get(1), Some(AckSlot::Waiting));
+        assert_eq!(kept.get(1), Some(acked(1)));
+        t.set(1, acked(2)).unwrap();
+        t.set(1, acked(3)).unwrap();
+        assert_eq!(t.get(1), Some(acked(3)));
+        assert_eq!(kept.get(1), Some(acked(1)));
+        // Writing the value already there writes nothing.
+        let at = log_of(&t);
+        t.set(1, acked(3)).unwrap();
+        t.set(2, AckSlot::Waiting).unwrap();
+        assert_eq!(log_of(&t), at);
+    }
+
+    #[test]
+    fn versions_on_two_threads_race_for_the_tip() {
+        let n = 5_000;
+        let base = AckTable::filled(n, AckSlot::Waiting);
+        for _ in 0..20 {
+            let (a, b) = std::thread::scope(|s| {
+                let base = &base;
+                let run = move |first: usize| {
+                    let mut t = base.clone();
+                    for i in (first..n).step_by(2) {
+                        t.set(i, acked(i)).unwrap();
+                    }
+                    t
+                };
+                let a = s.spawn(move || run(0));
+                let b = s.spawn(move || run(1));
+                (a.join().unwrap(), b.join().unwrap())
+            });
+            assert!(base.iter().all(|s| s == AckSlot::Waiting));
+            for i in 0..n {
+                let (mine, theirs) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+                assert_eq!(mine.get(i), Some(acked(i)));
+                assert_eq!(theirs.get(i), Some(AckSlot::Waiting));
             }
         }
-        // A clone shares the root's children (the root is held in place).
-        let u = t.clone();
-        assert!(u.root.ptr_eq(&t.root));
-        // Writing one slot copies only its path: the other children stay
-        // shared with the original.
-        let mut w = t.clone();
-        w.set(12_345, AckSlot::Acked(None)).unwrap();
-        let (Node::Branch(a), Node::Branch(b)) = (&t.root, &w.root) else {
-            panic!("branches");
-        };
-        let changed = (12_345 >> t.shift) & FAN_MASK;
-        for (k, (x, y)) in children(a).iter().zip(children(b).iter()).enumerate() {
-            assert_eq!(x == y, k != changed, "child {k}");
-        }
-        assert_eq!(t.iter().filter(|s| *s != AckSlot::Waiting).count(), 0);
-        assert_eq!(w.iter().filter(|s| *s != AckSlot::Waiting).count(), 1);
-    }
-
-    #[test]
-    fn depth_is_the_fewest_levels_that_hold_the_slots() {
-        // Each level more copies one more node per kept state.
-        let mut capacity = LEAF;
-        for depth in 0..6 {
-            assert_eq!(depth_for(capacity), depth, "{capacity} slots");
-            assert_eq!(depth_for(capacity + 1), depth + 1, "{} slots", capacity + 1);
-            capacity *= FAN;
-        }
-        assert_eq!(depth_for(0), 0);
-        assert_eq!(depth_for(1), 0);
-    }
-
-    #[test]
-    fn unshared_writes_do_not_copy() {
-        let mut t = AckTable::filled(10_000, AckSlot::Waiting);
-        // First write un-shares the path; a second write to the same leaf
-        // must find it unique and keep the same nodes.
-        t.set(5, AckSlot::Acked(None)).unwrap();
-        let leaf = t.leaf(5).map(std::ptr::from_ref);
-        t.set(6, AckSlot::Acked(None)).unwrap();
-        assert_eq!(t.leaf(6).map(std::ptr::from_ref), leaf);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The coordinator's state: persistent (`imbl`) collections and
-//! copy-on-write parts behind `triomphe` pointers (the ack tables, each
-//! pending checkpoint, the cold fields), so that `reduce` returns a new
+//! copy-on-write parts behind `triomphe` pointers (the ack tables, the
+//! pending checkpoints' slice, the cold fields), so that `reduce` returns a new
 //! state cheaply and every past state can be kept.
 
 use std::hash::{Hash, Hasher};
@@ -205,14 +205,22 @@ impl Completed {
 }
 
 /// Pending checkpoints by id: a small sorted slice behind one `Arc` (there
-/// are rarely more than a few), each checkpoint behind its own. Cloning a
-/// state shares it; the first write to a checkpoint of a shared map copies
-/// the slice (16 bytes and one bump per checkpoint) and that one checkpoint,
-/// leaving the others shared; an unshared map is written in place. Inserting
-/// and removing rebuild the slice (once per checkpoint). The subset of
-/// `imbl::OrdMap`'s interface the coordinator uses, iterating in id order.
+/// are rarely more than a few), each checkpoint held in it by value: a
+/// [`Pending`] is a few words and pointers (its ack table and attempts are
+/// shared, the kind is copied). Cloning a state shares the slice; the first
+/// write to a checkpoint of a shared map copies the slice, every checkpoint
+/// in it (one allocation; a savepoint's target string is copied too); an
+/// unshared map is written in place. Inserting and removing rebuild the
+/// slice (once per checkpoint). The subset of `imbl::OrdMap`'s interface
+/// the coordinator uses, iterating in id order.
+///
+/// Each checkpoint used to sit behind its own `Arc` in the slice: a kept
+/// state's ack then made two allocations (the slice and the checkpoint)
+/// instead of one; with one checkpoint pending that was about a third of
+/// the instructions of an ack whose old state is kept (callgrind,
+/// `profile pure_retained 10000 1`, 2026-12-03, `benches/README.md`).
 #[derive(Clone)]
-pub(crate) struct PendingMap(triomphe::Arc<[(CheckpointId, Shared<Pending>)]>);
+pub(crate) struct PendingMap(triomphe::Arc<[(CheckpointId, Pending)]>);
 
 impl Default for PendingMap {
     fn default() -> Self {
@@ -235,7 +243,7 @@ impl PendingMap {
     }
     pub(crate) fn get(&self, id: &CheckpointId) -> Option<&Pending> {
         let i = self.find(id).ok()?;
-        self.0.get(i).map(|(_, p)| &**p)
+        self.0.get(i).map(|(_, p)| p)
     }
     pub(crate) fn get_mut(&mut self, id: &CheckpointId) -> Option<&mut Pending> {
         let i = self.find(id).ok()?;
@@ -244,18 +252,15 @@ impl PendingMap {
         }
         triomphe::Arc::get_mut(&mut self.0)?
             .get_mut(i)
-            .map(|(_, p)| &mut **p)
+            .map(|(_, p)| p)
     }
     /// Inserts or replaces; returns the replaced value.
     pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
         let mut v = self.0.to_vec();
         let old = match self.find(&id) {
-            Ok(i) => v
-                .get_mut(i)
-                .map(|(_, old)| std::mem::replace(old, Shared::new(p)))
-                .map(Shared::into_inner),
+            Ok(i) => v.get_mut(i).map(|(_, old)| std::mem::replace(old, p)),
             Err(i) => {
-                v.insert(i.min(v.len()), (id, Shared::new(p)));
+                v.insert(i.min(v.len()), (id, p));
                 None
             }
         };
@@ -265,29 +270,29 @@ impl PendingMap {
     pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
         let i = self.find(id).ok()?;
         let mut v = self.0.to_vec();
-        let removed = (i < v.len()).then(|| v.remove(i).1.into_inner());
+        let removed = (i < v.len()).then(|| v.remove(i).1);
         self.0 = v.into();
         removed
     }
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&CheckpointId, &Pending)> + '_ {
-        self.0.iter().map(|(k, v)| (k, &**v))
+        self.0.iter().map(|(k, v)| (k, v))
     }
     pub(crate) fn keys(&self) -> impl Iterator<Item = &CheckpointId> + '_ {
         self.0.iter().map(|(k, _)| k)
     }
     pub(crate) fn values(&self) -> impl Iterator<Item = &Pending> + '_ {
-        self.0.iter().map(|(_, v)| &**v)
+        self.0.iter().map(|(_, v)| v)
     }
 }
 
 impl<'a> IntoIterator for &'a PendingMap {
     type Item = (&'a CheckpointId, &'a Pending);
     type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (CheckpointId, Shared<Pending>)>,
-        fn(&'a (CheckpointId, Shared<Pending>)) -> (&'a CheckpointId, &'a Pending),
+        std::slice::Iter<'a, (CheckpointId, Pending)>,
+        fn(&'a (CheckpointId, Pending)) -> (&'a CheckpointId, &'a Pending),
     >;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter().map(|(k, v)| (k, &**v))
+        self.0.iter().map(|(k, v)| (k, v))
     }
 }
 
@@ -365,8 +370,8 @@ pub struct CoordinatorState {
     pub(crate) failures: FailureCounter,
 }
 
-/// A part of the coordinator's state behind one `Arc` (each pending
-/// checkpoint, the cold part, the task list), copied on the first write to
+/// A part of the coordinator's state behind one `Arc` (the cold part),
+/// copied on the first write to
 /// a shared one (`DerefMut` is `make_mut`; reads go through `Deref`). Equal
 /// when it is the same allocation or equal inside.
 #[derive(Clone, Default)]
@@ -380,14 +385,6 @@ impl<T> Shared<T> {
     /// Whether both are the same allocation.
     pub(crate) fn ptr_eq(&self, other: &Shared<T>) -> bool {
         triomphe::Arc::ptr_eq(&self.0, &other.0)
-    }
-
-    /// The value, cloned if another `Shared` still points at it.
-    pub(crate) fn into_inner(self) -> T
-    where
-        T: Clone,
-    {
-        triomphe::Arc::unwrap_or_clone(self.0)
     }
 }
 

@@ -107,7 +107,8 @@ impl CoordinatorState {
             return Outcome::Ignored(Ignored::UnknownTask);
         }
         let completing = matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing);
-        // One walk down the slot tree: read and, on SUCCESS, write in place.
+        // One lookup of the slot: read and, on success, write (in place when
+        // the table can, `slots.rs`).
         let Some(mut cell) = p.acks.slot_mut(slot) else {
             // Slots are sized from `tasks_to_wait` at trigger time and
             // `wait_slot` only answers indices below that size.
