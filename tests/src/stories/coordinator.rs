@@ -324,6 +324,19 @@ impl CoordDriver {
             .map_or(AttemptNo(0), |s| s.attempt)
     }
 
+    /// The task `slot` picks and the attempt a host report names: its
+    /// current one, or (`stale`) the one before it.
+    fn reported_attempt(&self, slot: u8, stale: bool) -> (TaskId, AttemptNo) {
+        let task = self.pick_task(slot);
+        let a = self.attempt_of(task);
+        let attempt = if stale {
+            AttemptNo(a.0.wrapping_sub(1))
+        } else {
+            a
+        };
+        (task, attempt)
+    }
+
     fn sender(&self, task: TaskId, sender: Sender) -> (JobId, AttemptNo) {
         let a = self.attempt_of(task);
         match sender {
@@ -481,16 +494,8 @@ impl CoordDriver {
                 result: io(*fail),
             },
             CoordAction::TaskFailed { slot, stale } => {
-                let task = self.pick_task(*slot);
-                let a = self.attempt_of(task);
-                CoordinatorEvent::TaskFailed {
-                    task,
-                    attempt: if *stale {
-                        AttemptNo(a.0.wrapping_sub(1))
-                    } else {
-                        a
-                    },
-                }
+                let (task, attempt) = self.reported_attempt(*slot, *stale);
+                CoordinatorEvent::TaskFailed { task, attempt }
             }
             CoordAction::TaskRunning { slot, bump } => {
                 let task = self.pick_task(*slot);
@@ -505,16 +510,8 @@ impl CoordDriver {
                 }
             }
             CoordAction::TaskFinished { slot, stale } => {
-                let task = self.pick_task(*slot);
-                let a = self.attempt_of(task);
-                CoordinatorEvent::TaskFinished {
-                    task,
-                    attempt: if *stale {
-                        AttemptNo(a.0.wrapping_sub(1))
-                    } else {
-                        a
-                    },
-                }
+                let (task, attempt) = self.reported_attempt(*slot, *stale);
+                CoordinatorEvent::TaskFinished { task, attempt }
             }
             CoordAction::RestoreLatest { error_if_none } => CoordinatorEvent::Restore {
                 source: RestoreSource::Latest {

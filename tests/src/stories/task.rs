@@ -104,8 +104,8 @@ impl TaskStory {
         TaskConfig {
             semantics: self.semantics,
             aborted_ids_max: usize::from(self.aborted_ids_max % 4) + 1,
-            checkpoint_during_recovery: self.aborted_ids_max / 4 & 2 != 0,
-            replays_channel_state: self.aborted_ids_max / 4 & 1 != 0,
+            checkpoint_during_recovery: (self.aborted_ids_max / 4) & 2 != 0,
+            replays_channel_state: (self.aborted_ids_max / 4) & 1 != 0,
         }
     }
 }
