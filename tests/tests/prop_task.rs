@@ -30,7 +30,7 @@ fn action() -> impl Strategy<Value = TaskAction> {
         1 => Just(TaskAction::OperatorFailed),
         1 => Just(TaskAction::Close),
         1 => Just(TaskAction::EndOfInput),
-        2 => any::<u8>().prop_map(TaskAction::Recovery),
+        1 => any::<u8>().prop_map(TaskAction::Recovery),
     ]
 }
 
