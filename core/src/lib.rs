@@ -197,7 +197,11 @@
 //! 4. Wait for `JobCommand::Restore { checkpoint, handles }` (in the same step, or
 //!    in the step that answers the outstanding I/O): the latest retained
 //!    checkpoint, the highest id ([`commit::latest`]), or `None`: start from
-//!    scratch. Until then no checkpoint can be triggered.
+//!    scratch. Until then no checkpoint can be triggered. If the step that
+//!    answers the outstanding I/O also carries `JobCommand::Stop` (that I/O
+//!    was a stop-with-savepoint's), the stop wins: end the job as `Stop`
+//!    says and skip step 5; the `Restore` after it names the stop's
+//!    savepoint, which a later start recovers from the store.
 //! 5. Start a fresh [`task::TaskState::new`] per task under the next
 //!    attempt number, its operators restored from those handles, and send
 //!    `TaskRunning { task, attempt }` for each; triggering resumes on the
