@@ -41,6 +41,20 @@ impl Ctx {
     pub(super) fn now(&self) -> Millis {
         Millis(u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX))
     }
+    /// A copy of the counters the tasks' side keeps: the recorded stats
+    /// with the task events, source batches and dropped RPCs read from
+    /// their atomics (the coordinator's events are the caller's to add).
+    pub(super) fn task_side_stats(&self) -> HostStats {
+        let mut s = self.stats().clone();
+        s.task_events = self.task_events.load(Ordering::Relaxed);
+        s.source_batches = self.source_batches.load(Ordering::Relaxed);
+        let c = &self.net.counters;
+        s.rpc_dropped_fault = c.dropped_fault.load(Ordering::Relaxed);
+        s.rpc_dropped_full = c.dropped_full.load(Ordering::Relaxed);
+        s.rpc_dropped_stale = c.dropped_stale.load(Ordering::Relaxed);
+        s
+    }
+
     pub(super) fn stats(&self) -> MutexGuard<'_, HostStats> {
         lock(&self.stats)
     }

@@ -12,7 +12,7 @@
 //! (`ckpt-node`'s TCP protocol).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
@@ -303,13 +303,6 @@ impl TaskGroup {
     /// dropped RPCs, violations (with `check_invariants`) and failures.
     #[must_use]
     pub fn stats(&self) -> HostStats {
-        let mut s = self.ctx.stats().clone();
-        s.task_events = self.ctx.task_events.load(Ordering::Relaxed);
-        s.source_batches = self.ctx.source_batches.load(Ordering::Relaxed);
-        let c = &self.ctx.net.counters;
-        s.rpc_dropped_fault = c.dropped_fault.load(Ordering::Relaxed);
-        s.rpc_dropped_full = c.dropped_full.load(Ordering::Relaxed);
-        s.rpc_dropped_stale = c.dropped_stale.load(Ordering::Relaxed);
-        s
+        self.ctx.task_side_stats()
     }
 }

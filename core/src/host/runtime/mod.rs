@@ -335,14 +335,8 @@ impl JobHandle {
     /// A copy of the counters.
     #[must_use]
     pub fn stats(&self) -> HostStats {
-        let mut s = self.ctx.stats().clone();
+        let mut s = self.ctx.task_side_stats();
         s.coordinator_events = self.ctx.coordinator_events.load(Ordering::Relaxed);
-        s.task_events = self.ctx.task_events.load(Ordering::Relaxed);
-        s.source_batches = self.ctx.source_batches.load(Ordering::Relaxed);
-        let c = &self.ctx.net.counters;
-        s.rpc_dropped_fault = c.dropped_fault.load(Ordering::Relaxed);
-        s.rpc_dropped_full = c.dropped_full.load(Ordering::Relaxed);
-        s.rpc_dropped_stale = c.dropped_stale.load(Ordering::Relaxed);
         s
     }
 
