@@ -487,25 +487,27 @@ fn run_worker<M: Model>(
             .filter_map(|s| s.violation.clone())
             .next();
         let done = violated.is_some() || round_stats.iter().all(|s| s.generated_now == 0);
+        // A round that ends the search commits nothing; one that stops it
+        // early (or goes on) commits what it owns.
+        if !done {
+            commit(
+                opts,
+                codec,
+                owned,
+                &new_owned,
+                &frontier,
+                [
+                    index,
+                    peers,
+                    round,
+                    generated,
+                    judged,
+                    discovered,
+                    bytes_routed,
+                ],
+            )?;
+        }
         if done || opts.stop_after_round == Some(round) {
-            if !done {
-                commit(
-                    opts,
-                    codec,
-                    owned,
-                    &new_owned,
-                    &frontier,
-                    [
-                        index,
-                        peers,
-                        round,
-                        generated,
-                        judged,
-                        discovered,
-                        bytes_routed,
-                    ],
-                )?;
-            }
             let mut shares: Vec<WorkerShare> =
                 round_stats.iter().map(|s| s.share.clone()).collect();
             shares.sort_by_key(|s| s.worker);
@@ -534,22 +536,6 @@ fn run_worker<M: Model>(
                 elapsed: started.elapsed(),
             });
         }
-        commit(
-            opts,
-            codec,
-            owned,
-            &new_owned,
-            &frontier,
-            [
-                index,
-                peers,
-                round,
-                generated,
-                judged,
-                discovered,
-                bytes_routed,
-            ],
-        )?;
         round += 1;
     }
 }
