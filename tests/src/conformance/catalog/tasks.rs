@@ -189,6 +189,18 @@ fn in_flink_plan(line: &Value, list: &[&str], id: u64, task: u32) -> bool {
         .any(|t| t.as_u64() == Some(u64::from(task)))
 }
 
+/// Whether `task`'s slot of checkpoint `id` was pre-filled on ckpt's side
+/// before the event: acknowledged there, outside Flink's plan (the task
+/// was finished when the checkpoint was planned).
+fn prefilled_before(ctx: &Ctx<'_>, id: u64, task: u32) -> bool {
+    ctx.before_ckpt
+        .state
+        .pending
+        .iter()
+        .any(|p| p.checkpoint == id && p.acked.contains(&task))
+        && !in_flink_plan(ctx.before_flink_line, &["acked", "not_acked"], id, task)
+}
+
 /// ckpt's plan pre-fills a finished task's slot (no state), which its
 /// pending view shows as acknowledged; Flink leaves a finished task out of
 /// the tasks to wait for. Only those slots are taken out.
@@ -206,19 +218,10 @@ pub(super) fn finished_slot(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision) -
         task, checkpoint, ..
     }) = ctx.event
     {
-        let prefilled = ctx
-            .before_ckpt
-            .state
-            .pending
-            .iter()
-            .any(|p| p.checkpoint == *checkpoint && p.acked.contains(task))
-            && !in_flink_plan(
-                ctx.before_flink_line,
-                &["acked", "not_acked"],
-                *checkpoint,
-                *task,
-            );
-        if prefilled && c.ack == Some(AckClass::Duplicate) && f.ack == Some(AckClass::UnknownTask) {
+        if prefilled_before(ctx, *checkpoint, *task)
+            && c.ack == Some(AckClass::Duplicate)
+            && f.ack == Some(AckClass::UnknownTask)
+        {
             c.ack = f.ack;
             changed = true;
         }
@@ -403,14 +406,7 @@ pub(super) fn restarted_after_finish_notified(
     c: &mut Decision,
     f: &mut Decision,
 ) -> bool {
-    let prefilled = |id: u64, task: u32| {
-        ctx.before_ckpt
-            .state
-            .pending
-            .iter()
-            .any(|p| p.checkpoint == id && p.acked.contains(&task))
-            && !in_flink_plan(ctx.before_flink_line, &["acked", "not_acked"], id, task)
-    };
+    let prefilled = |id: u64, task: u32| prefilled_before(ctx, id, task);
     let restarted = |task: u32, attempt: u32| {
         attempt > 0
             && ctx
