@@ -180,7 +180,7 @@ impl IoRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum JobCommand {
     /// Fail the job (then restart it from the latest checkpoint, or stop):
-    /// the crate docs' "After `FailJob`" recipe.
+    /// the crate docs' "After `JobCommand::Fail`, step by step" recipe.
     Fail(FailJobReason),
     /// Move the id counter forward so that the next id it hands out is at
     /// least `next` (after a savepoint restore). Ids only grow: a counter

@@ -38,8 +38,8 @@
 //!
 //! # Durability: state that may be committed is never deleted
 //!
-//! Once `FinalizeCheckpoint` (whose metadata may already be visible) or
-//! `StoreCheckpoint` is out, the checkpoint's state handles belong to the
+//! Once [`IoRequest::Finalize`] (whose metadata may already be visible) or
+//! [`IoRequest::Store`] is out, the checkpoint's state handles belong to the
 //! outcome of that I/O. They are discarded only when that I/O answers with a
 //! failure, which must mean "definitely not stored". Nothing else deletes
 //! them: a scheduler stop leaves the completing checkpoint to complete, a

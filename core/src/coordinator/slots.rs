@@ -69,9 +69,12 @@
 //! `malloc`) and eight at 100 000; its in-place ack walked four to six
 //! levels, and 100 000 tasks took 742 k first-level data-cache misses for
 //! 100 000 acks where the log's cells take 353 k. With the log the kept
-//! ack's table costs nothing: what is left is the one copy of the pending
-//! map's slice (`state.rs`) and the reducer's own work, the same at every
-//! task count. The Flink-like baseline (a hash map from 128-bit ids) runs
+//! ack's table costs nothing: what is left is the copy of the pending
+//! map (`state.rs`: one checkpoint is held inline and cloned with the
+//! state; more are one slice, copied per kept state) and the reducer's own
+//! work, the same at every task count (2026-12-04, with the checkpoint
+//! inline: 614 instructions per kept ack at 10 000 and 100 000 x 1,
+//! `benches/ACK-2026-12-04.md`). The Flink-like baseline (a hash map from 128-bit ids) runs
 //! 723 instructions per ack; it is slower in time at 100 000 tasks because
 //! its maps do not fit in the caches. A small table (the model checker's)
 //! copies its 528-byte leaf per kept state, as before.
@@ -194,23 +197,28 @@ impl Cell {
             handle: AtomicU64::new(handle),
         }
     }
-}
 
-impl Log {
-    /// Slot `i` as version `version` reads it (`Waiting` past the end).
-    fn get(&self, i: usize, version: u32) -> AckSlot {
-        let Some(cell) = self.cells.get(i) else {
-            return AckSlot::Waiting;
-        };
-        let stamp = cell.stamp.load(Ordering::Acquire);
+    /// The slot as version `version` reads this cell.
+    #[inline]
+    fn read(&self, version: u32) -> AckSlot {
+        let stamp = self.stamp.load(Ordering::Acquire);
         let written = stamp & VERSION;
         if written == 0 || written > version {
             AckSlot::Waiting
         } else if stamp & HELD == 0 {
             AckSlot::Acked(None)
         } else {
-            AckSlot::Acked(Some(StateHandle(cell.handle.load(Ordering::Relaxed))))
+            AckSlot::Acked(Some(StateHandle(self.handle.load(Ordering::Relaxed))))
         }
+    }
+}
+
+impl Log {
+    /// Slot `i` as version `version` reads it (`Waiting` past the end).
+    fn get(&self, i: usize, version: u32) -> AckSlot {
+        self.cells
+            .get(i)
+            .map_or(AckSlot::Waiting, |cell| cell.read(version))
     }
 
     /// `len` slots, all `Waiting`, at version 1.
@@ -392,6 +400,43 @@ impl AckTable {
     pub fn set(&mut self, i: usize, slot: AckSlot) -> Option<()> {
         self.slot_mut(i)?.set(slot);
         Some(())
+    }
+
+    /// The handles of the acknowledged slots, in slot order: what
+    /// `iter().filter_map(..)` yields, collected in one allocation and
+    /// read straight from the representation (a leaf's held mask; a log's
+    /// cells in order) rather than slot by slot.
+    #[must_use]
+    pub fn handles(&self) -> Vec<StateHandle> {
+        match &self.repr {
+            Repr::Leaf(leaf) => {
+                // Slots past `len` are not the table's (a filled leaf sets
+                // all of them).
+                let live = 1u64
+                    .checked_shl(u32::try_from(self.len).unwrap_or(u32::MAX))
+                    .map_or(u64::MAX, |b| b - 1);
+                let mut held = leaf.held & leaf.acked & live;
+                let mut out = Vec::with_capacity(held.count_ones() as usize);
+                while held != 0 {
+                    let k = held.trailing_zeros() as usize;
+                    held &= held - 1;
+                    if let Some(h) = leaf.handles.get(k) {
+                        out.push(StateHandle(*h));
+                    }
+                }
+                out
+            }
+            Repr::Log { log, version } => {
+                let cells = log.cells.get(..self.len).unwrap_or(&log.cells);
+                let mut out = Vec::with_capacity(cells.len());
+                for cell in cells {
+                    if let AckSlot::Acked(Some(h)) = cell.read(*version) {
+                        out.push(h);
+                    }
+                }
+                out
+            }
+        }
     }
 
     /// The slots in order.
@@ -777,6 +822,48 @@ mod tests {
                 assert_eq!(theirs.get(i), Some(AckSlot::Waiting));
             }
         }
+    }
+
+    #[test]
+    fn handles_are_the_held_slots_in_order_at_every_version() {
+        let fill = [
+            AckSlot::Waiting,
+            AckSlot::Acked(None),
+            AckSlot::Acked(Some(StateHandle(9))),
+        ];
+        let walk = |t: &AckTable| -> Vec<StateHandle> {
+            t.iter()
+                .filter_map(|s| match s {
+                    AckSlot::Acked(h) => h,
+                    AckSlot::Waiting => None,
+                })
+                .collect()
+        };
+        for n in SIZES {
+            for f in fill {
+                // A filled leaf holds the fill in slots past `len` too.
+                let mut t = AckTable::filled(n, f);
+                let mut kept = vec![t.clone()];
+                for i in (0..n).step_by(3) {
+                    let s = if i % 2 == 0 {
+                        acked(i)
+                    } else {
+                        AckSlot::Acked(None)
+                    };
+                    t.set(i, s).unwrap();
+                    kept.push(t.clone());
+                }
+                for k in &kept {
+                    assert_eq!(k.handles(), walk(k), "n={n} fill {f:?}");
+                }
+            }
+        }
+        // A dropped successor's stamps are not this version's.
+        let base = AckTable::filled(100, AckSlot::Waiting);
+        let mut gone = base.clone();
+        gone.set(5, acked(5)).unwrap();
+        drop(gone);
+        assert!(base.handles().is_empty());
     }
 
     #[test]

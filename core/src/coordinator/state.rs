@@ -6,7 +6,7 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use imbl::{OrdMap, Vector};
+use imbl::Vector;
 use serde::{Deserialize, Serialize};
 
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
@@ -149,6 +149,11 @@ impl Pending {
             AckSlot::Waiting => None,
         })
     }
+    /// [`Self::handles`], collected ([`AckTable::handles`]: one
+    /// allocation, read straight from the table).
+    pub(crate) fn handle_vec(&self) -> Vec<StateHandle> {
+        self.acks.handles()
+    }
     /// Fully acknowledged.
     pub fn fully_acked(&self) -> bool {
         self.remaining == 0
@@ -195,6 +200,10 @@ impl Completed {
     pub fn timestamp(&self) -> Millis {
         self.timestamp
     }
+    /// [`Self::handles`], collected ([`AckTable::handles`]).
+    pub(crate) fn handle_vec(&self) -> Vec<StateHandle> {
+        self.handles.handles()
+    }
     /// The state handles it retains.
     pub fn handles(&self) -> impl Iterator<Item = StateHandle> + '_ {
         self.handles.iter().filter_map(|a| match a {
@@ -204,59 +213,138 @@ impl Completed {
     }
 }
 
-/// Pending checkpoints by id: a small sorted slice behind one `Arc` (there
-/// are rarely more than a few), each checkpoint held in it by value: a
-/// [`Pending`] is a few words and pointers (its ack table and attempts are
-/// shared, the kind is copied). Cloning a state shares the slice; the first
-/// write to a checkpoint of a shared map copies the slice, every checkpoint
-/// in it (one allocation; a savepoint's target string is copied too); an
-/// unshared map is written in place. Inserting and removing rebuild the
-/// slice (once per checkpoint). The subset of `imbl::OrdMap`'s interface
-/// the coordinator uses, iterating in id order.
+/// Pending checkpoints by id, iterating in id order: the subset of
+/// `imbl::OrdMap`'s interface the coordinator uses. A [`Pending`] is a few
+/// words and pointers (its ack table and attempts are shared, the kind is
+/// copied), so the map holds them by value:
+///
+/// * **One checkpoint (the common case): inline** in the state. Cloning a
+///   state clones it (two reference counts, the kind); writing it writes
+///   the state's own copy: no allocation, shared or not.
+/// * **None, or more than one: a small sorted slice behind one `Arc`**.
+///   Cloning a state shares the slice; the first write to a checkpoint of a
+///   shared map copies the slice, every checkpoint in it (one allocation; a
+///   savepoint's target string is copied too); an unshared map is written
+///   in place.
+///
+/// Inserting and removing rebuild the map (once per checkpoint).
 ///
 /// Each checkpoint used to sit behind its own `Arc` in the slice: a kept
 /// state's ack then made two allocations (the slice and the checkpoint)
 /// instead of one; with one checkpoint pending that was about a third of
 /// the instructions of an ack whose old state is kept (callgrind,
-/// `profile pure_retained 10000 1`, 2026-12-03, `benches/README.md`).
-#[derive(Clone)]
-pub(crate) struct PendingMap(triomphe::Arc<[(CheckpointId, Pending)]>);
+/// `profile pure_retained 10000 1`, 2026-12-03, `benches/README.md`). The
+/// one slice left cost 887 instructions per kept ack at 10 000 x 1, 342 of
+/// them building the copy (171 in `malloc`); inline, the copy is the
+/// clone (2026-12-04, `benches/ACK-2026-12-04.md`).
+pub(crate) enum PendingMap {
+    /// Exactly one checkpoint.
+    One((CheckpointId, Pending)),
+    /// None, or more than one (sorted by id).
+    Many(triomphe::Arc<[(CheckpointId, Pending)]>),
+}
+
+impl Clone for PendingMap {
+    #[inline]
+    fn clone(&self) -> Self {
+        match self {
+            PendingMap::One(one) => PendingMap::One(clone_one(one)),
+            PendingMap::Many(many) => PendingMap::Many(many.clone()),
+        }
+    }
+}
+
+/// The one checkpoint of [`PendingMap::One`], cloned out of line (so that
+/// cloning a state with any other number pending stays one count bump,
+/// inlined).
+#[inline(never)]
+fn clone_one(one: &(CheckpointId, Pending)) -> (CheckpointId, Pending) {
+    one.clone()
+}
 
 impl Default for PendingMap {
     fn default() -> Self {
-        PendingMap(std::iter::empty().collect())
+        PendingMap::Many(std::iter::empty().collect())
     }
 }
 
 impl PendingMap {
+    /// Builds the map from entries sorted by id.
+    fn from_sorted(mut v: Vec<(CheckpointId, Pending)>) -> PendingMap {
+        match v.pop() {
+            Some(one) if v.is_empty() => PendingMap::One(one),
+            Some(last) => {
+                v.push(last);
+                PendingMap::Many(v.into())
+            }
+            None => PendingMap::default(),
+        }
+    }
+    #[inline]
+    fn as_slice(&self) -> &[(CheckpointId, Pending)] {
+        match self {
+            PendingMap::One(one) => std::slice::from_ref(one),
+            PendingMap::Many(many) => many,
+        }
+    }
+    #[inline]
     fn find(&self, id: &CheckpointId) -> Result<usize, usize> {
-        self.0.binary_search_by(|(k, _)| k.cmp(id))
+        self.as_slice().binary_search_by(|(k, _)| k.cmp(id))
     }
+    #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        self.as_slice().len()
     }
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_slice().is_empty()
     }
+    #[inline]
     pub(crate) fn contains_key(&self, id: &CheckpointId) -> bool {
         self.find(id).is_ok()
     }
+    #[inline]
     pub(crate) fn get(&self, id: &CheckpointId) -> Option<&Pending> {
         let i = self.find(id).ok()?;
-        self.0.get(i).map(|(_, p)| p)
+        self.as_slice().get(i).map(|(_, p)| p)
     }
+    #[inline]
     pub(crate) fn get_mut(&mut self, id: &CheckpointId) -> Option<&mut Pending> {
-        let i = self.find(id).ok()?;
-        if !self.0.is_unique() {
-            self.0 = self.0.iter().cloned().collect();
+        match self {
+            PendingMap::One((k, p)) => (k == id).then_some(p),
+            PendingMap::Many(many) => {
+                let i = many.binary_search_by(|(k, _)| k.cmp(id)).ok()?;
+                if !many.is_unique() {
+                    unshare(many);
+                }
+                triomphe::Arc::get_mut(many)?.get_mut(i).map(|(_, p)| p)
+            }
         }
-        triomphe::Arc::get_mut(&mut self.0)?
-            .get_mut(i)
-            .map(|(_, p)| p)
+    }
+    /// The first checkpoint (in id order) that satisfies `pred`, for
+    /// writing: one pass, no second lookup by id.
+    #[inline]
+    pub(crate) fn find_mut(&mut self, pred: impl Fn(&Pending) -> bool) -> Option<&mut Pending> {
+        let i = self.as_slice().iter().position(|(_, p)| pred(p))?;
+        self.at_mut(i)
+    }
+    /// The checkpoint at position `i`, for writing (a shared slice is
+    /// copied first).
+    #[inline]
+    fn at_mut(&mut self, i: usize) -> Option<&mut Pending> {
+        match self {
+            PendingMap::One((_, p)) => (i == 0).then_some(p),
+            PendingMap::Many(many) => {
+                if !many.is_unique() {
+                    unshare(many);
+                }
+                triomphe::Arc::get_mut(many)?.get_mut(i).map(|(_, p)| p)
+            }
+        }
     }
     /// Inserts or replaces; returns the replaced value.
     pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
-        let mut v = self.0.to_vec();
+        let mut v = self.as_slice().to_vec();
         let old = match self.find(&id) {
             Ok(i) => v.get_mut(i).map(|(_, old)| std::mem::replace(old, p)),
             Err(i) => {
@@ -264,25 +352,32 @@ impl PendingMap {
                 None
             }
         };
-        self.0 = v.into();
+        *self = PendingMap::from_sorted(v);
         old
     }
     pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
         let i = self.find(id).ok()?;
-        let mut v = self.0.to_vec();
+        let mut v = self.as_slice().to_vec();
         let removed = (i < v.len()).then(|| v.remove(i).1);
-        self.0 = v.into();
+        *self = PendingMap::from_sorted(v);
         removed
     }
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&CheckpointId, &Pending)> + '_ {
-        self.0.iter().map(|(k, v)| (k, v))
+        self.as_slice().iter().map(|(k, v)| (k, v))
     }
     pub(crate) fn keys(&self) -> impl Iterator<Item = &CheckpointId> + '_ {
-        self.0.iter().map(|(k, _)| k)
+        self.as_slice().iter().map(|(k, _)| k)
     }
     pub(crate) fn values(&self) -> impl Iterator<Item = &Pending> + '_ {
-        self.0.iter().map(|(_, v)| v)
+        self.as_slice().iter().map(|(_, v)| v)
     }
+}
+
+/// Copies a shared slice of pending checkpoints (out of line, so that the
+/// check before it inlines into the in-place ack, which never copies).
+#[inline(never)]
+fn unshare(many: &mut triomphe::Arc<[(CheckpointId, Pending)]>) {
+    *many = many.iter().cloned().collect();
 }
 
 impl<'a> IntoIterator for &'a PendingMap {
@@ -292,13 +387,16 @@ impl<'a> IntoIterator for &'a PendingMap {
         fn(&'a (CheckpointId, Pending)) -> (&'a CheckpointId, &'a Pending),
     >;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter().map(|(k, v)| (k, v))
+        self.as_slice().iter().map(|(k, v)| (k, v))
     }
 }
 
 impl PartialEq for PendingMap {
     fn eq(&self, other: &Self) -> bool {
-        triomphe::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+        match (self, other) {
+            (PendingMap::Many(a), PendingMap::Many(b)) if triomphe::Arc::ptr_eq(a, b) => true,
+            _ => self.as_slice() == other.as_slice(),
+        }
     }
 }
 
@@ -339,7 +437,8 @@ pub struct FailureCounter {
     /// once without a set of ids: only `abort` counts an id, and it removes
     /// the checkpoint from the pending map, so no id can be aborted twice.
     pub(crate) count: u64,
-    /// FailJob was emitted; sticky until a success resets the counter.
+    /// [`JobCommand::Fail`](super::JobCommand::Fail) was emitted; sticky
+    /// until a success resets the counter.
     pub(crate) job_failed: bool,
 }
 
@@ -352,7 +451,7 @@ impl Hash for FailureCounter {
 }
 
 /// The whole coordinator. Cheap to clone (persistent collections).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct CoordinatorState {
     pub(crate) now: Millis,
     pub(crate) shutdown: bool,
@@ -368,6 +467,44 @@ pub struct CoordinatorState {
     pub(crate) latest_completed: Option<CheckpointId>,
     pub(crate) consecutive_trigger_failures: u64,
     pub(crate) failures: FailureCounter,
+}
+
+impl Clone for CoordinatorState {
+    /// Field by field, inlined into `reduce` (the derived clone, with the
+    /// pending map's two cases, was a call of its own: 71 instructions per
+    /// kept ack at 10 000 x 4, `benches/ACK-2026-12-04.md`).
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        // Destructured so that a new field cannot silently drop out.
+        let CoordinatorState {
+            now,
+            shutdown,
+            periodic,
+            next_request,
+            cold,
+            pending,
+            completing,
+            last_id,
+            last_completion,
+            latest_completed,
+            consecutive_trigger_failures,
+            failures,
+        } = self;
+        CoordinatorState {
+            now: *now,
+            shutdown: *shutdown,
+            periodic: *periodic,
+            next_request: *next_request,
+            cold: cold.clone(),
+            pending: pending.clone(),
+            completing: *completing,
+            last_id: *last_id,
+            last_completion: *last_completion,
+            latest_completed: *latest_completed,
+            consecutive_trigger_failures: *consecutive_trigger_failures,
+            failures: failures.clone(),
+        }
+    }
 }
 
 /// A part of the coordinator's state behind one `Arc` (the cold part),
@@ -475,6 +612,94 @@ impl std::fmt::Debug for TaskTable {
     }
 }
 
+/// The armed timers and their deadlines, in [`Timer`] order: a small
+/// sorted `Vec` behind one `triomphe` pointer (there are the periodic timer
+/// and one timeout per pending checkpoint). Cloning shares it; the first
+/// write to a shared one copies it (one allocation), an unshared one is
+/// written in place. It replaced an `imbl::OrdMap`, whose `remove` was 151
+/// instructions of the 1 201 of an in-place ack that starts a completion
+/// (callgrind, `profile in_place 1 1`, 2026-12-04,
+/// `benches/ACK-2026-12-04.md`); the subset of its interface the
+/// coordinator uses.
+#[derive(Clone, Default)]
+pub(crate) struct TimerTable(triomphe::Arc<Vec<(Timer, Millis)>>);
+
+impl TimerTable {
+    fn find(&self, timer: &Timer) -> Result<usize, usize> {
+        self.0.binary_search_by(|(t, _)| t.cmp(timer))
+    }
+    /// Number of armed timers.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Whether `timer` is armed.
+    pub(crate) fn contains_key(&self, timer: &Timer) -> bool {
+        self.find(timer).is_ok()
+    }
+    /// The deadline of `timer`, if armed.
+    pub(crate) fn get(&self, timer: &Timer) -> Option<&Millis> {
+        let i = self.find(timer).ok()?;
+        self.0.get(i).map(|(_, at)| at)
+    }
+    /// Arms `timer` at `at`; returns the deadline it replaced.
+    pub(crate) fn insert(&mut self, timer: Timer, at: Millis) -> Option<Millis> {
+        match self.find(&timer) {
+            Ok(i) => triomphe::Arc::make_mut(&mut self.0)
+                .get_mut(i)
+                .map(|(_, old)| std::mem::replace(old, at)),
+            Err(i) => {
+                let v = triomphe::Arc::make_mut(&mut self.0);
+                v.insert(i.min(v.len()), (timer, at));
+                None
+            }
+        }
+    }
+    /// Disarms `timer`; returns its deadline if it was armed (nothing is
+    /// written, or copied, when it was not).
+    pub(crate) fn remove(&mut self, timer: &Timer) -> Option<Millis> {
+        let i = self.find(timer).ok()?;
+        let v = triomphe::Arc::make_mut(&mut self.0);
+        (i < v.len()).then(|| v.remove(i).1)
+    }
+    /// The timers in order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &Timer> + '_ {
+        self.0.iter().map(|(t, _)| t)
+    }
+    /// The timers and deadlines in timer order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&Timer, &Millis)> + '_ {
+        self.0.iter().map(|(t, at)| (t, at))
+    }
+    /// Whether both are the same allocation.
+    pub(crate) fn ptr_eq(&self, other: &TimerTable) -> bool {
+        triomphe::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl FromIterator<(Timer, Millis)> for TimerTable {
+    /// Arms each in turn (a timer given twice keeps its last deadline).
+    fn from_iter<I: IntoIterator<Item = (Timer, Millis)>>(iter: I) -> Self {
+        let mut table = TimerTable::default();
+        for (timer, at) in iter {
+            table.insert(timer, at);
+        }
+        table
+    }
+}
+
+impl PartialEq for TimerTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other) || self.0 == other.0
+    }
+}
+
+impl Eq for TimerTable {}
+
+impl std::fmt::Debug for TimerTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
 /// The parts of the coordinator's state that change at most a few times
 /// per checkpoint (never on an ack): the configuration, the timers, the
 /// tasks, requests, the retained completed checkpoints, the recent ids and
@@ -486,7 +711,7 @@ impl std::fmt::Debug for TaskTable {
 #[derive(Clone, Debug)]
 pub(crate) struct Cold {
     pub(crate) config: Arc<CoordinatorConfig>,
-    pub(crate) timers: OrdMap<Timer, Millis>,
+    pub(crate) timers: TimerTable,
     /// Indexed by task id ([`TaskTable`]: one flat slice, copied whole on
     /// the first write to a shared one).
     pub(crate) tasks: TaskTable,
@@ -692,7 +917,7 @@ impl CoordinatorState {
             next_request: 0,
             cold: Shared::new(Cold {
                 config: Arc::new(config),
-                timers: OrdMap::new(),
+                timers: TimerTable::default(),
                 tasks,
                 in_flight: None,
                 queue: Vector::new(),
@@ -826,7 +1051,8 @@ impl CoordinatorState {
     pub fn counted_failures(&self) -> u64 {
         self.failures.count
     }
-    /// Whether `FailJob` was emitted and not yet reset by a success.
+    /// Whether [`JobCommand::Fail`](super::JobCommand::Fail) was emitted and
+    /// not yet reset by a success.
     pub fn job_failed(&self) -> bool {
         self.failures.job_failed
     }

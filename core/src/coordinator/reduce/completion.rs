@@ -63,18 +63,14 @@ impl CoordinatorState {
         if self.completing.is_some() {
             return;
         }
-        let next = self
-            .pending
-            .values()
-            .find(|p| p.remaining == 0 && p.phase == PendingPhase::AwaitingAcks)
-            .map(|p| p.id);
-        let Some(id) = next else {
-            return;
-        };
         let externalized = self.cold.config.externalized;
-        if let Some(p) = self.pending.get_mut(&id) {
+        if let Some(p) = self
+            .pending
+            .find_mut(|p| p.remaining == 0 && p.phase == PendingPhase::AwaitingAcks)
+        {
+            let id = p.id;
             p.phase = PendingPhase::Finalizing;
-            let handles = p.handles().collect();
+            let handles = p.handle_vec();
             let externalized = externalized || p.kind.is_savepoint();
             self.completing = Some(id);
             fx.push(E::Io {
@@ -217,7 +213,7 @@ impl CoordinatorState {
                 return;
             };
             let old = self.cold.completed.remove(at);
-            let mut handles: Vec<StateHandle> = old.handles().collect();
+            let mut handles = old.handle_vec();
             self.discard_unheld(old.id, &mut handles, fx);
         }
     }
@@ -239,7 +235,7 @@ impl CoordinatorState {
         if self.completing == Some(id) {
             self.completing = None;
         }
-        let mut handles: Vec<StateHandle> = p.handles().collect();
+        let mut handles = p.handle_vec();
         self.discard_unheld(id, &mut handles, fx);
         self.remember(id);
         fx.push(E::Report(Report::Aborted {

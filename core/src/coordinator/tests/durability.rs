@@ -708,8 +708,9 @@ fn a_saturated_clock_stops_periodic_scheduling_instead_of_a_timer_due_forever() 
 // ============================================================================
 
 /// Tolerable failures 0, max concurrent 2: checkpoint 1 completed; 2 and 3
-/// triggered; 3 fully acknowledged and finalized (`StoreCheckpoint{3}` out);
-/// 2 expires, so `FailJob`; the host fails the tasks as the recipe says.
+/// triggered; 3 fully acknowledged and finalized (`IoRequest::Store` of 3
+/// out); 2 expires, so `JobCommand::Fail`; the host fails the tasks as the
+/// recipe says.
 fn failover_while_storing(semantics: Semantics) -> H {
     let mut h = H::with(CoordinatorSettings {
         tolerable_failures: 0,
@@ -777,7 +778,7 @@ fn job_failover_while_a_newer_checkpoint_stores_restores_that_checkpoint_once_it
             reason: TriggerRejection::NotAllRequiredTasksRunning
         })
     );
-    // A second restore is answered by the first one's RestoreState.
+    // A second restore is answered by the first one's JobCommand::Restore.
     h.expect(
         10_003,
         restore_latest(),

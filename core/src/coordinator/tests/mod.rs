@@ -5,9 +5,9 @@
 //!
 //! Defaults (see [`settings`]): job 7, task 0 triggered, tasks 0 and 1
 //! acknowledge and commit, interval 1 s, timeout 10 s, no pause, one
-//! concurrent checkpoint, tolerable failures 5 (so `FailJob` only shows up in
-//! the tests about it), one retained checkpoint, queue bound 16. Handles are
-//! `checkpoint * 100 + task`.
+//! concurrent checkpoint, tolerable failures 5 (so `JobCommand::Fail` only
+//! shows up in the tests about it), one retained checkpoint, queue bound 16.
+//! Handles are `checkpoint * 100 + task`.
 
 mod acks;
 mod completion;
@@ -240,7 +240,6 @@ fn e_failed(r: u64, reason: AbortReason) -> E {
         reason,
     })
 }
-/// `CheckpointAborted` followed by the notify-aborted to tasks 0 and 1.
 fn applied(a: Applied) -> Outcome {
     Outcome::Applied(a)
 }
