@@ -15,7 +15,8 @@
 //!
 //! * **Pure.** No clock, randomness, threads or I/O (enforced by
 //!   `core/clippy.toml`). Time is the `now` argument; timers are effects
-//!   (`ScheduleTimer` / `CancelTimer`) that come back as `TimerFired` events;
+//!   (`Timer { timer, at }`: arm, re-arm, or disarm with `at: None`) that
+//!   come back as `TimerFired` events;
 //!   everything that may block or fail (id allocation, master hooks,
 //!   finalize, store, discarding state) is an effect whose answer is an event.
 //! * **Total.** Every `(state, event)` pair has an answer. Stale, late,
@@ -161,7 +162,7 @@
 //!   task's ack or decline): drop the message, as a lossy network would.
 //!   A lost trigger or ack ends as the checkpoint's timeout (`Expired`,
 //!   counted towards the tolerable failures); a lost notify-complete means
-//!   the task commits at the next one (`NotifyOperatorsComplete` of a
+//!   the task commits at the next one (`OperatorNotice::Complete` of a
 //!   later id covers the earlier ones, as a two-phase-commit sink commits
 //!   every pending transaction up to it); a lost notify-aborted means the
 //!   task may still finish that checkpoint (a newer one or a cancel marker

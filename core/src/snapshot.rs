@@ -41,8 +41,9 @@
 //!    [`CoordinatorEvent::Recover`](crate::coordinator::CoordinatorEvent::Recover)
 //!    `{ checkpoints, last_id }` as its first event (the store's
 //!    checkpoints, oldest first; the counter's last id), then
-//!    `Restore { source: Latest { .. } }` emits `RestoreState` for the latest
-//!    one, which the host assigns to fresh task attempts
+//!    `Restore { source: Latest { .. } }` emits
+//!    [`JobCommand::Restore`](crate::coordinator::JobCommand::Restore) for
+//!    the latest one, which the host assigns to fresh task attempts
 //!    (`TaskState::new` for each, `TaskRunning` to the coordinator). A job
 //!    that starts from a savepoint uses `Restore { source: Savepoint { .. } }`
 //!    on a fresh coordinator instead (the id counter is reset above it).
@@ -258,7 +259,8 @@ pub struct CoordinatorSnapshot {
     pub consecutive_trigger_failures: u64,
     /// Consecutive counted checkpoint failures.
     pub counted_failures: u64,
-    /// `FailJob` was emitted and not reset by a success.
+    /// [`JobCommand::Fail`](crate::coordinator::JobCommand::Fail) was
+    /// emitted and not reset by a success.
     pub job_failed: bool,
     /// The checkpoint in doubt at shutdown.
     pub in_doubt: Option<CompletedSnapshot>,

@@ -141,11 +141,14 @@
 //! a task failing on its own writer or async thread; a failure report that
 //! reaches the coordinator later than the failure (`TaskFailed` is delivered
 //! in the failing step); a second coordinator alive at the same time as the
-//! first (split brain: the failover kills the old one first); the tolerable
-//! failure counter across a coordinator failover (a new coordinator starts
-//! counting from zero, as Flink's does). A trace holds one coordinator, so the
-//! trace of a run with a coordinator failover does not replay in core past
-//! the `Recover` event.
+//! first whose messages still reach the tasks (split brain: the failover
+//! kills the old one first; a deposed one kept running by
+//! `--zombie-coordinators` reaches only the store, the id counter and the
+//! state files; `ckpt-node`'s Jepsen-style test deposes a live leader
+//! between real processes); the tolerable failure counter across a
+//! coordinator failover (a new coordinator starts counting from zero, as
+//! Flink's does). A trace holds one coordinator, so the trace of a run with
+//! a coordinator failover does not replay in core past the `Recover` event.
 
 #![forbid(unsafe_code)]
 

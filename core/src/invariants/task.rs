@@ -25,9 +25,11 @@ pub mod names {
     pub const IDS_STARTED: &str = "ids_started";
     /// A failed or closed task holds no results, mails or async parts.
     pub const TORN_DOWN: &str = "torn_down";
-    /// Every `FailTask` is genuine.
+    /// Every [`TaskEffect::Fail`](crate::task::TaskEffect::Fail) is genuine
+    /// (a violation names it `FailTask(reason)`).
     pub const NO_SPURIOUS_FAILURE: &str = "no_spurious_failure";
-    /// At most one `FailTask` per step.
+    /// At most one [`TaskEffect::Fail`](crate::task::TaskEffect::Fail) per
+    /// step.
     pub const SINGLE_FAILURE: &str = "single_failure";
     /// No write result is left when nothing is outstanding.
     pub const NO_LEAKED_RESULT: &str = "no_leaked_result";
@@ -197,8 +199,9 @@ pub fn check_state(s: &TaskState) -> Result<(), TaskViolation> {
     Ok(())
 }
 
-/// Checks one step's effects: `no_spurious_failure` (every `FailTask` is
-/// genuine) and `single_failure` (at most one `FailTask`).
+/// Checks one step's effects: `no_spurious_failure` (every
+/// [`TaskEffect::Fail`] is genuine) and `single_failure` (at most one
+/// [`TaskEffect::Fail`]).
 pub fn check_effects(effects: &[TaskEffect]) -> Result<(), TaskViolation> {
     let mut failures = 0usize;
     for e in effects {

@@ -5,9 +5,10 @@
 //! # Lifecycle of one checkpoint `N` (all checkpoints here are unaligned)
 //!
 //! 1. **start** — the first barrier of `N` (netty thread for a remote channel,
-//!    task thread for a local one) creates `N`'s write result (`StartWriter`),
-//!    fails any older unfinished result as subsumed (`AbortWriter` without
-//!    cleanup) and schedules the checkpoint mail. A source task gets a
+//!    task thread for a local one) creates `N`'s write result
+//!    ([`WriterCommand::Start`]), fails any older unfinished result as
+//!    subsumed ([`WriterCommand::Abort`] without cleanup) and schedules the
+//!    checkpoint mail ([`TaskEffect::Mail`]). A source task gets a
 //!    `TriggerCheckpoint` instead, which starts and executes at once. A start
 //!    for an id already aborted creates no result but still schedules the mail
 //!    (so the skip can tell downstream).
@@ -29,7 +30,8 @@
 //! thread (by the async part taking it, an abort with cleanup, or close);
 //! the netty path never removes one. Every created result is eventually
 //! completed or failed, and removed. Executed ids strictly increase.
-//! `FailTask` is emitted only for a genuine failure (`OperatorFailed`).
+//! [`TaskEffect::Fail`] is emitted only for a genuine failure
+//! ([`FailureReason::OperatorFailed`]).
 //!
 //! # Driving contract
 //!
@@ -178,7 +180,7 @@ pub enum TaskEvent {
         /// The checkpoint.
         checkpoint: CheckpointId,
     },
-    /// The checkpoint mail scheduled by `ScheduleCheckpointMail` runs (task
+    /// The checkpoint mail scheduled by [`TaskEffect::Mail`] runs (task
     /// thread).
     CheckpointMail {
         /// The checkpoint.

@@ -16,8 +16,9 @@ pub enum Lifecycle {
     /// The input ended: checkpoints already started finish; new ones are
     /// declined.
     Finished,
-    /// Failed (a `FailTask` was emitted); the checkpoint side is torn down and
-    /// every event but `Close` is ignored.
+    /// Failed (a [`TaskEffect::Fail`](super::TaskEffect::Fail) was emitted);
+    /// the checkpoint side is torn down and every event but `Close` is
+    /// ignored.
     Failed,
     /// Closed: every event is ignored.
     Closed,

@@ -103,7 +103,8 @@ pub struct ModelConfig {
     pub master_hooks: u32,
     /// Timing of the coordinator.
     pub timing: Timing,
-    /// Consecutive counted failures tolerated before `FailJob`.
+    /// Consecutive counted failures tolerated before
+    /// [`JobCommand::Fail`](ckpt_core::coordinator::JobCommand::Fail).
     pub tolerable_failures: u8,
     /// Completed checkpoints retained.
     pub retained: u8,
@@ -113,9 +114,10 @@ pub struct ModelConfig {
     /// state is gone; an outstanding store write commits or not) and a new
     /// one recovers from the store and the id counter. 0 (the default): none.
     pub coordinator_failovers: u8,
-    /// Job failovers per run, each after a `FailJob`: every task is
-    /// cancelled and restarted, and the coordinator restores the latest
-    /// checkpoint. 0 (the default): none.
+    /// Job failovers per run, each after a
+    /// [`JobCommand::Fail`](ckpt_core::coordinator::JobCommand::Fail):
+    /// every task is cancelled and restarted, and the coordinator restores
+    /// the latest checkpoint. 0 (the default): none.
     pub job_failovers: u8,
     /// The job starts from a savepoint (registered in the store, restored
     /// through `Restore { Savepoint }`).

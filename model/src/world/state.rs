@@ -752,10 +752,13 @@ pub struct World {
     /// What is durable. Shared copy-on-write: most steps leave it alone,
     /// and a clone of a world would otherwise copy its sets and lists.
     pub durable: Sealed<Durable>,
-    /// A `FailJob` was emitted and the job has not failed over yet.
+    /// A [`JobCommand::Fail`](ckpt_core::coordinator::JobCommand::Fail)
+    /// was emitted and the job has not failed over yet.
     pub job_failover_due: bool,
-    /// The job's tasks are stopped and wait for `RestoreState` (the
-    /// failover recipe: the restore may wait for a completion in flight).
+    /// The job's tasks are stopped and wait for
+    /// [`JobCommand::Restore`](ckpt_core::coordinator::JobCommand::Restore)
+    /// (the failover recipe: the restore may wait for a completion in
+    /// flight).
     pub awaiting_restore: bool,
     /// The deposed coordinator still running, if any.
     pub zombie: Option<Zombie>,

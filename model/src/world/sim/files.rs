@@ -47,8 +47,9 @@ impl Sim {
         Ok(())
     }
 
-    /// The job restored (`shared_files`; routed with `RestoreState`, before
-    /// any new task attempt writes): no file of before takes a new segment.
+    /// The job restored (`shared_files`; routed with `JobCommand::Restore`,
+    /// before any new task attempt writes): no file of before takes a new
+    /// segment.
     pub(super) fn files_restored(&self, n: &mut World) {
         if self.cfg.shared_files {
             if let Err(v) = self.files_event(n, FilesEvent::Restored) {

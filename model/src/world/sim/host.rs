@@ -215,8 +215,8 @@ impl Sim {
         self.coord_event(n, CEv::Shutdown { status }, log);
     }
 
-    /// The last steps of the failover recipes, once `RestoreState` came:
-    /// a fresh task state per task under its next attempt, then
+    /// The last steps of the failover recipes, once `JobCommand::Restore`
+    /// came: a fresh task state per task under its next attempt, then
     /// `TaskRunning` for each.
     pub(super) fn start_tasks(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) {
         n.awaiting_restore = false;
@@ -323,10 +323,11 @@ impl Sim {
         self.coord_event(n, CEv::StartScheduler, log);
     }
 
-    /// A job failover after `FailJob`, the crate docs' recipe: every task
-    /// attempt is stopped, the coordinator hears `TaskFailed` for each, then
-    /// `Restore { Latest }`; the tasks start again when `RestoreState` comes
-    /// (at once, or when a completion in flight has answered).
+    /// A job failover after `JobCommand::Fail`, the crate docs' recipe:
+    /// every task attempt is stopped, the coordinator hears `TaskFailed` for
+    /// each, then `Restore { Latest }`; the tasks start again when
+    /// `JobCommand::Restore` comes (at once, or when a completion in flight
+    /// has answered).
     pub(super) fn job_failover(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) {
         let stopped = self.stop_all(n, log.as_deref_mut());
         for (task, attempt) in stopped {
@@ -340,8 +341,8 @@ impl Sim {
         let source = RestoreSource::Latest {
             error_if_none: false,
         };
-        // What is restored (now or later) is checked where `RestoreState`
-        // is routed.
+        // What is restored (now or later) is checked where
+        // `JobCommand::Restore` is routed.
         self.coord_event(n, CEv::Restore { source }, log);
     }
 }

@@ -91,8 +91,10 @@ pub enum Action {
         /// The outstanding store write had committed.
         commit: bool,
     },
-    /// The job fails over after a `FailJob`: every task is cancelled and
-    /// restarted, and the coordinator restores the latest checkpoint.
+    /// The job fails over after a
+    /// [`JobCommand::Fail`](ckpt_core::coordinator::JobCommand::Fail):
+    /// every task is cancelled and restarted, and the coordinator restores
+    /// the latest checkpoint.
     JobFailover,
     /// A source task's input ends (`end_of_input` budget): `EndOfInput`.
     EndOfInput(TaskId),

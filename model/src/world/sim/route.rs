@@ -5,7 +5,7 @@ use super::*;
 /// What the host does after routing one coordinator step's effects.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Follow {
-    /// A `RestoreState` was carried out.
+    /// A `JobCommand::Restore` was carried out.
     pub(super) restored: bool,
     /// The job was told to stop on this savepoint.
     pub(super) stop: Option<CheckpointId>,

@@ -244,7 +244,7 @@ impl Sim {
                 let savepoint = n.stopped_with.take();
                 self.coordinator_failover(n, None, log.as_deref_mut());
                 // Witness only: what the restore must be is checked where
-                // `RestoreState` is routed.
+                // `JobCommand::Restore` is routed.
                 n.history.stop_resumed =
                     n.coord.latest_completed() == savepoint && n.history.restored;
             }
