@@ -19,7 +19,8 @@
 # nothing is one; `--release` would drop it).
 #
 # Output: fuzz/corpus-work/TARGET (merged corpus, git-ignored),
-# fuzz/logs/TARGET-DATE.log (libFuzzer's status lines: executions and the
+# fuzz/logs/TARGET-SANITIZER-DATE.log (DATE a UTC stamp such as
+# 20261204T0230Z; libFuzzer's status lines: executions and the
 # coverage curve, `cov:` against `#executions`), crashes in
 # fuzz/artifacts/TARGET/. Exits non-zero if any target crashed.
 set -euo pipefail

@@ -1,10 +1,11 @@
 //! cargo-fuzz target `task_events`: see `ckpt_tests::fuzzing::task_events`.
-//! Mutations work on whole actions (`ckpt_tests::fuzzing::mutate_story`).
+//! Mutations work on whole actions (`ckpt_tests::fuzzing::mutate_story`);
+//! default libFuzzer flags: `ckpt_fuzz` (fuzz/src/lib.rs).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ckpt_tests::fuzzing::task_events(data);
-});
+// libfuzzer-sys's `fuzz_target!`, plus the project's default libFuzzer
+// flags (`ckpt_fuzz::fuzz_entry!`).
+ckpt_fuzz::fuzz_entry!(ckpt_tests::fuzzing::task_events);
 
 libfuzzer_sys::fuzz_mutator!(|data: &mut [u8], size: usize, max_size: usize, seed: u32| {
     ckpt_tests::fuzzing::mutate_story(

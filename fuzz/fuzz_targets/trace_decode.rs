@@ -1,6 +1,7 @@
-//! cargo-fuzz target `trace_decode`: see `ckpt_tests::fuzzing::trace_decode`.
+//! cargo-fuzz target `trace_decode`: see `ckpt_tests::fuzzing::trace_decode`;
+//! default libFuzzer flags: `ckpt_fuzz` (fuzz/src/lib.rs).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    ckpt_tests::fuzzing::trace_decode(data);
-});
+// libfuzzer-sys's `fuzz_target!`, plus the project's default libFuzzer
+// flags (`ckpt_fuzz::fuzz_entry!`).
+ckpt_fuzz::fuzz_entry!(ckpt_tests::fuzzing::trace_decode);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Executions per second of fuzz targets as users run them: the binary that
+# `cargo fuzz run [--sanitizer none] TARGET` builds, run for SECONDS from a
+# scratch copy of the committed corpus (so the seeds stay as they are), one
+# process, no flags but -max_total_time and -print_final_stats (what
+# `cargo fuzz run TARGET fuzz/corpus/TARGET -- -max_total_time=60` does).
+#
+# Usage: bash fuzz/rate.sh SANITIZER [SECONDS] [TARGET...]
+#   SANITIZER  none or address
+#   SECONDS    default 60
+#   TARGET     default: coordinator_events task_events system_events
+# Env: CKPT_FUZZ_BIN_DIR  run the binaries in this directory instead of
+#      building (e.g. a copy of an older build, for before/after figures).
+#      CKPT_FUZZ_FLAGS    extra libFuzzer flags (for experiments).
+# Prints one Markdown table row per target: date, target, sanitizer,
+# extra flags, executions, exec/s, edges and features at the end,
+# crashes (reproducers in fuzz/artifacts/TARGET/), load average before the
+# run. libFuzzer's output: fuzz/logs/rate-TARGET-SANITIZER-TIME.log.
+set -euo pipefail
+
+sanitizer="${1:?usage: bash fuzz/rate.sh none|address [SECONDS] [TARGET...]}"
+secs="${2:-60}"
+shift $(( $# < 2 ? $# : 2 ))
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(coordinator_events task_events system_events)
+fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here"
+triple="$(rustc -vV | sed -n 's/^host: //p')"
+if [ -z "${CKPT_FUZZ_BIN_DIR:-}" ]; then
+    toolchain=()
+    if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+        toolchain=(+nightly)
+    fi
+    tdir="target-rate-$sanitizer"
+    cargo "${toolchain[@]}" fuzz build --sanitizer "$sanitizer" --target-dir "$tdir" "${targets[@]/#/--bin=}" >/dev/null 2>&1 ||
+        cargo "${toolchain[@]}" fuzz build --sanitizer "$sanitizer" --target-dir "$tdir"
+    bin_dir="$tdir/$triple/release"
+else
+    bin_dir="$CKPT_FUZZ_BIN_DIR"
+fi
+mkdir -p logs
+# shellcheck disable=SC2206
+extra=(${CKPT_FUZZ_FLAGS:-})
+for t in "${targets[@]}"; do
+    scratch="$(mktemp -d)"
+    mkdir -p "artifacts/$t"
+    cp "corpus/$t"/* "$scratch/"
+    load="$(cut -d' ' -f1 /proc/loadavg)"
+    when="$(date -u +%Y-%m-%dT%H:%MZ)"
+    log="logs/rate-$t-$sanitizer-$(date -u +%H%M%S)-$$.log"
+    "$bin_dir/$t" "${extra[@]}" -max_total_time="$secs" -print_final_stats=1 \
+        -artifact_prefix="artifacts/$t/" "$scratch" >"$log" 2>&1 || true
+    runs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+    last=$(grep -E '^#[0-9]+' "$log" | tail -1)
+    cov=$(echo "$last" | grep -oE 'cov: [0-9]+' | grep -oE '[0-9]+' || echo '?')
+    ft=$(echo "$last" | grep -oE 'ft: [0-9]+' | grep -oE '[0-9]+' || echo '?')
+    crash=$(grep -c 'Test unit written to' "$log" || true)
+    echo "| $when | \`$t\` | $sanitizer | ${extra[*]:-} | $runs | $((runs / secs)) | $cov | $ft | $crash | $load |"
+    rm -rf "$scratch"
+done

@@ -1,0 +1,113 @@
+//! What every ckpt fuzz target shares: its entry points for libFuzzer, with
+//! the project's default libFuzzer flags built in, so that the plain
+//! `cargo fuzz run TARGET` runs as measured (fuzz/README.md, "Defaults
+//! built into the targets").
+//!
+//! libfuzzer-sys's `fuzz_target!` defines `LLVMFuzzerInitialize` itself and
+//! gives its init block no access to the command line; [`fuzz_entry!`]
+//! defines the same two functions (`LLVMFuzzerInitialize`, which installs
+//! libfuzzer-sys's abort-on-panic hook as `fuzz_target!` does, and
+//! `rust_fuzzer_test_input`, which libfuzzer-sys's `LLVMFuzzerTestOneInput`
+//! calls), and its `LLVMFuzzerInitialize` also puts [`DEFAULT_FLAGS`] in
+//! front of the user's arguments. libFuzzer parses the command line after
+//! `LLVMFuzzerInitialize` returns, and a later flag overrides an earlier
+//! one, so every default is overridden by the same flag given on the
+//! command line (`-entropic=1` restores libFuzzer's own default).
+
+use std::ffi::{c_char, c_int, CString};
+
+/// libFuzzer flags put before the user's: each measured on these targets
+/// (fuzz/FIGURES-2026-12-03.md).
+///
+/// * `-entropic=0`: libFuzzer's entropic power schedule updates a
+///   frequency table for every feature of every execution (a linear scan
+///   of its 100 rarest features for each); on `system_events` that was
+///   39 % of all samples of a 20 s `perf record` (18 % on
+///   `coordinator_events`). Side by side, 60 s from the seeds: 1.35x the
+///   executions of `system_events` without a sanitizer and 1.15-1.87x
+///   under ASan on every story target, even on `coordinator_events` and
+///   0.86-0.90x on `task_events` without a sanitizer; edges within 2 of
+///   the default or more in every pair.
+pub const DEFAULT_FLAGS: &[&str] = &["-entropic=0"];
+
+/// The arguments libFuzzer parses: `argv[0]`, [`DEFAULT_FLAGS`], then the
+/// user's arguments in their order (so the user's win).
+#[must_use]
+pub fn with_defaults(args: &[CString]) -> Vec<CString> {
+    let mut out = Vec::with_capacity(args.len() + DEFAULT_FLAGS.len());
+    out.extend(args.first().cloned());
+    out.extend(
+        DEFAULT_FLAGS
+            .iter()
+            .map(|f| CString::new(*f).unwrap_or_default()),
+    );
+    out.extend(args.iter().skip(1).cloned());
+    out
+}
+
+/// The body of the targets' `LLVMFuzzerInitialize`: libfuzzer-sys's own
+/// initialization (the panic hook that aborts, so that libFuzzer reports a
+/// panic as a crash), then the command line with [`DEFAULT_FLAGS`] in
+/// front. The new argument vector is leaked on purpose: libFuzzer keeps
+/// pointers into it for the whole run.
+///
+/// # Safety
+/// `argc` and `argv` must be the pointers libFuzzer passes to
+/// `LLVMFuzzerInitialize`: `*argv` points to `*argc` valid C strings
+/// followed by a null pointer.
+pub unsafe fn initialize(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    libfuzzer_sys::initialize(argc as *const isize, argv as *const *const *const u8);
+    if argc.is_null() || argv.is_null() || (*argv).is_null() {
+        return 0;
+    }
+    let n = usize::try_from(*argc).unwrap_or(0);
+    let args: Vec<CString> = (0..n)
+        .map(|i| std::ffi::CStr::from_ptr(*(*argv).add(i)).to_owned())
+        .collect();
+    let all = with_defaults(&args);
+    let Ok(count) = c_int::try_from(all.len()) else {
+        return 0;
+    };
+    let mut ptrs: Vec<*mut c_char> = all.into_iter().map(CString::into_raw).collect();
+    ptrs.push(std::ptr::null_mut());
+    *argc = count;
+    *argv = Box::leak(ptrs.into_boxed_slice()).as_mut_ptr();
+    0
+}
+
+/// Defines a fuzz target's entry points for libFuzzer: `$run` (a
+/// `fn(&[u8])`) on every input, with [`initialize`]'s defaults.
+#[macro_export]
+macro_rules! fuzz_entry {
+    ($run:path) => {
+        /// libFuzzer's initialization hook: see `ckpt_fuzz::initialize`.
+        ///
+        /// # Safety
+        /// Called by libFuzzer only, with its own `argc` and `argv`.
+        #[no_mangle]
+        pub unsafe extern "C" fn LLVMFuzzerInitialize(
+            argc: *mut ::std::ffi::c_int,
+            argv: *mut *mut *mut ::std::ffi::c_char,
+        ) -> ::std::ffi::c_int {
+            $crate::initialize(argc, argv)
+        }
+
+        /// Called by libfuzzer-sys's `LLVMFuzzerTestOneInput` on each input
+        /// (as `fuzz_target!` defines it: with `RUST_LIBFUZZER_DEBUG_PATH`
+        /// set, `cargo fuzz fmt` asks for the input's rendering instead).
+        #[no_mangle]
+        #[allow(improper_ctypes_definitions)]
+        pub extern "C" fn rust_fuzzer_test_input(bytes: &[u8]) -> i32 {
+            if let Some(path) = ::libfuzzer_sys::rust_libfuzzer_debug_path() {
+                use ::std::io::Write as _;
+                let mut file = ::std::fs::File::create(path)
+                    .expect("failed to create `RUST_LIBFUZZER_DEBUG_PATH` file");
+                writeln!(&mut file, "{:?}", bytes)
+                    .expect("failed to write to `RUST_LIBFUZZER_DEBUG_PATH` file");
+                return 0;
+            }
+            $run(bytes);
+            0
+        }
+    };
+}
