@@ -176,8 +176,9 @@ pub struct ModelArgs {
     /// the store; every task restarts (0..=2).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub coordinator_failovers: u8,
-    /// Job failovers per run after a FailJob: every task restarts and the
-    /// latest checkpoint is restored (0..=2).
+    /// Job failovers per run, each after the coordinator fails the job
+    /// (JobCommand::Fail): every task restarts and the latest checkpoint is
+    /// restored (0..=2).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub job_failovers: u8,
     /// The job starts from a savepoint (registered in the store, restored
@@ -445,6 +446,11 @@ pub struct DistArgs {
     #[arg(long, value_name = "KIND", requires = "two_phase", conflicts_with = "compare",
           value_parser = ["bfs", "dfs"])]
     pub stateright: Option<String>,
+    /// With --two-phase: run ckpt's depth-first engine (`check`'s, threads
+    /// as --threads) instead of the distributed search, in this process
+    /// only.
+    #[arg(long, requires = "two_phase", conflicts_with_all = ["compare", "stateright"])]
+    pub engine: bool,
     /// Number of processes of the run (each started with its --process).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub processes: u16,

@@ -11,7 +11,7 @@ use ckpt_model::search::dist::engine::{
     replay, search, Cluster, Codec, DistOptions, DistReport, Key,
 };
 use ckpt_model::search::dist::twophase::{self, TwoPhase};
-use ckpt_model::search::engine::fingerprint;
+use ckpt_model::search::engine::{self, fingerprint, EngineOptions, Plain};
 use ckpt_model::search::memory::peak_rss_mb;
 use ckpt_model::search::symmetry::orbit_min;
 use ckpt_model::zoo::validate;
@@ -81,8 +81,11 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             let model = TwoPhase {
                 rms: usize::from(n),
             };
-            if let Some(kind) = &args.stateright {
-                compare_one(&model, threads, kind == "bfs");
+            if args.engine || args.stateright.is_some() {
+                match &args.stateright {
+                    Some(kind) => compare_one(&model, threads, kind == "bfs"),
+                    None => engine_one(&model, threads),
+                }
                 outln!(
                     "peak memory: {}",
                     peak_rss_mb().map_or_else(|| "?".into(), |m| format!("{m:.0} MiB"))
@@ -303,6 +306,30 @@ fn compare_one(model: &TwoPhase, threads: usize, bfs: bool) {
     let secs = t.elapsed().as_secs_f64();
     outln!(
         "{name} ({threads} threads): {unique} unique states, {secs:.2} s, {:.0} unique states/s",
+        unique as f64 / secs
+    );
+}
+
+/// ckpt's depth-first engine on `model` ([`Plain`]: the model as
+/// stateright sees it), timed, in the line format of [`compare_one`].
+fn engine_one(model: &TwoPhase, threads: usize) {
+    let t = Instant::now();
+    let opts = EngineOptions {
+        threads,
+        target_max_depth: None,
+        finish_when_any_failure: false,
+    };
+    let mut c = engine::spawn(model.clone(), Plain, opts);
+    for h in c.handles() {
+        if let Err(e) = h.join() {
+            std::panic::resume_unwind(e);
+        }
+    }
+    let unique = c.unique_state_count();
+    let secs = t.elapsed().as_secs_f64();
+    outln!(
+        "ckpt engine ({threads} threads): {unique} unique states, {} generated, {secs:.2} s, {:.0} unique states/s",
+        c.state_count(),
         unique as f64 / secs
     );
 }

@@ -1,5 +1,18 @@
-//! ckpt's own depth-first checker: stateright's DFS semantics, without its
-//! per-state overheads.
+//! ckpt's own depth-first checker for any [`stateright::Model`]:
+//! stateright's DFS semantics, without its per-state overheads.
+//!
+//! **Any model.** The engine asks a model for what `stateright::Model`
+//! already says (actions, `next_state`, `within_boundary`, properties) and,
+//! through the small [`Expand`] trait, for two things a model may do
+//! better: the key its visited set deduplicates by ([`Expand::key`]) and the
+//! actions to explore with the successors already computed for them
+//! ([`Expand::expand`]). [`Plain`] is the adapter for a plain
+//! `stateright::Model` (the state's [`plain_fingerprint`], every action);
+//! ckpt's model plugs in its symmetry (the orbit's smallest fingerprint)
+//! and its partial-order reduction through
+//! [`crate::search::system::CkptExpand`]. So the engine runs stateright's
+//! own examples (two-phase commit: [`crate::search::dist::twophase`]) as it
+//! runs ckpt's world.
 //!
 //! `check` searches with this engine by default (`--engine stateright` runs
 //! stateright's `DfsChecker` instead; breadth-first searches, the shortest
@@ -10,8 +23,8 @@
 //! **Same search, same answers.** With one thread it visits the states in
 //! the order stateright's DFS does (a LIFO stack, successors pushed in
 //! action order), fingerprints them with the same hasher (aHash with
-//! stateright's fixed seeds), deduplicates orbits under symmetry when asked
-//! (by the smallest fingerprint over the orbit,
+//! stateright's fixed seeds; ckpt's model under symmetry deduplicates
+//! orbits by the smallest fingerprint over the orbit,
 //! [`crate::search::symmetry::orbit_min`]: the same orbits merge as under
 //! stateright's fingerprint of the representative, one clone and one hash
 //! fewer per state), and judges the properties as stateright does:
@@ -35,7 +48,7 @@
 //! are a bit mask instead of a `DashMap` looked up by name (SipHash of every
 //! property's name for every state); and where partial-order reduction
 //! narrowed a state's actions, the successors its ample check computed are
-//! kept ([`SysModel::expand`]) instead of stepped a second time.
+//! kept ([`Expand::expand`]) instead of stepped a second time.
 //!
 //! **Threads.** Each worker runs its own stack; a worker that runs dry
 //! says so, and a worker with more than one job hands the older half of its
@@ -51,9 +64,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use stateright::{Checker, Expectation, Model, Path, Property};
-
-use crate::search::system::{SysModel, SysState};
-use crate::world::Action;
 
 /// Lock stripes of the visited set: a power of two well above the thread
 /// count, so two workers rarely wait on one stripe.
@@ -73,8 +83,6 @@ const PROPERTIES_MAX: usize = 64;
 pub struct EngineOptions {
     /// Worker threads (at least 1).
     pub threads: usize,
-    /// Deduplicate orbits under task symmetry.
-    pub symmetry: bool,
     /// States at this depth or deeper (the initial states are depth 1) are
     /// counted but not checked or expanded (stateright's
     /// `target_max_depth`).
@@ -93,6 +101,79 @@ pub fn fingerprint<T: Hash>(value: &T) -> u64 {
     ahash::RandomState::with_seeds(123_456_789_987_654_321, 98_765_432_123_456_789, 0, 0)
         .hash_one(value)
         .max(1)
+}
+
+/// The key [`Plain`] gives a state: foldhash's `quality` hasher with a
+/// fixed seed, never 0.
+///
+/// Why not [`fingerprint`] (aHash, stateright's): a derived `Hash` writes a
+/// state field by field, most fields a byte or an enum's discriminant, and
+/// aHash mixes each write with a multiply, one after the other; foldhash
+/// gathers small writes into a 128-bit sponge and multiplies once per 16
+/// bytes. On two-phase commit (about forty writes a state) that took the
+/// engine's search of 8 resource managers from 2.80 to 2.28 CPU seconds
+/// (measured when the adapter was written, 2026-12-03, on a loaded
+/// machine); a hand-written hasher that copied the writes into a buffer
+/// and hashed it in blocks measured slower (2.53). The key is still the
+/// largest single cost of that search (`model/TWOPHASE-2026-12-04.md`). Any good 64-bit hash of the whole state serves as a
+/// fingerprint: the counts are stateright's as long as no two states
+/// collide (about one chance in 10^5 at 10^7 states). ckpt's own model
+/// keeps [`fingerprint`], with which its pinned counts were measured.
+#[must_use]
+pub fn plain_fingerprint<T: Hash>(value: &T) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::quality::FixedState::with_seed(0x2f0c_a3d1_5e77_b941)
+        .hash_one(value)
+        .max(1)
+}
+
+/// What the engine asks of a model beyond [`stateright::Model`]: the key
+/// of a state in the visited set and the actions to explore from a state.
+/// [`Plain`] answers for any model as stateright's DFS does; a model with a
+/// symmetry or a partial-order reduction of its own answers with those.
+pub trait Expand<M: Model>: Send + Sync + 'static {
+    /// The key `state` is deduplicated by (never 0): two states with one key
+    /// are one state to the search. [`plain_fingerprint`] for a plain model; the
+    /// smallest fingerprint of the orbit under a symmetry.
+    fn key(&self, model: &M, state: &M::State) -> u64;
+
+    /// Appends the actions to explore from `state` to `actions`, in the
+    /// order they are pushed on the stack, and may append to `stepped` the
+    /// successors of the first `stepped.len()` of them (in that order) when
+    /// computing the actions stepped them anyway; the engine steps the rest
+    /// with [`Model::next_state`]. Both vectors come in empty.
+    fn expand(
+        &self,
+        model: &M,
+        state: &M::State,
+        actions: &mut Vec<M::Action>,
+        stepped: &mut Vec<M::State>,
+    );
+}
+
+/// The adapter for a plain [`stateright::Model`]: the key is the state's
+/// [`plain_fingerprint`], the actions are [`Model::actions`], none pre-stepped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Plain;
+
+impl<M> Expand<M> for Plain
+where
+    M: Model,
+    M::State: Hash,
+{
+    fn key(&self, _: &M, state: &M::State) -> u64 {
+        plain_fingerprint(state)
+    }
+
+    fn expand(
+        &self,
+        model: &M,
+        state: &M::State,
+        actions: &mut Vec<M::Action>,
+        _: &mut Vec<M::State>,
+    ) {
+        model.actions(state, actions);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -148,6 +229,18 @@ impl FingerprintTable {
             }
             i = (i + 1) & mask;
         }
+    }
+
+    /// Reads the home slot of each of `fps` (a hint: the inserts that
+    /// follow find those lines in the cache); what it read, for
+    /// [`std::hint::black_box`] to keep the loads.
+    fn touch(&self, fps: impl Iterator<Item = u64>) -> u64 {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        let mask = self.slots.len() - 1;
+        #[allow(clippy::cast_possible_truncation)]
+        fps.fold(0, |acc, fp| acc ^ self.slots[fp as usize & mask])
     }
 
     fn grow(&mut self) {
@@ -225,8 +318,8 @@ impl Link {
 }
 
 /// A state waiting to be checked.
-struct Job {
-    state: SysState,
+struct Job<S> {
+    state: S,
     path: Arc<Link>,
     /// `eventually` properties not yet satisfied on the path.
     ebits: u64,
@@ -235,17 +328,18 @@ struct Job {
 }
 
 /// Jobs handed between workers.
-struct Market {
-    jobs: Vec<Job>,
+struct Market<S> {
+    jobs: Vec<Job<S>>,
     /// Workers waiting for jobs.
     idle: usize,
     /// Every worker idle with no job left: the search is over.
     exhausted: bool,
 }
 
-struct Shared {
-    model: SysModel,
-    properties: Vec<Property<SysModel>>,
+struct Shared<M: Model, X> {
+    model: M,
+    expand: X,
+    properties: Vec<Property<M>>,
     opts: EngineOptions,
     visited: Visited,
     /// Unique states: what the workers inserted, published with `states`.
@@ -259,14 +353,19 @@ struct Shared {
     finish_mask: u64,
     finish_all: bool,
     done: AtomicBool,
-    market: Mutex<Market>,
+    market: Mutex<Market<M::State>>,
     wake: Condvar,
     /// Workers waiting in the market (read without the lock by busy
     /// workers deciding whether to share).
     hungry: AtomicUsize,
 }
 
-impl Shared {
+impl<M, X> Shared<M, X>
+where
+    M: Model,
+    M::Action: Clone,
+    X: Expand<M>,
+{
     fn discover(&self, i: usize, path: &Arc<Link>) {
         let bit = 1u64 << i;
         if self.discovered.load(Ordering::Relaxed) & bit != 0 {
@@ -293,7 +392,7 @@ impl Shared {
 
     /// Takes jobs from the market into `local`; false when the search is
     /// over.
-    fn take(&self, local: &mut Vec<Job>, threads: usize) -> bool {
+    fn take(&self, local: &mut Vec<Job<M::State>>, threads: usize) -> bool {
         let mut m = lock(&self.market);
         loop {
             if self.done.load(Ordering::SeqCst) || m.exhausted {
@@ -317,7 +416,7 @@ impl Shared {
     }
 
     /// Hands the older half of `local` to the market.
-    fn share(&self, local: &mut Vec<Job>) {
+    fn share(&self, local: &mut Vec<Job<M::State>>) {
         let half = local.len() / 2;
         let mut m = lock(&self.market);
         m.jobs.extend(local.drain(..half));
@@ -328,8 +427,8 @@ impl Shared {
         // A worker that panics (a reducer bug: no input should make one)
         // ends the search, so the others do not wait for it forever; the
         // panic reaches whoever joins the checker.
-        struct EndsSearchOnPanic<'a>(&'a Shared);
-        impl Drop for EndsSearchOnPanic<'_> {
+        struct EndsSearchOnPanic<'a, M: Model, X>(&'a Shared<M, X>);
+        impl<M: Model, X> Drop for EndsSearchOnPanic<'_, M, X> {
             fn drop(&mut self) {
                 if std::thread::panicking() {
                     self.0.done.store(true, Ordering::SeqCst);
@@ -340,9 +439,10 @@ impl Shared {
         }
         let _guard = EndsSearchOnPanic(self);
         let threads = self.opts.threads.max(1);
-        let mut local: Vec<Job> = Vec::new();
-        let mut actions: Vec<Action> = Vec::new();
-        let mut stepped: Vec<SysState> = Vec::new();
+        let mut local: Vec<Job<M::State>> = Vec::new();
+        let mut actions: Vec<M::Action> = Vec::new();
+        let mut stepped: Vec<M::State> = Vec::new();
+        let mut succ: Vec<(u32, M::State, u64)> = Vec::new();
         let mut states = 0usize;
         let mut unique = 0usize;
         let mut single = self.visited.single();
@@ -382,9 +482,15 @@ impl Shared {
             }
             let ebits = self.judge(&job);
             actions.clear();
-            self.model.expand(&job.state, &mut actions, &mut stepped);
+            stepped.clear();
+            self.expand
+                .expand(&self.model, &job.state, &mut actions, &mut stepped);
             let mut pre = stepped.drain(..);
-            let mut terminal = true;
+            // All successors and their keys first, then one pass that reads
+            // each key's home slot (independent loads the processor overlaps:
+            // one miss's latency for the batch instead of one per
+            // successor), then the inserts, in action order.
+            succ.clear();
             for (index, action) in actions.drain(..).enumerate() {
                 let next = match pre.next() {
                     Some(n) => n,
@@ -396,13 +502,16 @@ impl Shared {
                 if !self.model.within_boundary(&next) {
                     continue;
                 }
-                states += 1;
-                terminal = false;
-                let fp = if self.opts.symmetry {
-                    crate::search::symmetry::orbit_min(&next, fingerprint)
-                } else {
-                    fingerprint(&next)
-                };
+                let fp = self.expand.key(&self.model, &next);
+                succ.push((u32::try_from(index).unwrap_or(u32::MAX), next, fp));
+            }
+            drop(pre);
+            states += succ.len();
+            let terminal = succ.is_empty();
+            if let Some(table) = single.as_ref() {
+                std::hint::black_box(table.touch(succ.iter().map(|s| s.2)));
+            }
+            for (index, next, fp) in succ.drain(..) {
                 let new = match single.as_mut() {
                     Some(table) => table.insert(fp),
                     None => self.visited.insert(fp),
@@ -415,7 +524,7 @@ impl Shared {
                     state: next,
                     path: Arc::new(Link {
                         parent: Some(Arc::clone(&job.path)),
-                        index: u32::try_from(index).unwrap_or(u32::MAX),
+                        index,
                     }),
                     ebits,
                     depth: job.depth + 1,
@@ -433,7 +542,7 @@ impl Shared {
 
     /// Judges `always` and `sometimes` on the job's state; the `eventually`
     /// bits left for its successors.
-    fn judge(&self, job: &Job) -> u64 {
+    fn judge(&self, job: &Job<M::State>) -> u64 {
         let found = self.discovered.load(Ordering::Relaxed);
         let mut ebits = job.ebits;
         for (i, p) in self.properties.iter().enumerate() {
@@ -461,13 +570,13 @@ impl Shared {
 }
 
 /// A running (or finished) search by ckpt's engine.
-pub struct EngineChecker {
-    shared: Arc<Shared>,
-    init: Vec<SysState>,
+pub struct EngineChecker<M: Model, X = Plain> {
+    shared: Arc<Shared<M, X>>,
+    init: Vec<M::State>,
     handles: Vec<JoinHandle<()>>,
 }
 
-impl std::fmt::Debug for EngineChecker {
+impl<M: Model, X> std::fmt::Debug for EngineChecker<M, X> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EngineChecker")
             .field("opts", &self.shared.opts)
@@ -476,13 +585,21 @@ impl std::fmt::Debug for EngineChecker {
     }
 }
 
-/// Starts a depth-first search of `model` on `opts.threads` workers.
+/// Starts a depth-first search of `model` on `opts.threads` workers, its
+/// keys and actions from `expand` ([`Plain`] for a plain model).
 ///
 /// # Panics
 ///
-/// If the model has more than 64 properties (the masks are one `u64`).
+/// If the model has more than 64 properties (the masks are one `u64`), or
+/// a worker thread cannot be started.
 #[must_use]
-pub fn spawn(model: SysModel, opts: EngineOptions) -> EngineChecker {
+pub fn spawn<M, X>(model: M, expand: X, opts: EngineOptions) -> EngineChecker<M, X>
+where
+    M: Model + Send + Sync + 'static,
+    M::State: Clone + Send + Sync + 'static,
+    M::Action: Clone + Send + Sync + 'static,
+    X: Expand<M>,
+{
     let properties = model.properties();
     assert!(
         properties.len() <= PROPERTIES_MAX,
@@ -506,7 +623,7 @@ pub fn spawn(model: SysModel, opts: EngineOptions) -> EngineChecker {
     } else {
         (1u64 << properties.len()) - 1
     };
-    let init: Vec<SysState> = model
+    let init: Vec<M::State> = model
         .init_states()
         .into_iter()
         .filter(|s| model.within_boundary(s))
@@ -514,13 +631,9 @@ pub fn spawn(model: SysModel, opts: EngineOptions) -> EngineChecker {
     let visited = Visited::new(opts.threads);
     let mut unique = 0;
     for s in &init {
-        unique += usize::from(visited.insert(if opts.symmetry {
-            crate::search::symmetry::orbit_min(s, fingerprint)
-        } else {
-            fingerprint(s)
-        }));
+        unique += usize::from(visited.insert(expand.key(&model, s)));
     }
-    let jobs: Vec<Job> = init
+    let jobs: Vec<Job<M::State>> = init
         .iter()
         .enumerate()
         .map(|(i, s)| Job {
@@ -536,6 +649,7 @@ pub fn spawn(model: SysModel, opts: EngineOptions) -> EngineChecker {
     let n = properties.len();
     let shared = Arc::new(Shared {
         model,
+        expand,
         properties,
         opts,
         visited,
@@ -575,9 +689,14 @@ pub fn spawn(model: SysModel, opts: EngineOptions) -> EngineChecker {
     }
 }
 
-impl EngineChecker {
+impl<M, X> EngineChecker<M, X>
+where
+    M: Model,
+    M::State: Clone + PartialEq,
+    M::Action: Clone + PartialEq,
+{
     /// The path of action indices to a state as a stateright [`Path`].
-    fn path(&self, indices: &[usize]) -> Option<Path<SysState, Action>> {
+    fn path(&self, indices: &[usize]) -> Option<Path<M::State, M::Action>> {
         let model = &self.shared.model;
         let (&first, rest) = indices.split_first()?;
         let init = self.init.get(first)?.clone();
@@ -587,16 +706,21 @@ impl EngineChecker {
         for &i in rest {
             enabled.clear();
             model.actions(&state, &mut enabled);
-            let a = *enabled.get(i)?;
-            state = model.next_state(&state, a)?;
+            let a = enabled.get(i)?.clone();
+            state = model.next_state(&state, a.clone())?;
             actions.push(a);
         }
         Path::from_actions(model, init, actions.iter())
     }
 }
 
-impl Checker<SysModel> for EngineChecker {
-    fn model(&self) -> &SysModel {
+impl<M, X> Checker<M> for EngineChecker<M, X>
+where
+    M: Model,
+    M::State: Clone + PartialEq + std::fmt::Debug + Hash,
+    M::Action: Clone + PartialEq + std::fmt::Debug,
+{
+    fn model(&self) -> &M {
         &self.shared.model
     }
 
@@ -612,7 +736,7 @@ impl Checker<SysModel> for EngineChecker {
         self.shared.depth.load(Ordering::Relaxed)
     }
 
-    fn discoveries(&self) -> HashMap<&'static str, Path<SysState, Action>> {
+    fn discoveries(&self) -> HashMap<&'static str, Path<M::State, M::Action>> {
         let found: Vec<(usize, Vec<usize>)> = lock(&self.shared.discoveries)
             .iter()
             .enumerate()

@@ -49,9 +49,9 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
     } else if opts.engine == Engine::Ckpt {
         let e = crate::search::engine::spawn(
             model,
+            crate::search::system::CkptExpand { symmetry },
             crate::search::engine::EngineOptions {
                 threads: opts.threads.max(1),
-                symmetry,
                 target_max_depth: opts.max_depth.map(depth_bound),
                 finish_when_any_failure: opts.stop_at_failure,
             },

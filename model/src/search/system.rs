@@ -13,6 +13,7 @@ use ckpt_core::invariants;
 use ckpt_core::DeclineReason;
 use stateright::{Model, Property};
 
+use crate::search::engine::{fingerprint, Expand};
 use crate::world::{Action, ModelConfig, Msg, Reduction, Sim, Topology, World, ROUTED};
 
 /// The model's state: the world's.
@@ -77,7 +78,8 @@ impl Deref for SysModel {
 /// does not repeat its expectation: output and the Explorer print it after
 /// `always`, `sometimes` or `eventually`.
 pub mod props {
-    /// No `FailTask` for a non-genuine reason.
+    /// No [`TaskEffect::Fail`](ckpt_core::task::TaskEffect::Fail) for a
+    /// non-genuine reason.
     pub const NO_SPURIOUS_FAILURE: &str = "no spurious task failure";
     /// Completion only with every ack: a checkpoint's plan waits for every
     /// task (a task that is down is never planned as finished).
@@ -420,6 +422,31 @@ impl SysModel {
     pub fn expand(&self, s: &World, out: &mut Vec<Action>, stepped: &mut Vec<World>) {
         self.sim.enabled(s, out);
         self.sim.ample_stepped(s, out, self.reduction, stepped);
+    }
+}
+
+/// ckpt's answers to the depth-first engine's [`Expand`]: under symmetry a
+/// state's key is the smallest fingerprint over its orbit
+/// ([`crate::search::symmetry::orbit_min`]), otherwise its
+/// [`fingerprint`]; the actions and pre-stepped successors are
+/// [`SysModel::expand`]'s (partial-order reduction as the model is set).
+#[derive(Clone, Copy, Debug)]
+pub struct CkptExpand {
+    /// Deduplicate orbits under task symmetry.
+    pub symmetry: bool,
+}
+
+impl Expand<SysModel> for CkptExpand {
+    fn key(&self, _: &SysModel, s: &World) -> u64 {
+        if self.symmetry {
+            crate::search::symmetry::orbit_min(s, fingerprint)
+        } else {
+            fingerprint(s)
+        }
+    }
+
+    fn expand(&self, m: &SysModel, s: &World, out: &mut Vec<Action>, stepped: &mut Vec<World>) {
+        m.expand(s, out, stepped);
     }
 }
 
