@@ -27,7 +27,7 @@
 use serde_json::Value;
 
 use super::ckpt_side::TaskView;
-use super::decision::{Abort, AckClass, Decision, RequestEnd};
+use super::decision::{Abort, AckClass, Decision, RequestEnd, TriggerMsg};
 use super::event::{Event, SeqConfig, TriggerAsk};
 use super::profile::{FlinkProfile, Version};
 
@@ -285,6 +285,16 @@ pub static CATALOG: &[Entry] = &[
         why: "the alignment is the task's in ckpt (its writer lifecycle is the unaligned one). ckpt restores a savepoint only into the same topology, where its in-flight channel state restores like a checkpoint's; a host that rescales from savepoints needs them aligned, which ckpt does not build",
         after: After::Continue,
         recognize: trigger_mode,
+    },
+    Entry {
+        name: "trigger-to-current-attempt",
+        class: Class::Choice,
+        pattern: "a task's slot of a checkpoint waiting for its master hooks was acknowledged before the trigger RPC went out (an ack ahead of its trigger: a misbehaving source), and a new attempt of the task runs when the hooks answer: ckpt sends the trigger RPC to the task's current attempt, Flink to the older attempt the trigger was planned for",
+        flink: "every version: the trigger goes to the executions taken when the trigger started (1.11: the Execution[] of getTriggerExecutions, passed to snapshotTaskState; 1.20/2.3: the CheckpointPlan's getTasksToTrigger), whatever runs since; the harness's gateway accepts every RPC. On a cluster the TaskExecutor answers an RPC for an attempt it no longer runs with a CheckpointException (TASK_CHECKPOINT_FAILURE, 'checkpoint request for unknown task'): 1.11's RpcTaskManagerGateway drops that answer, 1.20/2.3's triggerCheckpointRequest aborts the pending checkpoint with it",
+        ckpt: "trigger_tasks addresses each RPC to the task's attempt known when it is sent (after the hooks answered); the pending checkpoint keeps waiting for the attempts it was planned with: the slot acknowledged before stays acknowledged, an ack of the checkpoint from the new attempt is Ignored::UnknownTask (its state handle discarded unless a live checkpoint holds it), a decline from it Ignored::StaleAttempt",
+        why: "ckpt addresses every RPC to the task's running attempt (as its notifications, restarted-after-finish-notified); the planned attempt is gone and an RPC to it would be dropped on arrival (1.11) or fail the checkpoint (1.20/2.3). With correct tasks this pattern is not reached: a source acknowledges only after its trigger, and a new attempt while the trigger waits for the hooks aborts the checkpoints still waiting for the old one (task-failure-aborts-at-once); the one slot acknowledged before its trigger is a finished task's pre-filled one, and Flink's plan sends that task no RPC, which this entry does not take. After a source's early ack ckpt's checkpoint may complete with that ack's state for the source and the other tasks' states cut at the new attempt's barrier; Flink's waits for barriers that never come and expires (1.11) or is aborted (1.20/2.3)",
+        after: After::Continue,
+        recognize: trigger_to_current_attempt,
     },
     Entry {
         name: "last-subsumed-not-carried",
@@ -569,7 +579,7 @@ pub static CATALOG: &[Entry] = &[
     Entry {
         name: "stopping-refuses-triggers",
         class: Class::Choice,
-        pattern: "a user trigger (checkpoint, savepoint, another stop), or a periodic firing after the scheduler was started again, while a stop-with-savepoint is requested or done: ckpt rejects it (TriggerRejection::Stopping), Flink's coordinator triggers or queues it",
+        pattern: "a user trigger (checkpoint, savepoint, another stop), or a periodic firing after the scheduler was started again, while a stop-with-savepoint is requested or done: ckpt rejects it (TriggerRejection::Stopping), Flink's coordinator triggers or queues it (a periodic firing: triggers a checkpoint, or fails it at the id counter, using up an armed id failure that ckpt's refusal never reaches and counting nothing)",
         flink: "every version: the coordinator has no stop state; triggerCheckpoint / triggerSavepoint / triggerSynchronousSavepoint go through the CheckpointRequestDecider as ever (the scheduler refuses them once the job leaves RUNNING: StopWithSavepoint state in 1.20/2.3's adaptive scheduler, SchedulerBase's job status in 1.11)",
         ckpt: "StopPhase::Requested / Stopped: every fresh request, periodic or the user's, is rejected with TriggerRejection::Stopping until the stop fails",
         why: "FLIP-34: the stop's savepoint must be the job's last checkpoint (the sources stop after it); a checkpoint triggered behind it could commit side effects after the savepoint the job restarts from",

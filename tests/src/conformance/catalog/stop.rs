@@ -52,7 +52,39 @@ pub(super) fn stopping_refuses(ctx: &Ctx<'_>, c: &mut Decision, f: &mut Decision
         *c = f.clone();
         return true;
     }
+    // Or Flink's periodic firing failed at the id counter, using up an
+    // armed id failure that ckpt's refusal never reached. That attempt
+    // changes nothing else in any version: no pending checkpoint exists
+    // yet, a periodic request has no future, and no version counts the
+    // failure (1.11 calls no failure manager before a pending checkpoint
+    // exists, 1.20/2.3 ignore TRIGGER_CHECKPOINT_FAILURE), so only the
+    // armed failure is taken; the counter, the timer and the rest stay
+    // compared.
+    let id_used = matches!(ctx.event, Some(Event::Advance { .. }))
+        && flink_periodic_fired(ctx)
+        && c.triggers.is_empty()
+        && c.hooks.is_empty()
+        && f.triggers.is_empty()
+        && f.hooks.is_empty()
+        && c.state.armed.id
+        && !f.state.armed.id;
+    if ctx.ckpt_stopping && id_used {
+        c.state.armed.id = false;
+        return true;
+    }
     false
+}
+
+/// Whether Flink's periodic timer fired in this event (the harness lists
+/// the timers an advance fired in its result's `fired`).
+fn flink_periodic_fired(ctx: &Ctx<'_>) -> bool {
+    ctx.flink_line
+        .pointer("/result/fired")
+        .and_then(Value::as_array)
+        .is_some_and(|l| {
+            l.iter()
+                .any(|t| t.get("kind").and_then(Value::as_str) == Some("periodic"))
+        })
 }
 
 /// 1.20/2.3: a synchronous savepoint (notified on both sides) completes:

@@ -424,3 +424,58 @@ pub(super) fn restarted_after_finish_notified(
     });
     before != c.completes.len() + c.aborts.len()
 }
+
+/// A task acknowledged a checkpoint before its trigger RPC went out (the
+/// checkpoint waited for its master hooks) and a new attempt of the task
+/// runs when the trigger goes out: ckpt addresses the RPC to the task's
+/// current attempt, Flink to the attempt of the checkpoint's plan. Only
+/// such RPCs are taken out: the slot acknowledged before the event on both
+/// sides, ckpt's RPC to the task's current attempt, Flink's, otherwise the
+/// same message, to an older one.
+pub(super) fn trigger_to_current_attempt(
+    ctx: &Ctx<'_>,
+    c: &mut Decision,
+    f: &mut Decision,
+) -> bool {
+    let acked_before = |d: &Decision, id: u64, task: u32| {
+        d.state
+            .pending
+            .iter()
+            .any(|p| p.checkpoint == id && p.acked.contains(&task))
+    };
+    let current = |task: u32, attempt: u32| {
+        ctx.ckpt_tasks
+            .get(task as usize)
+            .is_some_and(|t| t.attempt == attempt)
+    };
+    // (index in ckpt's triggers, Flink's attempt for it)
+    let mut moves: Vec<(usize, u32)> = Vec::new();
+    for (i, m) in c.triggers.iter().enumerate() {
+        if f.triggers.contains(m)
+            || !current(m.task, m.attempt)
+            || !acked_before(ctx.before_ckpt, m.checkpoint, m.task)
+            || !acked_before(ctx.before_flink, m.checkpoint, m.task)
+        {
+            continue;
+        }
+        let older = f.triggers.iter().find(|n| {
+            n.attempt < m.attempt
+                && !c.triggers.contains(n)
+                && TriggerMsg {
+                    attempt: m.attempt,
+                    mode: m.mode.clone(),
+                    ..(*n).clone()
+                } == *m
+        });
+        if let Some(n) = older {
+            moves.push((i, n.attempt));
+        }
+    }
+    for (i, attempt) in &moves {
+        c.triggers[*i].attempt = *attempt;
+    }
+    if !moves.is_empty() {
+        c.triggers.sort();
+    }
+    !moves.is_empty()
+}
