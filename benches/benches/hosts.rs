@@ -1,6 +1,8 @@
 //! Whole checkpoints through the async host (tokio, durable store on an
-//! in-memory file system) and through the `Mutex` host (one driving
-//! thread, no I/O), at 1, 100 and 1 000 tasks. Throughput is in reducer
+//! in-memory file system, then on the real disk with its calls inline on
+//! the workers and through `OffWorkerFs`) and through the `Mutex` host (one
+//! driving thread, no I/O), at 1, 100 and 1 000 tasks; recovery on the real
+//! disk, inline and off the workers. Throughput is in reducer
 //! events, so criterion's elements/s is events/s; checkpoints/s is
 //! 1 / time per iteration.
 
@@ -24,6 +26,16 @@ fn hosts(c: &mut Criterion) {
         assert!(warm.completed);
         g.throughput(Throughput::Elements(warm.events()));
         g.bench_function(BenchmarkId::new("async", n), |b| b.iter(|| a.run()));
+        drop(a);
+
+        // The real disk: the store's and the state files' fsyncs inline on
+        // the two workers, then through `OffWorkerFs`.
+        for (name, off) in [("async-disk", false), ("async-disk-off-worker", true)] {
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{n}"));
+            let mut a = AsyncCycle::on_disk(n, &dir, off);
+            assert!(a.run().completed);
+            g.bench_function(BenchmarkId::new(name, n), |b| b.iter(|| a.run()));
+        }
     }
     g.finish();
 }
@@ -35,8 +47,13 @@ fn recovery(c: &mut Criterion) {
     let mut g = c.benchmark_group("recovery");
     for n in HOST_SIZES {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("recovery-{n}"));
-        let r = Recovery::new(&dir, n);
+        let r = Recovery::new(&dir, n, false);
         g.bench_function(BenchmarkId::new("async", n), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| r.recover().0).sum())
+        });
+        drop(r);
+        let r = Recovery::new(&dir, n, true);
+        g.bench_function(BenchmarkId::new("async-off-worker", n), |b| {
             b.iter_custom(|iters| (0..iters).map(|_| r.recover().0).sum())
         });
     }

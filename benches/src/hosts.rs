@@ -16,7 +16,7 @@ use ckpt_core::coordinator::{
     TriggerKind,
 };
 use ckpt_core::coordinator::{IoAnswer, IoRequest, Report};
-use ckpt_core::host::fs::{Fs, MemFs};
+use ckpt_core::host::fs::{Fs, MemFs, OffWorkerFs, StdFs};
 use ckpt_core::host::runtime::{
     Job, JobHandle, JobOptions, JobSpec, Operator, OperatorError, Record, SourcePoll,
 };
@@ -108,18 +108,32 @@ pub struct AsyncCycle {
 }
 
 impl AsyncCycle {
-    /// Starts the job (two worker threads).
+    /// Starts the job (two worker threads) on an in-memory file system.
     ///
     /// # Panics
     /// If the runtime or the job cannot start (a benchmark setup error).
     #[must_use]
     pub fn new(tasks: u32) -> Self {
+        Self::with_fs(tasks, Arc::new(MemFs::new()))
+    }
+
+    /// Starts the job (two worker threads) on the real disk in `dir`
+    /// (emptied first), its file-system calls inline on the workers or, with
+    /// `off_worker`, through [`OffWorkerFs`].
+    ///
+    /// # Panics
+    /// If the directory, the runtime or the job cannot be set up.
+    #[must_use]
+    pub fn on_disk(tasks: u32, dir: &std::path::Path, off_worker: bool) -> Self {
+        Self::with_fs(tasks, disk_fs(dir, off_worker))
+    }
+
+    fn with_fs(tasks: u32, fs: Arc<dyn Fs>) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_time()
             .build()
             .expect("runtime");
-        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
         let spec = idle_spec(tasks);
         let job = rt.block_on(Job::start(spec, fs)).expect("job");
         AsyncCycle {
@@ -165,6 +179,18 @@ impl Drop for AsyncCycle {
     }
 }
 
+/// The real disk in `dir` (emptied first), through [`OffWorkerFs`] with
+/// `off_worker`.
+fn disk_fs(dir: &std::path::Path, off_worker: bool) -> Arc<dyn Fs> {
+    let _ = std::fs::remove_dir_all(dir);
+    let disk = StdFs::new(dir).expect("dir");
+    if off_worker {
+        Arc::new(OffWorkerFs::new(disk))
+    } else {
+        Arc::new(disk)
+    }
+}
+
 /// A store directory on the real disk holding one completed checkpoint of a
 /// job with `tasks` tasks (the `Idle` operators), for timing recovery.
 pub struct Recovery {
@@ -189,14 +215,14 @@ fn idle_spec(tasks: u32) -> JobSpec {
 
 impl Recovery {
     /// Runs one checkpoint of a `tasks`-task job in `dir` (emptied first)
-    /// and stops, as a crash would leave it.
+    /// and stops, as a crash would leave it; its file-system calls inline
+    /// on the workers or, with `off_worker`, through [`OffWorkerFs`].
     ///
     /// # Panics
     /// On a setup error.
     #[must_use]
-    pub fn new(dir: &std::path::Path, tasks: u32) -> Self {
-        let _ = std::fs::remove_dir_all(dir);
-        let fs: Arc<dyn Fs> = Arc::new(ckpt_core::host::fs::StdFs::new(dir).expect("dir"));
+    pub fn new(dir: &std::path::Path, tasks: u32, off_worker: bool) -> Self {
+        let fs = disk_fs(dir, off_worker);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_time()
@@ -414,10 +440,31 @@ mod tests {
     #[test]
     fn recovery_restores_the_checkpoint_written_before() {
         let dir = std::env::temp_dir().join(format!("ckpt-bench-recovery-{}", std::process::id()));
-        let r = Recovery::new(&dir, 3);
-        assert_eq!(r.recover().1, Some(CheckpointId(1)));
-        assert_eq!(r.recover().1, Some(CheckpointId(1)));
+        for off_worker in [false, true] {
+            let r = Recovery::new(&dir, 3, off_worker);
+            assert_eq!(r.recover().1, Some(CheckpointId(1)));
+            assert_eq!(r.recover().1, Some(CheckpointId(1)));
+        }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn on_the_real_disk_both_ways_complete_the_same_checkpoints() {
+        for off_worker in [false, true] {
+            let dir = std::env::temp_dir().join(format!(
+                "ckpt-bench-disk-{off_worker}-{}",
+                std::process::id()
+            ));
+            let mut a = AsyncCycle::on_disk(5, &dir, off_worker);
+            let mut m = MutexCycle::new(5);
+            for _ in 0..3 {
+                let (ac, mc) = (a.run(), m.run());
+                assert!(ac.completed, "{ac:?}");
+                assert_eq!(ac.coordinator, mc.coordinator, "{ac:?} {mc:?}");
+            }
+            drop(a);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]

@@ -38,8 +38,9 @@ pub const CONCURRENCY: [usize; 2] = [1, 4];
 /// (kilobytes at 100 000 tasks: a whole epoch of 400 000 kept states would
 /// have needed gigabytes); it is kept so the figures compare with the
 /// rounds before. With the stamped log a kept state holds one copy of the
-/// pending map's slice, and the per-ack cost does not depend on how far
-/// into the epoch an ack is.
+/// pending map (the checkpoint itself when one is pending, a slice of them
+/// when more are), and the per-ack cost does not depend on how far into
+/// the epoch an ack is.
 pub const RETAIN_CAP: usize = 2_048;
 
 /// `CKPT_BENCH_QUICK` is set to something other than `0` or empty.

@@ -33,6 +33,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn config(records: u64, io_latency_ms: u64) -> PipelineConfig {
     PipelineConfig {
         records,
+        sources: 1,
         keys: 4,
         interval_ms: 20,
         timeout_ms: 5_000,

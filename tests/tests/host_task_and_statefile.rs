@@ -484,6 +484,7 @@ fn shutdown_is_not_taken_for_a_broken_connection() {
         let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
         let cfg = PipelineConfig {
             records: 300,
+            sources: 1,
             keys: 4,
             interval_ms: 20,
             timeout_ms: 5_000,

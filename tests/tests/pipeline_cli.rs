@@ -1,7 +1,7 @@
 //! The pipeline command as a user meets it (`ckpt-pipeline`, the example's
 //! code): its arguments and their bounds, `--help`, the directory lock, a
 //! rerun on a finished directory, the progress line against the final
-//! line, `--verify` and `--trace`.
+//! line, `--verify`, `--trace` and `--sources` (fan-in).
 #![cfg(not(loom))]
 
 use std::io::BufReader;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ckpt_core::host::fs::{Fs, StdFs};
-use ckpt_core::host::pipeline::{verify_output, COMMITTED_DIR};
+use ckpt_core::host::pipeline::{verify_output, verify_output_of, COMMITTED_DIR};
 use ckpt_core::trace::{read_trace, replay};
 
 fn bin() -> Command {
@@ -31,6 +31,19 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// `--verify --records 20000` on `dir` succeeds and says every record was
+/// committed once.
+fn verifies_20000_exactly_once(dir: &str) {
+    let out = run(&[dir, "--verify", "--records", "20000"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("output: 20000 records committed exactly once"),
+        "{}",
+        text(&out)
+    );
+}
+
 fn fresh_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ckpt-cli-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -48,6 +61,7 @@ fn help_exits_zero_and_documents_every_flag() {
     let help = String::from_utf8_lossy(&out.stdout);
     for flag in [
         "--records",
+        "--sources",
         "--keys",
         "--interval-ms",
         "--retained",
@@ -209,14 +223,7 @@ fn a_finished_directory_reruns_as_a_no_op_and_verifies() {
     );
     assert_eq!(fs.read("ids").unwrap(), ids);
 
-    let out = run(&[&d, "--verify", "--records", "20000"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .contains("output: 20000 records committed exactly once"),
-        "{}",
-        text(&out)
-    );
+    verifies_20000_exactly_once(&d);
     let out = run(&[&d, "--verify", "--records", "30000"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
@@ -225,6 +232,51 @@ fn a_finished_directory_reruns_as_a_no_op_and_verifies() {
         text(&out)
     );
     verify_output(&fs, 20_000, true).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--sources 2`: the fan-in pipeline (two numbered sources into the
+/// counter) commits every record once; the directory keeps its number of
+/// sources (another is refused with status 3, nothing changed), and
+/// `--verify` without the flag checks the output as two sources'.
+#[test]
+fn two_sources_fan_in_and_the_directory_keeps_its_number() {
+    let dir = fresh_dir("fan-in");
+    let d = s(&dir);
+    let out = run(&[
+        &d,
+        "--sources",
+        "2",
+        "--records",
+        "20000",
+        "--interval-ms",
+        "20",
+        "--check-invariants",
+        "--quiet",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("done: 20000 records committed exactly once"),
+        "{}",
+        text(&out)
+    );
+    let fs = StdFs::new(&dir).unwrap();
+    assert_eq!(fs.read("sources").unwrap(), b"2\n");
+    verify_output_of(&fs, 20_000, 2, true).unwrap();
+    // The two sources' records are interleaved: as one source's they are
+    // out of order.
+    assert!(verify_output(&fs, 20_000, true).is_err());
+    let txns = fs.list(COMMITTED_DIR).unwrap();
+    let out = run(&[&d, "--sources", "1", "--records", "20000"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("started with 2 sources, not 1"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(fs.list(COMMITTED_DIR).unwrap(), txns);
+    assert_eq!(fs.read("sources").unwrap(), b"2\n");
+    verifies_20000_exactly_once(&d);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

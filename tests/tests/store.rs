@@ -713,8 +713,10 @@ fn the_number_source_emits_its_ids_keyed_round_robin_and_refuses_input() {
     assert!(sink.is_empty());
 }
 
-/// A job whose edges are not a forest of in-range tasks without self-loops
-/// does not start: a typed topology error, nothing opened.
+/// A job whose edges are not a directed acyclic graph of in-range tasks
+/// (a self-loop, an edge out of range, a cycle, an edge twice) does not
+/// start: a typed topology error, nothing opened. (Fan-in, a task with
+/// several upstream tasks, is accepted: `fan_in.rs`.)
 #[test]
 fn a_job_with_a_bad_edge_is_refused_before_it_starts() {
     use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig};
@@ -724,9 +726,10 @@ fn a_job_with_a_bad_edge_is_refused_before_it_starts() {
         .enable_all()
         .build()
         .unwrap();
-    // A self-loop on the source (which has no upstream yet), and edges out
-    // of range on either end.
-    for bad in [(0, 0), (0, 3), (3, 0)] {
+    // A self-loop on the source (which has no upstream yet), edges out of
+    // range on either end, a cycle through every task (sink -> source) and
+    // the source -> counter edge a second time.
+    for bad in [(0, 0), (0, 3), (3, 0), (2, 0), (0, 1)] {
         let fs: Arc<dyn Fs> = Arc::new(MemFs::default());
         let mut spec = pipeline_spec(
             &PipelineConfig::default(),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ckpt_core::coordinator::JobStatus;
-use ckpt_core::host::fs::{Fs, StdFs};
+use ckpt_core::host::fs::{write_durable, Fs, OffWorkerFs, StdFs};
 use ckpt_core::host::pipeline::{
     committed_epoch, pipeline_spec, OutputVerifier, PipelineConfig, PIPELINE_JOB,
 };
@@ -30,10 +30,12 @@ const KEYS_MAX: u64 = 1 << 20;
 const INTERVAL_MS_MAX: u64 = 600_000;
 /// Most checkpoints retained.
 const RETAINED_MAX: u32 = 100;
-/// The task the pipeline's sink runs as.
-const SINK_TASK: TaskId = TaskId(2);
+/// Most numbered sources.
+const SOURCES_MAX: u32 = 64;
 /// The lock file in the directory.
 const LOCK_FILE: &str = "lock";
+/// The file that keeps the number of sources a directory was started with.
+const SOURCES_FILE: &str = "sources";
 
 /// Exit status: the run finished (or the verification passed).
 const EXIT_OK: u8 = 0;
@@ -51,9 +53,10 @@ another process, or resuming would commit output twice: a damaged or missing \
 checkpoint the sink has already committed).
 
 DIR holds checkpoints/ (chk-N.meta, quarantined *.corrupt), state/ (one file per state \
-handle, named in hex), ids, leader/, sink/pending/, sink/committed/ and the lock file.";
+handle, named in hex), ids, leader/, sink/pending/, sink/committed/, the number of \
+sources (sources) and the lock file.";
 
-/// Runs an exactly-once pipeline (numbered source -> keyed counter ->
+/// Runs an exactly-once pipeline (numbered sources -> keyed counter ->
 /// two-phase-commit sink) with periodic checkpoints into DIR, resuming from
 /// the latest completed checkpoint found there.
 #[derive(Debug, Parser)]
@@ -66,6 +69,14 @@ struct Args {
     /// these are committed (without it, only that what is committed is sound).
     #[arg(long, value_name = "N|unbounded", value_parser = parse_records)]
     records: Option<u64>,
+    /// Numbered sources feeding the counter (1 to 64); more than one is
+    /// fan-in (source s of N emits the ids s, s+N, s+2N, ...). A directory
+    /// keeps the number it was started with (DIR/sources; without that
+    /// file an existing directory has one source); another number is
+    /// refused with status 3. Not given: the directory's, 1 for a new one.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(SOURCES_MAX)))]
+    sources: Option<u32>,
     /// Distinct keys (1 to 1048576).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=KEYS_MAX))]
     keys: u64,
@@ -158,16 +169,19 @@ fn run(args: &Args) -> Result<(), Fail> {
     let std_fs =
         StdFs::new(dir).map_err(|e| fail(EXIT_FAILED, format!("{}: {e}", dir.display())))?;
     let _lock = lock(dir)?;
-    let fs: Arc<dyn Fs> = Arc::new(std_fs);
+    // The real disk, each call made off the runtime's worker: the store's
+    // and the tasks' fsyncs do not hold up the other tasks.
+    let fs: Arc<dyn Fs> = Arc::new(OffWorkerFs::new(std_fs));
+    let sources = sources_of(&*fs, args.sources, !args.verify)?;
     if args.verify {
-        return verify(fs, args.records);
+        return verify(fs, args.records, sources);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
         .build()
         .map_err(|e| fail(EXIT_FAILED, format!("cannot start the runtime: {e}")))?;
-    rt.block_on(run_dir(fs, args))
+    rt.block_on(run_dir(fs, args, sources))
 }
 
 /// Takes the directory's exclusive lock, held until the process ends (the
@@ -199,6 +213,55 @@ fn lock(dir: &Path) -> Result<File, Fail> {
     }
 }
 
+/// The number of sources of the directory: the one it was started with
+/// (`DIR/sources`), 1 for a directory from before that file existed, or
+/// `asked` (default 1) for a new one, written down durably first when
+/// `write` (a run; `--verify` writes nothing). A number `asked` that is not
+/// the directory's is refused with nothing changed.
+fn sources_of(fs: &dyn Fs, asked: Option<u32>, write: bool) -> Result<u32, Fail> {
+    let kept = if fs.exists(SOURCES_FILE) {
+        let bytes = fs
+            .read(SOURCES_FILE)
+            .map_err(|e| fail(EXIT_FAILED, format!("{SOURCES_FILE}: {e}")))?;
+        let n = std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|n| (1..=SOURCES_MAX).contains(n))
+            .ok_or_else(|| {
+                fail(
+                    EXIT_FAILED,
+                    format!(
+                        "{SOURCES_FILE} does not hold a number of sources from 1 to {SOURCES_MAX}"
+                    ),
+                )
+            })?;
+        Some(n)
+    } else if ["checkpoints", "ids", "sink"].iter().any(|p| fs.exists(p)) {
+        Some(1)
+    } else {
+        None
+    };
+    match (kept, asked) {
+        (Some(k), Some(a)) if k != a => Err(fail(
+            EXIT_REFUSED,
+            format!("the directory was started with {k} sources, not {a}; refusing to start"),
+        )),
+        (Some(k), _) => Ok(k),
+        (None, asked) => {
+            let n = asked.unwrap_or(1);
+            if write {
+                // Atomically: a crash leaves the old state or the whole file.
+                let tmp = format!("{SOURCES_FILE}.tmp");
+                write_durable(fs, &tmp, format!("{n}\n").as_bytes())
+                    .and_then(|()| fs.rename(&tmp, SOURCES_FILE))
+                    .and_then(|()| fs.sync_dir(""))
+                    .map_err(|e| fail(EXIT_FAILED, format!("{SOURCES_FILE}: {e}")))?;
+            }
+            Ok(n)
+        }
+    }
+}
+
 fn state_check() -> StateCheck {
     Arc::new(|checkpoint, handle, bytes| {
         statefile::decode_for(checkpoint, handle, bytes).map(|_| ())
@@ -207,9 +270,9 @@ fn state_check() -> StateCheck {
 
 /// `--verify`: the committed output, streamed, and what the next start
 /// would do, read without writing.
-fn verify(fs: Arc<dyn Fs>, records: Option<u64>) -> Result<(), Fail> {
+fn verify(fs: Arc<dyn Fs>, records: Option<u64>, sources: u32) -> Result<(), Fail> {
     let total = records.unwrap_or(u64::MAX);
-    let mut v = OutputVerifier::new(total);
+    let mut v = OutputVerifier::with_sources(total, sources);
     v.advance(&*fs)
         .map_err(|e| fail(EXIT_FAILED, format!("committed output: {e}")))?;
     let report = v
@@ -219,7 +282,7 @@ fn verify(fs: Arc<dyn Fs>, records: Option<u64>) -> Result<(), Fail> {
         "output: {} records committed exactly once in {} transactions, in order ({} pending transactions)",
         report.records, report.transactions, report.pending
     );
-    let committed = committed_epoch(&*fs, SINK_TASK)
+    let committed = committed_epoch(&*fs, sink_task(sources))
         .map_err(|e| fail(EXIT_FAILED, format!("sink output: {e}")))?;
     match FileStore::inspect(&*fs, PIPELINE_JOB, committed, Some(&state_check())) {
         Ok(rec) => {
@@ -246,14 +309,19 @@ fn verify(fs: Arc<dyn Fs>, records: Option<u64>) -> Result<(), Fail> {
     }
 }
 
+/// The task the pipeline's sink runs as (`pipeline_spec`).
+fn sink_task(sources: u32) -> TaskId {
+    TaskId(sources + 1)
+}
+
 #[allow(clippy::disallowed_methods)] // reason: the progress line reads the wall clock; the trace is written to a file
-async fn run_dir(fs: Arc<dyn Fs>, args: &Args) -> Result<(), Fail> {
+async fn run_dir(fs: Arc<dyn Fs>, args: &Args, sources: u32) -> Result<(), Fail> {
     let t0 = std::time::Instant::now();
     let records = args.records.unwrap_or(1_000_000);
     let unbounded = records == u64::MAX;
     // The output already there, verified once, as a stream; at the end
     // only what this run committed is read.
-    let mut verifier = OutputVerifier::new(records);
+    let mut verifier = OutputVerifier::with_sources(records, sources);
     verifier.advance(&*fs).map_err(|e| {
         fail(
             EXIT_FAILED,
@@ -270,6 +338,7 @@ async fn run_dir(fs: Arc<dyn Fs>, args: &Args) -> Result<(), Fail> {
     }
     let cfg = PipelineConfig {
         records,
+        sources,
         keys: args.keys,
         interval_ms: args.interval_ms,
         retained: args.retained,

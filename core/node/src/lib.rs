@@ -4,7 +4,10 @@
 //! object store ([`objstore::ObjStore`]) whose fence is a conditional
 //! create, and the one store trait ([`CheckpointStore`]) that it and the
 //! async host's file store ([`ckpt_core::host::store::FileStore`]) both
-//! implement, so that one test suite drives both.
+//! implement, so that one test suite drives both; and the reference
+//! pipeline across processes: a coordinator process ([`coordinator`]) and a
+//! task-manager process ([`manager`]) over TCP ([`wire`]), which the
+//! `ckpt-node` binary runs (`ckpt-node coordinator`, `ckpt-node task`).
 
 pub mod coordinator;
 pub mod manager;

@@ -81,6 +81,81 @@ pub fn write_durable(fs: &dyn Fs, path: &str, bytes: &[u8]) -> io::Result<()> {
     fs.sync_dir(parent(path))
 }
 
+/// An [`Fs`] whose every call runs off the tokio worker it is made on: on a
+/// worker of a multi-thread runtime each call of the inner file system goes
+/// through [`tokio::task::block_in_place`], which hands the worker's other
+/// tasks to another thread for the length of the call (an fsync of the
+/// store's metadata on the coordinator driver, a task's state file in its
+/// async part, a sink's pre-commit and commit), so they keep running; the
+/// caller itself still waits for the call, as the contract wants (the
+/// driver answers its own I/O before it reads the next event). Elsewhere
+/// (a current-thread runtime, where `block_in_place` is not allowed, or no
+/// runtime) the call runs inline.
+///
+/// Wrap the real disk in it ([`StdFs`]) when the host runs on a
+/// multi-thread runtime; an in-memory file system gains nothing from it
+/// (each call pays the hand-off, a few microseconds). The pipeline example
+/// and `ckpt-node` do; the benchmarks measure both (benches/README.md).
+#[derive(Clone, Debug)]
+pub struct OffWorkerFs<F> {
+    inner: F,
+}
+
+impl<F: Fs> OffWorkerFs<F> {
+    /// `inner`, with its calls made off the worker.
+    pub fn new(inner: F) -> Self {
+        OffWorkerFs { inner }
+    }
+
+    /// The wrapped file system.
+    pub fn inner(&self) -> &F {
+        &self.inner
+    }
+
+    fn off<T>(&self, call: impl FnOnce(&F) -> T) -> T {
+        let on_worker = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if on_worker {
+            tokio::task::block_in_place(|| call(&self.inner))
+        } else {
+            call(&self.inner)
+        }
+    }
+}
+
+impl<F: Fs> Fs for OffWorkerFs<F> {
+    fn write(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        self.off(|f| f.write(path, bytes))
+    }
+    fn sync_file(&self, path: &str) -> io::Result<()> {
+        self.off(|f| f.sync_file(path))
+    }
+    fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        self.off(|f| f.sync_dir(dir))
+    }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.off(|f| f.rename(from, to))
+    }
+    fn remove(&self, path: &str) -> io::Result<()> {
+        self.off(|f| f.remove(path))
+    }
+    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        self.off(|f| f.read(path))
+    }
+    fn exists(&self, path: &str) -> bool {
+        self.off(|f| f.exists(path))
+    }
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        self.off(|f| f.list(dir))
+    }
+    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
+        self.off(|f| f.create_dir_all(dir))
+    }
+    fn create_new(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        self.off(|f| f.create_new(path, bytes))
+    }
+}
+
 /// The real file system under a root directory.
 #[derive(Clone, Debug)]
 pub struct StdFs {
@@ -263,5 +338,126 @@ impl Fs for MemFs {
         }
         files.insert(path.to_string(), bytes.to_vec());
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod off_worker_tests {
+    use super::{Fs, OffWorkerFs};
+    use std::io;
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::Duration;
+
+    /// A file system whose `sync_file` says it was entered, then waits (at
+    /// most a second) until the gate is opened; every other call does
+    /// nothing.
+    #[derive(Clone, Default)]
+    struct Gate(Arc<(Mutex<(bool, bool)>, Condvar)>);
+
+    impl Gate {
+        fn open(&self) {
+            self.0 .0.lock().unwrap().0 = true;
+            self.0 .1.notify_all();
+        }
+        /// Waits (at most a second) until a `sync_file` call is inside.
+        fn wait_entered(&self) {
+            let (state, cv) = &*self.0;
+            let _ = cv
+                .wait_timeout_while(state.lock().unwrap(), Duration::from_secs(1), |s| !s.1)
+                .unwrap();
+        }
+    }
+
+    impl Fs for Gate {
+        fn write(&self, _: &str, _: &[u8]) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync_file(&self, _: &str) -> io::Result<()> {
+            let (state, cv) = &*self.0;
+            state.lock().unwrap().1 = true;
+            cv.notify_all();
+            let (state, _) = cv
+                .wait_timeout_while(state.lock().unwrap(), Duration::from_secs(1), |s| !s.0)
+                .unwrap();
+            if state.0 {
+                Ok(())
+            } else {
+                Err(io::ErrorKind::TimedOut.into())
+            }
+        }
+        fn sync_dir(&self, _: &str) -> io::Result<()> {
+            Ok(())
+        }
+        fn rename(&self, _: &str, _: &str) -> io::Result<()> {
+            Ok(())
+        }
+        fn remove(&self, _: &str) -> io::Result<()> {
+            Ok(())
+        }
+        fn read(&self, _: &str) -> io::Result<Vec<u8>> {
+            Ok(Vec::new())
+        }
+        fn exists(&self, _: &str) -> bool {
+            false
+        }
+        fn list(&self, _: &str) -> io::Result<Vec<String>> {
+            Ok(Vec::new())
+        }
+        fn create_dir_all(&self, _: &str) -> io::Result<()> {
+            Ok(())
+        }
+        fn create_new(&self, _: &str, _: &[u8]) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// On a runtime with one worker, a task blocks in `sync_file` until a
+    /// task spawned after it opens the gate: the second can run only if the
+    /// first's call left the worker.
+    fn sync_while_another_task_must_run(fs: Arc<dyn Fs>, gate: &Gate) -> io::Result<()> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let gate = gate.clone();
+        rt.block_on(async move {
+            let syncer = tokio::spawn(async move { fs.sync_file("f") });
+            gate.wait_entered();
+            tokio::spawn(async move { gate.open() });
+            syncer.await.unwrap()
+        })
+    }
+
+    #[test]
+    fn a_blocking_call_leaves_the_worker_to_the_other_tasks() {
+        let gate = Gate::default();
+        let fs: Arc<dyn Fs> = Arc::new(OffWorkerFs::new(gate.clone()));
+        sync_while_another_task_must_run(fs, &gate).expect("the gate opened");
+    }
+
+    #[test]
+    fn inline_the_same_call_holds_the_worker_until_it_gives_up() {
+        let gate = Gate::default();
+        let fs: Arc<dyn Fs> = Arc::new(gate.clone());
+        let e = sync_while_another_task_must_run(fs, &gate).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[test]
+    fn off_a_worker_the_call_runs_inline() {
+        let gate = Gate::default();
+        gate.open();
+        let fs = OffWorkerFs::new(gate);
+        fs.sync_file("f").unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async { fs.sync_file("f") }).unwrap();
+        // In a multi-thread runtime's `block_on` (not on a worker), too.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        rt.block_on(async { fs.sync_file("f") }).unwrap();
     }
 }

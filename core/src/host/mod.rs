@@ -8,8 +8,10 @@
 //!   and async threads deliver their completions ([`TaskHost::deliver`]),
 //!   RPC threads enqueue notifications into the mailbox
 //!   ([`TaskHost::enqueue`]) and the task thread drains it
-//!   ([`TaskHost::run_mailbox_once`]). `ScheduleCheckpointMail{N}` effects
-//!   become `CheckpointMail{N}` mailbox entries inside the host. Like Flink's
+//!   ([`TaskHost::run_mailbox_once`]).
+//!   [`TaskEffect::Mail`](crate::task::TaskEffect::Mail)`(N)` effects become
+//!   [`TaskEvent::CheckpointMail`](crate::task::TaskEvent::CheckpointMail)
+//!   `{ checkpoint: N }` mailbox entries inside the host. Like Flink's
 //!   mailbox, an enqueued entry is never withdrawn, so an abort can run
 //!   between a checkpoint's start and its mail (FLINK-17869's interleaving).
 //! * [`CoordinatorHost`]: one job's coordinator. RPC threads (acks,
@@ -29,14 +31,17 @@
 //! * **Ordering.** The sink sees steps in exactly the order the reducer
 //!   applied them, across all threads. Handing effects out after releasing
 //!   the lock would let two threads overtake each other: the netty thread's
-//!   `StartWriter{1}` could reach the writer after the task thread's
-//!   `AbortWriter{1}`. The driving contract ("carry out effects in the order
+//!   [`WriterCommand::Start`](crate::task::WriterCommand::Start)`(1)` could
+//!   reach the writer after the task thread's
+//!   [`WriterCommand::Abort`](crate::task::WriterCommand::Abort) of
+//!   checkpoint 1. The driving contract ("carry out effects in the order
 //!   returned") would then hold per call but not per machine.
 //! * **Re-entrancy is forbidden.** A sink must not call back into its host
 //!   (the lock is not re-entrant: that deadlocks or panics). It should only
 //!   record or enqueue work for other threads (channel sends, pushes onto
 //!   queues) and return quickly. Nothing a sink needs requires re-entry: the
-//!   one effect that feeds the machine itself (`ScheduleCheckpointMail`) is
+//!   one effect that feeds the machine itself
+//!   ([`TaskEffect::Mail`](crate::task::TaskEffect::Mail)) is
 //!   handled by the task host before the sink is called, and every other
 //!   answer comes back later through `deliver` from another thread.
 //!

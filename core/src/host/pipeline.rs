@@ -6,7 +6,9 @@
 //! sink (Flink's exactly-once sink pattern).
 //!
 //! * [`NumberSource`] emits records `0..total` (key `id % keys`); its state is
-//!   the next number.
+//!   the next number. With several sources ([`PipelineConfig::sources`]:
+//!   fan-in into the counter) source `s` of `S` emits the ids `s, s + S,
+//!   s + 2S, ...` below `total`, so together they emit `0..total` once.
 //! * [`KeyedCounter`] counts records per key and emits `(id, key, count)`.
 //! * [`TwoPhaseSink`] collects outputs into a transaction per checkpoint
 //!   epoch: **pre-commit** on the checkpoint (the transaction is written to
@@ -22,9 +24,10 @@
 //!   checkpoint is refused before anything is written.
 //!
 //! The committed output therefore holds every record exactly once, and
-//! [`OutputVerifier`] checks it as a stream: the ids `0, 1, 2, ...` in
-//! order, no id twice, every id when complete, and per key the counts
-//! `1, 2, 3, ...` (so a lost or doubly applied counter state shows too).
+//! [`OutputVerifier`] checks it as a stream: each source's ids in order
+//! (with one source `0, 1, 2, ...`), no id twice, every id when complete,
+//! and per key the counts `1, 2, 3, ...` in output order (so a lost or
+//! doubly applied counter state shows too).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,11 +65,15 @@ fn oerr(what: &str, e: impl std::fmt::Display) -> OperatorError {
     OperatorError(format!("{what}: {e}"))
 }
 
-/// The numbered source: records `next..total`.
+/// The numbered source: records `next, next + stride, ...` below `total`.
 #[derive(Debug)]
 pub struct NumberSource {
     total: u64,
     keys: u64,
+    /// The first id (this source's number among the pipeline's sources).
+    offset: u64,
+    /// The distance between two ids (the number of sources).
+    stride: u64,
     next: u64,
     rate_per_sec: u64,
     started: Option<(tokio::time::Instant, u64)>,
@@ -77,13 +84,28 @@ impl NumberSource {
     /// `rate_per_sec` per second (0: as fast as the pipeline takes them).
     #[must_use]
     pub fn new(total: u64, keys: u64, rate_per_sec: u64) -> Self {
+        Self::strided(total, keys, rate_per_sec, 0, 1)
+    }
+
+    /// Source `offset` of `stride` sources: the ids `offset, offset +
+    /// stride, ...` below `total` (`stride` 0 is taken as 1), at most
+    /// `rate_per_sec` of them per second.
+    #[must_use]
+    pub fn strided(total: u64, keys: u64, rate_per_sec: u64, offset: u64, stride: u64) -> Self {
         NumberSource {
             total,
             keys: keys.max(1),
-            next: 0,
+            offset,
+            stride: stride.max(1),
+            next: offset,
             rate_per_sec,
             started: None,
         }
+    }
+
+    /// Ids this source still has to emit.
+    fn remaining(&self) -> u64 {
+        self.total.saturating_sub(self.next).div_ceil(self.stride)
     }
 }
 
@@ -96,29 +118,32 @@ impl Operator for NumberSource {
         max: usize,
         out: &mut Vec<Record>,
     ) -> Result<SourcePoll, OperatorError> {
-        if self.next >= self.total {
+        let remaining = self.remaining();
+        if remaining == 0 {
             return Ok(SourcePoll::Exhausted);
         }
-        let mut n = (max as u64).min(self.total - self.next);
+        let mut n = (max as u64).min(remaining);
         if self.rate_per_sec > 0 {
             let now = tokio::time::Instant::now();
             let (t0, base) = *self.started.get_or_insert((now, self.next));
             let elapsed_ms = u64::try_from(now.duration_since(t0).as_millis()).unwrap_or(u64::MAX);
-            let allowed = base.saturating_add(elapsed_ms.saturating_mul(self.rate_per_sec) / 1_000);
-            let room = allowed.saturating_sub(self.next);
+            let allowed = elapsed_ms.saturating_mul(self.rate_per_sec) / 1_000;
+            let emitted = (self.next - base) / self.stride;
+            let room = allowed.saturating_sub(emitted);
             if room == 0 {
                 return Ok(SourcePoll::Idle(Duration::from_millis(5)));
             }
             n = n.min(room);
         }
-        for id in self.next..self.next + n {
+        for _ in 0..n {
+            let id = self.next;
             out.push(Record {
                 id,
                 key: id % self.keys,
                 value: 0,
             });
+            self.next = self.next.saturating_add(self.stride);
         }
-        self.next += n;
         Ok(SourcePoll::Emitted)
     }
     fn process(&mut self, _record: Record, _out: &mut Vec<Record>) -> Result<(), OperatorError> {
@@ -137,7 +162,7 @@ impl Operator for NumberSource {
         state: Option<&[u8]>,
     ) -> Result<(), OperatorError> {
         self.next = match state {
-            None => 0,
+            None => self.offset,
             Some(b) => u64::from_le_bytes(
                 b.try_into()
                     .map_err(|_| OperatorError(format!("source state of {} bytes", b.len())))?,
@@ -475,13 +500,14 @@ pub struct OutputReport {
 }
 
 /// Checks the committed output as a stream, in memory bounded by the
-/// number of keys (plus one transaction file and the directory listing):
-/// the pipeline's single source numbers its records `0, 1, 2, ...` and the
-/// chain keeps their order, so the committed transactions, in checkpoint
-/// order, must hold exactly the records `0..n` in order, every record's
-/// count being the number of records of its key up to it. A record below
-/// the next expected id was already committed (a duplicate); one above it
-/// leaves a gap.
+/// number of keys and sources (plus one transaction file and the directory
+/// listing): source `s` of the pipeline's `S` numbers its records `s, s +
+/// S, s + 2S, ...` and every channel keeps their order, so the committed
+/// transactions, in checkpoint order, must hold each source's records in
+/// order (with one source exactly the records `0..n` in order), every
+/// record's count being the number of records of its key up to it in the
+/// output. A record below its source's next expected id was already
+/// committed (a duplicate); one above it leaves a gap.
 ///
 /// [`OutputVerifier::advance`] reads only the transactions committed since
 /// its last call, so a run verifies what was there when it started and then
@@ -489,7 +515,10 @@ pub struct OutputReport {
 #[derive(Clone, Debug)]
 pub struct OutputVerifier {
     total: u64,
-    next_id: u64,
+    /// Per source, the next id expected.
+    next: Vec<u64>,
+    /// Records verified.
+    verified: u64,
     counts: BTreeMap<u64, u64>,
     last_txn: Option<String>,
     transactions: u64,
@@ -499,9 +528,18 @@ impl OutputVerifier {
     /// A verifier for a source of `total` records (`u64::MAX`: unbounded).
     #[must_use]
     pub fn new(total: u64) -> Self {
+        Self::with_sources(total, 1)
+    }
+
+    /// A verifier for `sources` numbered sources of `total` records in all
+    /// (source `s` emits the ids `s, s + sources, ...`; `sources` 0 is
+    /// taken as 1), as [`pipeline_spec`] builds them.
+    #[must_use]
+    pub fn with_sources(total: u64, sources: u32) -> Self {
         OutputVerifier {
             total,
-            next_id: 0,
+            next: (0..u64::from(sources.max(1))).collect(),
+            verified: 0,
             counts: BTreeMap::new(),
             last_txn: None,
             transactions: 0,
@@ -542,16 +580,24 @@ impl OutputVerifier {
         if r.id >= self.total {
             return Err(OutputError::Unknown(r.id));
         }
-        if r.id < self.next_id {
-            // Every id below next_id has been read exactly once.
+        let sources = self.next.len() as u64;
+        let Some(next) = usize::try_from(r.id % sources)
+            .ok()
+            .and_then(|s| self.next.get_mut(s))
+        else {
+            return Err(OutputError::Unknown(r.id));
+        };
+        if r.id < *next {
+            // Every id of this source below `next` has been read exactly once.
             return Err(OutputError::Duplicate { id: r.id, times: 2 });
         }
-        if r.id > self.next_id {
+        if r.id > *next {
             return Err(OutputError::Gap {
-                first: self.next_id,
+                first: *next,
                 next: r.id,
             });
         }
+        *next = next.saturating_add(sources);
         let e = self.counts.entry(r.key).or_insert(0);
         *e += 1;
         if r.value != *e {
@@ -562,14 +608,20 @@ impl OutputVerifier {
                 expected: *e,
             });
         }
-        self.next_id += 1;
+        self.verified += 1;
         Ok(())
     }
 
-    /// Records verified so far (the ids `0..records()`).
+    /// Records verified so far (with one source, the ids `0..records()`).
     #[must_use]
     pub fn records(&self) -> u64 {
-        self.next_id
+        self.verified
+    }
+
+    /// The lowest id not verified yet (`None` when every id below the
+    /// total is).
+    fn first_missing(&self) -> Option<u64> {
+        self.next.iter().copied().filter(|n| *n < self.total).min()
     }
 
     /// Transactions verified so far.
@@ -581,23 +633,25 @@ impl OutputVerifier {
     /// Whether every record of a bounded source has been verified.
     #[must_use]
     pub fn is_complete(&self) -> bool {
-        self.total != u64::MAX && self.next_id == self.total
+        self.total != u64::MAX && self.first_missing().is_none()
     }
 
     /// The report on what was verified; with `complete`, an error unless
     /// every record of the source is there.
     pub fn report(&self, fs: &dyn Fs, complete: bool) -> Result<OutputReport, OutputError> {
-        if complete && self.next_id != self.total {
-            return Err(OutputError::Missing {
-                missing: self.total.saturating_sub(self.next_id),
-                first: self.next_id,
-            });
+        if complete {
+            if let Some(first) = self.first_missing() {
+                return Err(OutputError::Missing {
+                    missing: self.total.saturating_sub(self.verified),
+                    first,
+                });
+            }
         }
         let pending = fs
             .list(PENDING_DIR)
             .map_err(|e| io_error(PENDING_DIR, &e))?;
         Ok(OutputReport {
-            records: self.next_id,
+            records: self.verified,
             transactions: self.transactions,
             pending: pending.len() as u64,
         })
@@ -615,7 +669,18 @@ fn io_error(file: &str, e: &std::io::Error) -> OutputError {
 /// record at most once and in order (exactly once with `complete`), ids
 /// below `total`, per key the counts `1, 2, ...`.
 pub fn verify_output(fs: &dyn Fs, total: u64, complete: bool) -> Result<OutputReport, OutputError> {
-    let mut v = OutputVerifier::new(total);
+    verify_output_of(fs, total, 1, complete)
+}
+
+/// [`verify_output`] for a pipeline of `sources` numbered sources
+/// ([`OutputVerifier::with_sources`]).
+pub fn verify_output_of(
+    fs: &dyn Fs,
+    total: u64,
+    sources: u32,
+    complete: bool,
+) -> Result<OutputReport, OutputError> {
+    let mut v = OutputVerifier::with_sources(total, sources);
     v.advance(fs)?;
     v.report(fs, complete)
 }
@@ -635,8 +700,12 @@ pub fn committed_epoch(fs: &dyn Fs, task: TaskId) -> std::io::Result<Option<Chec
 /// Pipeline parameters.
 #[derive(Clone, Debug)]
 pub struct PipelineConfig {
-    /// Records the source emits (`u64::MAX`: unbounded).
+    /// Records the sources emit together (`u64::MAX`: unbounded).
     pub records: u64,
+    /// Numbered sources (at least 1; 0 is taken as 1). With more than one
+    /// the counter reads from all of them (fan-in): sources `0..sources`,
+    /// the counter is task `sources`, the sink task `sources + 1`.
+    pub sources: u32,
     /// Distinct keys.
     pub keys: u64,
     /// Checkpoint interval.
@@ -645,7 +714,7 @@ pub struct PipelineConfig {
     pub timeout_ms: u64,
     /// Completed checkpoints retained.
     pub retained: u32,
-    /// Source rate limit (records/s, 0: none).
+    /// Source rate limit (records/s of each source, 0: none).
     pub rate_per_sec: u64,
     /// Host options.
     pub options: JobOptions,
@@ -655,6 +724,7 @@ impl Default for PipelineConfig {
     fn default() -> Self {
         PipelineConfig {
             records: 1_000_000,
+            sources: 1,
             keys: 16,
             interval_ms: 100,
             timeout_ms: 10_000,
@@ -668,11 +738,18 @@ impl Default for PipelineConfig {
 /// The job id the pipeline runs under.
 pub const PIPELINE_JOB: JobId = JobId(42);
 
-/// The pipeline as a [`JobSpec`]: source (task 0) -> counter (1) -> sink (2).
-/// `committed` counts the records the sink commits in this run.
+/// The pipeline as a [`JobSpec`]: source (task 0) -> counter (1) -> sink (2);
+/// with `cfg.sources` = `S` > 1, sources `0..S` -> counter (`S`, fan-in:
+/// one input channel from each source) -> sink (`S + 1`), every source
+/// triggered by the coordinator. `committed` counts the records the sink
+/// commits in this run.
 #[must_use]
 pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<AtomicU64>) -> JobSpec {
-    let mut settings = CoordinatorSettings::with_tasks(PIPELINE_JOB, 3);
+    let sources = cfg.sources.max(1);
+    let (counter, sink) = (sources, sources.saturating_add(1));
+    let tasks = sources.saturating_add(2);
+    let mut settings = CoordinatorSettings::with_tasks(PIPELINE_JOB, tasks);
+    settings.tasks_to_trigger = (0..sources).map(TaskId).collect();
     settings.interval_ms = i64::try_from(cfg.interval_ms).unwrap_or(i64::MAX);
     settings.timeout_ms = i64::try_from(cfg.timeout_ms).unwrap_or(i64::MAX);
     settings.retained_max = i64::from(cfg.retained.max(1));
@@ -680,8 +757,14 @@ pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<Atomi
     let (records, keys, rate) = (cfg.records, cfg.keys, cfg.rate_per_sec);
     let operators: OperatorFactory = Arc::new(move |task: TaskId| -> Box<dyn Operator> {
         match task.0 {
-            0 => Box::new(NumberSource::new(records, keys, rate)),
-            1 => Box::new(KeyedCounter::default()),
+            t if t < counter => Box::new(NumberSource::strided(
+                records,
+                keys,
+                rate,
+                u64::from(t),
+                u64::from(sources),
+            )),
+            t if t == counter => Box::new(KeyedCounter::default()),
             _ => Box::new(TwoPhaseSink::new(
                 task,
                 Arc::clone(&fs),
@@ -691,8 +774,11 @@ pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<Atomi
     });
     JobSpec {
         settings,
-        tasks: 3,
-        edges: vec![(TaskId(0), TaskId(1)), (TaskId(1), TaskId(2))],
+        tasks,
+        edges: (0..sources)
+            .map(|s| (TaskId(s), TaskId(counter)))
+            .chain([(TaskId(counter), TaskId(sink))])
+            .collect(),
         task_config: TaskConfig::default(),
         operators,
         hooks: Vec::new(),

@@ -20,7 +20,7 @@ pub struct TaskStep<'a> {
     /// The state before the event.
     pub before: &'a TaskState,
     /// The effects, in the order they must be carried out (a
-    /// `ScheduleCheckpointMail` is listed for completeness; the host has
+    /// [`TaskEffect::Mail`] is listed for completeness; the host has
     /// already enqueued its mail), and the outcome.
     pub step: &'a Step,
     /// The state after the event.

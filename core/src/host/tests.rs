@@ -29,7 +29,8 @@ struct TaskChecker {
     monitor: tinv::TaskMonitor,
     effects: Vec<TaskEffect>,
     violations: Vec<Violation>,
-    /// Work for the writer thread (`StartWriter`, `StartAsyncPart`).
+    /// Work for the writer thread (`WriterCommand::Start`,
+    /// `AsyncCommand::Start`).
     work: Option<mpsc::Sender<TaskEffect>>,
 }
 

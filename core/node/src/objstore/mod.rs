@@ -252,9 +252,10 @@ impl ObjStore {
         Ok(())
     }
 
-    /// The coordinator's `FinalizeCheckpoint`: writes the metadata object
-    /// of `checkpoint`; not yet stored. Refused when it could not be
-    /// committed after what the store holds.
+    /// The coordinator's
+    /// [`IoRequest::Finalize`](ckpt_core::coordinator::IoRequest::Finalize):
+    /// writes the metadata object of `checkpoint`; not yet stored. Refused
+    /// when it could not be committed after what the store holds.
     pub async fn finalize(
         &mut self,
         writer: Generation,
@@ -288,9 +289,11 @@ impl ObjStore {
         Ok(())
     }
 
-    /// The coordinator's `StoreCheckpoint`: the commit order checked
-    /// again, then the commit point (the log's [`LogEntry::Commit`], with
-    /// the evictions beyond `retained_max`). Returns the evicted ids.
+    /// The coordinator's
+    /// [`IoRequest::Store`](ckpt_core::coordinator::IoRequest::Store): the
+    /// commit order checked again, then the commit point (the log's
+    /// [`LogEntry::Commit`], with the evictions beyond `retained_max`).
+    /// Returns the evicted ids.
     ///
     /// Refused by the fence, a deposed leader changes nothing. Any other
     /// error of the append leaves the outcome unknown: the checkpoint is

@@ -31,6 +31,7 @@ pub(crate) struct Ctx {
     pub(super) coordinator_events: AtomicU64,
     pub(super) task_events: AtomicU64,
     pub(super) source_batches: AtomicU64,
+    pub(super) late_channel_records: AtomicU64,
     pub(super) recorder: Option<Arc<Mutex<Recorder>>>,
     pub(super) to_coordinator: mpsc::Sender<ToCoordinator>,
     pub(super) failures: mpsc::UnboundedSender<(TaskId, AttemptNo)>,
@@ -48,6 +49,7 @@ impl Ctx {
         let mut s = self.stats().clone();
         s.task_events = self.task_events.load(Ordering::Relaxed);
         s.source_batches = self.source_batches.load(Ordering::Relaxed);
+        s.late_channel_records = self.late_channel_records.load(Ordering::Relaxed);
         let c = &self.net.counters;
         s.rpc_dropped_fault = c.dropped_fault.load(Ordering::Relaxed);
         s.rpc_dropped_full = c.dropped_full.load(Ordering::Relaxed);
@@ -71,6 +73,12 @@ impl Ctx {
     }
     pub(super) fn count_task_event(&self) {
         self.task_events.fetch_add(1, Ordering::Relaxed);
+    }
+    /// `n` captures took a record that arrived after their first barrier.
+    pub(super) fn channel_records_captured(&self, n: u64) {
+        if n > 0 {
+            self.late_channel_records.fetch_add(n, Ordering::Relaxed);
+        }
     }
     pub(super) fn source_emitted(&self) {
         self.source_batches.fetch_add(1, Ordering::Relaxed);

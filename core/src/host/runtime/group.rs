@@ -29,28 +29,66 @@ use crate::host::store::read_state;
 use crate::task::{TaskConfig, TaskEvent};
 use crate::types::{AttemptNo, CheckpointId, JobId, StateHandle, TaskId};
 
-/// The upstream task of every task (`None` for a source), from the job's
-/// edges; refused when an edge names a task outside `0..tasks`, loops, or
-/// gives a task a second upstream (fan-in is not supported).
-pub fn upstream_of(
-    tasks: u32,
-    edges: &[(TaskId, TaskId)],
-) -> Result<Vec<Option<TaskId>>, JobError> {
-    let mut upstream = vec![None; tasks as usize];
+/// The input channels of every task, from the job's edges: for each task
+/// the tasks it reads from, in the order their edges are listed (empty for
+/// a source). A task may read from several upstream tasks (fan-in: its
+/// channel state is captured from the first barrier of a checkpoint to the
+/// last, see the task driver). Refused when an edge names a task outside
+/// `0..tasks`, is a self-loop, is listed twice, or closes a cycle (barriers
+/// flow from the sources only, so every task must be reachable from one
+/// without going round).
+pub fn inputs_of(tasks: u32, edges: &[(TaskId, TaskId)]) -> Result<Vec<Vec<TaskId>>, JobError> {
+    let mut inputs: Vec<Vec<TaskId>> = vec![Vec::new(); tasks as usize];
     for (from, to) in edges {
         if from.0 >= tasks || to.0 >= tasks || from == to {
             return Err(JobError::Topology(format!("bad edge {from} -> {to}")));
         }
-        match upstream.get_mut(to.0 as usize) {
-            Some(slot @ None) => *slot = Some(*from),
-            Some(Some(_)) | None => {
-                return Err(JobError::Topology(format!(
-                    "task {to} has more than one upstream (fan-in is not supported)"
-                )))
+        let Some(slot) = inputs.get_mut(to.0 as usize) else {
+            return Err(JobError::Topology(format!("bad edge {from} -> {to}")));
+        };
+        if slot.contains(from) {
+            return Err(JobError::Topology(format!(
+                "edge {from} -> {to} is listed twice"
+            )));
+        }
+        slot.push(*from);
+    }
+    // Kahn's algorithm: a cycle leaves tasks with inputs never resolved.
+    let mut outputs: Vec<Vec<usize>> = vec![Vec::new(); inputs.len()];
+    let mut waiting: Vec<usize> = inputs.iter().map(Vec::len).collect();
+    for (to, ins) in inputs.iter().enumerate() {
+        for from in ins {
+            if let Some(o) = outputs.get_mut(from.0 as usize) {
+                o.push(to);
             }
         }
     }
-    Ok(upstream)
+    let mut ready: Vec<usize> = (0..inputs.len())
+        .filter(|t| waiting.get(*t) == Some(&0))
+        .collect();
+    let mut seen = 0usize;
+    while let Some(t) = ready.pop() {
+        seen += 1;
+        for to in outputs.get(t).into_iter().flatten() {
+            if let Some(w) = waiting.get_mut(*to) {
+                *w -= 1;
+                if *w == 0 {
+                    ready.push(*to);
+                }
+            }
+        }
+    }
+    if seen != inputs.len() {
+        let on_cycle = waiting
+            .iter()
+            .position(|w| *w > 0)
+            .map_or(0, |t| u32::try_from(t).unwrap_or(u32::MAX));
+        return Err(JobError::Topology(format!(
+            "the edges close a cycle (through task {})",
+            TaskId(on_cycle)
+        )));
+    }
+    Ok(inputs)
 }
 
 /// What a task group's attempts run: the job's tasks, their topology,
@@ -59,7 +97,8 @@ pub fn upstream_of(
 pub struct GroupSpec {
     /// Number of tasks (ids `0..tasks`); the group runs all of them.
     pub tasks: u32,
-    /// Data channels `(from, to)`; each task has at most one upstream.
+    /// Data channels `(from, to)`: a directed acyclic graph ([`inputs_of`]);
+    /// a task may read from several upstream tasks (fan-in).
     pub edges: Vec<(TaskId, TaskId)>,
     /// The task side's configuration.
     pub task_config: TaskConfig,
@@ -80,7 +119,7 @@ impl std::fmt::Debug for GroupSpec {
 pub struct TaskGroup {
     pub(super) ctx: Arc<Ctx>,
     spec: GroupSpec,
-    upstream: Vec<Option<TaskId>>,
+    inputs: Vec<Vec<TaskId>>,
     attempts: Vec<Option<Attempt>>,
 }
 
@@ -99,8 +138,10 @@ pub enum Outbound {
     /// An RPC for the coordinator: an attempt's acknowledge or decline,
     /// already enveloped with its job, task and attempt.
     Coordinator(CoordinatorEvent),
-    /// The attempt failed (`FailTask`, an operator error, a broken data
-    /// channel); the coordinator's `TaskFailed` is the embedder's to send.
+    /// The attempt failed
+    /// ([`TaskEffect::Fail`](crate::task::TaskEffect::Fail), an operator
+    /// error, a broken data channel); the coordinator's `TaskFailed` is the
+    /// embedder's to send.
     Failed(TaskId, AttemptNo),
 }
 
@@ -134,12 +175,12 @@ impl TaskOutbox {
 
 impl TaskGroup {
     pub(super) fn new(ctx: Arc<Ctx>, spec: GroupSpec) -> Result<TaskGroup, JobError> {
-        let upstream = upstream_of(spec.tasks, &spec.edges)?;
+        let inputs = inputs_of(spec.tasks, &spec.edges)?;
         let attempts = (0..spec.tasks).map(|_| None).collect();
         Ok(TaskGroup {
             ctx,
             spec,
-            upstream,
+            inputs,
             attempts,
         })
     }
@@ -173,6 +214,7 @@ impl TaskGroup {
             coordinator_events: AtomicU64::new(0),
             task_events: AtomicU64::new(0),
             source_batches: AtomicU64::new(0),
+            late_channel_records: AtomicU64::new(0),
             recorder: None,
             to_coordinator: tx,
             failures: fail_tx,
@@ -211,7 +253,8 @@ impl TaskGroup {
 
     /// Starts every task under `attempt_of(task)`, restored from checkpoint
     /// `restore` (`None`: a fresh start), with fresh data channels between
-    /// them. Attempts still running are replaced without being stopped:
+    /// them (one per edge; a task's input channels in the order of its
+    /// edges). Attempts still running are replaced without being stopped:
     /// call [`TaskGroup::stop`] first.
     pub fn start(
         &mut self,
@@ -222,15 +265,15 @@ impl TaskGroup {
         let restored_from = restore.map(|(id, _)| id);
         let n = self.spec.tasks as usize;
         let mut senders: Vec<Vec<mpsc::Sender<DataMsg>>> = vec![Vec::new(); n];
-        let mut receivers: Vec<Option<mpsc::Receiver<DataMsg>>> = (0..n).map(|_| None).collect();
-        for (to, from) in self.upstream.iter().enumerate() {
-            if let Some(from) = from {
+        let mut receivers: Vec<Vec<mpsc::Receiver<DataMsg>>> = (0..n).map(|_| Vec::new()).collect();
+        for (to, froms) in self.inputs.iter().enumerate() {
+            for from in froms {
                 let (tx, rx) = mpsc::channel(DATA_CHANNEL_MAX);
                 if let Some(s) = senders.get_mut(from.0 as usize) {
                     s.push(tx);
                 }
                 if let Some(r) = receivers.get_mut(to) {
-                    *r = Some(rx);
+                    r.push(rx);
                 }
             }
         }
@@ -245,7 +288,7 @@ impl TaskGroup {
                     operator: (self.spec.operators)(task),
                     restored: snaps.remove(&task),
                     restored_from,
-                    upstream: up,
+                    inputs: up,
                     downstream: down,
                 },
             )

@@ -26,16 +26,25 @@
 //!   discard (through the store's guard), RPC to tasks. Answers to its own I/O are queued and applied before the next
 //!   message, so a checkpoint that has all its acks completes (finalize,
 //!   store, notify) without a failover slipping in between.
-//! * **Task driver** ([`task`](self) module docs): per attempt, netty, rpc,
-//!   task-thread, writer and async-part roles as tokio tasks around one
-//!   [`TaskState`](crate::task::TaskState), a FIFO mailbox that every
-//!   coordinator notification goes through, per-link FIFO lossless data
-//!   channels.
+//! * **Task driver** ([`task`](self) module docs): per attempt, netty (one
+//!   per input channel), rpc, task-thread, writer and async-part roles as
+//!   tokio tasks around one [`TaskState`](crate::task::TaskState), a FIFO
+//!   mailbox that every coordinator notification goes through, per-link
+//!   FIFO lossless data channels. A task may read from several upstream
+//!   tasks (fan-in, the edges a directed acyclic graph: [`inputs_of`]).
+//!   Every checkpoint is unaligned (there is no aligned mode): a task's
+//!   channel state is what was queued at the checkpoint's first barrier
+//!   plus every record that arrives on an input before that input's own
+//!   barrier; the writer completes it once the barrier arrived on every
+//!   input, and the task acknowledges after that. On restore those records
+//!   are replayed before any new input.
 //! * **Failover** (global, like a pipelined region spanning the job): a
-//!   task failure (`FailTask`, an operator error, a broken data
-//!   connection) or `FailJob` stops every attempt, reports `TaskFailed` for
-//!   each, restores the latest completed checkpoint (`Restore { Latest }`),
-//!   and starts every task under a new attempt number (`TaskRunning`).
+//!   task failure ([`TaskEffect::Fail`](crate::task::TaskEffect::Fail), an
+//!   operator error, a broken data connection) or
+//!   [`JobCommand::Fail`](crate::coordinator::JobCommand::Fail) stops every
+//!   attempt, reports `TaskFailed` for each, restores the latest completed
+//!   checkpoint (`Restore { Latest }`), and starts every task under a new
+//!   attempt number (`TaskRunning`).
 //!   A failure report from an attempt that is no longer current is ignored.
 //! * **The RPC network** ([`FaultPlan`]) may delay and lose messages
 //!   (seeded); a lost RPC becomes a timeout or a decline, never a task
@@ -55,12 +64,22 @@
 //! backpressure. The writer's and the async parts' command queues hold at
 //! most one entry per started checkpoint; failure reports at most one per
 //! attempt; RPCs delayed by a [`FaultPlan`] wait in one timer task each.
+//! The channel state a task with several inputs captures between a
+//! checkpoint's first and last barrier is held in memory until the barrier
+//! of that checkpoint (or a newer one) arrived on every input, or the
+//! checkpoint is aborted at the task: not bounded, it is as much as the
+//! trailing inputs deliver meanwhile.
 //! A recorded trace grows with the run (it is meant for tests).
 //!
-//! Store I/O is done inline on the coordinator driver (small metadata
-//! files); state files are written by the tasks' async parts. Under a
-//! simulator, [`JobOptions::io_latency_ms`] makes every I/O take simulated
-//! time so crashes land in the middle of I/O sequences.
+//! Store I/O (small metadata files) is made by the coordinator driver,
+//! which waits for it before it reads the next event; state files are
+//! written by the tasks' async parts; both through the job's `Fs`. A bare
+//! `StdFs` blocks the tokio worker for the length of each call; wrapped in
+//! `host::fs::OffWorkerFs` (as the pipeline example and `ckpt-node` do),
+//! each call on a multi-thread runtime leaves the worker, so its other
+//! tasks keep running. Under a simulator, [`JobOptions::io_latency_ms`]
+//! makes every I/O take simulated time so crashes land in the middle of I/O
+//! sequences.
 //!
 //! # Where things are
 //!
@@ -84,7 +103,7 @@ mod stats;
 mod task;
 
 pub use ctx::trace_key;
-pub use group::{upstream_of, GroupSpec, Outbound, TaskGroup, TaskOutbox};
+pub use group::{inputs_of, GroupSpec, Outbound, TaskGroup, TaskOutbox};
 pub use net::{FaultPlan, SplitMix64, COORDINATOR_INBOX_MAX, TASK_INBOX_MAX};
 pub use operator::{
     DataMsg, MasterHook, Operator, OperatorError, OperatorFactory, Record, SourcePoll,
@@ -131,6 +150,17 @@ pub struct JobOptions {
     pub io_latency_ms: u64,
     /// Print failovers and I/O errors to stderr.
     pub verbose: bool,
+    /// Checker-only, a legacy knob (as `Semantics::Legacy` is for the
+    /// reducers): the channel-state writer of a task with several inputs
+    /// completes at the checkpoint's first barrier with only the records
+    /// queued then, as this host did before it supported fan-in; records
+    /// that arrive on another input after that barrier and before that
+    /// input's own barrier are not captured, so a restore loses them
+    /// (the operator's snapshot was taken before it processed them, and
+    /// their source was restored past them). It exists so that tests can
+    /// show the output check catches that; a host keeps it off (the
+    /// default). Tasks with one input behave the same either way.
+    pub legacy_first_barrier_channel_state: bool,
 }
 
 /// A job: coordinator settings, topology and operators.
@@ -140,7 +170,9 @@ pub struct JobSpec {
     pub settings: CoordinatorSettings,
     /// Number of tasks (ids `0..tasks`).
     pub tasks: u32,
-    /// Data channels `(from, to)`; each task has at most one upstream.
+    /// Data channels `(from, to)`: a directed acyclic graph
+    /// ([`inputs_of`]); a task may read from several upstream tasks
+    /// (fan-in, unaligned: see the task driver in the module docs).
     pub edges: Vec<(TaskId, TaskId)>,
     /// The task side's configuration.
     pub task_config: TaskConfig,
@@ -234,7 +266,7 @@ impl Job {
     pub async fn start(spec: JobSpec, fs: Arc<dyn Fs>) -> Result<JobHandle, JobError> {
         let state = CoordinatorState::from_settings(spec.settings.clone())?;
         let n = spec.tasks as usize;
-        group::upstream_of(spec.tasks, &spec.edges)?;
+        group::inputs_of(spec.tasks, &spec.edges)?;
         let retained = usize::try_from(spec.settings.retained_max.max(1)).unwrap_or(1);
         // How far an exactly-once sink has committed its output: recovery
         // must not restore anything older.
@@ -282,6 +314,7 @@ impl Job {
             coordinator_events: AtomicU64::new(0),
             task_events: AtomicU64::new(0),
             source_batches: AtomicU64::new(0),
+            late_channel_records: AtomicU64::new(0),
             recorder,
             to_coordinator: tx,
             failures: fail_tx,

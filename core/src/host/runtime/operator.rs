@@ -1,7 +1,9 @@
 //! The user code a job runs: the [`Operator`] of each task (a source, a
 //! transformation or a two-phase-commit sink), the [`Record`]s and
 //! [`DataMsg`]s that flow between tasks, and the master hooks the
-//! coordinator's `TriggerMasterHooks` runs.
+//! coordinator's
+//! [`IoRequest::MasterHooks`](crate::coordinator::IoRequest::MasterHooks)
+//! runs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,5 +112,6 @@ pub trait Operator: Send + 'static {
 /// recovery.
 pub type OperatorFactory = Arc<dyn Fn(TaskId) -> Box<dyn Operator> + Send + Sync>;
 
-/// A master hook (run for `TriggerMasterHooks`).
+/// A master hook (run for
+/// [`IoRequest::MasterHooks`](crate::coordinator::IoRequest::MasterHooks)).
 pub type MasterHook = Arc<dyn Fn(CheckpointId) -> Result<(), String> + Send + Sync>;

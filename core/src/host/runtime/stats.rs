@@ -36,6 +36,11 @@ pub struct HostStats {
     pub rpc_dropped_stale: u64,
     /// Source batches emitted.
     pub source_batches: u64,
+    /// Records the channel-state writer captured after a checkpoint's
+    /// first barrier (fan-in: records that arrived on an input whose
+    /// barrier of that checkpoint had not arrived yet), summed over the
+    /// checkpoints that took them.
+    pub late_channel_records: u64,
     /// Invariant violations and host contract violations, in order.
     pub violations: Vec<String>,
     /// The store's counters (guard refusals among them).

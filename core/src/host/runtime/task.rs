@@ -1,13 +1,18 @@
 //! The task driver: one attempt of one subtask, as tokio tasks that play
 //! the roles of a Flink task's threads around one [`TaskState`]:
 //!
-//! * **netty**: reads the data channel from upstream (per-link FIFO,
-//!   lossless); records go to the input queue; a barrier is delivered to
-//!   the reducer at once (`BarrierReceived { via: Netty }`: start, the
-//!   writer begins, the checkpoint mail is scheduled) and then placed in the
-//!   input queue as a position marker; a cancel marker goes to the input
-//!   queue for the task thread. A closed channel while the attempt runs is a
-//!   broken connection: a task failure, never a lost barrier.
+//! * **netty**: one per input channel (a task with several upstream tasks
+//!   has one channel from each: fan-in); reads it (per-link FIFO,
+//!   lossless); records go to the one input queue the task thread reads; a
+//!   barrier is delivered to the reducer at once (`BarrierReceived { via:
+//!   Netty }`: the first barrier of a checkpoint starts it, the writer
+//!   begins, the checkpoint mail is scheduled; a later one of the same
+//!   checkpoint on another input is `Ignored(AlreadyStarted)` by the
+//!   reducer and ends that input's part of the channel state, below) and
+//!   then placed in the input queue as a position marker; a cancel marker
+//!   goes to the input queue for the task thread. A closed channel while
+//!   the attempt runs is a broken connection: a task failure, never a lost
+//!   barrier.
 //! * **rpc**: moves the coordinator's notifications (trigger, notify-aborted,
 //!   notify-complete) into the **mailbox**. Every one of them goes through
 //!   the mailbox; a mail is never withdrawn.
@@ -17,13 +22,25 @@
 //!   checkpoint mail is in the mailbox before the barrier marker is in the
 //!   input queue, the task thread never processes a record from after the
 //!   barrier before the checkpoint's mail ran.
-//! * **writer**: the channel-state writer. `StartWriter{N}` hands it the
-//!   in-flight records (unprocessed input before the barrier); it reports
-//!   `WriterCompleted{N}`.
-//! * **async part**: one per `StartAsyncPart{N}`: waits for the writer's
-//!   result, writes the state handle's file (operator snapshot + the channel
-//!   state the operator had not processed at the snapshot) durably, reports
-//!   `AsyncPartCompleted{N, handle}`; a cancelled one deletes what it wrote.
+//! * **writer**: the channel-state writer (every checkpoint is unaligned;
+//!   there is no aligned mode). [`WriterCommand::Start`]`(N)` opens `N`'s
+//!   capture with the records in the input queue (every one of them is before
+//!   `N`'s barrier on its own input: unprocessed input before the barrier);
+//!   from then on every record that arrives on an input whose barrier of `N`
+//!   has not arrived yet is appended to it (in-flight data of `N`: the
+//!   operator processes it after the snapshot). When the barrier of `N` (or a
+//!   newer one) has arrived on every input, the capture goes to the writer,
+//!   which reports `WriterCompleted{N}`; a task with one input completes it
+//!   at its barrier, a source at once. [`WriterCommand::Abort`] of `N` and
+//!   the cancelled async part of `N` drop it.
+//!   [`super::JobOptions::legacy_first_barrier_channel_state`]
+//!   (checker-only) completes it at the first barrier instead, as this host
+//!   did before fan-in, so the records of a slower input are lost.
+//! * **async part**: one per [`AsyncCommand::Start`]`(N)`: waits for the
+//!   writer's result, writes the state handle's file (operator snapshot + the
+//!   channel state the operator had not processed at the snapshot) durably,
+//!   reports `AsyncPartCompleted{N, handle}`; a cancelled one deletes what it
+//!   wrote.
 //!
 //! Every reducer call happens under the attempt's lock and its effects are
 //! dispatched in order before the lock is released (writer commands, mails,
@@ -73,8 +90,18 @@ enum WriteSlot {
 }
 
 enum WriterCmd {
+    /// The channel state of the checkpoint is complete: these records.
     Start(CheckpointId, Vec<(u64, Record)>),
     Abort(CheckpointId),
+}
+
+/// A checkpoint's channel state while it is being captured: from its first
+/// barrier until its barrier arrived on every input.
+struct Capture {
+    /// The in-flight records so far, with their input-queue positions.
+    records: Vec<(u64, Record)>,
+    /// The inputs whose barrier of this checkpoint has not arrived yet.
+    waiting: std::collections::BTreeSet<usize>,
 }
 
 /// What the task thread must do after a reducer call, in order.
@@ -93,8 +120,47 @@ struct Core {
     next_pos: u64,
     processed_pos: u64,
     async_parts: BTreeMap<CheckpointId, Arc<AtomicBool>>,
+    /// Channel state being captured, per checkpoint.
+    captures: BTreeMap<CheckpointId, Capture>,
     writer: mpsc::UnboundedSender<WriterCmd>,
     failed: bool,
+}
+
+impl Core {
+    /// The barrier of `checkpoint` arrived on input `input`: that input's
+    /// part of the channel state of every capture up to `checkpoint` is
+    /// complete (per-link FIFO: a barrier of a newer checkpoint on an input
+    /// comes after every older one there). Hands each capture whose inputs
+    /// have all delivered their barrier to the writer.
+    fn barrier_on(&mut self, input: usize, checkpoint: CheckpointId) {
+        let done: Vec<CheckpointId> = self
+            .captures
+            .range_mut(..=checkpoint)
+            .filter_map(|(id, c)| {
+                c.waiting.remove(&input);
+                c.waiting.is_empty().then_some(*id)
+            })
+            .collect();
+        for id in done {
+            if let Some(c) = self.captures.remove(&id) {
+                let _ = self.writer.send(WriterCmd::Start(id, c.records));
+            }
+        }
+    }
+
+    /// A record arrived on input `input` at position `pos`: in-flight data
+    /// of every checkpoint still waiting for that input's barrier.
+    /// Returns how many captures took it.
+    fn capture(&mut self, input: usize, pos: u64, record: Record) -> u64 {
+        let mut n = 0;
+        for c in self.captures.values_mut() {
+            if c.waiting.contains(&input) {
+                c.records.push((pos, record));
+                n += 1;
+            }
+        }
+        n
+    }
 }
 
 struct Shared {
@@ -111,6 +177,8 @@ struct Shared {
     /// Set when the job stops this attempt: a data channel closing then is
     /// the teardown, not a broken connection.
     stopping: AtomicBool,
+    /// Input channels (upstream tasks); 0 for a source.
+    inputs: usize,
 }
 
 /// A running task attempt.
@@ -128,7 +196,8 @@ pub(crate) struct AttemptSpec {
     pub operator: Box<dyn Operator>,
     pub restored: Option<TaskSnapshot>,
     pub restored_from: Option<CheckpointId>,
-    pub upstream: Option<mpsc::Receiver<DataMsg>>,
+    /// One data channel from each upstream task.
+    pub inputs: Vec<mpsc::Receiver<DataMsg>>,
     pub downstream: Vec<mpsc::Sender<DataMsg>>,
 }
 
@@ -155,7 +224,10 @@ impl Shared {
         for e in &step.effects {
             match *e {
                 TaskEffect::Writer(WriterCommand::Start(checkpoint)) => {
-                    let inflight = core
+                    // Everything queued is before this checkpoint's barrier
+                    // on its own input (no input has delivered it yet, or
+                    // only the one delivering it now).
+                    let inflight: Vec<(u64, Record)> = core
                         .input
                         .iter()
                         .filter_map(|i| match i {
@@ -163,15 +235,26 @@ impl Shared {
                             Input::Barrier | Input::Cancel(_) => None,
                         })
                         .collect();
-                    let _ = core.writer.send(WriterCmd::Start(checkpoint, inflight));
+                    if self.inputs == 0 || self.ctx.options.legacy_first_barrier_channel_state {
+                        let _ = core.writer.send(WriterCmd::Start(checkpoint, inflight));
+                    } else {
+                        core.captures.insert(
+                            checkpoint,
+                            Capture {
+                                records: inflight,
+                                waiting: (0..self.inputs).collect(),
+                            },
+                        );
+                    }
                 }
                 // This host's writer keeps its results in memory (at most
                 // MAILBOX_MAX) and removes none on abort, with `cleanup` or
-                // without.
+                // without; a capture still open is dropped.
                 TaskEffect::Writer(WriterCommand::Abort {
                     checkpoint,
                     cleanup: _,
                 }) => {
+                    core.captures.remove(&checkpoint);
                     let _ = core.writer.send(WriterCmd::Abort(checkpoint));
                 }
                 // This host restores no in-flight channel state (no task
@@ -195,6 +278,8 @@ impl Shared {
                     deferred.push(Deferred::Snapshot(checkpoint, cancel));
                 }
                 TaskEffect::AsyncPart(AsyncCommand::Cancel(checkpoint)) => {
+                    // Nobody will write the channel state it was waiting for.
+                    core.captures.remove(&checkpoint);
                     if let Some(flag) = core.async_parts.remove(&checkpoint) {
                         flag.store(true, Ordering::SeqCst);
                     }
@@ -294,6 +379,7 @@ impl Attempt {
                 next_pos,
                 processed_pos: 0,
                 async_parts: BTreeMap::new(),
+                captures: BTreeMap::new(),
                 writer: writer_tx,
                 failed: false,
             }),
@@ -302,6 +388,7 @@ impl Attempt {
             writes: Mutex::new(BTreeMap::new()),
             writes_changed: Notify::new(),
             stopping: AtomicBool::new(false),
+            inputs: spec.inputs.len(),
         });
         let (rpc_tx, rpc_rx) = mpsc::channel(super::net::TASK_INBOX_MAX);
         ctx.net.register(
@@ -314,8 +401,8 @@ impl Attempt {
         let mut tasks = JoinSet::new();
         tasks.spawn(rpc_role(Arc::clone(&shared), rpc_rx));
         tasks.spawn(writer_role(Arc::clone(&shared), writer_rx));
-        if let Some(up) = spec.upstream {
-            tasks.spawn(netty_role(Arc::clone(&shared), up));
+        for (input, up) in spec.inputs.into_iter().enumerate() {
+            tasks.spawn(netty_role(Arc::clone(&shared), input, up));
         }
         let (async_tx, async_rx) = mpsc::unbounded_channel();
         tasks.spawn(async_role(Arc::clone(&shared), async_rx));
@@ -365,7 +452,8 @@ async fn rpc_role(shared: Arc<Shared>, mut rx: mpsc::Receiver<TaskEvent>) {
     }
 }
 
-async fn netty_role(shared: Arc<Shared>, mut rx: mpsc::Receiver<DataMsg>) {
+/// The netty role of input channel `input`.
+async fn netty_role(shared: Arc<Shared>, input: usize, mut rx: mpsc::Receiver<DataMsg>) {
     while let Some(msg) = rx.recv().await {
         match msg {
             DataMsg::Records(records) => {
@@ -377,6 +465,10 @@ async fn netty_role(shared: Arc<Shared>, mut rx: mpsc::Receiver<DataMsg>) {
                             if core.input.len() < INPUT_MAX {
                                 core.next_pos += 1;
                                 let pos = core.next_pos;
+                                if !core.captures.is_empty() {
+                                    let n = core.capture(input, pos, record);
+                                    shared.ctx.channel_records_captured(n);
+                                }
                                 core.input.push_back(Input::Record { pos, record });
                                 shared.wake.notify_one();
                                 break;
@@ -399,6 +491,7 @@ async fn netty_role(shared: Arc<Shared>, mut rx: mpsc::Receiver<DataMsg>) {
                     },
                     &mut deferred,
                 );
+                core.barrier_on(input, checkpoint);
                 core.input.push_back(Input::Barrier);
                 shared.wake.notify_one();
             }

@@ -539,11 +539,12 @@ impl FileStore {
         Ok(())
     }
 
-    /// The coordinator's `FinalizeCheckpoint`, on behalf of `writer`: writes
-    /// and fsyncs the metadata of `checkpoint` (a savepoint when
-    /// `savepoint`, triggered at `timestamp`) under its prepared name. Not
-    /// yet stored. Refused when it could not be committed after what the
-    /// store holds ([`crate::commit::check_next`]).
+    /// The coordinator's
+    /// [`IoRequest::Finalize`](crate::coordinator::IoRequest::Finalize), on
+    /// behalf of `writer`: writes and fsyncs the metadata of `checkpoint` (a
+    /// savepoint when `savepoint`, triggered at `timestamp`) under its
+    /// prepared name. Not yet stored. Refused when it could not be committed
+    /// after what the store holds ([`crate::commit::check_next`]).
     pub fn finalize(
         &mut self,
         writer: Generation,
@@ -586,10 +587,12 @@ impl FileStore {
         Ok(())
     }
 
-    /// The coordinator's `StoreCheckpoint`, on behalf of `writer`: the
-    /// commit order is checked again, then the commit point (rename, fsync
-    /// of the directory), then eviction of the oldest checkpoints (never
-    /// savepoints) beyond `retained_max`. Returns the evicted checkpoint ids.
+    /// The coordinator's
+    /// [`IoRequest::Store`](crate::coordinator::IoRequest::Store), on behalf
+    /// of `writer`: the commit order is checked again, then the commit point
+    /// (rename, fsync of the directory), then eviction of the oldest
+    /// checkpoints (never savepoints) beyond `retained_max`. Returns the
+    /// evicted checkpoint ids.
     ///
     /// An error before the rename means "definitely not stored" (the
     /// prepared file is removed, unless the error is the fence's: a deposed
