@@ -13,7 +13,7 @@ use ckpt_model::search::dist::engine::{
 use ckpt_model::search::dist::twophase::{self, TwoPhase};
 use ckpt_model::search::engine::{self, fingerprint, EngineOptions, Plain};
 use ckpt_model::search::memory::peak_rss_mb;
-use ckpt_model::search::symmetry::orbit_min;
+use ckpt_model::search::symmetry::orbit_min_fingerprint;
 use ckpt_model::zoo::validate;
 use ckpt_model::{Reduction, SysModel};
 use stateright::{Checker, Model};
@@ -123,7 +123,7 @@ pub fn run(args: &DistArgs) -> ExitStatus {
                 model.reduction
             );
             let key: Key<SysModel> = if symmetry {
-                Arc::new(|s| orbit_min(s, fingerprint))
+                Arc::new(orbit_min_fingerprint)
             } else {
                 Arc::new(fingerprint)
             };

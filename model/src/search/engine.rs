@@ -96,11 +96,17 @@ pub struct EngineOptions {
 /// The fingerprint of a state: aHash with stateright's fixed seeds, never 0.
 #[must_use]
 pub fn fingerprint<T: Hash>(value: &T) -> u64 {
+    fingerprint_hasher().hash_one(value).max(1)
+}
+
+/// The hasher behind [`fingerprint`] (before its `max(1)`), for keys that
+/// feed it a value's bytes without building the value
+/// ([`crate::search::symmetry::orbit_min_fingerprint`]).
+#[must_use]
+pub fn fingerprint_hasher() -> ahash::RandomState {
     // stateright's `stable::hasher` seeds (lib.rs): the same fingerprints,
     // so the same (astronomically rare) collisions and the same counts.
     ahash::RandomState::with_seeds(123_456_789_987_654_321, 98_765_432_123_456_789, 0, 0)
-        .hash_one(value)
-        .max(1)
 }
 
 /// The key [`Plain`] gives a state: foldhash's `quality` hasher with a

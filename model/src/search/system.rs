@@ -427,7 +427,9 @@ impl SysModel {
 
 /// ckpt's answers to the depth-first engine's [`Expand`]: under symmetry a
 /// state's key is the smallest fingerprint over its orbit
-/// ([`crate::search::symmetry::orbit_min`]), otherwise its
+/// ([`crate::search::symmetry::orbit_min_fingerprint`], equal to
+/// [`crate::search::symmetry::orbit_min`] with [`fingerprint`] without
+/// building the renamed worlds), otherwise its
 /// [`fingerprint`]; the actions and pre-stepped successors are
 /// [`SysModel::expand`]'s (partial-order reduction as the model is set).
 #[derive(Clone, Copy, Debug)]
@@ -439,7 +441,7 @@ pub struct CkptExpand {
 impl Expand<SysModel> for CkptExpand {
     fn key(&self, _: &SysModel, s: &World) -> u64 {
         if self.symmetry {
-            crate::search::symmetry::orbit_min(s, fingerprint)
+            crate::search::symmetry::orbit_min_fingerprint(s)
         } else {
             fingerprint(s)
         }

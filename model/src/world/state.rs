@@ -391,6 +391,17 @@ impl<T: Hash + Clone> Sealed<T> {
         }
     }
 
+    /// The part's 64-bit hash: the cached one, or computed now if a
+    /// mutable access forgot it. What `Hash` writes for the part.
+    #[must_use]
+    pub fn digest(&self) -> u64 {
+        if self.digest == 0 {
+            digest(&self.inner.value)
+        } else {
+            self.digest
+        }
+    }
+
     /// Computes the cached hash if a mutable access forgot it.
     pub fn seal(&mut self) {
         if self.digest == 0 {
