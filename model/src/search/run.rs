@@ -103,7 +103,7 @@ pub fn run_check(cfg: &ModelConfig, opts: &CheckOptions) -> CheckReport {
         });
     }
     let counterexample = failed.map(|(name, path)| {
-        let last = path.last_state().violation.clone();
+        let last = path.last_state().violation.as_deref().cloned();
         let dfs = Counterexample {
             property: name,
             actions: from_initial(opts, path),

@@ -267,5 +267,5 @@ fn violation_at(cfg: &ModelConfig, actions: &[Action]) -> Option<ckpt_core::inva
     for a in actions {
         s = sim.step(&s, *a, None)?;
     }
-    s.violation
+    s.violation.map(|v| *v)
 }

@@ -44,7 +44,7 @@ fn bfs_safety(
     let mut best: Option<Counterexample> = None;
     for name in names {
         if let Some(path) = f.discoveries.get(name) {
-            let violation = path.last_state().violation.clone();
+            let violation = path.last_state().violation.as_deref().cloned();
             let actions: Vec<Action> = from_initial(opts, path.clone());
             if best
                 .as_ref()

@@ -346,7 +346,7 @@ fn replay_violation(
             return None;
         }
     }
-    s.violation
+    s.violation.map(|v| *v)
 }
 
 #[cfg(test)]

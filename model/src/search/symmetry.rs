@@ -200,11 +200,11 @@ fn assemble(
         ordered_net: net_ordered,
     } = s;
     let zombie = match zombie {
-        Some(z) => Some(Zombie {
+        Some(z) => Some(Box::new(Zombie {
             coord: Sealed::new(permute_coordinator(&z.coord, perm)?),
             ledger: Sealed::new(permute_ledger(&z.ledger, perm)),
             io: z.io.clone(),
-        }),
+        })),
         None => None,
     };
     Some(SysState {
@@ -477,11 +477,11 @@ fn renamed_hash(
         ordered_net,
     } = s;
     let zombie = match zombie {
-        Some(z) => Some(Zombie {
+        Some(z) => Some(Box::new(Zombie {
             coord: Sealed::new(permute_coordinator(&z.coord, perm)?),
             ledger: Sealed::new(permute_ledger(&z.ledger, perm)),
             io: z.io.clone(),
-        }),
+        })),
         None => None,
     };
     let mut h = build.build_hasher();

@@ -771,13 +771,15 @@ pub struct World {
     /// (the failover recipe: the restore may wait for a completion in
     /// flight).
     pub awaiting_restore: bool,
-    /// The deposed coordinator still running, if any.
-    pub zombie: Option<Zombie>,
+    /// The deposed coordinator still running, if any (boxed: rare, and a
+    /// world is moved several times per generated state).
+    pub zombie: Option<Box<Zombie>>,
     /// The job ended on this stop-with-savepoint (until it starts again).
     pub stopped_with: Option<CheckpointId>,
-    /// The first invariant violation (the state is then terminal).
+    /// The first invariant violation (the state is then terminal; boxed:
+    /// rare, and a world is moved several times per generated state).
     #[serde(with = "violation_codec")]
-    pub violation: Option<Violation>,
+    pub violation: Option<Box<Violation>>,
     /// Constant: the network is per-link FIFO (kept here so the symmetry
     /// representative, a plain function of the state, can rebuild it).
     pub ordered_net: bool,
@@ -886,7 +888,10 @@ mod violation_codec {
         n
     }
 
-    pub(super) fn serialize<S: Serializer>(v: &Option<Violation>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        v: &Option<Box<Violation>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         v.as_ref()
             .map(|v| (v.invariant, v.detail.as_str()))
             .serialize(s)
@@ -894,8 +899,8 @@ mod violation_codec {
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
-    ) -> Result<Option<Violation>, D::Error> {
+    ) -> Result<Option<Box<Violation>>, D::Error> {
         let v: Option<(String, String)> = Option::deserialize(d)?;
-        Ok(v.map(|(name, detail)| Violation::new(intern(&name), detail)))
+        Ok(v.map(|(name, detail)| Box::new(Violation::new(intern(&name), detail))))
     }
 }

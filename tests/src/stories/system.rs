@@ -398,7 +398,7 @@ impl SystemDriver {
             }
         }
         match &self.world.violation {
-            Some(v) => Err(v.clone()),
+            Some(v) => Err(Violation::clone(v)),
             None => Ok(()),
         }
     }
@@ -558,7 +558,7 @@ fn drive_story(
     story: &SystemStory,
     heal_bound: Option<usize>,
 ) -> Result<SystemDriver, Box<Failure>> {
-    if let Some(v) = d.world.violation.clone() {
+    if let Some(v) = d.world.violation.as_deref().cloned() {
         return Err(Failure::at(0, v, d.trace()));
     }
     super::drive(

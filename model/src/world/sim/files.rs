@@ -53,7 +53,7 @@ impl Sim {
     pub(super) fn files_restored(&self, n: &mut World) {
         if self.cfg.shared_files {
             if let Err(v) = self.files_event(n, FilesEvent::Restored) {
-                n.violation.get_or_insert(v);
+                n.violation.get_or_insert_with(|| Box::new(v));
             }
         }
     }

@@ -81,7 +81,7 @@ impl Sim {
         };
         if !legal {
             if let Err(v) = n.durable.ledger.refused(checkpoint, meta.savepoint) {
-                n.violation.get_or_insert(v);
+                n.violation.get_or_insert_with(|| Box::new(v));
             }
             return false;
         }
@@ -104,7 +104,7 @@ impl Sim {
                 }
             }
             Err(v) => {
-                n.violation.get_or_insert(v);
+                n.violation.get_or_insert_with(|| Box::new(v));
             }
         }
         true
@@ -126,7 +126,7 @@ impl Sim {
         let owned = n.coord.owned_handles().contains(&h);
         if !stored && !owned && n.durable.ledger.exists(h) {
             if let Err(v) = self.delete_state(n, h, Deleter::Host) {
-                n.violation.get_or_insert(v);
+                n.violation.get_or_insert_with(|| Box::new(v));
             }
         }
     }
@@ -152,7 +152,7 @@ impl Sim {
         };
         for h in list {
             if let Err(v) = self.delete_state(n, h, Deleter::Host) {
-                n.violation.get_or_insert(v);
+                n.violation.get_or_insert_with(|| Box::new(v));
             }
         }
     }
@@ -252,11 +252,11 @@ impl Sim {
         let io = std::mem::take(&mut n.io);
         if n.used.zombies < self.cfg.zombie_coordinators && !io.is_empty() {
             n.used.zombies = n.used.zombies.saturating_add(1);
-            n.zombie = Some(Zombie {
+            n.zombie = Some(Box::new(Zombie {
                 coord: n.coord.clone(),
                 ledger: n.ledger.clone(),
                 io,
-            });
+            }));
         }
         self.stop_all(n, log.as_deref_mut());
         n.durable.metadata.clear();
@@ -275,7 +275,7 @@ impl Sim {
             .collect();
         for h in stray {
             if let Err(v) = self.delete_state(n, h, Deleter::Host) {
-                n.violation.get_or_insert(v);
+                n.violation.get_or_insert_with(|| Box::new(v));
             }
         }
         n.job_failover_due = false;
@@ -316,7 +316,7 @@ impl Sim {
         // refused recovery would restore nothing and leak the stored state.
         if let Outcome::Rejected(e) = &recovered {
             if let Err(v) = n.durable.ledger.nothing_restored(Some(&e.to_string())) {
-                n.violation.get_or_insert(v);
+                n.violation.get_or_insert_with(|| Box::new(v));
             }
         }
         self.restore_latest(n, log.as_deref_mut());

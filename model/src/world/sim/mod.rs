@@ -400,7 +400,7 @@ impl Sim {
                 handles: handles.clone(),
             });
             if let Err(v) = registered {
-                s.violation = Some(v);
+                s.violation = Some(Box::new(v));
             }
             let source = RestoreSource::Savepoint {
                 checkpoint: SAVEPOINT,

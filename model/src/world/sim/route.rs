@@ -252,7 +252,7 @@ impl Sim {
             });
         }
         if s.violation.is_none() {
-            s.violation = found;
+            s.violation = found.map(Box::new);
         }
         (t.step.outcome, follow)
     }
@@ -347,7 +347,7 @@ impl Sim {
             });
         }
         if s.violation.is_none() {
-            s.violation = found;
+            s.violation = found.map(Box::new);
         }
     }
 

@@ -109,7 +109,7 @@ impl Sim {
                 }
                 n.history.disposed = true;
                 if let Err(v) = n.durable.ledger.dispose(checkpoint) {
-                    n.violation.get_or_insert(v);
+                    n.violation.get_or_insert_with(|| Box::new(v));
                 }
                 self.coord_event(n, CEv::DisposeSavepoint { checkpoint }, log.as_deref_mut());
             }
@@ -205,7 +205,7 @@ impl Sim {
                     let attempt = n.tasks.get(t.0 as usize)?.attempt;
                     let handle = handle_for(checkpoint, t, attempt);
                     if let Err(v) = self.write_state(n, handle) {
-                        n.violation.get_or_insert(v);
+                        n.violation.get_or_insert_with(|| Box::new(v));
                     }
                     TEv::AsyncPartCompleted { checkpoint, handle }
                 } else {
@@ -391,7 +391,7 @@ impl Sim {
                 if let Some(last) = log.and_then(|l| l.last_mut()) {
                     last.violation = Some(v.clone());
                 }
-                n.violation = Some(v);
+                n.violation = Some(Box::new(v));
                 return;
             }
         }
