@@ -18,6 +18,9 @@
 //!
 //! Both return the transition *and* the verdict, so a caller can keep the
 //! state it reached, log the step and then stop on the violation.
+//! [`task_step_in_place`] is [`task_step`] for a host that already holds a
+//! copy of the state it is about to change (the model checker's
+//! copy-on-write world): the event is applied to that copy, not to another.
 
 use super::coordinator::{check_all as check_coordinator, HandleLedger};
 use super::files::check_state as check_files;
@@ -91,6 +94,40 @@ pub fn task_step(
         .and_then(|()| check_task(monitor, before, event, &t.step, &t.state))
         .and_then(|()| check_quiescent(&t.state));
     (t, verdict)
+}
+
+/// [`task_step`] for a host that already holds a copy of the state it is
+/// about to change (a copy-on-write host: `state` is a fresh copy of
+/// `before`, which must be equal to it): the event is applied to `state`
+/// in place instead of to another copy, and the step and the verdict are
+/// those [`task_step`] returns for `before` (its transition's state is what
+/// `state` holds after the call). The same checks: the invariants against
+/// `before`, and with [`Rigor::Full`] `reduce` on `before` must agree with
+/// the in-place result.
+pub fn task_step_in_place(
+    monitor: &mut TaskMonitor,
+    before: &TaskState,
+    state: &mut TaskState,
+    now: Millis,
+    event: &TaskEvent,
+    rigor: Rigor,
+) -> (task::Step, Result<(), Violation>) {
+    debug_assert!(
+        *state == *before,
+        "task_step_in_place: the state is not a copy of the state before"
+    );
+    let step = state.apply(now, event.clone());
+    let verdict = match rigor {
+        Rigor::Invariants => Ok(()),
+        Rigor::Full => {
+            let t = task::reduce(before, now, event.clone());
+            verify(event, (&*state, &step) == (&t.state, &t.step))
+        }
+    };
+    let verdict = verdict
+        .and_then(|()| check_task(monitor, before, event, &step, state))
+        .and_then(|()| check_quiescent(state));
+    (step, verdict)
 }
 
 /// One event of the file-merging manager ([`crate::files`]), checked:

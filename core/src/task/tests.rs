@@ -40,6 +40,16 @@ impl Harness {
     fn step(&mut self, ev: TaskEvent) -> (Vec<TaskEffect>, Outcome) {
         let mut m = self.m.clone();
         let (t, verdict) = checked::task_step(&mut m, &self.s, Millis(0), &ev, Rigor::Full);
+        // The in-place checked step (a copy-on-write host's) agrees on
+        // every step of every story here, at both rigors.
+        for rigor in [Rigor::Full, Rigor::Invariants] {
+            let mut in_place = self.s.clone();
+            let mut m2 = self.m.clone();
+            let (step, v2) =
+                checked::task_step_in_place(&mut m2, &self.s, &mut in_place, Millis(0), &ev, rigor);
+            assert_eq!((&in_place, &step, &v2), (&t.state, &t.step, &verdict));
+            assert_eq!(m2, m);
+        }
         if self.check_effects {
             if let Err(v) = verdict {
                 panic!("{v}");

@@ -402,6 +402,13 @@ impl<T: Hash + Clone> Sealed<T> {
         }
     }
 
+    /// Whether another handle (another world) shares this part: a mutable
+    /// access would copy it, and the other handle keeps the value as it is.
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        !self.inner.is_unique()
+    }
+
     /// Computes the cached hash if a mutable access forgot it.
     pub fn seal(&mut self) {
         if self.digest == 0 {

@@ -265,26 +265,62 @@ impl Sim {
         ev: TEv,
         log: Option<&mut Vec<Delivery>>,
     ) {
+        self.task_event_with(s, t, ev, |_| {}, log);
+    }
+
+    /// [`Sim::task_event`], `take` first run on the task's side (an action
+    /// taking the event's mail or channel item from its queue): the side is
+    /// copied once (copy on write) for both, and the checked step applies
+    /// the event to that copy in place, the state before it read from the
+    /// side the world this step started from still holds (no second copy
+    /// of the task state for the step).
+    pub(super) fn task_event_with(
+        &self,
+        s: &mut World,
+        t: TaskId,
+        ev: TEv,
+        take: impl FnOnce(&mut TaskSide),
+        log: Option<&mut Vec<Delivery>>,
+    ) {
         let now = s.now;
-        let Some(side) = s.tasks.get_mut(t.0 as usize).map(|c| &mut **c) else {
+        let Some(slot) = s.tasks.get_mut(t.0 as usize) else {
             return;
         };
+        // The side as it was, where another world holds it (the copy the
+        // mutable access below makes leaves it as it is).
+        let before = slot.is_shared().then(|| slot.clone());
+        let side = &mut **slot;
+        take(side);
         let attempt = side.attempt;
         if self.record_task_order {
             side.record(&ev);
         }
-        let (tr, verdict) = checked::task_step(&mut side.monitor, &side.st, now, &ev, self.rigor);
+        let copy;
+        let before_st = match &before {
+            Some(b) => &b.st,
+            None => {
+                copy = side.st.clone();
+                &copy
+            }
+        };
+        let (step, verdict) = checked::task_step_in_place(
+            &mut side.monitor,
+            before_st,
+            &mut side.st,
+            now,
+            &ev,
+            self.rigor,
+        );
         let mut found = verdict.err();
         if self.coverage.is_some() {
-            let phase = coverage::task_phase(&side.st);
-            let key = coverage::outcome_key(&tr.step.outcome);
+            let phase = coverage::task_phase(before_st);
+            let key = coverage::outcome_key(&step.outcome);
             self.record("task", phase, ev.kind(), key, |w| {
                 use std::fmt::Write as _;
-                let _ = write!(w, "{:?}", tr.step.outcome);
+                let _ = write!(w, "{:?}", step.outcome);
             });
         }
-        side.st = tr.state;
-        for e in &tr.step.effects {
+        for e in &step.effects {
             match e {
                 // The writer's and the async thread's outstanding work is
                 // read from the task state; discards and operator notices
@@ -341,8 +377,8 @@ impl Sim {
                     task: self.trace_task(t, attempt),
                     event: ev,
                 },
-                effects: self.render_all(&tr.step.effects),
-                outcome: self.render_one(&tr.step.outcome),
+                effects: self.render_all(&step.effects),
+                outcome: self.render_one(&step.outcome),
                 violation: found.clone(),
             });
         }

@@ -163,10 +163,10 @@ impl Sim {
                 }
             }
             Action::Netty(t, up) | Action::Input(t, up) => {
-                let side = n.tasks.get_mut(t.0 as usize)?;
+                let side = n.tasks.get(t.0 as usize)?;
                 let aligns = side.inputs.len() > 1;
-                let c = side.inputs.iter_mut().find(|c| c.from == up)?;
-                let head = *c.queue.first()?;
+                let at = side.inputs.iter().position(|c| c.from == up)?;
+                let head = *side.inputs.get(at)?.queue.first()?;
                 let wanted = match a {
                     Action::Netty(..) => Thread::Netty,
                     _ => Thread::Task,
@@ -174,22 +174,27 @@ impl Sim {
                 if head.thread() != wanted {
                     return None;
                 }
-                c.queue.remove(0);
-                if aligns {
-                    let id = match head {
-                        ChannelItem::Barrier(id) | ChannelItem::CancelMarker(id) => id,
-                    };
-                    c.seen = c.seen.max(Some(id));
-                }
-                self.task_event(n, t, head.event(), log.as_deref_mut());
+                // Taken from the channel on the side's one copy, with the
+                // event's step.
+                let take = |side: &mut TaskSide| {
+                    if let Some(c) = side.inputs.get_mut(at) {
+                        c.queue.remove(0);
+                        if aligns {
+                            let id = match head {
+                                ChannelItem::Barrier(id) | ChannelItem::CancelMarker(id) => id,
+                            };
+                            c.seen = c.seen.max(Some(id));
+                        }
+                    }
+                };
+                self.task_event_with(n, t, head.event(), take, log.as_deref_mut());
             }
             Action::Mailbox(t) => {
-                let side = n.tasks.get_mut(t.0 as usize)?;
-                if side.mailbox.is_empty() {
-                    return None;
-                }
-                let mail = side.mailbox.remove(0);
-                self.task_event(n, t, mail.event(), log.as_deref_mut());
+                let mail = *n.tasks.get(t.0 as usize)?.mailbox.first()?;
+                let take = |side: &mut TaskSide| {
+                    side.mailbox.remove(0);
+                };
+                self.task_event_with(n, t, mail.event(), take, log.as_deref_mut());
             }
             Action::Writer(t, checkpoint, ok) => {
                 let ev = if ok {
