@@ -323,10 +323,18 @@ impl Link {
     }
 }
 
-/// A state waiting to be checked.
+/// A state waiting to be checked. Its path's last link (its parent's path
+/// and its own index) is made when it is taken to be checked: a successor
+/// is pushed on the stack before the visited set says whether it is new
+/// (no second move of every successor), and one that is not is dropped
+/// without a link.
 struct Job<S> {
     state: S,
-    path: Arc<Link>,
+    /// The path to the state's parent (`None` for an initial state).
+    parent: Option<Arc<Link>>,
+    /// The action's index among those the parent enables (an initial
+    /// state's own index).
+    index: u32,
     /// `eventually` properties not yet satisfied on the path.
     ebits: u64,
     /// Depth in states (the initial states are depth 1).
@@ -448,7 +456,8 @@ where
         let mut local: Vec<Job<M::State>> = Vec::new();
         let mut actions: Vec<M::Action> = Vec::new();
         let mut stepped: Vec<M::State> = Vec::new();
-        let mut succ: Vec<(u32, M::State, u64)> = Vec::new();
+        // The keys of the successors pushed on `local` above `base`.
+        let mut keys: Vec<u64> = Vec::new();
         let mut states = 0usize;
         let mut unique = 0usize;
         let mut single = self.visited.single();
@@ -469,7 +478,7 @@ where
                     self.share(&mut local);
                 }
             }
-            let Some(job) = local.pop() else {
+            let Some(mut job) = local.pop() else {
                 self.states.fetch_add(states, Ordering::Relaxed);
                 self.unique.fetch_add(unique, Ordering::Relaxed);
                 states = 0;
@@ -486,17 +495,24 @@ where
             if self.opts.target_max_depth.is_some_and(|t| job.depth >= t) {
                 continue;
             }
-            let ebits = self.judge(&job);
+            let path = Arc::new(Link {
+                parent: job.parent.take(),
+                index: job.index,
+            });
+            let ebits = self.judge(&job, &path);
             actions.clear();
             stepped.clear();
             self.expand
                 .expand(&self.model, &job.state, &mut actions, &mut stepped);
             let mut pre = stepped.drain(..);
-            // All successors and their keys first, then one pass that reads
-            // each key's home slot (independent loads the processor overlaps:
-            // one miss's latency for the batch instead of one per
-            // successor), then the inserts, in action order.
-            succ.clear();
+            // All successors and their keys first (pushed on the stack as
+            // they come), then one pass that reads each key's home slot
+            // (independent loads the processor overlaps: one miss's latency
+            // for the batch instead of one per successor), then the
+            // inserts, in action order; the successors already known leave
+            // the stack, the new ones keep their order.
+            let base = local.len();
+            keys.clear();
             for (index, action) in actions.drain(..).enumerate() {
                 let next = match pre.next() {
                     Some(n) => n,
@@ -508,16 +524,23 @@ where
                 if !self.model.within_boundary(&next) {
                     continue;
                 }
-                let fp = self.expand.key(&self.model, &next);
-                succ.push((u32::try_from(index).unwrap_or(u32::MAX), next, fp));
+                keys.push(self.expand.key(&self.model, &next));
+                local.push(Job {
+                    state: next,
+                    parent: None,
+                    index: u32::try_from(index).unwrap_or(u32::MAX),
+                    ebits,
+                    depth: job.depth + 1,
+                });
             }
             drop(pre);
-            states += succ.len();
-            let terminal = succ.is_empty();
+            states += keys.len();
+            let terminal = keys.is_empty();
             if let Some(table) = single.as_ref() {
-                std::hint::black_box(table.touch(succ.iter().map(|s| s.2)));
+                std::hint::black_box(table.touch(keys.iter().copied()));
             }
-            for (index, next, fp) in succ.drain(..) {
+            let mut kept = base;
+            for (at, fp) in (base..).zip(keys.iter().copied()) {
                 let new = match single.as_mut() {
                     Some(table) => table.insert(fp),
                     None => self.visited.insert(fp),
@@ -526,29 +549,29 @@ where
                     continue;
                 }
                 unique += 1;
-                local.push(Job {
-                    state: next,
-                    path: Arc::new(Link {
-                        parent: Some(Arc::clone(&job.path)),
-                        index,
-                    }),
-                    ebits,
-                    depth: job.depth + 1,
-                });
+                if kept != at {
+                    // Everything between is known: the new one moves down.
+                    local.swap(kept, at);
+                }
+                if let Some(j) = local.get_mut(kept) {
+                    j.parent = Some(Arc::clone(&path));
+                }
+                kept += 1;
             }
+            local.truncate(kept);
             if terminal && ebits != 0 {
                 for i in 0..self.properties.len() {
                     if ebits & (1 << i) != 0 {
-                        self.discover(i, &job.path);
+                        self.discover(i, &path);
                     }
                 }
             }
         }
     }
 
-    /// Judges `always` and `sometimes` on the job's state; the `eventually`
-    /// bits left for its successors.
-    fn judge(&self, job: &Job<M::State>) -> u64 {
+    /// Judges `always` and `sometimes` on the job's state (at `path`); the
+    /// `eventually` bits left for its successors.
+    fn judge(&self, job: &Job<M::State>, path: &Arc<Link>) -> u64 {
         let found = self.discovered.load(Ordering::Relaxed);
         let mut ebits = job.ebits;
         for (i, p) in self.properties.iter().enumerate() {
@@ -556,12 +579,12 @@ where
             match p.expectation {
                 Expectation::Always => {
                     if found & bit == 0 && !(p.condition)(&self.model, &job.state) {
-                        self.discover(i, &job.path);
+                        self.discover(i, path);
                     }
                 }
                 Expectation::Sometimes => {
                     if found & bit == 0 && (p.condition)(&self.model, &job.state) {
-                        self.discover(i, &job.path);
+                        self.discover(i, path);
                     }
                 }
                 Expectation::Eventually => {
@@ -644,10 +667,8 @@ where
         .enumerate()
         .map(|(i, s)| Job {
             state: s.clone(),
-            path: Arc::new(Link {
-                parent: None,
-                index: u32::try_from(i).unwrap_or(u32::MAX),
-            }),
+            parent: None,
+            index: u32::try_from(i).unwrap_or(u32::MAX),
             ebits,
             depth: 1,
         })
