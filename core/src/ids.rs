@@ -35,9 +35,28 @@ pub struct IdSet(SmallVec<[CheckpointId; IDS_INLINE]>);
 
 impl Clone for IdSet {
     fn clone(&self) -> IdSet {
-        // `from_slice` copies the ids in one move (`SmallVec::clone` pushes
-        // them one by one through an iterator).
-        IdSet(SmallVec::from_slice(&self.0))
+        IdSet(copy_small(&self.0))
+    }
+}
+
+/// A copy of `v`. Inline entries are copied as a whole inline array:
+/// fixed-size moves emitted in place, where `SmallVec::from_slice` calls
+/// `memcpy` for a length known only at run time (about a dozen
+/// instructions of call for a few words; a task side holds ten of these
+/// sets, and the model checker copies a side for most steps).
+/// `SmallVec::clone` pushes the entries one by one through an iterator. A
+/// spilled vector is copied by `from_slice`.
+fn copy_small<T: Copy>(v: &SmallVec<[T; IDS_INLINE]>) -> SmallVec<[T; IDS_INLINE]> {
+    match v.first() {
+        None => SmallVec::new(),
+        Some(&first) if !v.spilled() => {
+            // Slots past the length hold copies of the first entry: a
+            // `SmallVec` reads only its first `len`.
+            let inline: [T; IDS_INLINE] =
+                core::array::from_fn(|i| v.get(i).copied().unwrap_or(first));
+            SmallVec::from_buf_and_len(inline, v.len())
+        }
+        Some(_) => SmallVec::from_slice(v),
     }
 }
 
@@ -173,7 +192,7 @@ pub struct IdMap<V: Copy>(SmallVec<[(CheckpointId, V); IDS_INLINE]>);
 
 impl<V: Copy> Clone for IdMap<V> {
     fn clone(&self) -> IdMap<V> {
-        IdMap(SmallVec::from_slice(&self.0))
+        IdMap(copy_small(&self.0))
     }
 }
 
@@ -351,6 +370,20 @@ mod tests {
         assert!(!m.is_empty() && IdMap::<u8>::new().is_empty());
         let last_wins: IdMap<u8> = [(cp(3), 1), (cp(1), 2), (cp(3), 3)].into_iter().collect();
         assert_eq!(last_wins.as_slice(), &[(cp(1), 2), (cp(3), 3)]);
+    }
+
+    #[test]
+    fn a_copy_equals_its_original_inline_and_spilled() {
+        for n in 0..=IDS_INLINE as u64 + 3 {
+            let s: IdSet = (1..=n).map(cp).collect();
+            let c = s.clone();
+            assert_eq!((c.as_slice(), c.0.spilled()), (s.as_slice(), s.0.spilled()));
+            let m: IdMap<u8> = (1..=n)
+                .map(|i| (cp(i), u8::try_from(i).unwrap_or(0)))
+                .collect();
+            let c = m.clone();
+            assert_eq!((c.as_slice(), c.0.spilled()), (m.as_slice(), m.0.spilled()));
+        }
     }
 
     #[test]
