@@ -16,22 +16,17 @@ impl Sim {
     }
 
     /// Messages the network may deliver next (the head of each link when
-    /// ordered; each distinct message otherwise).
-    pub(super) fn deliverable(&self, net: &[Msg]) -> Vec<Msg> {
-        let mut out = Vec::new();
-        for (i, m) in net.iter().enumerate() {
+    /// ordered; each distinct message otherwise), in order.
+    pub(super) fn deliverable<'a>(&self, net: &'a [Msg]) -> impl Iterator<Item = Msg> + 'a {
+        let ordered = self.cfg.network == Network::Ordered;
+        net.iter().enumerate().filter_map(move |(i, m)| {
             let first = match i.checked_sub(1).and_then(|j| net.get(j)) {
                 None => true,
-                Some(prev) => match self.cfg.network {
-                    Network::Ordered => prev.link() != m.link(),
-                    Network::Reorder | Network::ReorderDupDrop => prev != m,
-                },
+                Some(prev) if ordered => prev.link() != m.link(),
+                Some(prev) => prev != m,
             };
-            if first {
-                out.push(*m);
-            }
-        }
-        out
+            first.then_some(*m)
+        })
     }
 
     /// Whether `Action::Fire(timer)` is enabled in `s` (without listing
