@@ -22,7 +22,10 @@ fn a_task_that_is_down_is_never_planned_as_finished() {
     let p = h.s.pending_checkpoint(cp(1)).expect("pending");
     assert_eq!(p.remaining(), 2);
     assert!(p.acks().all(|a| a == AckSlot::Waiting));
-    assert_eq!(p.attempts(), &[AttemptNo(0), AttemptNo(1)]);
+    assert_eq!(
+        p.attempts().collect::<Vec<_>>(),
+        [AttemptNo(0), AttemptNo(1)]
+    );
 }
 
 #[test]
