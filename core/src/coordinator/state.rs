@@ -1159,3 +1159,41 @@ impl CoordinatorState {
             .chain(self.cold.in_doubt.iter().flat_map(Completed::handles))
     }
 }
+
+#[cfg(test)]
+mod planned_attempts_tests {
+    use super::PlannedAttempts;
+    use crate::types::AttemptNo;
+    use std::hash::Hash;
+
+    #[test]
+    fn the_form_follows_the_list_and_equality_and_hash_are_the_lists() {
+        let lists: [&[u32]; 5] = [&[], &[3], &[3, 3, 3], &[0, 1], &[1, 1, 0]];
+        for l in lists {
+            let list: Vec<AttemptNo> = l.iter().map(|a| AttemptNo(*a)).collect();
+            let p = PlannedAttempts::from(list.clone());
+            let same = !list.is_empty() && list.iter().all(|a| *a == list[0]);
+            assert_eq!(matches!(p, PlannedAttempts::Same { .. }), same, "{l:?}");
+            assert_eq!(p.len(), list.len());
+            assert_eq!(p.iter().collect::<Vec<_>>(), list);
+            for (slot, a) in list.iter().enumerate() {
+                assert!(p.expects(slot, *a));
+                assert!(!p.expects(slot, AttemptNo(a.0 + 1)));
+            }
+            assert!(!p.expects(list.len(), AttemptNo(3)));
+            // Hashed as the list was (length, then the slice's own hash).
+            let mut as_list = std::collections::hash_map::DefaultHasher::default();
+            list.len().hash(&mut as_list);
+            list[..].hash(&mut as_list);
+            let mut as_planned = std::collections::hash_map::DefaultHasher::default();
+            p.len().hash(&mut as_planned);
+            p.hash(&mut as_planned);
+            assert_eq!(
+                std::hash::Hasher::finish(&as_list),
+                std::hash::Hasher::finish(&as_planned),
+                "{l:?}"
+            );
+            assert_eq!(p, PlannedAttempts::from(list.clone()));
+        }
+    }
+}
