@@ -1,7 +1,9 @@
 //! The pipeline across real OS processes on loopback: a `ckpt-node
 //! coordinator` and a `ckpt-node task` (the task manager running the three
-//! tasks), the store on `ObjStore` over `LocalFileSystem` in a temporary
-//! directory. Checked after each run: the committed output holds every
+//! tasks), each on a directory of its own, sharing only the object store
+//! (`--store`: `ObjStore` over `LocalFileSystem` for the coordinator, the
+//! state files as objects of it for the task manager). Checked after each
+//! run: each directory holds only what belongs there, the committed output holds every
 //! record exactly once (`verify_output`), committed ids strictly increase in
 //! the store's log, and every restore (at start, after a failover, after a
 //! coordinator restart) is the latest checkpoint committed before it: the
@@ -20,31 +22,34 @@
 mod common;
 
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ckpt_core::host::runtime::SplitMix64;
 use ckpt_core::CheckpointId;
-use common::{check_log, check_restores, checkpoint_after, latest_before_claim, read_log, Proc};
+use ckpt_node::objstore::LogEntry;
+use common::{
+    check_log, check_restores, checkpoint_after, latest_before_claim, read_log, Dirs, Proc,
+};
 
 const RECORDS: u64 = 20_000;
 const RATE: u64 = 10_000;
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    common::tempdir(tag)
+fn coordinator(dirs: &Dirs, listen: &str) -> (Proc, String) {
+    common::coordinator("coordinator", &[], dirs, listen, &[])
 }
 
-fn coordinator(dir: &Path, listen: &str) -> (Proc, String) {
-    common::coordinator("coordinator", &[], dir, listen, &[])
+fn task_manager(dirs: &Dirs, addr: &str) -> Proc {
+    common::task_manager("task", dirs, addr, RECORDS, RATE)
 }
 
-fn task_manager(dir: &Path, addr: &str) -> Proc {
-    common::task_manager("task", dir, addr, RECORDS, RATE)
-}
-
-fn check_output(dir: &Path) {
-    common::check_output(dir, RECORDS);
+/// The output exactly once, the store's log, and every file in its place.
+fn check_run(dirs: &Dirs) -> Vec<LogEntry> {
+    common::check_output(&dirs.task, RECORDS);
+    dirs.check_separate();
+    let log = read_log(&dirs.store);
+    check_log(&log);
+    log
 }
 
 fn seeds() -> Vec<u64> {
@@ -71,16 +76,15 @@ fn committed_lines(p: &Proc) -> usize {
 
 #[test]
 fn the_pipeline_across_two_processes_commits_every_record_exactly_once() {
-    let dir = tempdir("plain");
-    let (mut c, addr) = coordinator(&dir, "127.0.0.1:0");
-    let mut t = task_manager(&dir, &addr);
+    let dirs = Dirs::new("plain");
+    let (mut c, addr) = coordinator(&dirs, "127.0.0.1:0");
+    let mut t = task_manager(&dirs, &addr);
     t.wait_success();
     c.wait_success();
-    check_output(&dir);
+    check_run(&dirs);
     assert_eq!(check_restores(&c.lines(), None), 0);
     assert!(committed_lines(&c) > 0);
-    check_log(&read_log(&dir));
-    let _ = std::fs::remove_dir_all(&dir);
+    dirs.remove();
 }
 
 #[test]
@@ -88,16 +92,16 @@ fn kill_9_of_the_task_manager_restores_the_latest_committed_checkpoint() {
     for seed in seeds() {
         let (commits, delay) = kill_moment(seed);
         println!("seed {seed}: kill -9 the task manager after {commits} commits + {delay:?}");
-        let dir = tempdir(&format!("kill-task-{seed}"));
-        let (mut c, addr) = coordinator(&dir, "127.0.0.1:0");
-        let mut t1 = task_manager(&dir, &addr);
+        let dirs = Dirs::new(&format!("kill-task-{seed}"));
+        let (mut c, addr) = coordinator(&dirs, "127.0.0.1:0");
+        let mut t1 = task_manager(&dirs, &addr);
         c.wait_for_commits(commits);
         std::thread::sleep(delay);
         t1.kill9();
-        let mut t2 = task_manager(&dir, &addr);
+        let mut t2 = task_manager(&dirs, &addr);
         t2.wait_success();
         c.wait_success();
-        check_output(&dir);
+        check_run(&dirs);
         // The coordinator failed over once and restored its latest commit;
         // the new task manager was deployed from that checkpoint.
         let lines = c.lines();
@@ -113,8 +117,7 @@ fn kill_9_of_the_task_manager_restores_the_latest_committed_checkpoint() {
             .expect("the new task manager's deploy");
         assert_eq!(deployed, restored, "seed {seed}");
         assert!(restored.is_some(), "seed {seed}: killed before any commit");
-        check_log(&read_log(&dir));
-        let _ = std::fs::remove_dir_all(&dir);
+        dirs.remove();
     }
 }
 
@@ -123,20 +126,18 @@ fn kill_9_of_the_coordinator_a_new_leader_fences_it_and_redeploys_on_the_survivi
     for seed in seeds() {
         let (commits, delay) = kill_moment(seed);
         println!("seed {seed}: kill -9 the coordinator after {commits} commits + {delay:?}");
-        let dir = tempdir(&format!("kill-coord-{seed}"));
-        let (mut c1, addr) = coordinator(&dir, "127.0.0.1:0");
-        let mut t = task_manager(&dir, &addr);
+        let dirs = Dirs::new(&format!("kill-coord-{seed}"));
+        let (mut c1, addr) = coordinator(&dirs, "127.0.0.1:0");
+        let mut t = task_manager(&dirs, &addr);
         c1.wait_for_commits(commits);
         std::thread::sleep(delay);
         c1.kill9();
         // The same address: the task manager reconnects with back-off.
-        let (mut c2, addr2) = coordinator(&dir, &addr);
+        let (mut c2, addr2) = coordinator(&dirs, &addr);
         assert_eq!(addr2, addr);
         t.wait_success();
         c2.wait_success();
-        check_output(&dir);
-        let log = read_log(&dir);
-        check_log(&log);
+        let log = check_run(&dirs);
         // The new leader claimed generation 2 and restored the newest
         // checkpoint the log held before its claim (a commit of the old
         // leader that landed after its last printed line counts too).
@@ -168,7 +169,7 @@ fn kill_9_of_the_coordinator_a_new_leader_fences_it_and_redeploys_on_the_survivi
             .find_map(|l| checkpoint_after(l, "restored from checkpoint "))
             .expect("a deploy");
         assert_eq!(redeployed, at_start, "seed {seed}");
-        let _ = std::fs::remove_dir_all(&dir);
+        dirs.remove();
     }
 }
 
@@ -221,16 +222,16 @@ fn a_broken_connection_with_both_processes_alive_fails_over_to_the_latest_commit
     for seed in seeds() {
         let (commits, delay) = kill_moment(seed);
         println!("seed {seed}: cut the connection after {commits} commits + {delay:?}");
-        let dir = tempdir(&format!("cut-{seed}"));
-        let (mut c, addr) = coordinator(&dir, "127.0.0.1:0");
+        let dirs = Dirs::new(&format!("cut-{seed}"));
+        let (mut c, addr) = coordinator(&dirs, "127.0.0.1:0");
         let proxy = Proxy::start(&addr);
-        let mut t = task_manager(&dir, &proxy.addr);
+        let mut t = task_manager(&dirs, &proxy.addr);
         c.wait_for_commits(commits);
         std::thread::sleep(delay);
         proxy.cut();
         t.wait_success();
         c.wait_success();
-        check_output(&dir);
+        check_run(&dirs);
         // One failover, restored from the latest commit; the surviving task
         // manager stopped its old attempts (refused as stale if it said
         // Hello before the coordinator saw the break) and was redeployed
@@ -252,7 +253,6 @@ fn a_broken_connection_with_both_processes_alive_fails_over_to_the_latest_commit
             .filter(|l| l.contains("serving generation"))
             .count();
         assert_eq!(served, 1, "seed {seed}: one generation throughout");
-        check_log(&read_log(&dir));
-        let _ = std::fs::remove_dir_all(&dir);
+        dirs.remove();
     }
 }

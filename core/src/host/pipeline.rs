@@ -11,8 +11,9 @@
 //!   s + 2S, ...` below `total`, so together they emit `0..total` once.
 //! * [`KeyedCounter`] counts records per key and emits `(id, key, count)`.
 //! * [`TwoPhaseSink`] collects outputs into a transaction per checkpoint
-//!   epoch: **pre-commit** on the checkpoint (the transaction is written to
-//!   `sink/pending/` and fsync'd; its id goes into the snapshot; an epoch
+//!   epoch, on a file system of its own (given when it is built, not the
+//!   job's): **pre-commit** on the checkpoint (the transaction is written
+//!   to `sink/pending/` and fsync'd; its id goes into the snapshot; an epoch
 //!   without output writes none), **commit** on notify-complete (every
 //!   pending transaction up to that checkpoint is renamed into
 //!   `sink/committed/`, the directory fsync'd), and on **recovery** commits
@@ -149,11 +150,7 @@ impl Operator for NumberSource {
     fn process(&mut self, _record: Record, _out: &mut Vec<Record>) -> Result<(), OperatorError> {
         Err(OperatorError("a source has no input".into()))
     }
-    fn snapshot(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         Ok(self.next.to_le_bytes().to_vec())
     }
     fn restore(
@@ -171,11 +168,7 @@ impl Operator for NumberSource {
         self.started = None;
         Ok(())
     }
-    fn notify_complete(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _checkpoint: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -197,11 +190,7 @@ impl Operator for KeyedCounter {
         });
         Ok(())
     }
-    fn snapshot(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         let mut b = Vec::with_capacity(16 * self.counts.len());
         for (k, c) in &self.counts {
             b.extend_from_slice(&k.to_le_bytes());
@@ -226,11 +215,7 @@ impl Operator for KeyedCounter {
         }
         Ok(())
     }
-    fn notify_complete(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _checkpoint: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -359,8 +344,10 @@ impl std::fmt::Debug for TwoPhaseSink {
 }
 
 impl TwoPhaseSink {
-    /// A sink for `task` writing through `fs`; `committed` counts the
-    /// records it commits.
+    /// A sink for `task` whose transactions (`sink/pending/`,
+    /// `sink/committed/`) are files of `fs`, for every call: pre-commit,
+    /// commit, recovery and [`Operator::committed_epoch`]. `committed`
+    /// counts the records it commits.
     pub fn new(task: TaskId, fs: Arc<dyn Fs>, committed: Arc<AtomicU64>) -> Self {
         TwoPhaseSink {
             task,
@@ -373,7 +360,8 @@ impl TwoPhaseSink {
 
     /// Commits one pre-committed transaction; committing twice is a no-op.
     /// Returns whether this call committed it.
-    fn commit(&self, checkpoint: CheckpointId, fs: &dyn Fs) -> Result<bool, OperatorError> {
+    fn commit(&self, checkpoint: CheckpointId) -> Result<bool, OperatorError> {
+        let fs = &*self.fs;
         let name = txn_name(checkpoint, self.task);
         let from = join(PENDING_DIR, &name);
         let to = join(COMMITTED_DIR, &name);
@@ -397,15 +385,11 @@ impl Operator for TwoPhaseSink {
         self.current.push(record);
         Ok(())
     }
-    fn snapshot(
-        &mut self,
-        checkpoint: CheckpointId,
-        fs: &dyn Fs,
-    ) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         // An epoch without output has nothing to commit: no transaction.
         if !self.current.is_empty() {
             let path = join(PENDING_DIR, &txn_name(checkpoint, self.task));
-            write_durable(fs, &path, &encode_txn(&self.current))
+            write_durable(&*self.fs, &path, &encode_txn(&self.current))
                 .map_err(|e| oerr("pre-commit", e))?;
             self.pending.insert(checkpoint, self.current.len() as u64);
             self.current.clear();
@@ -447,7 +431,7 @@ impl Operator for TwoPhaseSink {
         }
         // Recovery commit of the restored checkpoint's transactions.
         for (c, n) in &restored {
-            if self.commit(*c, &*fs)? {
+            if self.commit(*c)? {
                 self.committed.fetch_add(*n, Ordering::Relaxed);
             }
         }
@@ -466,21 +450,17 @@ impl Operator for TwoPhaseSink {
         }
         Ok(())
     }
-    fn committed_epoch(&mut self, fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
-        committed_epoch(fs, self.task).map_err(|e| oerr("committed epoch", e))
+    fn committed_epoch(&mut self) -> Result<Option<CheckpointId>, OperatorError> {
+        committed_epoch(&*self.fs, self.task).map_err(|e| oerr("committed epoch", e))
     }
-    fn notify_complete(
-        &mut self,
-        checkpoint: CheckpointId,
-        fs: &dyn Fs,
-    ) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, checkpoint: CheckpointId) -> Result<(), OperatorError> {
         let due: Vec<(CheckpointId, u64)> = self
             .pending
             .range(..=checkpoint)
             .map(|(c, n)| (*c, *n))
             .collect();
         for (c, n) in due {
-            self.commit(c, fs)?;
+            self.commit(c)?;
             self.pending.remove(&c);
             self.committed.fetch_add(n, Ordering::Relaxed);
         }
@@ -741,8 +721,11 @@ pub const PIPELINE_JOB: JobId = JobId(42);
 /// The pipeline as a [`JobSpec`]: source (task 0) -> counter (1) -> sink (2);
 /// with `cfg.sources` = `S` > 1, sources `0..S` -> counter (`S`, fan-in:
 /// one input channel from each source) -> sink (`S + 1`), every source
-/// triggered by the coordinator. `committed` counts the records the sink
-/// commits in this run.
+/// triggered by the coordinator. `fs` is the sink's own: its transactions
+/// are written there ([`TwoPhaseSink::new`]), whatever file system the
+/// job's state files are on (the one given to `Job::start` or
+/// `TaskGroup::standalone`; the same one, or another). `committed` counts
+/// the records the sink commits in this run.
 #[must_use]
 pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<AtomicU64>) -> JobSpec {
     let sources = cfg.sources.max(1);
