@@ -5,6 +5,10 @@
 //! checker over what the processes printed, the store's log, the store's
 //! objects, the committed output and what each directory holds.
 //!
+//! **The pipeline** has 1 or 2 numbered sources (drawn from the seed,
+//! printed with it; with 2, both processes get `--sources 2` and the
+//! counter reads from both: fan-in), at 10,000 records per second in all.
+//!
 //! **The faults** (each run draws 2 to 5 from its seed, at seeded moments,
 //! some overlapping):
 //!
@@ -578,8 +582,9 @@ fn deployed_after(t: &Proc, since: Instant) -> Option<Instant> {
 fn run(seed: u64, run_no: u64) -> RunReport {
     let netns = Netns::create(run_no).map(Arc::new);
     let faults = schedule(seed, netns.is_some());
+    let sources = sources_of(seed);
     println!(
-        "jepsen seed {seed}: {} (partitions {})",
+        "jepsen seed {seed} (sources {sources}): {} (partitions {})",
         faults
             .iter()
             .map(|f| format!("{}@{}ms/{}ms", f.kind.name(), f.at_ms, f.len_ms))
@@ -596,7 +601,8 @@ fn run(seed: u64, run_no: u64) -> RunReport {
     let listen = netns
         .as_ref()
         .map_or("127.0.0.1:0".to_string(), |n| n.inside.clone());
-    let extra = ["--timeout-ms", TIMEOUT_MS];
+    let sources_arg = sources.to_string();
+    let extra = ["--timeout-ms", TIMEOUT_MS, "--sources", &sources_arg];
     let mut gen_no = 1;
     let (c, addr) = coordinator("coordinator-1", &prefix, &dirs, &listen, &extra);
     let mut coord_addr = addr;
@@ -605,7 +611,14 @@ fn run(seed: u64, run_no: u64) -> RunReport {
     let mut current = 0usize;
     // The coordinators deposed (alive when the next leader started).
     let mut deposed: Vec<usize> = Vec::new();
-    let mut tasks: Vec<Proc> = vec![task_manager("task-1", &dirs, &proxy.addr, RECORDS, RATE)];
+    let mut tasks: Vec<Proc> = vec![task_manager(
+        "task-1",
+        &dirs,
+        &proxy.addr,
+        RECORDS,
+        RATE,
+        sources,
+    )];
     let mut report = RunReport::default();
     coords[current].wait_for_commits(1);
     let t0 = Instant::now();
@@ -682,6 +695,7 @@ fn run(seed: u64, run_no: u64) -> RunReport {
                     &proxy.addr,
                     RECORDS,
                     RATE,
+                    sources,
                 );
                 let started = t.started;
                 tasks.push(t);
@@ -751,7 +765,7 @@ fn run(seed: u64, run_no: u64) -> RunReport {
     }
     tasks.last_mut().unwrap().wait_success();
     coords[current].wait_success();
-    check(seed, &dirs, &mut coords, current, &tasks);
+    check(seed, sources, &dirs, &mut coords, current, &tasks);
     for i in deposed {
         match coords[i].exited() {
             Some(_) => report.deposed_fenced += 1,
@@ -763,6 +777,14 @@ fn run(seed: u64, run_no: u64) -> RunReport {
     drop(netns);
     dirs.remove();
     report
+}
+
+/// The number of numbered sources of a run (1 or 2: fan-in into the
+/// counter), drawn from the seed apart from the fault schedule, so a seed
+/// keeps the schedule it had before sources were drawn.
+fn sources_of(seed: u64) -> u32 {
+    let mut rng = SplitMix64::new(seed ^ 0x5eed_0f5a_0c35);
+    1 + u32::from(rng.below_or_eq(1) == 1)
 }
 
 /// Waits (at most [`DEADLINE`]) for the task manager's first deploy after
@@ -785,8 +807,15 @@ fn wait_deployed(t: &Proc, since: Instant) -> Option<Instant> {
 }
 
 /// The checker over one run (see the module docs).
-fn check(seed: u64, dirs: &Dirs, coords: &mut [Proc], current: usize, tasks: &[Proc]) {
-    check_output(&dirs.task, RECORDS);
+fn check(
+    seed: u64,
+    sources: u32,
+    dirs: &Dirs,
+    coords: &mut [Proc],
+    current: usize,
+    tasks: &[Proc],
+) {
+    check_output(&dirs.task, RECORDS, sources);
     dirs.check_separate();
     let log = read_log(&dirs.store);
     check_log(&log);

@@ -11,6 +11,10 @@
 //! lines are in its driver's order), and for a new leader the newest commit
 //! in the store's log before its claim.
 //!
+//! One run has two numbered sources (fan-in into the counter), its task
+//! manager killed and started again, and a task manager asking for another
+//! number of sources on that directory refused.
+//!
 //! The kill tests `kill -9` a process once the coordinator has committed a
 //! seeded number of checkpoints (plus a seeded delay), start it again, and
 //! let the run finish; the cut test breaks the connection between the two
@@ -40,12 +44,17 @@ fn coordinator(dirs: &Dirs, listen: &str) -> (Proc, String) {
 }
 
 fn task_manager(dirs: &Dirs, addr: &str) -> Proc {
-    common::task_manager("task", dirs, addr, RECORDS, RATE)
+    common::task_manager("task", dirs, addr, RECORDS, RATE, 1)
 }
 
 /// The output exactly once, the store's log, and every file in its place.
 fn check_run(dirs: &Dirs) -> Vec<LogEntry> {
-    common::check_output(&dirs.task, RECORDS);
+    check_run_of(dirs, 1)
+}
+
+/// [`check_run`] for a pipeline of `sources` numbered sources.
+fn check_run_of(dirs: &Dirs, sources: u32) -> Vec<LogEntry> {
+    common::check_output(&dirs.task, RECORDS, sources);
     dirs.check_separate();
     let log = read_log(&dirs.store);
     check_log(&log);
@@ -84,6 +93,75 @@ fn the_pipeline_across_two_processes_commits_every_record_exactly_once() {
     check_run(&dirs);
     assert_eq!(check_restores(&c.lines(), None), 0);
     assert!(committed_lines(&c) > 0);
+    dirs.remove();
+}
+
+/// Fan-in across the processes: two numbered sources into the counter
+/// (both processes given `--sources 2`), the task manager killed once the
+/// coordinator committed a seeded number of checkpoints and started again
+/// without the flag (its directory keeps 2); every record exactly once.
+/// Then a task manager asking for another number on that directory is
+/// refused (status 3) with its output unchanged.
+#[test]
+fn two_sources_across_two_processes_commit_every_record_exactly_once() {
+    let seed = seeds()[0];
+    let (commits, delay) = kill_moment(seed);
+    println!(
+        "seed {seed}: two sources, kill -9 the task manager after {commits} commits + {delay:?}"
+    );
+    let dirs = Dirs::new(&format!("sources-{seed}"));
+    let (mut c, addr) = common::coordinator(
+        "coordinator",
+        &[],
+        &dirs,
+        "127.0.0.1:0",
+        &["--sources", "2"],
+    );
+    let mut t1 = common::task_manager("task-1", &dirs, &addr, RECORDS, RATE, 2);
+    c.wait_for_commits(commits);
+    std::thread::sleep(delay);
+    t1.kill9();
+    let mut t2 = Proc::spawn(
+        "task-2",
+        &[],
+        &[
+            "task",
+            "--dir",
+            dirs.task.to_str().unwrap(),
+            "--store",
+            dirs.store.to_str().unwrap(),
+            "--coordinator",
+            &addr,
+            "--records",
+            &RECORDS.to_string(),
+            "--rate",
+            &(RATE / 2).to_string(),
+            "--check-invariants",
+        ]
+        .map(String::from),
+    );
+    t2.wait_success();
+    c.wait_success();
+    check_run_of(&dirs, 2);
+    assert_eq!(check_restores(&c.lines(), None), 1, "seed {seed}");
+    assert_eq!(
+        std::fs::read(dirs.task.join("sources")).unwrap(),
+        b"2\n",
+        "the directory keeps its number of sources"
+    );
+    // Another number on the same directory: refused before anything runs.
+    let before = std::fs::read_dir(dirs.task.join("sink/committed"))
+        .unwrap()
+        .count();
+    let mut t3 = common::task_manager("task-3", &dirs, &addr, RECORDS, RATE, 1);
+    let status = t3.wait_exit();
+    assert_eq!(status.code(), Some(3), "seed {seed}: {status}");
+    assert_eq!(
+        std::fs::read_dir(dirs.task.join("sink/committed"))
+            .unwrap()
+            .count(),
+        before
+    );
     dirs.remove();
 }
 

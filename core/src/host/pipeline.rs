@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use super::fs::{join, write_durable, Fs};
+use super::fs::{join, write_atomic, write_durable, Fs};
 use super::runtime::{
     JobOptions, JobSpec, Operator, OperatorError, OperatorFactory, Record, SourcePoll,
 };
@@ -766,6 +766,74 @@ pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<Atomi
         operators,
         hooks: Vec::new(),
         options: cfg.options.clone(),
+    }
+}
+
+/// Most numbered sources a pipeline runs ([`PipelineConfig::sources`]).
+pub const SOURCES_MAX: u32 = 64;
+/// The file that keeps the number of sources a pipeline's directory was
+/// started with.
+pub const SOURCES_FILE: &str = "sources";
+
+/// Why a directory's number of sources cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum SourcesError {
+    /// The file could not be read or written.
+    #[error("{SOURCES_FILE}: {0}")]
+    Io(String),
+    /// The file holds no number of sources in range.
+    #[error("{SOURCES_FILE} does not hold a number of sources from 1 to {SOURCES_MAX}")]
+    Damaged,
+    /// Another number was asked for than the directory was started with.
+    #[error("the directory was started with {kept} sources, not {asked}; refusing to start")]
+    Mismatch {
+        /// The directory's.
+        kept: u32,
+        /// The one asked for.
+        asked: u32,
+    },
+}
+
+/// The number of sources of a pipeline's directory (the sink's output
+/// holds each source's ids in order, so it must be read with the number it
+/// was written with): the one it was started with ([`SOURCES_FILE`]), 1
+/// for a directory from before that file existed (one with `checkpoints`,
+/// `ids` or `sink` in it), or `asked` (default 1) for a new one, written
+/// down atomically and durably first when `write` (a check that must
+/// change nothing passes `false`). A number `asked` that is not the
+/// directory's is refused ([`SourcesError::Mismatch`]) with nothing
+/// changed.
+pub fn directory_sources(
+    fs: &dyn Fs,
+    asked: Option<u32>,
+    write: bool,
+) -> Result<u32, SourcesError> {
+    let kept = if fs.exists(SOURCES_FILE) {
+        let bytes = fs
+            .read(SOURCES_FILE)
+            .map_err(|e| SourcesError::Io(e.to_string()))?;
+        let n = std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|n| (1..=SOURCES_MAX).contains(n))
+            .ok_or(SourcesError::Damaged)?;
+        Some(n)
+    } else if ["checkpoints", "ids", "sink"].iter().any(|p| fs.exists(p)) {
+        Some(1)
+    } else {
+        None
+    };
+    match (kept, asked) {
+        (Some(kept), Some(asked)) if kept != asked => Err(SourcesError::Mismatch { kept, asked }),
+        (Some(k), _) => Ok(k),
+        (None, asked) => {
+            let n = asked.unwrap_or(1);
+            if write {
+                write_atomic(fs, SOURCES_FILE, format!("{n}\n").as_bytes())
+                    .map_err(|e| SourcesError::Io(e.to_string()))?;
+            }
+            Ok(n)
+        }
     }
 }
 

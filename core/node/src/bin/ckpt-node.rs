@@ -1,7 +1,8 @@
 //! `ckpt-node`: the reference pipeline (`ckpt_core::host::pipeline`: a
 //! numbered source, a keyed counter, a two-phase-commit sink) across
 //! processes: a coordinator process with the checkpoint store on
-//! `ObjStore`, and a task-manager process running the three tasks, talking
+//! `ObjStore`, and a task-manager process running the tasks (`--sources`
+//! numbered sources, fan-in into the counter when more than one), talking
 //! over TCP. The store is an object store (`LocalFileSystem` rooted at
 //! STORE, default DIR) that both reach: the coordinator's metadata and log,
 //! and the tasks' state files as objects (`ObjFs`). Each process's DIR is
@@ -9,15 +10,17 @@
 //!
 //! ```text
 //! ckpt-node coordinator (--dir DIR | --store STORE) [--listen 127.0.0.1:0]
-//!     [--interval-ms 50] [--timeout-ms 10000] [--retained 2] [--check-invariants]
+//!     [--interval-ms 50] [--timeout-ms 10000] [--retained 2] [--sources 1]
+//!     [--check-invariants]
 //! ckpt-node task --dir DIR [--store STORE] --coordinator ADDR [--records 100000]
-//!     [--keys 16] [--rate 0] [--check-invariants]
+//!     [--keys 16] [--rate 0] [--sources S] [--check-invariants]
 //! ```
 //!
 //! Exit status: 0 the job finished (the task manager also checked that
 //! every record is committed exactly once), 1 it failed, 2 usage, 3
 //! refused (a deposed or fenced coordinator, a store that refuses to
-//! open, a second task manager on a directory whose `task.lock` is held).
+//! open, a second task manager on a directory whose `task.lock` is held,
+//! a task manager's `--sources` other than its directory's).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -27,7 +30,8 @@ use std::sync::Arc;
 
 use ckpt_core::host::fs::{Fs, MemFs, OffWorkerFs, StdFs};
 use ckpt_core::host::pipeline::{
-    pipeline_spec, verify_output, OutputVerifier, PipelineConfig, PIPELINE_JOB,
+    directory_sources, pipeline_spec, verify_output_of, OutputVerifier, PipelineConfig,
+    SourcesError, PIPELINE_JOB, SOURCES_MAX,
 };
 use ckpt_core::host::runtime::{GroupSpec, JobOptions};
 use ckpt_node::coordinator::{self, CoordinatorConfig, CoordinatorError};
@@ -76,12 +80,18 @@ enum Role {
         /// Completed checkpoints retained (1 to 100).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
         retained: u32,
+        /// Numbered sources (1 to 64), all triggered; the task manager's
+        /// --sources must be the same (another task count is refused).
+        #[arg(long, default_value_t = 1,
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(SOURCES_MAX)))]
+        sources: u32,
         /// Check every coordinator step against ckpt-core's invariants.
         #[arg(long)]
         check_invariants: bool,
     },
-    /// The task manager: the pipeline's three tasks, their state files as
-    /// objects of the store at STORE, the sink's output and the lock in DIR.
+    /// The task manager: the pipeline's tasks (the sources, the counter, the
+    /// sink), their state files as objects of the store at STORE, the
+    /// sink's output and the lock in DIR.
     Task {
         /// The task manager's own directory: its lock (`task.lock`) and the
         /// sink's output (`sink/`) (created if missing).
@@ -100,9 +110,16 @@ enum Role {
         /// Distinct keys (1 to 1048576).
         #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
         keys: u64,
-        /// Source rate limit in records per second (0: none).
+        /// Source rate limit in records per second, per source (0: none).
         #[arg(long, default_value_t = 0)]
         rate: u64,
+        /// Numbered sources feeding the counter (1 to 64; more than one is
+        /// fan-in), as the coordinator's --sources. DIR keeps the number it
+        /// was started with (DIR/sources; another is refused, status 3);
+        /// without the flag, DIR's number (1 for a new DIR).
+        #[arg(long,
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(SOURCES_MAX)))]
+        sources: Option<u32>,
         /// Check every task step against ckpt-core's invariants.
         #[arg(long)]
         check_invariants: bool,
@@ -130,6 +147,7 @@ fn main() -> ExitCode {
             interval_ms,
             timeout_ms,
             retained,
+            sources,
             check_invariants,
         } => match store.or(dir) {
             Some(store) => rt.block_on(run_coordinator(
@@ -139,6 +157,7 @@ fn main() -> ExitCode {
                     interval_ms,
                     timeout_ms,
                     retained,
+                    sources,
                     ..PipelineConfig::default()
                 },
                 check_invariants,
@@ -153,11 +172,13 @@ fn main() -> ExitCode {
             records,
             keys,
             rate,
+            sources,
             check_invariants,
         } => rt.block_on(run_task(
             store.unwrap_or_else(|| dir.clone()),
             dir,
             coordinator,
+            sources,
             PipelineConfig {
                 records,
                 keys,
@@ -276,13 +297,20 @@ async fn run_task(
     store: PathBuf,
     dir: PathBuf,
     coordinator: SocketAddr,
+    sources: Option<u32>,
     cfg: PipelineConfig,
 ) -> Result<(), Fail> {
     let fs = open_dir(&dir)?;
     let _lock = lock_dir(&dir)?;
+    // The sink's output is read per source: DIR keeps its number.
+    let sources = directory_sources(&*fs, sources, true).map_err(|e| match e {
+        SourcesError::Mismatch { .. } => (EXIT_REFUSED, e.to_string()),
+        SourcesError::Io(_) | SourcesError::Damaged => (EXIT_FAILED, e.to_string()),
+    })?;
+    let cfg = PipelineConfig { sources, ..cfg };
     let state_fs: Arc<dyn Fs> = Arc::new(ObjFs::new(open_store(&store)?));
     // What is already committed, verified once; this run adds the rest.
-    let mut verifier = OutputVerifier::new(cfg.records);
+    let mut verifier = OutputVerifier::with_sources(cfg.records, sources);
     verifier.advance(&*fs).map_err(|e| {
         (
             EXIT_FAILED,
@@ -313,7 +341,7 @@ async fn run_task(
     if !report.violations.is_empty() {
         return Err((EXIT_FAILED, format!("violations: {:?}", report.violations)));
     }
-    let out = verify_output(&*fs, records, true)
+    let out = verify_output_of(&*fs, records, sources, true)
         .map_err(|e| (EXIT_FAILED, format!("the committed output: {e}")))?;
     println!(
         "task manager: done: {} records committed exactly once in {} transactions; {} deploys, {} refusals",

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ckpt_core::host::fs::StdFs;
-use ckpt_core::host::pipeline::verify_output;
+use ckpt_core::host::pipeline::verify_output_of;
 use ckpt_core::host::store::{CHECKPOINT_DIR, STATE_DIR};
 use ckpt_core::CheckpointId;
 use ckpt_node::objstore::{LogEntry, LOG_DIR};
@@ -284,9 +284,16 @@ pub fn coordinator(
 }
 
 /// Starts a task manager with its own directory and the run's store for
-/// `records` records at `rate` per second, connecting to `addr`, every
-/// step checked.
-pub fn task_manager(name: &str, dirs: &Dirs, addr: &str, records: u64, rate: u64) -> Proc {
+/// `records` records from `sources` numbered sources, at `rate` per second
+/// in all, connecting to `addr`, every step checked.
+pub fn task_manager(
+    name: &str,
+    dirs: &Dirs,
+    addr: &str,
+    records: u64,
+    rate: u64,
+    sources: u32,
+) -> Proc {
     let args: Vec<String> = [
         "task",
         "--dir",
@@ -298,7 +305,9 @@ pub fn task_manager(name: &str, dirs: &Dirs, addr: &str, records: u64, rate: u64
         "--records",
         &records.to_string(),
         "--rate",
-        &rate.to_string(),
+        &(rate / u64::from(sources.max(1))).to_string(),
+        "--sources",
+        &sources.to_string(),
         "--check-invariants",
     ]
     .iter()
@@ -436,9 +445,9 @@ pub fn check_log(log: &[LogEntry]) {
 }
 
 /// The committed output in a task manager's directory `dir` holds each of
-/// `records` records exactly once.
-pub fn check_output(dir: &Path, records: u64) {
+/// `records` records of `sources` numbered sources exactly once.
+pub fn check_output(dir: &Path, records: u64, sources: u32) {
     let fs = StdFs::new(dir).unwrap();
-    let report = verify_output(&fs, records, true).expect("exactly-once output");
+    let report = verify_output_of(&fs, records, sources, true).expect("exactly-once output");
     assert_eq!(report.records, records);
 }
