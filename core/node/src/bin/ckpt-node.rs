@@ -59,8 +59,9 @@ enum Role {
     /// The coordinator: the checkpoint store (an object store on the local
     /// file system, rooted at STORE), listening for the task manager.
     Coordinator {
-        /// The coordinator's directory; it keeps nothing there but the
-        /// store, when --store is not given (created if missing).
+        /// The coordinator's directory: the store's root when --store is
+        /// not given (then created if missing); the coordinator keeps
+        /// nothing else there.
         #[arg(long, required_unless_present = "store")]
         dir: Option<PathBuf>,
         /// The object store's root, which the task manager's --store must
