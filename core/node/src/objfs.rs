@@ -235,14 +235,9 @@ impl Fs for ObjFs {
         let dir = object(dir)?;
         self.call(|s| async move {
             let prefix = (!dir.as_ref().is_empty()).then_some(&dir);
-            let listed = s.list_with_delimiter(prefix).await.map_err(io_err)?;
-            let mut names: Vec<String> = listed
-                .objects
-                .into_iter()
-                .filter_map(|o| o.location.filename().map(str::to_string))
-                .collect();
-            names.sort();
-            Ok(names)
+            crate::objstore::objects::names_under(&*s, prefix)
+                .await
+                .map_err(io_err)
         })
     }
 
