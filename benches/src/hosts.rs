@@ -51,11 +51,7 @@ impl Operator for Idle {
     fn process(&mut self, _record: Record, _out: &mut Vec<Record>) -> Result<(), OperatorError> {
         Ok(())
     }
-    fn snapshot(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         Ok(Vec::new())
     }
     fn restore(
@@ -65,11 +61,7 @@ impl Operator for Idle {
     ) -> Result<(), OperatorError> {
         Ok(())
     }
-    fn notify_complete(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _checkpoint: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }

@@ -419,7 +419,7 @@ impl From<&Pending> for PendingSnapshot {
             request: *request,
             kind: kind.clone(),
             timestamp: *timestamp,
-            attempts: attempts.to_vec(),
+            attempts: attempts.iter().collect(),
             acks: acks.iter().collect(),
             phase: *phase,
         }

@@ -450,7 +450,7 @@ fn task_failover_aborts_unacked_checkpoints_and_checkpointing_resumes() {
     assert_eq!(
         h.state()
             .pending_checkpoint(cp(3))
-            .map(|p| p.attempts().to_vec()),
+            .map(|p| p.attempts().collect::<Vec<_>>()),
         Some(vec![AttemptNo(0), AttemptNo(1), AttemptNo(0)])
     );
     // The old attempt's ack is unknown for the new checkpoint.

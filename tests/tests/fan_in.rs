@@ -92,7 +92,7 @@ impl Operator for GatedSource {
     fn process(&mut self, _: Record, _: &mut Vec<Record>) -> Result<(), OperatorError> {
         Err(OperatorError("a source has no input".into()))
     }
-    fn snapshot(&mut self, _: CheckpointId, _: &dyn Fs) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         Ok(self.next.to_le_bytes().to_vec())
     }
     fn restore(
@@ -106,7 +106,7 @@ impl Operator for GatedSource {
         };
         Ok(())
     }
-    fn notify_complete(&mut self, _: CheckpointId, _: &dyn Fs) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -148,19 +148,19 @@ impl Operator for Observed {
             .push(record.id);
         self.inner.process(record, out)
     }
-    fn snapshot(&mut self, c: CheckpointId, fs: &dyn Fs) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, c: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         seen(&self.seen)
             .snapshots
             .entry(self.task)
             .or_default()
             .push(c);
-        self.inner.snapshot(c, fs)
+        self.inner.snapshot(c)
     }
     fn restore(&mut self, c: Option<CheckpointId>, s: Option<&[u8]>) -> Result<(), OperatorError> {
         self.inner.restore(c, s)
     }
-    fn notify_complete(&mut self, c: CheckpointId, fs: &dyn Fs) -> Result<(), OperatorError> {
-        self.inner.notify_complete(c, fs)?;
+    fn notify_complete(&mut self, c: CheckpointId) -> Result<(), OperatorError> {
+        self.inner.notify_complete(c)?;
         seen(&self.seen)
             .completed
             .entry(self.task)
@@ -168,8 +168,8 @@ impl Operator for Observed {
             .push(c);
         Ok(())
     }
-    fn committed_epoch(&mut self, fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
-        self.inner.committed_epoch(fs)
+    fn committed_epoch(&mut self) -> Result<Option<CheckpointId>, OperatorError> {
+        self.inner.committed_epoch()
     }
 }
 

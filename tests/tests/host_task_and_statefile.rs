@@ -171,13 +171,13 @@ impl Operator for CountingSource {
     fn process(&mut self, _: Record, _: &mut Vec<Record>) -> Result<(), OperatorError> {
         Ok(())
     }
-    fn snapshot(&mut self, _: CheckpointId, _: &dyn Fs) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         Ok(self.next.to_le_bytes().to_vec())
     }
     fn restore(&mut self, _: Option<CheckpointId>, _: Option<&[u8]>) -> Result<(), OperatorError> {
         Ok(())
     }
-    fn notify_complete(&mut self, _: CheckpointId, _: &dyn Fs) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -202,13 +202,13 @@ impl Operator for Counter {
         }
         Ok(())
     }
-    fn snapshot(&mut self, _: CheckpointId, _: &dyn Fs) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         Ok(vec![0xAB])
     }
     fn restore(&mut self, _: Option<CheckpointId>, _: Option<&[u8]>) -> Result<(), OperatorError> {
         Ok(())
     }
-    fn notify_complete(&mut self, _: CheckpointId, _: &dyn Fs) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -295,13 +295,13 @@ impl Operator for BlockedSource {
     fn process(&mut self, _: Record, _: &mut Vec<Record>) -> Result<(), OperatorError> {
         Ok(())
     }
-    fn snapshot(&mut self, _: CheckpointId, _: &dyn Fs) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         Ok(Vec::new())
     }
     fn restore(&mut self, _: Option<CheckpointId>, _: Option<&[u8]>) -> Result<(), OperatorError> {
         Ok(())
     }
-    fn notify_complete(&mut self, _: CheckpointId, _: &dyn Fs) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }

@@ -657,12 +657,8 @@ impl Operator for FailOnce {
         }
         self.inner.process(record, out)
     }
-    fn snapshot(
-        &mut self,
-        checkpoint: CheckpointId,
-        fs: &dyn Fs,
-    ) -> Result<Vec<u8>, OperatorError> {
-        self.inner.snapshot(checkpoint, fs)
+    fn snapshot(&mut self, checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError> {
+        self.inner.snapshot(checkpoint)
     }
     fn restore(
         &mut self,
@@ -671,15 +667,11 @@ impl Operator for FailOnce {
     ) -> Result<(), OperatorError> {
         self.inner.restore(checkpoint, state)
     }
-    fn notify_complete(
-        &mut self,
-        checkpoint: CheckpointId,
-        fs: &dyn Fs,
-    ) -> Result<(), OperatorError> {
-        self.inner.notify_complete(checkpoint, fs)
+    fn notify_complete(&mut self, checkpoint: CheckpointId) -> Result<(), OperatorError> {
+        self.inner.notify_complete(checkpoint)
     }
-    fn committed_epoch(&mut self, fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
-        self.inner.committed_epoch(fs)
+    fn committed_epoch(&mut self) -> Result<Option<CheckpointId>, OperatorError> {
+        self.inner.committed_epoch()
     }
 }
 

@@ -269,12 +269,12 @@ fn drive_coordinator(mut s: CoordinatorState) -> Result<(), String> {
             checkpoint: p.id(),
             result: Ok(()),
         });
-        for (slot, attempt) in p.attempts().iter().enumerate() {
+        for (slot, attempt) in p.attempts().enumerate() {
             if let Some(task) = cfg.tasks_to_wait().get(slot) {
                 events.push(CoordinatorEvent::Acknowledge {
                     job,
                     task: *task,
-                    attempt: *attempt,
+                    attempt,
                     checkpoint: p.id(),
                     state: Some(StateHandle(9_000 + slot as u64)),
                 });

@@ -786,7 +786,7 @@ fn a_restarted_sink_removes_only_its_own_uncommitted_transactions() {
                 value: 1,
             };
             s.process(r, &mut Vec::new()).unwrap();
-            s.snapshot(cp(c), &*fs).unwrap();
+            s.snapshot(cp(c)).unwrap();
         }
     }
     let all = [(3, 2), (3, 5), (4, 2), (4, 5)].map(|(c, t)| (cp(c), TaskId(t)));
@@ -828,8 +828,8 @@ fn every_damaged_committed_transaction_is_refused_by_the_output_check() {
         )
         .unwrap();
     }
-    sink.snapshot(cp(1), &*fs).unwrap();
-    sink.notify_complete(cp(1), &*fs).unwrap();
+    sink.snapshot(cp(1)).unwrap();
+    sink.notify_complete(cp(1)).unwrap();
     assert_eq!(verify_output(&*fs, 2, true).unwrap().records, 2);
     let names = fs.list(COMMITTED_DIR).unwrap();
     assert_eq!(names.len(), 1);

@@ -14,9 +14,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ckpt_core::coordinator::JobStatus;
-use ckpt_core::host::fs::{write_durable, Fs, OffWorkerFs, StdFs};
+use ckpt_core::host::fs::{Fs, OffWorkerFs, StdFs};
 use ckpt_core::host::pipeline::{
-    committed_epoch, pipeline_spec, OutputVerifier, PipelineConfig, PIPELINE_JOB,
+    committed_epoch, directory_sources, pipeline_spec, OutputVerifier, PipelineConfig,
+    SourcesError, PIPELINE_JOB, SOURCES_MAX,
 };
 use ckpt_core::host::runtime::{statefile, Job, JobError, JobOptions};
 use ckpt_core::host::store::{FileStore, StateCheck, StoreError};
@@ -30,12 +31,8 @@ const KEYS_MAX: u64 = 1 << 20;
 const INTERVAL_MS_MAX: u64 = 600_000;
 /// Most checkpoints retained.
 const RETAINED_MAX: u32 = 100;
-/// Most numbered sources.
-const SOURCES_MAX: u32 = 64;
 /// The lock file in the directory.
 const LOCK_FILE: &str = "lock";
-/// The file that keeps the number of sources a directory was started with.
-const SOURCES_FILE: &str = "sources";
 
 /// Exit status: the run finished (or the verification passed).
 const EXIT_OK: u8 = 0;
@@ -213,53 +210,14 @@ fn lock(dir: &Path) -> Result<File, Fail> {
     }
 }
 
-/// The number of sources of the directory: the one it was started with
-/// (`DIR/sources`), 1 for a directory from before that file existed, or
-/// `asked` (default 1) for a new one, written down durably first when
-/// `write` (a run; `--verify` writes nothing). A number `asked` that is not
+/// The number of sources of the directory
+/// ([`ckpt_core::host::pipeline::directory_sources`]); another number than
 /// the directory's is refused with nothing changed.
 fn sources_of(fs: &dyn Fs, asked: Option<u32>, write: bool) -> Result<u32, Fail> {
-    let kept = if fs.exists(SOURCES_FILE) {
-        let bytes = fs
-            .read(SOURCES_FILE)
-            .map_err(|e| fail(EXIT_FAILED, format!("{SOURCES_FILE}: {e}")))?;
-        let n = std::str::from_utf8(&bytes)
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
-            .filter(|n| (1..=SOURCES_MAX).contains(n))
-            .ok_or_else(|| {
-                fail(
-                    EXIT_FAILED,
-                    format!(
-                        "{SOURCES_FILE} does not hold a number of sources from 1 to {SOURCES_MAX}"
-                    ),
-                )
-            })?;
-        Some(n)
-    } else if ["checkpoints", "ids", "sink"].iter().any(|p| fs.exists(p)) {
-        Some(1)
-    } else {
-        None
-    };
-    match (kept, asked) {
-        (Some(k), Some(a)) if k != a => Err(fail(
-            EXIT_REFUSED,
-            format!("the directory was started with {k} sources, not {a}; refusing to start"),
-        )),
-        (Some(k), _) => Ok(k),
-        (None, asked) => {
-            let n = asked.unwrap_or(1);
-            if write {
-                // Atomically: a crash leaves the old state or the whole file.
-                let tmp = format!("{SOURCES_FILE}.tmp");
-                write_durable(fs, &tmp, format!("{n}\n").as_bytes())
-                    .and_then(|()| fs.rename(&tmp, SOURCES_FILE))
-                    .and_then(|()| fs.sync_dir(""))
-                    .map_err(|e| fail(EXIT_FAILED, format!("{SOURCES_FILE}: {e}")))?;
-            }
-            Ok(n)
-        }
-    }
+    directory_sources(fs, asked, write).map_err(|e| match e {
+        SourcesError::Mismatch { .. } => fail(EXIT_REFUSED, e.to_string()),
+        SourcesError::Io(_) | SourcesError::Damaged => fail(EXIT_FAILED, e.to_string()),
+    })
 }
 
 fn state_check() -> StateCheck {

@@ -20,8 +20,8 @@
 //! out in order, the answers to its own store I/O applied before the next
 //! event is read. Store I/O is `object_store`'s async I/O awaited on the
 //! driver (`LocalFileSystem` runs each file operation on tokio's blocking
-//! pool, so an fsync does not block a runtime worker; the driver itself
-//! still waits for it).
+//! pool, so it does not block a runtime worker, and does not fsync; the
+//! driver itself still waits for it).
 //!
 //! **Failover** is global. A lost connection to the task manager (it died,
 //! or the network broke) fails every attempt (`TaskFailed` each), restores

@@ -4,13 +4,17 @@
 //! object store ([`objstore::ObjStore`]) whose fence is a conditional
 //! create, and the one store trait ([`CheckpointStore`]) that it and the
 //! async host's file store ([`ckpt_core::host::store::FileStore`]) both
-//! implement, so that one test suite drives both; and the reference
-//! pipeline across processes: a coordinator process ([`coordinator`]) and a
-//! task-manager process ([`manager`]) over TCP ([`wire`]), which the
-//! `ckpt-node` binary runs (`ckpt-node coordinator`, `ckpt-node task`).
+//! implement, so that one test suite drives both; ckpt-core's file-system
+//! trait over an object store ([`objfs::ObjFs`]), through which the task
+//! side keeps its state files as objects of the same store; and the
+//! reference pipeline across processes: a coordinator process
+//! ([`coordinator`]) and a task-manager process ([`manager`]) over TCP
+//! ([`wire`]), which the `ckpt-node` binary runs (`ckpt-node coordinator`,
+//! `ckpt-node task`).
 
 pub mod coordinator;
 pub mod manager;
+pub mod objfs;
 pub mod objstore;
 pub mod wire;
 
@@ -19,6 +23,7 @@ use std::future::Future;
 use ckpt_core::host::store::{Discarded, FileStore, Holdings, StoreError};
 use ckpt_core::{CheckpointId, Generation, Millis, StateHandle};
 
+pub use objfs::ObjFs;
 pub use objstore::ObjStore;
 
 /// A durable checkpoint store, as the coordinator's I/O effects use it

@@ -10,8 +10,9 @@
 //! sinks' output is committed (asked of each task's operator, as the
 //! in-process host's `Job::start` does). Then it carries the coordinator's
 //! `Deploy` (stop every attempt, start every task restored from the named
-//! checkpoint, its state files read from the file system) and RPCs into
-//! the group, and the group's acks, declines and failure reports out.
+//! checkpoint, its state files read from [`ManagerConfig::state_fs`]) and
+//! RPCs into the group, and the group's acks, declines and failure reports
+//! out.
 //!
 //! A coordinator of an older generation than one already served is
 //! refused ([`Refusal::StaleGeneration`], logged, connection closed) and
@@ -81,8 +82,11 @@ pub struct ManagerConfig {
     pub spec: GroupSpec,
     /// Host options of the tasks (invariant checks, verbose failures).
     pub options: JobOptions,
-    /// The file system the state files and the sinks' output are on.
-    pub fs: Arc<dyn Fs>,
+    /// The file system of the state files: the coordinator's store must
+    /// find them there (`ckpt-node task` gives an [`ObjFs`](crate::ObjFs)
+    /// over the store both processes reach). The operators' own output is
+    /// theirs ([`spec`](Self::spec)'s operators are built with it).
+    pub state_fs: Arc<dyn Fs>,
     /// Reconnection back-off.
     pub backoff: Backoff,
     /// Whether the job's output is complete (polled every
@@ -157,15 +161,16 @@ enum Session {
 /// Runs the task manager until the coordinator stops the job.
 pub async fn run(cfg: ManagerConfig) -> Result<ManagerReport, ManagerError> {
     // The tasks write their state files under `state/` (the object
-    // store's layout, on the same directory).
-    cfg.fs
+    // store's layout; nothing to create on an object store, the directory
+    // on a file system).
+    cfg.state_fs
         .create_dir_all(STATE_DIR)
         .map_err(|e| ManagerError::Dir(e.to_string()))?;
     let (mut group, mut outbox) = TaskGroup::standalone(
         cfg.job,
         cfg.spec.clone(),
         cfg.options.clone(),
-        Arc::clone(&cfg.fs),
+        Arc::clone(&cfg.state_fs),
     )?;
     let mut report = ManagerReport::default();
     let mut delay = cfg.backoff.initial;
@@ -400,7 +405,7 @@ fn committed_epoch(cfg: &ManagerConfig) -> Result<Option<CheckpointId>, WireErro
     let mut committed = None;
     for t in 0..cfg.spec.tasks {
         let epoch = (cfg.spec.operators)(TaskId(t))
-            .committed_epoch(&*cfg.fs)
+            .committed_epoch()
             .map_err(|e| WireError::Unexpected(format!("task {t}: committed epoch: {e}")))?;
         committed = committed.max(epoch);
     }

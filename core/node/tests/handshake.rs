@@ -20,7 +20,7 @@ use ckpt_node::coordinator::{self, CoordinatorConfig, CoordinatorError};
 use ckpt_node::manager::{self, Backoff, ManagerConfig};
 use ckpt_node::objstore::{LogEntry, LOG_DIR};
 use ckpt_node::wire::{self, Reader, Refusal, ToCoordinatorMsg, ToManagerMsg, Writer};
-use ckpt_node::ObjStore;
+use ckpt_node::{ObjFs, ObjStore};
 use futures::StreamExt;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
@@ -43,14 +43,16 @@ async fn recv<M: serde::de::DeserializeOwned>(r: &mut Reader) -> Result<M, wire:
         .expect("a message in time")
 }
 
+/// A task manager whose state files are objects (`ObjFs` over memory) and
+/// whose sink writes to a file system of its own.
 fn manager_config(addr: std::net::SocketAddr) -> ManagerConfig {
-    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let sink_fs: Arc<dyn Fs> = Arc::new(MemFs::new());
     let spec = pipeline_spec(
         &PipelineConfig {
             records: 10,
             ..PipelineConfig::default()
         },
-        Arc::clone(&fs),
+        sink_fs,
         Arc::new(AtomicU64::new(0)),
     );
     ManagerConfig {
@@ -63,7 +65,7 @@ fn manager_config(addr: std::net::SocketAddr) -> ManagerConfig {
             operators: spec.operators,
         },
         options: JobOptions::default(),
-        fs,
+        state_fs: Arc::new(ObjFs::new(Arc::new(InMemory::new()))),
         backoff: Backoff {
             initial: Duration::from_millis(5),
             max: Duration::from_millis(50),

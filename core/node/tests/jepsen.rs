@@ -1,15 +1,20 @@
 //! A Jepsen-style test of the pipeline across real OS processes: a
 //! `ckpt-node coordinator` and a `ckpt-node task` (the task manager running
-//! the three tasks) under a seeded schedule of faults, then a checker over
-//! what the processes printed, the store's log, the store's objects and the
-//! committed output.
+//! the three tasks), each on a directory of its own and sharing only the
+//! object store (`--store`), under a seeded schedule of faults, then a
+//! checker over what the processes printed, the store's log, the store's
+//! objects, the committed output and what each directory holds.
+//!
+//! **The pipeline** has 1 or 2 numbered sources (drawn from the seed,
+//! printed with it; with 2, both processes get `--sources 2` and the
+//! counter reads from both: fan-in), at 10,000 records per second in all.
 //!
 //! **The faults** (each run draws 2 to 5 from its seed, at seeded moments,
 //! some overlapping):
 //!
 //! * `kill-coordinator`, `kill-task`: `kill -9` of the process, a seeded
 //!   down time (0 to 300 ms), a new process started (the coordinator on the
-//!   same address and directory: it claims the next generation, recovers
+//!   same address, directory and store: it claims the next generation, recovers
 //!   from the store and redeploys on the surviving task manager).
 //! * `cut`: the proxy between the task manager and the coordinator shuts
 //!   both sockets of every connection (a reset with both processes alive).
@@ -41,7 +46,9 @@
 //!
 //! **The checker**, after every run: every process that ended exited 0
 //! (the last coordinator and task manager) or 3 (a deposed leader); the
-//! committed output holds every record exactly once; committed ids
+//! committed output holds every record exactly once; the store holds no
+//! sink output, the task manager's directory no checkpoint, the
+//! coordinators' directory nothing; committed ids
 //! strictly increase in the store's log, the id counter never moves back,
 //! and no generation writes after a newer claim; every restore is at the
 //! latest committed checkpoint (a leader's restore at start at the newest
@@ -75,7 +82,7 @@ use ckpt_core::{CheckpointId, JobId};
 use ckpt_node::objstore::{LogEntry, ObjStore};
 use common::{
     check_log, check_output, check_restores, checkpoint_after, coordinator, generation_of,
-    latest_before_claim, read_log, task_manager, Proc, DEADLINE,
+    latest_before_claim, read_log, task_manager, Dirs, Proc, DEADLINE,
 };
 
 /// Records per run, and the source's rate: a run without faults lasts
@@ -575,8 +582,9 @@ fn deployed_after(t: &Proc, since: Instant) -> Option<Instant> {
 fn run(seed: u64, run_no: u64) -> RunReport {
     let netns = Netns::create(run_no).map(Arc::new);
     let faults = schedule(seed, netns.is_some());
+    let sources = sources_of(seed);
     println!(
-        "jepsen seed {seed}: {} (partitions {})",
+        "jepsen seed {seed} (sources {sources}): {} (partitions {})",
         faults
             .iter()
             .map(|f| format!("{}@{}ms/{}ms", f.kind.name(), f.at_ms, f.len_ms))
@@ -588,21 +596,29 @@ fn run(seed: u64, run_no: u64) -> RunReport {
             "not drawn: not root or no nft"
         }
     );
-    let dir = common::tempdir(&format!("jepsen-{seed}"));
+    let dirs = Dirs::new(&format!("jepsen-{seed}"));
     let prefix = netns.as_ref().map(|n| n.prefix()).unwrap_or_default();
     let listen = netns
         .as_ref()
         .map_or("127.0.0.1:0".to_string(), |n| n.inside.clone());
-    let extra = ["--timeout-ms", TIMEOUT_MS];
+    let sources_arg = sources.to_string();
+    let extra = ["--timeout-ms", TIMEOUT_MS, "--sources", &sources_arg];
     let mut gen_no = 1;
-    let (c, addr) = coordinator("coordinator-1", &prefix, &dir, &listen, &extra);
+    let (c, addr) = coordinator("coordinator-1", &prefix, &dirs, &listen, &extra);
     let mut coord_addr = addr;
     let proxy = Arc::new(Proxy::start(&coord_addr, seed));
     let mut coords: Vec<Proc> = vec![c];
     let mut current = 0usize;
     // The coordinators deposed (alive when the next leader started).
     let mut deposed: Vec<usize> = Vec::new();
-    let mut tasks: Vec<Proc> = vec![task_manager("task-1", &dir, &proxy.addr, RECORDS, RATE)];
+    let mut tasks: Vec<Proc> = vec![task_manager(
+        "task-1",
+        &dirs,
+        &proxy.addr,
+        RECORDS,
+        RATE,
+        sources,
+    )];
     let mut report = RunReport::default();
     coords[current].wait_for_commits(1);
     let t0 = Instant::now();
@@ -654,7 +670,7 @@ fn run(seed: u64, run_no: u64) -> RunReport {
                 let (c, a) = coordinator(
                     &format!("coordinator-{gen_no}"),
                     &prefix,
-                    &dir,
+                    &dirs,
                     &coord_addr,
                     &extra,
                 );
@@ -675,10 +691,11 @@ fn run(seed: u64, run_no: u64) -> RunReport {
                 std::thread::sleep(len);
                 let t = task_manager(
                     &format!("task-{}", tasks.len() + 1),
-                    &dir,
+                    &dirs,
                     &proxy.addr,
                     RECORDS,
                     RATE,
+                    sources,
                 );
                 let started = t.started;
                 tasks.push(t);
@@ -720,7 +737,7 @@ fn run(seed: u64, run_no: u64) -> RunReport {
                 let (c, a) = coordinator(
                     &format!("coordinator-{gen_no}"),
                     &prefix,
-                    &dir,
+                    &dirs,
                     &fresh,
                     &extra,
                 );
@@ -748,7 +765,7 @@ fn run(seed: u64, run_no: u64) -> RunReport {
     }
     tasks.last_mut().unwrap().wait_success();
     coords[current].wait_success();
-    check(seed, &dir, &mut coords, current, &tasks);
+    check(seed, sources, &dirs, &mut coords, current, &tasks);
     for i in deposed {
         match coords[i].exited() {
             Some(_) => report.deposed_fenced += 1,
@@ -758,8 +775,16 @@ fn run(seed: u64, run_no: u64) -> RunReport {
     drop(coords);
     drop(tasks);
     drop(netns);
-    let _ = std::fs::remove_dir_all(&dir);
+    dirs.remove();
     report
+}
+
+/// The number of numbered sources of a run (1 or 2: fan-in into the
+/// counter), drawn from the seed apart from the fault schedule, so a seed
+/// keeps the schedule it had before sources were drawn.
+fn sources_of(seed: u64) -> u32 {
+    let mut rng = SplitMix64::new(seed ^ 0x5eed_0f5a_0c35);
+    1 + u32::from(rng.below_or_eq(1) == 1)
 }
 
 /// Waits (at most [`DEADLINE`]) for the task manager's first deploy after
@@ -782,9 +807,17 @@ fn wait_deployed(t: &Proc, since: Instant) -> Option<Instant> {
 }
 
 /// The checker over one run (see the module docs).
-fn check(seed: u64, dir: &Path, coords: &mut [Proc], current: usize, tasks: &[Proc]) {
-    check_output(dir, RECORDS);
-    let log = read_log(dir);
+fn check(
+    seed: u64,
+    sources: u32,
+    dirs: &Dirs,
+    coords: &mut [Proc],
+    current: usize,
+    tasks: &[Proc],
+) {
+    check_output(&dirs.task, RECORDS, sources);
+    dirs.check_separate();
+    let log = read_log(&dirs.store);
     check_log(&log);
     let mut newest_commit = None;
     for e in &log {
@@ -850,7 +883,7 @@ fn check(seed: u64, dir: &Path, coords: &mut [Proc], current: usize, tasks: &[Pr
         .build()
         .unwrap();
     let objects: Arc<dyn object_store::ObjectStore> =
-        Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir).unwrap());
+        Arc::new(object_store::local::LocalFileSystem::new_with_prefix(&dirs.store).unwrap());
     let job: JobId = ckpt_core::host::pipeline::PIPELINE_JOB;
     let (store, recovery) = rt.block_on(async {
         let generation = ObjStore::next_generation(&*objects, job).await.unwrap();

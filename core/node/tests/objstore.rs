@@ -2,6 +2,11 @@
 //! sequence of commits, discards, savepoint disposals and leader changes
 //! driven into both, compared after every step; and its fence, which a
 //! deposed leader cannot pass.
+//!
+//! The same sequence drives a third store: the file store on [`ObjFs`]
+//! (ckpt-core's file-system trait over an object store of its own), held
+//! to what the file store does on `MemFs` and `StdFs`: every claim, rename,
+//! listing, removal and recovery of the file store goes through it.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -10,7 +15,7 @@ use std::sync::Arc;
 use ckpt_core::host::fs::{Fs, MemFs, StdFs};
 use ckpt_core::host::store::{self, FileStore, OpenOptions, Recovery, StoreError, STATE_DIR};
 use ckpt_core::{CheckpointId, Generation, JobId, Millis, StateHandle};
-use ckpt_node::{objstore, CheckpointStore, ObjStore};
+use ckpt_node::{objstore, CheckpointStore, ObjFs, ObjStore};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::ObjectStore;
@@ -78,6 +83,9 @@ struct Pair {
     objects: Arc<dyn ObjectStore>,
     file: FileStore,
     obj: ObjStore,
+    /// The file store on an [`ObjFs`] (over an object store of its own).
+    via_fs: Arc<dyn Fs>,
+    via: FileStore,
     generation: Generation,
     /// Every handle written so far, and the next fresh one.
     written: Vec<StateHandle>,
@@ -89,22 +97,28 @@ struct Pair {
 async fn open_pair(
     fs: Arc<dyn Fs>,
     objects: Arc<dyn ObjectStore>,
-) -> (FileStore, ObjStore, Generation) {
+    via_fs: Arc<dyn Fs>,
+) -> (FileStore, ObjStore, FileStore, Generation) {
     let g_file = FileStore::next_generation(&*fs).expect("file generation");
     let g_obj = ObjStore::next_generation(&*objects, JOB)
         .await
         .expect("object generation");
+    let g_via = FileStore::next_generation(&*via_fs).expect("generation on ObjFs");
     assert_eq!(g_file, g_obj);
+    assert_eq!(g_file, g_via);
     let (file, rf) = FileStore::open(Arc::clone(&fs), OpenOptions::new(JOB, RETAINED, g_file))
         .expect("file store opens");
     let (obj, ro) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, RETAINED, g_obj))
         .await
         .expect("object store opens");
+    let (via, rv) = FileStore::open(Arc::clone(&via_fs), OpenOptions::new(JOB, RETAINED, g_via))
+        .expect("file store on ObjFs opens");
     assert_eq!(recovery_view(&rf), recovery_view(&ro));
     assert_eq!(rf.removed_partial.len(), ro.removed_partial.len());
     assert_eq!(rf.quarantined.len(), ro.quarantined.len());
     assert_eq!(rf.kept_unreferenced, ro.kept_unreferenced);
-    (file, obj, g_file)
+    assert_eq!(format!("{rf:?}"), format!("{rv:?}"), "ObjFs recovery");
+    (file, obj, via, g_file)
 }
 
 async fn state_objects(objects: &dyn ObjectStore) -> BTreeSet<String> {
@@ -135,18 +149,45 @@ async fn compare(p: &Pair) {
     assert_eq!(p.file.holdings().latest(), p.obj.holdings().latest());
     assert_eq!(state_files(&*p.fs), state_objects(&*p.objects).await);
     assert_eq!(p.file.stats(), p.obj.stats());
+    // The file store on ObjFs: the same, and the same files.
+    assert_eq!(
+        CheckpointStore::held(&p.file),
+        CheckpointStore::held(&p.via)
+    );
+    assert_eq!(p.file.next_id(), p.via.next_id());
+    assert_eq!(p.file.stats(), p.via.stats());
+    assert_eq!(files(&*p.fs), files(&*p.via_fs), "files on ObjFs");
+}
+
+/// Every file the file store keeps (the leader records, the id counter,
+/// the checkpoints' metadata, the state files) with its contents.
+fn files(fs: &dyn Fs) -> Vec<(String, Vec<u8>)> {
+    let mut all = Vec::new();
+    for dir in ["", "leader", "checkpoints", STATE_DIR] {
+        for name in fs.list(dir).expect("list") {
+            let path = if dir.is_empty() {
+                name
+            } else {
+                format!("{dir}/{name}")
+            };
+            let bytes = fs.read(&path).expect("read a listed file");
+            all.push((path, bytes));
+        }
+    }
+    all
 }
 
 async fn step(p: &mut Pair, op: &Op) {
     let g = p.generation;
-    let (a, b) = match op {
+    let (a, b, c) = match op {
         Op::Allocate => {
             let a = CheckpointStore::allocate_id(&mut p.file, g).await;
             let b = p.obj.allocate_id(g).await;
+            let c = p.via.allocate_id(g);
             if let Ok(id) = &a {
                 p.last_allocated = Some(*id);
             }
-            (norm(&a), norm(&b))
+            (norm(&a), norm(&b), norm(&c))
         }
         Op::Finalize {
             older,
@@ -166,6 +207,7 @@ async fn step(p: &mut Pair, op: &Op) {
                 p.next_handle += 1;
                 let bytes = format!("state {} of {id}", h.0).into_bytes();
                 store::write_state(&*p.fs, h, &bytes).expect("write state file");
+                store::write_state(&*p.via_fs, h, &bytes).expect("write state on ObjFs");
                 objstore::write_state(&*p.objects, h, bytes)
                     .await
                     .expect("write state object");
@@ -183,10 +225,11 @@ async fn step(p: &mut Pair, op: &Op) {
             let ts = Millis(id.0 * 10);
             let a = CheckpointStore::finalize(&mut p.file, g, id, *savepoint, ts, &handles).await;
             let b = p.obj.finalize(g, id, *savepoint, ts, &handles).await;
+            let c = p.via.finalize(g, id, *savepoint, ts, &handles);
             if a.is_ok() && !p.prepared.contains(&id) {
                 p.prepared.push(id);
             }
-            (norm(&a), norm(&b))
+            (norm(&a), norm(&b), norm(&c))
         }
         Op::Store(i) => {
             if p.prepared.is_empty() {
@@ -195,7 +238,8 @@ async fn step(p: &mut Pair, op: &Op) {
             let id = p.prepared.remove(i % p.prepared.len());
             let a = CheckpointStore::store(&mut p.file, g, id).await;
             let b = p.obj.store(g, id).await;
-            (norm(&a), norm(&b))
+            let c = p.via.store(g, id);
+            (norm(&a), norm(&b), norm(&c))
         }
         Op::Discard(i) => {
             if p.written.is_empty() {
@@ -204,7 +248,8 @@ async fn step(p: &mut Pair, op: &Op) {
             let h = p.written[i % p.written.len()];
             let a = CheckpointStore::discard(&mut p.file, g, h).await;
             let b = p.obj.discard(g, h).await;
-            (norm(&a), norm(&b))
+            let c = p.via.discard(g, h);
+            (norm(&a), norm(&b), norm(&c))
         }
         Op::Dispose(i) => {
             let held = CheckpointStore::held(&p.file);
@@ -214,18 +259,26 @@ async fn step(p: &mut Pair, op: &Op) {
             let id = held[i % held.len()].0;
             let a = CheckpointStore::dispose_savepoint(&mut p.file, g, id).await;
             let b = p.obj.dispose_savepoint(g, id).await;
-            (norm(&a), norm(&b))
+            let c = p.via.dispose_savepoint(g, id);
+            (norm(&a), norm(&b), norm(&c))
         }
         Op::ResetCounter(k) => {
             let next = CheckpointId(p.file.next_id().0 + u64::from(*k));
             let a = CheckpointStore::reset_counter(&mut p.file, g, next).await;
             let b = p.obj.reset_counter(g, next).await;
-            (norm(&a), norm(&b))
+            let c = p.via.reset_counter(g, next);
+            (norm(&a), norm(&b), norm(&c))
         }
         Op::Reopen => {
-            let (file, obj, g) = open_pair(Arc::clone(&p.fs), Arc::clone(&p.objects)).await;
+            let (file, obj, via, g) = open_pair(
+                Arc::clone(&p.fs),
+                Arc::clone(&p.objects),
+                Arc::clone(&p.via_fs),
+            )
+            .await;
             p.file = file;
             p.obj = obj;
+            p.via = via;
             p.generation = g;
             p.prepared.clear();
             // Recovery deleted the orphans: only what is stored remains.
@@ -240,24 +293,34 @@ async fn step(p: &mut Pair, op: &Op) {
                 CheckpointStore::held(&p.obj)
             );
             assert_eq!(state_files(&*p.fs), state_objects(&*p.objects).await);
+            assert_eq!(files(&*p.fs), files(&*p.via_fs), "files on ObjFs");
             return;
         }
     };
     assert_eq!(a, b, "{op:?}");
+    assert_eq!(a, c, "{op:?} on ObjFs");
     compare(p).await;
 }
 
-fn run(fs: Arc<dyn Fs>, objects: Arc<dyn ObjectStore>, ops: &[Op]) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
+/// Drives `ops` into the file store on `fs`, the object store on
+/// `objects`, and the file store on `via_fs` (an [`ObjFs`]), on `rt`.
+fn run(
+    rt: &tokio::runtime::Runtime,
+    fs: Arc<dyn Fs>,
+    objects: Arc<dyn ObjectStore>,
+    via_fs: Arc<dyn Fs>,
+    ops: &[Op],
+) {
     rt.block_on(async {
-        let (file, obj, generation) = open_pair(Arc::clone(&fs), Arc::clone(&objects)).await;
+        let (file, obj, via, generation) =
+            open_pair(Arc::clone(&fs), Arc::clone(&objects), Arc::clone(&via_fs)).await;
         let mut p = Pair {
             fs,
             objects,
             file,
             obj,
+            via_fs,
+            via,
             generation,
             written: Vec::new(),
             next_handle: 1,
@@ -287,10 +350,16 @@ fn temp_dir(name: &str) -> PathBuf {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
-    /// In memory: the file store on `MemFs`, the object store on `InMemory`.
+    /// In memory: the file store on `MemFs`, the object store on `InMemory`,
+    /// the file store on `ObjFs` over `InMemory`; on a current-thread
+    /// runtime (`ObjFs` runs its calls on its own runtime).
     #[test]
     fn object_store_holds_what_the_file_store_holds(ops in prop::collection::vec(op(), 0..60)) {
-        run(Arc::new(MemFs::new()), Arc::new(InMemory::new()), &ops);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let via: Arc<dyn Fs> = Arc::new(ObjFs::new(Arc::new(InMemory::new())));
+        run(&rt, Arc::new(MemFs::new()), Arc::new(InMemory::new()), via, &ops);
     }
 }
 
@@ -298,17 +367,28 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
     /// On disk: the file store on `StdFs`, the object store on
-    /// `LocalFileSystem` (whose `PutMode::Create` is a no-clobber link).
+    /// `LocalFileSystem` (whose `PutMode::Create` is a no-clobber link),
+    /// the file store on `ObjFs` over `LocalFileSystem`; on a multi-thread
+    /// runtime (`ObjFs` blocks in place on it).
     #[test]
     fn local_file_system_backend_agrees(ops in prop::collection::vec(op(), 0..40)) {
         let dir = temp_dir("local");
         let fs_dir = dir.join("fs");
         let obj_dir = dir.join("obj");
+        let via_dir = dir.join("via");
         std::fs::create_dir_all(&obj_dir).expect("object dir");
+        std::fs::create_dir_all(&via_dir).expect("ObjFs dir");
         let fs: Arc<dyn Fs> = Arc::new(StdFs::new(&fs_dir).expect("std fs"));
         let objects: Arc<dyn ObjectStore> =
             Arc::new(LocalFileSystem::new_with_prefix(&obj_dir).expect("local file system"));
-        run(fs, objects, &ops);
+        let via: Arc<dyn Fs> = Arc::new(ObjFs::new(Arc::new(
+            LocalFileSystem::new_with_prefix(&via_dir).expect("local file system"),
+        )));
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .expect("runtime");
+        run(&rt, fs, objects, via, &ops);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

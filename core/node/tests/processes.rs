@@ -1,13 +1,19 @@
 //! The pipeline across real OS processes on loopback: a `ckpt-node
 //! coordinator` and a `ckpt-node task` (the task manager running the three
-//! tasks), the store on `ObjStore` over `LocalFileSystem` in a temporary
-//! directory. Checked after each run: the committed output holds every
+//! tasks), each on a directory of its own, sharing only the object store
+//! (`--store`: `ObjStore` over `LocalFileSystem` for the coordinator, the
+//! state files as objects of it for the task manager). Checked after each
+//! run: each directory holds only what belongs there, the committed output holds every
 //! record exactly once (`verify_output`), committed ids strictly increase in
 //! the store's log, and every restore (at start, after a failover, after a
 //! coordinator restart) is the latest checkpoint committed before it: the
 //! last commit the coordinator process printed before the restore (its
 //! lines are in its driver's order), and for a new leader the newest commit
 //! in the store's log before its claim.
+//!
+//! One run has two numbered sources (fan-in into the counter), its task
+//! manager killed and started again, and a task manager asking for another
+//! number of sources on that directory refused.
 //!
 //! The kill tests `kill -9` a process once the coordinator has committed a
 //! seeded number of checkpoints (plus a seeded delay), start it again, and
@@ -20,31 +26,39 @@
 mod common;
 
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ckpt_core::host::runtime::SplitMix64;
 use ckpt_core::CheckpointId;
-use common::{check_log, check_restores, checkpoint_after, latest_before_claim, read_log, Proc};
+use ckpt_node::objstore::LogEntry;
+use common::{
+    check_log, check_restores, checkpoint_after, latest_before_claim, read_log, Dirs, Proc,
+};
 
 const RECORDS: u64 = 20_000;
 const RATE: u64 = 10_000;
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    common::tempdir(tag)
+fn coordinator(dirs: &Dirs, listen: &str) -> (Proc, String) {
+    common::coordinator("coordinator", &[], dirs, listen, &[])
 }
 
-fn coordinator(dir: &Path, listen: &str) -> (Proc, String) {
-    common::coordinator("coordinator", &[], dir, listen, &[])
+fn task_manager(dirs: &Dirs, addr: &str) -> Proc {
+    common::task_manager("task", dirs, addr, RECORDS, RATE, 1)
 }
 
-fn task_manager(dir: &Path, addr: &str) -> Proc {
-    common::task_manager("task", dir, addr, RECORDS, RATE)
+/// The output exactly once, the store's log, and every file in its place.
+fn check_run(dirs: &Dirs) -> Vec<LogEntry> {
+    check_run_of(dirs, 1)
 }
 
-fn check_output(dir: &Path) {
-    common::check_output(dir, RECORDS);
+/// [`check_run`] for a pipeline of `sources` numbered sources.
+fn check_run_of(dirs: &Dirs, sources: u32) -> Vec<LogEntry> {
+    common::check_output(&dirs.task, RECORDS, sources);
+    dirs.check_separate();
+    let log = read_log(&dirs.store);
+    check_log(&log);
+    log
 }
 
 fn seeds() -> Vec<u64> {
@@ -71,16 +85,84 @@ fn committed_lines(p: &Proc) -> usize {
 
 #[test]
 fn the_pipeline_across_two_processes_commits_every_record_exactly_once() {
-    let dir = tempdir("plain");
-    let (mut c, addr) = coordinator(&dir, "127.0.0.1:0");
-    let mut t = task_manager(&dir, &addr);
+    let dirs = Dirs::new("plain");
+    let (mut c, addr) = coordinator(&dirs, "127.0.0.1:0");
+    let mut t = task_manager(&dirs, &addr);
     t.wait_success();
     c.wait_success();
-    check_output(&dir);
+    check_run(&dirs);
     assert_eq!(check_restores(&c.lines(), None), 0);
     assert!(committed_lines(&c) > 0);
-    check_log(&read_log(&dir));
-    let _ = std::fs::remove_dir_all(&dir);
+    dirs.remove();
+}
+
+/// Fan-in across the processes: two numbered sources into the counter
+/// (both processes given `--sources 2`), the task manager killed once the
+/// coordinator committed a seeded number of checkpoints and started again
+/// without the flag (its directory keeps 2); every record exactly once.
+/// Then a task manager asking for another number on that directory is
+/// refused (status 3) with its output unchanged.
+#[test]
+fn two_sources_across_two_processes_commit_every_record_exactly_once() {
+    let seed = seeds()[0];
+    let (commits, delay) = kill_moment(seed);
+    println!(
+        "seed {seed}: two sources, kill -9 the task manager after {commits} commits + {delay:?}"
+    );
+    let dirs = Dirs::new(&format!("sources-{seed}"));
+    let (mut c, addr) = common::coordinator(
+        "coordinator",
+        &[],
+        &dirs,
+        "127.0.0.1:0",
+        &["--sources", "2"],
+    );
+    let mut t1 = common::task_manager("task-1", &dirs, &addr, RECORDS, RATE, 2);
+    c.wait_for_commits(commits);
+    std::thread::sleep(delay);
+    t1.kill9();
+    let mut t2 = Proc::spawn(
+        "task-2",
+        &[],
+        &[
+            "task",
+            "--dir",
+            dirs.task.to_str().unwrap(),
+            "--store",
+            dirs.store.to_str().unwrap(),
+            "--coordinator",
+            &addr,
+            "--records",
+            &RECORDS.to_string(),
+            "--rate",
+            &(RATE / 2).to_string(),
+            "--check-invariants",
+        ]
+        .map(String::from),
+    );
+    t2.wait_success();
+    c.wait_success();
+    check_run_of(&dirs, 2);
+    assert_eq!(check_restores(&c.lines(), None), 1, "seed {seed}");
+    assert_eq!(
+        std::fs::read(dirs.task.join("sources")).unwrap(),
+        b"2\n",
+        "the directory keeps its number of sources"
+    );
+    // Another number on the same directory: refused before anything runs.
+    let before = std::fs::read_dir(dirs.task.join("sink/committed"))
+        .unwrap()
+        .count();
+    let mut t3 = common::task_manager("task-3", &dirs, &addr, RECORDS, RATE, 1);
+    let status = t3.wait_exit();
+    assert_eq!(status.code(), Some(3), "seed {seed}: {status}");
+    assert_eq!(
+        std::fs::read_dir(dirs.task.join("sink/committed"))
+            .unwrap()
+            .count(),
+        before
+    );
+    dirs.remove();
 }
 
 #[test]
@@ -88,16 +170,16 @@ fn kill_9_of_the_task_manager_restores_the_latest_committed_checkpoint() {
     for seed in seeds() {
         let (commits, delay) = kill_moment(seed);
         println!("seed {seed}: kill -9 the task manager after {commits} commits + {delay:?}");
-        let dir = tempdir(&format!("kill-task-{seed}"));
-        let (mut c, addr) = coordinator(&dir, "127.0.0.1:0");
-        let mut t1 = task_manager(&dir, &addr);
+        let dirs = Dirs::new(&format!("kill-task-{seed}"));
+        let (mut c, addr) = coordinator(&dirs, "127.0.0.1:0");
+        let mut t1 = task_manager(&dirs, &addr);
         c.wait_for_commits(commits);
         std::thread::sleep(delay);
         t1.kill9();
-        let mut t2 = task_manager(&dir, &addr);
+        let mut t2 = task_manager(&dirs, &addr);
         t2.wait_success();
         c.wait_success();
-        check_output(&dir);
+        check_run(&dirs);
         // The coordinator failed over once and restored its latest commit;
         // the new task manager was deployed from that checkpoint.
         let lines = c.lines();
@@ -113,8 +195,7 @@ fn kill_9_of_the_task_manager_restores_the_latest_committed_checkpoint() {
             .expect("the new task manager's deploy");
         assert_eq!(deployed, restored, "seed {seed}");
         assert!(restored.is_some(), "seed {seed}: killed before any commit");
-        check_log(&read_log(&dir));
-        let _ = std::fs::remove_dir_all(&dir);
+        dirs.remove();
     }
 }
 
@@ -123,20 +204,18 @@ fn kill_9_of_the_coordinator_a_new_leader_fences_it_and_redeploys_on_the_survivi
     for seed in seeds() {
         let (commits, delay) = kill_moment(seed);
         println!("seed {seed}: kill -9 the coordinator after {commits} commits + {delay:?}");
-        let dir = tempdir(&format!("kill-coord-{seed}"));
-        let (mut c1, addr) = coordinator(&dir, "127.0.0.1:0");
-        let mut t = task_manager(&dir, &addr);
+        let dirs = Dirs::new(&format!("kill-coord-{seed}"));
+        let (mut c1, addr) = coordinator(&dirs, "127.0.0.1:0");
+        let mut t = task_manager(&dirs, &addr);
         c1.wait_for_commits(commits);
         std::thread::sleep(delay);
         c1.kill9();
         // The same address: the task manager reconnects with back-off.
-        let (mut c2, addr2) = coordinator(&dir, &addr);
+        let (mut c2, addr2) = coordinator(&dirs, &addr);
         assert_eq!(addr2, addr);
         t.wait_success();
         c2.wait_success();
-        check_output(&dir);
-        let log = read_log(&dir);
-        check_log(&log);
+        let log = check_run(&dirs);
         // The new leader claimed generation 2 and restored the newest
         // checkpoint the log held before its claim (a commit of the old
         // leader that landed after its last printed line counts too).
@@ -168,7 +247,7 @@ fn kill_9_of_the_coordinator_a_new_leader_fences_it_and_redeploys_on_the_survivi
             .find_map(|l| checkpoint_after(l, "restored from checkpoint "))
             .expect("a deploy");
         assert_eq!(redeployed, at_start, "seed {seed}");
-        let _ = std::fs::remove_dir_all(&dir);
+        dirs.remove();
     }
 }
 
@@ -221,16 +300,16 @@ fn a_broken_connection_with_both_processes_alive_fails_over_to_the_latest_commit
     for seed in seeds() {
         let (commits, delay) = kill_moment(seed);
         println!("seed {seed}: cut the connection after {commits} commits + {delay:?}");
-        let dir = tempdir(&format!("cut-{seed}"));
-        let (mut c, addr) = coordinator(&dir, "127.0.0.1:0");
+        let dirs = Dirs::new(&format!("cut-{seed}"));
+        let (mut c, addr) = coordinator(&dirs, "127.0.0.1:0");
         let proxy = Proxy::start(&addr);
-        let mut t = task_manager(&dir, &proxy.addr);
+        let mut t = task_manager(&dirs, &proxy.addr);
         c.wait_for_commits(commits);
         std::thread::sleep(delay);
         proxy.cut();
         t.wait_success();
         c.wait_success();
-        check_output(&dir);
+        check_run(&dirs);
         // One failover, restored from the latest commit; the surviving task
         // manager stopped its old attempts (refused as stale if it said
         // Hello before the coordinator saw the break) and was redeployed
@@ -252,7 +331,6 @@ fn a_broken_connection_with_both_processes_alive_fails_over_to_the_latest_commit
             .filter(|l| l.contains("serving generation"))
             .count();
         assert_eq!(served, 1, "seed {seed}: one generation throughout");
-        check_log(&read_log(&dir));
-        let _ = std::fs::remove_dir_all(&dir);
+        dirs.remove();
     }
 }

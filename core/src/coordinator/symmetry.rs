@@ -4,7 +4,7 @@
 
 use super::slots::AckSlot;
 use super::state::{Completed, CoordinatorState, TaskStatus};
-use crate::types::{StateHandle, TaskId};
+use crate::types::{AttemptNo, StateHandle, TaskId};
 
 fn renamed(slot: AckSlot, rename: &dyn Fn(StateHandle) -> StateHandle) -> AckSlot {
     match slot {
@@ -75,9 +75,9 @@ impl CoordinatorState {
         next.cold.tasks = tasks.into_iter().collect();
         for (id, p) in &self.pending {
             let mut q = p.clone();
-            let mut attempts = p.attempts.to_vec();
+            let mut attempts: Vec<AttemptNo> = p.attempts.iter().collect();
             for (s, a) in p.attempts.iter().enumerate() {
-                *attempts.get_mut(*new_slot.get(s)?)? = *a;
+                *attempts.get_mut(*new_slot.get(s)?)? = a;
             }
             q.attempts = attempts.into();
             for (s, a) in p.acks.iter().enumerate() {

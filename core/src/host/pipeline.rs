@@ -11,8 +11,9 @@
 //!   s + 2S, ...` below `total`, so together they emit `0..total` once.
 //! * [`KeyedCounter`] counts records per key and emits `(id, key, count)`.
 //! * [`TwoPhaseSink`] collects outputs into a transaction per checkpoint
-//!   epoch: **pre-commit** on the checkpoint (the transaction is written to
-//!   `sink/pending/` and fsync'd; its id goes into the snapshot; an epoch
+//!   epoch, on a file system of its own (given when it is built, not the
+//!   job's): **pre-commit** on the checkpoint (the transaction is written
+//!   to `sink/pending/` and fsync'd; its id goes into the snapshot; an epoch
 //!   without output writes none), **commit** on notify-complete (every
 //!   pending transaction up to that checkpoint is renamed into
 //!   `sink/committed/`, the directory fsync'd), and on **recovery** commits
@@ -36,7 +37,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use super::fs::{join, write_durable, Fs};
+use super::fs::{join, write_atomic, write_durable, Fs};
 use super::runtime::{
     JobOptions, JobSpec, Operator, OperatorError, OperatorFactory, Record, SourcePoll,
 };
@@ -149,11 +150,7 @@ impl Operator for NumberSource {
     fn process(&mut self, _record: Record, _out: &mut Vec<Record>) -> Result<(), OperatorError> {
         Err(OperatorError("a source has no input".into()))
     }
-    fn snapshot(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         Ok(self.next.to_le_bytes().to_vec())
     }
     fn restore(
@@ -171,11 +168,7 @@ impl Operator for NumberSource {
         self.started = None;
         Ok(())
     }
-    fn notify_complete(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _checkpoint: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -197,11 +190,7 @@ impl Operator for KeyedCounter {
         });
         Ok(())
     }
-    fn snapshot(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, _checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         let mut b = Vec::with_capacity(16 * self.counts.len());
         for (k, c) in &self.counts {
             b.extend_from_slice(&k.to_le_bytes());
@@ -226,11 +215,7 @@ impl Operator for KeyedCounter {
         }
         Ok(())
     }
-    fn notify_complete(
-        &mut self,
-        _checkpoint: CheckpointId,
-        _fs: &dyn Fs,
-    ) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, _checkpoint: CheckpointId) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -359,8 +344,10 @@ impl std::fmt::Debug for TwoPhaseSink {
 }
 
 impl TwoPhaseSink {
-    /// A sink for `task` writing through `fs`; `committed` counts the
-    /// records it commits.
+    /// A sink for `task` whose transactions (`sink/pending/`,
+    /// `sink/committed/`) are files of `fs`, for every call: pre-commit,
+    /// commit, recovery and [`Operator::committed_epoch`]. `committed`
+    /// counts the records it commits.
     pub fn new(task: TaskId, fs: Arc<dyn Fs>, committed: Arc<AtomicU64>) -> Self {
         TwoPhaseSink {
             task,
@@ -373,7 +360,8 @@ impl TwoPhaseSink {
 
     /// Commits one pre-committed transaction; committing twice is a no-op.
     /// Returns whether this call committed it.
-    fn commit(&self, checkpoint: CheckpointId, fs: &dyn Fs) -> Result<bool, OperatorError> {
+    fn commit(&self, checkpoint: CheckpointId) -> Result<bool, OperatorError> {
+        let fs = &*self.fs;
         let name = txn_name(checkpoint, self.task);
         let from = join(PENDING_DIR, &name);
         let to = join(COMMITTED_DIR, &name);
@@ -397,15 +385,11 @@ impl Operator for TwoPhaseSink {
         self.current.push(record);
         Ok(())
     }
-    fn snapshot(
-        &mut self,
-        checkpoint: CheckpointId,
-        fs: &dyn Fs,
-    ) -> Result<Vec<u8>, OperatorError> {
+    fn snapshot(&mut self, checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError> {
         // An epoch without output has nothing to commit: no transaction.
         if !self.current.is_empty() {
             let path = join(PENDING_DIR, &txn_name(checkpoint, self.task));
-            write_durable(fs, &path, &encode_txn(&self.current))
+            write_durable(&*self.fs, &path, &encode_txn(&self.current))
                 .map_err(|e| oerr("pre-commit", e))?;
             self.pending.insert(checkpoint, self.current.len() as u64);
             self.current.clear();
@@ -447,7 +431,7 @@ impl Operator for TwoPhaseSink {
         }
         // Recovery commit of the restored checkpoint's transactions.
         for (c, n) in &restored {
-            if self.commit(*c, &*fs)? {
+            if self.commit(*c)? {
                 self.committed.fetch_add(*n, Ordering::Relaxed);
             }
         }
@@ -466,21 +450,17 @@ impl Operator for TwoPhaseSink {
         }
         Ok(())
     }
-    fn committed_epoch(&mut self, fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
-        committed_epoch(fs, self.task).map_err(|e| oerr("committed epoch", e))
+    fn committed_epoch(&mut self) -> Result<Option<CheckpointId>, OperatorError> {
+        committed_epoch(&*self.fs, self.task).map_err(|e| oerr("committed epoch", e))
     }
-    fn notify_complete(
-        &mut self,
-        checkpoint: CheckpointId,
-        fs: &dyn Fs,
-    ) -> Result<(), OperatorError> {
+    fn notify_complete(&mut self, checkpoint: CheckpointId) -> Result<(), OperatorError> {
         let due: Vec<(CheckpointId, u64)> = self
             .pending
             .range(..=checkpoint)
             .map(|(c, n)| (*c, *n))
             .collect();
         for (c, n) in due {
-            self.commit(c, fs)?;
+            self.commit(c)?;
             self.pending.remove(&c);
             self.committed.fetch_add(n, Ordering::Relaxed);
         }
@@ -741,8 +721,11 @@ pub const PIPELINE_JOB: JobId = JobId(42);
 /// The pipeline as a [`JobSpec`]: source (task 0) -> counter (1) -> sink (2);
 /// with `cfg.sources` = `S` > 1, sources `0..S` -> counter (`S`, fan-in:
 /// one input channel from each source) -> sink (`S + 1`), every source
-/// triggered by the coordinator. `committed` counts the records the sink
-/// commits in this run.
+/// triggered by the coordinator. `fs` is the sink's own: its transactions
+/// are written there ([`TwoPhaseSink::new`]), whatever file system the
+/// job's state files are on (the one given to `Job::start` or
+/// `TaskGroup::standalone`; the same one, or another). `committed` counts
+/// the records the sink commits in this run.
 #[must_use]
 pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<AtomicU64>) -> JobSpec {
     let sources = cfg.sources.max(1);
@@ -783,6 +766,74 @@ pub fn pipeline_spec(cfg: &PipelineConfig, fs: Arc<dyn Fs>, committed: Arc<Atomi
         operators,
         hooks: Vec::new(),
         options: cfg.options.clone(),
+    }
+}
+
+/// Most numbered sources a pipeline runs ([`PipelineConfig::sources`]).
+pub const SOURCES_MAX: u32 = 64;
+/// The file that keeps the number of sources a pipeline's directory was
+/// started with.
+pub const SOURCES_FILE: &str = "sources";
+
+/// Why a directory's number of sources cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum SourcesError {
+    /// The file could not be read or written.
+    #[error("{SOURCES_FILE}: {0}")]
+    Io(String),
+    /// The file holds no number of sources in range.
+    #[error("{SOURCES_FILE} does not hold a number of sources from 1 to {SOURCES_MAX}")]
+    Damaged,
+    /// Another number was asked for than the directory was started with.
+    #[error("the directory was started with {kept} sources, not {asked}; refusing to start")]
+    Mismatch {
+        /// The directory's.
+        kept: u32,
+        /// The one asked for.
+        asked: u32,
+    },
+}
+
+/// The number of sources of a pipeline's directory (the sink's output
+/// holds each source's ids in order, so it must be read with the number it
+/// was written with): the one it was started with ([`SOURCES_FILE`]), 1
+/// for a directory from before that file existed (one with `checkpoints`,
+/// `ids` or `sink` in it), or `asked` (default 1) for a new one, written
+/// down atomically and durably first when `write` (a check that must
+/// change nothing passes `false`). A number `asked` that is not the
+/// directory's is refused ([`SourcesError::Mismatch`]) with nothing
+/// changed.
+pub fn directory_sources(
+    fs: &dyn Fs,
+    asked: Option<u32>,
+    write: bool,
+) -> Result<u32, SourcesError> {
+    let kept = if fs.exists(SOURCES_FILE) {
+        let bytes = fs
+            .read(SOURCES_FILE)
+            .map_err(|e| SourcesError::Io(e.to_string()))?;
+        let n = std::str::from_utf8(&bytes)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+            .filter(|n| (1..=SOURCES_MAX).contains(n))
+            .ok_or(SourcesError::Damaged)?;
+        Some(n)
+    } else if ["checkpoints", "ids", "sink"].iter().any(|p| fs.exists(p)) {
+        Some(1)
+    } else {
+        None
+    };
+    match (kept, asked) {
+        (Some(kept), Some(asked)) if kept != asked => Err(SourcesError::Mismatch { kept, asked }),
+        (Some(k), _) => Ok(k),
+        (None, asked) => {
+            let n = asked.unwrap_or(1);
+            if write {
+                write_atomic(fs, SOURCES_FILE, format!("{n}\n").as_bytes())
+                    .map_err(|e| SourcesError::Io(e.to_string()))?;
+            }
+            Ok(n)
+        }
     }
 }
 

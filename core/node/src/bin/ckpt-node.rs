@@ -1,38 +1,48 @@
 //! `ckpt-node`: the reference pipeline (`ckpt_core::host::pipeline`: a
 //! numbered source, a keyed counter, a two-phase-commit sink) across
-//! processes on one machine: a coordinator process with the checkpoint
-//! store on `ObjStore` over `LocalFileSystem` in DIR, and a task-manager
-//! process running the three tasks, talking over TCP.
+//! processes: a coordinator process with the checkpoint store on
+//! `ObjStore`, and a task-manager process running the tasks (`--sources`
+//! numbered sources, fan-in into the counter when more than one), talking
+//! over TCP. The store is an object store (`LocalFileSystem` rooted at
+//! STORE, default DIR) that both reach: the coordinator's metadata and log,
+//! and the tasks' state files as objects (`ObjFs`). Each process's DIR is
+//! its own: the task manager keeps its lock and the sink's output there.
 //!
 //! ```text
-//! ckpt-node coordinator --dir DIR [--listen 127.0.0.1:0] [--interval-ms 50]
-//!     [--timeout-ms 10000] [--retained 2] [--check-invariants]
-//! ckpt-node task --dir DIR --coordinator ADDR [--records 100000] [--keys 16]
-//!     [--rate 0] [--check-invariants]
+//! ckpt-node coordinator (--dir DIR | --store STORE) [--listen 127.0.0.1:0]
+//!     [--interval-ms 50] [--timeout-ms 10000] [--retained 2] [--sources 1]
+//!     [--check-invariants]
+//! ckpt-node task --dir DIR [--store STORE] --coordinator ADDR [--records 100000]
+//!     [--keys 16] [--rate 0] [--sources S] [--check-invariants]
 //! ```
 //!
 //! Exit status: 0 the job finished (the task manager also checked that
 //! every record is committed exactly once), 1 it failed, 2 usage, 3
 //! refused (a deposed or fenced coordinator, a store that refuses to
-//! open, a second task manager on a directory whose `task.lock` is held).
+//! open, a second task manager on a directory whose `task.lock` is held,
+//! a task manager's `--sources` other than its directory's).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ckpt_core::host::fs::{Fs, OffWorkerFs, StdFs};
+use ckpt_core::host::fs::{Fs, MemFs, OffWorkerFs, StdFs};
 use ckpt_core::host::pipeline::{
-    pipeline_spec, verify_output, OutputVerifier, PipelineConfig, PIPELINE_JOB,
+    directory_sources, pipeline_spec, verify_output_of, OutputVerifier, PipelineConfig,
+    SourcesError, PIPELINE_JOB, SOURCES_MAX,
 };
 use ckpt_core::host::runtime::{GroupSpec, JobOptions};
 use ckpt_node::coordinator::{self, CoordinatorConfig, CoordinatorError};
 use ckpt_node::manager::{self, Backoff, ManagerConfig};
+use ckpt_node::ObjFs;
 use clap::{Parser, Subcommand};
 use object_store::local::LocalFileSystem;
+use object_store::ObjectStore;
 
 const EXIT_FAILED: u8 = 1;
+const EXIT_USAGE: u8 = 2;
 const EXIT_REFUSED: u8 = 3;
 
 /// The reference pipeline across a coordinator process and a task-manager
@@ -46,12 +56,18 @@ struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Role {
-    /// The coordinator: the checkpoint store in DIR (an object store on the
-    /// local file system), listening for the task manager.
+    /// The coordinator: the checkpoint store (an object store on the local
+    /// file system, rooted at STORE), listening for the task manager.
     Coordinator {
-        /// The job's directory (created if missing).
+        /// The coordinator's directory: the store's root when --store is
+        /// not given (then created if missing); the coordinator keeps
+        /// nothing else there.
+        #[arg(long, required_unless_present = "store")]
+        dir: Option<PathBuf>,
+        /// The object store's root, which the task manager's --store must
+        /// name too (default: --dir; created if missing).
         #[arg(long)]
-        dir: PathBuf,
+        store: Option<PathBuf>,
         /// The address to listen on (port 0: any; the bound address is
         /// printed as `coordinator: listening on ADDR generation G`).
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -65,16 +81,27 @@ enum Role {
         /// Completed checkpoints retained (1 to 100).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
         retained: u32,
+        /// Numbered sources (1 to 64), all triggered; the task manager's
+        /// --sources must be the same (another task count is refused).
+        #[arg(long, default_value_t = 1,
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(SOURCES_MAX)))]
+        sources: u32,
         /// Check every coordinator step against ckpt-core's invariants.
         #[arg(long)]
         check_invariants: bool,
     },
-    /// The task manager: the pipeline's three tasks, their state files and
-    /// the sink's output in DIR.
+    /// The task manager: the pipeline's tasks (the sources, the counter, the
+    /// sink), their state files as objects of the store at STORE, the
+    /// sink's output and the lock in DIR.
     Task {
-        /// The job's directory (the coordinator's).
+        /// The task manager's own directory: its lock (`task.lock`) and the
+        /// sink's output (`sink/`) (created if missing).
         #[arg(long)]
         dir: PathBuf,
+        /// The object store's root, the coordinator's store (default:
+        /// --dir; created if missing).
+        #[arg(long)]
+        store: Option<PathBuf>,
         /// The coordinator's address.
         #[arg(long)]
         coordinator: SocketAddr,
@@ -84,9 +111,16 @@ enum Role {
         /// Distinct keys (1 to 1048576).
         #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
         keys: u64,
-        /// Source rate limit in records per second (0: none).
+        /// Source rate limit in records per second, per source (0: none).
         #[arg(long, default_value_t = 0)]
         rate: u64,
+        /// Numbered sources feeding the counter (1 to 64; more than one is
+        /// fan-in), as the coordinator's --sources. DIR keeps the number it
+        /// was started with (DIR/sources; another is refused, status 3);
+        /// without the flag, DIR's number (1 for a new DIR).
+        #[arg(long,
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(SOURCES_MAX)))]
+        sources: Option<u32>,
         /// Check every task step against ckpt-core's invariants.
         #[arg(long)]
         check_invariants: bool,
@@ -109,32 +143,43 @@ fn main() -> ExitCode {
     let result = match args.role {
         Role::Coordinator {
             dir,
+            store,
             listen,
             interval_ms,
             timeout_ms,
             retained,
+            sources,
             check_invariants,
-        } => rt.block_on(run_coordinator(
-            dir,
-            listen,
-            PipelineConfig {
-                interval_ms,
-                timeout_ms,
-                retained,
-                ..PipelineConfig::default()
-            },
-            check_invariants,
-        )),
+        } => match store.or(dir) {
+            Some(store) => rt.block_on(run_coordinator(
+                store,
+                listen,
+                PipelineConfig {
+                    interval_ms,
+                    timeout_ms,
+                    retained,
+                    sources,
+                    ..PipelineConfig::default()
+                },
+                check_invariants,
+            )),
+            // clap requires --dir unless --store is given.
+            None => Err((EXIT_USAGE, "--dir or --store is required".into())),
+        },
         Role::Task {
             dir,
+            store,
             coordinator,
             records,
             keys,
             rate,
+            sources,
             check_invariants,
         } => rt.block_on(run_task(
+            store.unwrap_or_else(|| dir.clone()),
             dir,
             coordinator,
+            sources,
             PipelineConfig {
                 records,
                 keys,
@@ -159,25 +204,35 @@ fn main() -> ExitCode {
 
 type Fail = (u8, String);
 
-/// The job's directory as the tasks' file system: the real disk, each call
-/// made off the runtime's worker (`OffWorkerFs`), so a state file's or the
-/// sink's fsync does not hold up the other tasks.
-fn open_dir(dir: &PathBuf) -> Result<Arc<dyn Fs>, Fail> {
-    std::fs::create_dir_all(dir).map_err(|e| (EXIT_FAILED, format!("{}: {e}", dir.display())))?;
+/// The task manager's directory as the sink's file system: the real disk,
+/// each call made off the runtime's worker (`OffWorkerFs`), so the sink's
+/// fsyncs do not hold up the other tasks.
+fn open_dir(dir: &Path) -> Result<Arc<dyn Fs>, Fail> {
     let fs = StdFs::new(dir).map_err(|e| (EXIT_FAILED, format!("{}: {e}", dir.display())))?;
     Ok(Arc::new(OffWorkerFs::new(fs)))
 }
 
+/// The object store rooted at `root` (created if missing): the local file
+/// system's (`LocalFileSystem`).
+fn open_store(root: &Path) -> Result<Arc<dyn ObjectStore>, Fail> {
+    std::fs::create_dir_all(root)
+        .map_err(|e| (EXIT_FAILED, format!("store {}: {e}", root.display())))?;
+    let objects = LocalFileSystem::new_with_prefix(root)
+        .map_err(|e| (EXIT_FAILED, format!("store {}: {e}", root.display())))?;
+    Ok(Arc::new(objects))
+}
+
 async fn run_coordinator(
-    dir: PathBuf,
+    store: PathBuf,
     listen: SocketAddr,
     cfg: PipelineConfig,
     check_invariants: bool,
 ) -> Result<(), Fail> {
-    let fs = open_dir(&dir)?;
-    let objects = LocalFileSystem::new_with_prefix(&dir)
-        .map_err(|e| (EXIT_FAILED, format!("{}: {e}", dir.display())))?;
-    let spec = pipeline_spec(&cfg, fs, Arc::new(AtomicU64::new(0)));
+    let objects = open_store(&store)?;
+    // Only the settings and the task count are the coordinator's: the
+    // operators (and the sink's file system they would write to) are the
+    // task manager's.
+    let spec = pipeline_spec(&cfg, Arc::new(MemFs::new()), Arc::new(AtomicU64::new(0)));
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| (EXIT_FAILED, format!("listen on {listen}: {e}")))?;
@@ -187,7 +242,7 @@ async fn run_coordinator(
             tasks: spec.tasks,
             check_invariants,
         },
-        Arc::new(objects),
+        objects,
         listener,
     )
     .await
@@ -209,9 +264,9 @@ async fn run_coordinator(
     Ok(())
 }
 
-/// The task manager's lock on its directory: the sink's output and the
-/// state files have one writer. Held until the process ends (the system
-/// releases it when the process dies, `kill -9` included).
+/// The task manager's lock on its directory: the sink's output has one
+/// writer. Held until the process ends (the system releases it when the
+/// process dies, `kill -9` included).
 const TASK_LOCK: &str = "task.lock";
 
 fn lock_dir(dir: &std::path::Path) -> Result<std::fs::File, Fail> {
@@ -239,11 +294,24 @@ fn lock_dir(dir: &std::path::Path) -> Result<std::fs::File, Fail> {
     }
 }
 
-async fn run_task(dir: PathBuf, coordinator: SocketAddr, cfg: PipelineConfig) -> Result<(), Fail> {
+async fn run_task(
+    store: PathBuf,
+    dir: PathBuf,
+    coordinator: SocketAddr,
+    sources: Option<u32>,
+    cfg: PipelineConfig,
+) -> Result<(), Fail> {
     let fs = open_dir(&dir)?;
     let _lock = lock_dir(&dir)?;
+    // The sink's output is read per source: DIR keeps its number.
+    let sources = directory_sources(&*fs, sources, true).map_err(|e| match e {
+        SourcesError::Mismatch { .. } => (EXIT_REFUSED, e.to_string()),
+        SourcesError::Io(_) | SourcesError::Damaged => (EXIT_FAILED, e.to_string()),
+    })?;
+    let cfg = PipelineConfig { sources, ..cfg };
+    let state_fs: Arc<dyn Fs> = Arc::new(ObjFs::new(open_store(&store)?));
     // What is already committed, verified once; this run adds the rest.
-    let mut verifier = OutputVerifier::new(cfg.records);
+    let mut verifier = OutputVerifier::with_sources(cfg.records, sources);
     verifier.advance(&*fs).map_err(|e| {
         (
             EXIT_FAILED,
@@ -265,7 +333,7 @@ async fn run_task(dir: PathBuf, coordinator: SocketAddr, cfg: PipelineConfig) ->
             operators: spec.operators,
         },
         options: cfg.options.clone(),
-        fs: Arc::clone(&fs),
+        state_fs,
         backoff: Backoff::default(),
         complete: Arc::new(move || before + counter.load(Ordering::Relaxed) >= records),
     })
@@ -274,7 +342,7 @@ async fn run_task(dir: PathBuf, coordinator: SocketAddr, cfg: PipelineConfig) ->
     if !report.violations.is_empty() {
         return Err((EXIT_FAILED, format!("violations: {:?}", report.violations)));
     }
-    let out = verify_output(&*fs, records, true)
+    let out = verify_output_of(&*fs, records, sources, true)
         .map_err(|e| (EXIT_FAILED, format!("the committed output: {e}")))?;
     println!(
         "task manager: done: {} records committed exactly once in {} transactions; {} deploys, {} refusals",

@@ -84,7 +84,7 @@
 //! object I/O with the layout's names in `objects`.
 
 mod log;
-mod objects;
+pub(crate) mod objects;
 mod recover;
 
 use std::fmt;

@@ -60,10 +60,21 @@ pub(super) async fn read(store: &dyn ObjectStore, path: &Path) -> Result<Vec<u8>
 /// Names of the objects directly under `dir`.
 pub(super) async fn list(store: &dyn ObjectStore, dir: &str) -> Result<Vec<String>, StoreError> {
     let prefix = Path::from(dir);
-    let listed = store
-        .list_with_delimiter(Some(&prefix))
+    names_under(store, Some(&prefix))
         .await
-        .map_err(obj_err("list", &prefix))?;
+        .map_err(obj_err("list", &prefix))
+}
+
+/// The names of the objects directly under `prefix` (the root when
+/// `None`), sorted; nested prefixes are not names. [`ObjStore`]'s listing
+/// and [`crate::objfs::ObjFs::list`] both read the store through it.
+///
+/// [`ObjStore`]: super::ObjStore
+pub(crate) async fn names_under(
+    store: &dyn ObjectStore,
+    prefix: Option<&Path>,
+) -> object_store::Result<Vec<String>> {
+    let listed = store.list_with_delimiter(prefix).await?;
     let mut names: Vec<String> = listed
         .objects
         .into_iter()

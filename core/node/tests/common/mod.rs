@@ -1,7 +1,9 @@
 //! What the process tests share: a child `ckpt-node` process with its
-//! stdout lines (timestamped), the coordinator's and the task manager's
-//! command lines, and the checks made over their lines, the store's log
-//! and the committed output after a run.
+//! stdout lines (timestamped), a run's directories (the coordinator's, the
+//! task manager's and the store they share), the coordinator's and the
+//! task manager's command lines, and the checks made over their lines, the
+//! store's log, the committed output and what each directory holds after a
+//! run.
 
 #![allow(
     dead_code,
@@ -15,7 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ckpt_core::host::fs::StdFs;
-use ckpt_core::host::pipeline::verify_output;
+use ckpt_core::host::pipeline::verify_output_of;
+use ckpt_core::host::store::{CHECKPOINT_DIR, STATE_DIR};
 use ckpt_core::CheckpointId;
 use ckpt_node::objstore::{LogEntry, LOG_DIR};
 
@@ -164,19 +167,100 @@ pub fn tempdir(tag: &str) -> PathBuf {
     dir
 }
 
-/// Starts a coordinator on DIR listening on `listen`, checkpoints every
-/// 50 ms, every step checked; returns it with the address it printed.
+/// One run's directories: each process's own (`--dir`) and the object
+/// store's root (`--store`), the only thing the processes share (with
+/// `LocalFileSystem` the bucket is a directory).
+pub struct Dirs {
+    root: PathBuf,
+    /// Every coordinator's `--dir`.
+    pub coordinator: PathBuf,
+    /// Every task manager's `--dir`: its lock and the sink's output.
+    pub task: PathBuf,
+    /// The object store: the coordinator's log and metadata, the state
+    /// files.
+    pub store: PathBuf,
+}
+
+impl Dirs {
+    /// Fresh, empty directories for one run.
+    pub fn new(tag: &str) -> Dirs {
+        let root = tempdir(tag);
+        let d = Dirs {
+            coordinator: root.join("coordinator"),
+            task: root.join("task"),
+            store: root.join("store"),
+            root,
+        };
+        for dir in [&d.coordinator, &d.task, &d.store] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        d
+    }
+
+    /// Each thing is where it belongs and nowhere else: the store holds
+    /// the log, the metadata and the state files and no sink output or
+    /// lock; the task manager's directory holds its lock and the sink's
+    /// output and no checkpoint; the coordinator keeps nothing in its own.
+    pub fn check_separate(&self) {
+        let names = |dir: &Path| -> Vec<String> {
+            let mut n: Vec<String> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(
+            names(&self.coordinator),
+            Vec::<String>::new(),
+            "the coordinator's own directory"
+        );
+        let task = names(&self.task);
+        assert!(
+            task.contains(&"task.lock".to_string()) && task.contains(&"sink".to_string()),
+            "the task manager's directory: {task:?}"
+        );
+        let store = names(&self.store);
+        assert!(
+            store.contains(&LOG_DIR.to_string()) && store.contains(&STATE_DIR.to_string()),
+            "the store: {store:?}"
+        );
+        for checkpointing in [LOG_DIR, STATE_DIR, CHECKPOINT_DIR] {
+            assert!(
+                !task.contains(&checkpointing.to_string()),
+                "{checkpointing} in the task manager's directory: {task:?}"
+            );
+        }
+        for output in ["sink", "task.lock"] {
+            assert!(
+                !store.contains(&output.to_string()),
+                "{output} in the store: {store:?}"
+            );
+        }
+    }
+
+    /// Removes them all.
+    pub fn remove(&self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Starts a coordinator with its own directory and the run's store,
+/// listening on `listen`, checkpoints every 50 ms, every step checked;
+/// returns it with the address it printed.
 pub fn coordinator(
     name: &str,
     prefix: &[String],
-    dir: &Path,
+    dirs: &Dirs,
     listen: &str,
     extra: &[&str],
 ) -> (Proc, String) {
     let mut args: Vec<String> = [
         "coordinator",
         "--dir",
-        dir.to_str().unwrap(),
+        dirs.coordinator.to_str().unwrap(),
+        "--store",
+        dirs.store.to_str().unwrap(),
         "--listen",
         listen,
         "--interval-ms",
@@ -199,19 +283,31 @@ pub fn coordinator(
     (p, addr)
 }
 
-/// Starts a task manager on DIR for `records` records at `rate` per
-/// second, connecting to `addr`, every step checked.
-pub fn task_manager(name: &str, dir: &Path, addr: &str, records: u64, rate: u64) -> Proc {
+/// Starts a task manager with its own directory and the run's store for
+/// `records` records from `sources` numbered sources, at `rate` per second
+/// in all, connecting to `addr`, every step checked.
+pub fn task_manager(
+    name: &str,
+    dirs: &Dirs,
+    addr: &str,
+    records: u64,
+    rate: u64,
+    sources: u32,
+) -> Proc {
     let args: Vec<String> = [
         "task",
         "--dir",
-        dir.to_str().unwrap(),
+        dirs.task.to_str().unwrap(),
+        "--store",
+        dirs.store.to_str().unwrap(),
         "--coordinator",
         addr,
         "--records",
         &records.to_string(),
         "--rate",
-        &rate.to_string(),
+        &(rate / u64::from(sources.max(1))).to_string(),
+        "--sources",
+        &sources.to_string(),
         "--check-invariants",
     ]
     .iter()
@@ -268,7 +364,7 @@ pub fn check_restores(lines: &[String], at_start: Option<CheckpointId>) -> usize
     failovers
 }
 
-/// The store's log, in position order.
+/// The log of the store rooted at `dir`, in position order.
 pub fn read_log(dir: &Path) -> Vec<LogEntry> {
     let mut names: Vec<_> = std::fs::read_dir(dir.join(LOG_DIR))
         .unwrap()
@@ -348,9 +444,10 @@ pub fn check_log(log: &[LogEntry]) {
     }
 }
 
-/// The committed output holds each of `records` records exactly once.
-pub fn check_output(dir: &Path, records: u64) {
+/// The committed output in a task manager's directory `dir` holds each of
+/// `records` records of `sources` numbered sources exactly once.
+pub fn check_output(dir: &Path, records: u64, sources: u32) {
     let fs = StdFs::new(dir).unwrap();
-    let report = verify_output(&fs, records, true).expect("exactly-once output");
+    let report = verify_output_of(&fs, records, sources, true).expect("exactly-once output");
     assert_eq!(report.records, records);
 }

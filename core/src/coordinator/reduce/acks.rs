@@ -59,6 +59,10 @@ impl CoordinatorState {
             held.sort_unstable();
             held
         };
+        // At most one effect per handle: grow the list once, not by
+        // doubling (a completion that evicts a checkpoint of 100 000 tasks
+        // otherwise copied its discards a dozen times).
+        fx.reserve(handles.len());
         for h in handles.drain(..) {
             if held.binary_search(&h).is_err() {
                 fx.push(E::Discard {
@@ -102,7 +106,7 @@ impl CoordinatorState {
             self.discard_one(id, handle, fx);
             return Outcome::Ignored(Ignored::UnknownTask);
         };
-        if p.attempts.get(slot) != Some(&attempt) {
+        if !p.attempts.expects(slot, attempt) {
             self.discard_one(id, handle, fx);
             return Outcome::Ignored(Ignored::UnknownTask);
         }
@@ -168,7 +172,7 @@ impl CoordinatorState {
             return Outcome::Ignored(Ignored::UnknownTask);
         }
         if let Some(slot) = self.cold.config.wait_slot(task) {
-            if p.attempts.get(slot) != Some(&attempt) {
+            if !p.attempts.expects(slot, attempt) {
                 return Outcome::Ignored(Ignored::StaleAttempt);
             }
         } else if self.cold.tasks.get(task.0 as usize).map(|s| s.attempt) != Some(attempt) {

@@ -225,7 +225,7 @@ impl CoordinatorState {
                     timestamp: self.now,
                     handles: handles.iter().map(|h| AckSlot::Acked(Some(*h))).collect(),
                 });
-                self.evict_completed(fx);
+                self.evict_completed(1, fx);
                 fx.push(E::Job(JobCommand::Restore {
                     checkpoint: Some(checkpoint),
                     handles,

@@ -22,7 +22,10 @@ fn a_task_that_is_down_is_never_planned_as_finished() {
     let p = h.s.pending_checkpoint(cp(1)).expect("pending");
     assert_eq!(p.remaining(), 2);
     assert!(p.acks().all(|a| a == AckSlot::Waiting));
-    assert_eq!(p.attempts(), &[AttemptNo(0), AttemptNo(1)]);
+    assert_eq!(
+        p.attempts().collect::<Vec<_>>(),
+        [AttemptNo(0), AttemptNo(1)]
+    );
 }
 
 #[test]
@@ -76,4 +79,54 @@ fn a_task_that_finished_before_its_trigger_declines_without_failing_the_job() {
     );
     assert_eq!(h.s.counted_failures(), 0);
     assert!(!h.s.job_failed());
+}
+
+#[test]
+fn ack_slots_follow_the_wait_list_whether_or_not_it_is_in_id_order() {
+    // In id order from 0 (the slot is the task id, answered without the
+    // roles table) ...
+    let c = config_ok(|s| s.tasks_to_wait = vec![t(0), t(1), t(2)]);
+    assert_eq!(c.wait_slot(t(0)), Some(0));
+    assert_eq!(c.wait_slot(t(2)), Some(2));
+    assert_eq!(c.wait_slot(t(3)), None);
+    // ... and not: a gap, or another order, goes through the roles.
+    let c = config_ok(|s| {
+        s.tasks_to_wait = vec![t(0), t(2)];
+        s.tasks_to_commit = vec![t(0), t(1), t(2)];
+    });
+    assert_eq!(c.wait_slot(t(0)), Some(0));
+    assert_eq!(c.wait_slot(t(1)), None);
+    assert_eq!(c.wait_slot(t(2)), Some(1));
+    let c = config_ok(|s| s.tasks_to_wait = vec![t(1), t(0)]);
+    assert_eq!(c.wait_slot(t(1)), Some(0));
+    assert_eq!(c.wait_slot(t(0)), Some(1));
+}
+
+#[test]
+fn a_plan_with_one_attempt_for_every_slot_checks_acks_as_a_plan_with_one_per_slot() {
+    // Both tasks at attempt 2 (the one-attempt form of the plan): an ack of
+    // attempt 2 counts, one of attempt 0 is an unknown task's.
+    let mut h = H::new();
+    for task in [0, 1] {
+        h.step(0, failed(task, 0));
+        h.step(0, running(task, 2));
+    }
+    h.step(1, trigger(user()));
+    h.step(1, alloc(0, 1));
+    let p = h.s.pending_checkpoint(cp(1)).expect("pending");
+    assert_eq!(
+        p.attempts().collect::<Vec<_>>(),
+        [AttemptNo(2), AttemptNo(2)]
+    );
+    assert_eq!(
+        h.step(2, ack_at(0, 0, 1, Some(7))).outcome,
+        Outcome::Ignored(Ignored::UnknownTask)
+    );
+    assert_eq!(
+        h.step(2, ack_at(0, 2, 1, Some(8))).outcome,
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1
+        })
+    );
 }

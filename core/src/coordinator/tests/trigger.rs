@@ -281,8 +281,11 @@ fn trigger_messages_go_to_every_task_to_trigger_with_its_current_attempt() {
         }),
     );
     assert_eq!(
-        h.s.pending_checkpoint(cp(1)).expect("pending").attempts(),
-        &[AttemptNo(0), AttemptNo(3)]
+        h.s.pending_checkpoint(cp(1))
+            .expect("pending")
+            .attempts()
+            .collect::<Vec<_>>(),
+        [AttemptNo(0), AttemptNo(3)]
     );
 }
 

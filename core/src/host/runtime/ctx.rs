@@ -24,6 +24,8 @@ use crate::types::{AttemptNo, JobId, Millis, StateHandle, TaskId};
 pub(crate) struct Ctx {
     pub(super) job: JobId,
     pub(super) options: JobOptions,
+    /// Where the state files are (in-process, the store's too); never
+    /// handed to operators.
     pub(super) fs: Arc<dyn Fs>,
     pub(super) net: Arc<net::Net>,
     pub(super) start: Instant,

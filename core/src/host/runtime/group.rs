@@ -187,7 +187,10 @@ impl TaskGroup {
 
     /// A group for a process that runs the tasks of job `job` for a
     /// coordinator elsewhere: state files are written and read through
-    /// `fs`; what the attempts send comes out of the returned outbox.
+    /// `fs` (the coordinator's store must find them there: `ckpt-node`
+    /// gives an object store both processes reach); operators are handed
+    /// no file system ([`Operator`](super::Operator)). What the attempts
+    /// send comes out of the returned outbox.
     /// `options.faults` is ignored (the network between the processes is
     /// the real one); `check_invariants` checks every task step and
     /// `verbose` logs failures to stderr.

@@ -73,7 +73,10 @@
 //!
 //! Store I/O (small metadata files) is made by the coordinator driver,
 //! which waits for it before it reads the next event; state files are
-//! written by the tasks' async parts; both through the job's `Fs`. A bare
+//! written by the tasks' async parts; both through the job's `Fs` (the one
+//! given to [`Job::start`]). Operators are handed no file system: one
+//! with output of its own writes through what it was built with
+//! ([`Operator`]), so the job's `Fs` holds checkpoints only. A bare
 //! `StdFs` blocks the tokio worker for the length of each call; wrapped in
 //! `host::fs::OffWorkerFs` (as the pipeline example and `ckpt-node` do),
 //! each call on a multi-thread runtime leaves the worker, so its other
@@ -262,7 +265,8 @@ pub struct Job;
 
 impl Job {
     /// Opens the store on `fs`, recovers, restores the latest checkpoint and
-    /// starts the job. Must be called inside a tokio runtime.
+    /// starts the job; the tasks write and read their state files through
+    /// `fs` too. Must be called inside a tokio runtime.
     pub async fn start(spec: JobSpec, fs: Arc<dyn Fs>) -> Result<JobHandle, JobError> {
         let state = CoordinatorState::from_settings(spec.settings.clone())?;
         let n = spec.tasks as usize;
@@ -274,7 +278,7 @@ impl Job {
         for t in 0..spec.tasks {
             let task = TaskId(t);
             let epoch = (spec.operators)(task)
-                .committed_epoch(&*fs)
+                .committed_epoch()
                 .map_err(|e| JobError::CommittedEpoch { task, why: e.0 })?;
             committed = committed.max(epoch);
         }
@@ -398,7 +402,8 @@ impl JobHandle {
             .unwrap_or_default()
     }
 
-    /// The file system the job uses.
+    /// The job's file system: the store and the state files (an operator's
+    /// own output is wherever that operator writes it).
     #[must_use]
     pub fn fs(&self) -> Arc<dyn Fs> {
         Arc::clone(&self.ctx.fs)

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::host::fs::Fs;
 use crate::types::{CheckpointId, TaskId};
 
 /// One record flowing between tasks.
@@ -61,6 +60,16 @@ pub enum SourcePoll {
 pub struct OperatorError(pub String);
 
 /// User code of one task. All methods run on the task's task thread.
+///
+/// The host hands an operator no file system: the job's
+/// [`Fs`](crate::host::fs::Fs) (given to
+/// [`Job::start`](super::Job::start) or
+/// [`TaskGroup::standalone`](super::TaskGroup::standalone)) holds the
+/// checkpoints' state files, which the host writes and reads itself. An
+/// operator with output of its own (the pipeline's two-phase-commit sink,
+/// [`TwoPhaseSink`](crate::host::pipeline::TwoPhaseSink), writes its
+/// transactions through the `Fs` it is built with) brings what it writes to, as a Flink sink brings its
+/// connection to the external system.
 pub trait Operator: Send + 'static {
     /// Whether this is a source ([`Operator::poll_source`] is called).
     fn is_source(&self) -> bool {
@@ -78,8 +87,7 @@ pub trait Operator: Send + 'static {
     fn process(&mut self, record: Record, out: &mut Vec<Record>) -> Result<(), OperatorError>;
     /// The synchronous part of a checkpoint: the operator's state as bytes
     /// (a two-phase-commit sink pre-commits here).
-    fn snapshot(&mut self, checkpoint: CheckpointId, fs: &dyn Fs)
-        -> Result<Vec<u8>, OperatorError>;
+    fn snapshot(&mut self, checkpoint: CheckpointId) -> Result<Vec<u8>, OperatorError>;
     /// Called once before anything else: the restored checkpoint and this
     /// task's snapshot in it (`None`, `None` for a fresh start).
     fn restore(
@@ -88,21 +96,17 @@ pub trait Operator: Send + 'static {
         state: Option<&[u8]>,
     ) -> Result<(), OperatorError>;
     /// The checkpoint completed (a two-phase-commit sink commits).
-    fn notify_complete(
-        &mut self,
-        checkpoint: CheckpointId,
-        fs: &dyn Fs,
-    ) -> Result<(), OperatorError>;
+    fn notify_complete(&mut self, checkpoint: CheckpointId) -> Result<(), OperatorError>;
     /// The checkpoint was aborted.
     fn notify_aborted(&mut self, _checkpoint: CheckpointId) {}
     /// An exactly-once sink's answer to "how far is your output already
     /// committed?": the newest checkpoint whose output it has committed
-    /// externally (read from `fs` or the external system), `None` when
+    /// externally (read from the external system it writes to), `None` when
     /// nothing is committed or the operator commits nothing.
     /// [`Job::start`](super::Job::start) asks every task's operator before it recovers and refuses to restore
     /// an older checkpoint (that would commit the same output again). An
     /// operator that wraps another must forward this.
-    fn committed_epoch(&mut self, _fs: &dyn Fs) -> Result<Option<CheckpointId>, OperatorError> {
+    fn committed_epoch(&mut self) -> Result<Option<CheckpointId>, OperatorError> {
         Ok(None)
     }
 }

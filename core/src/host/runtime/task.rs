@@ -675,7 +675,7 @@ async fn task_thread(
                 }
                 Deferred::Snapshot(checkpoint, cancel) => {
                     let processed_pos = lock(&shared.core).processed_pos;
-                    match operator.snapshot(checkpoint, &*shared.ctx.fs) {
+                    match operator.snapshot(checkpoint) {
                         Ok(bytes) => {
                             let _ = async_tx.send(AsyncJob {
                                 checkpoint,
@@ -694,7 +694,7 @@ async fn task_thread(
                     }
                 }
                 Deferred::NotifyComplete(checkpoint) => {
-                    if let Err(e) = operator.notify_complete(checkpoint, &*shared.ctx.fs) {
+                    if let Err(e) = operator.notify_complete(checkpoint) {
                         shared.ctx.log(format!("task {}: {e}", shared.task));
                         shared.deliver(TaskEvent::OperatorFailed);
                     }

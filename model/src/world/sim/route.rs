@@ -215,7 +215,7 @@ impl Sim {
                     // The attempts it waited for, captured at trigger time.
                     if before
                         .pending_checkpoint(*checkpoint)
-                        .is_some_and(|p| p.attempts().iter().any(|a| a.0 > 0))
+                        .is_some_and(|p| p.attempts().any(|a| a.0 > 0))
                     {
                         s.history.failover_complete = true;
                     }
