@@ -76,6 +76,20 @@
 //! The log is never compacted: recovery reads every entry (two per
 //! checkpoint: the id allocation and the commit).
 //!
+//! # Durability, by backend
+//!
+//! A commit is durable when its log entry's put is. On S3, GCS and Azure a
+//! put that has returned is durable. On `object_store`'s
+//! `LocalFileSystem` a put is whole (written to a staged file and linked
+//! into place) but **not fsynced**: a stored checkpoint survives the
+//! process (`kill -9`, which the multi-process tests do) but not a crash
+//! of the machine or the loss of power, which can take back log entries
+//! the coordinator was told were written. Use a store with durable puts
+//! (or [`FileStore`](ckpt_core::host::store::FileStore) on
+//! [`StdFs`](ckpt_core::host::fs::StdFs), which syncs every write and
+//! directory entry) where a machine crash must not lose a
+//! committed checkpoint. `InMemory` keeps nothing past the process.
+//!
 //! # Where things are
 //!
 //! This module holds [`ObjStore`] and the coordinator's I/O (id allocation,
