@@ -155,31 +155,11 @@ fn assemble(
     let mut tasks: Vec<Option<SharedSide>> = vec![None; s.tasks.len()];
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
-        let mut side = side.clone();
-        let renamed_ack = side
-            .last_ack
-            .map(|(c, h)| (c, rename_handle(h, perm)))
-            .filter(|a| Some(*a) != side.last_ack);
-        if renamed_ack.is_some() || side.inputs.iter().any(|c| image(c.from) != c.from) {
-            for c in &mut side.inputs {
-                c.from = image(c.from);
-            }
-            side.inputs.sort_by_key(|c| c.from);
-            if renamed_ack.is_some() {
-                side.last_ack = renamed_ack;
-            }
-            side.seal();
-        }
+        let side = rename_side(side, perm).unwrap_or_else(|| side.clone());
         *tasks.get_mut(new.0 as usize)? = Some(side);
     }
     let tasks = tasks.into_iter().collect::<Option<Vec<_>>>()?;
-    let mut net: Vec<Msg> = s.net.iter().map(|m| rename_msg(m, perm)).collect();
-    if ordered_net {
-        // Stable: keeps each link's FIFO order.
-        net.sort_by_key(Msg::link);
-    } else {
-        net.sort();
-    }
+    let net: Vec<Msg> = rename_net(&s.net, perm, ordered_net);
     // Every field named: a new one cannot be left out of the renaming.
     let SysState {
         now,
@@ -200,11 +180,7 @@ fn assemble(
         ordered_net: net_ordered,
     } = s;
     let zombie = match zombie {
-        Some(z) => Some(Box::new(Zombie {
-            coord: Sealed::new(permute_coordinator(&z.coord, perm)?),
-            ledger: Sealed::new(permute_ledger(&z.ledger, perm)),
-            io: z.io.clone(),
-        })),
+        Some(z) => Some(rename_zombie(z, perm)?),
         None => None,
     };
     Some(SysState {
@@ -225,6 +201,59 @@ fn assemble(
         violation: violation.clone(),
         ordered_net: *net_ordered,
     })
+}
+
+/// `side` renamed by `perm` (its input channels' upstream tasks, in the
+/// order of their new names, and the handle of its last ack), sealed, or
+/// `None` when the renaming leaves it as it is. Where it moves to is the
+/// caller's business.
+fn rename_side(side: &SharedSide, perm: &[TaskId]) -> Option<SharedSide> {
+    let image = |t: TaskId| perm.get(t.0 as usize).copied().unwrap_or(t);
+    let renamed_ack = side
+        .last_ack
+        .map(|(c, h)| (c, rename_handle(h, perm)))
+        .filter(|a| Some(*a) != side.last_ack);
+    if renamed_ack.is_none() && side.inputs.iter().all(|c| image(c.from) == c.from) {
+        return None;
+    }
+    // Copied once, into its own part (the mutable access copies it).
+    let mut side = side.clone();
+    for c in &mut side.inputs {
+        c.from = image(c.from);
+    }
+    side.inputs.sort_by_key(|c| c.from);
+    if renamed_ack.is_some() {
+        side.last_ack = renamed_ack;
+    }
+    side.seal();
+    Some(side)
+}
+
+/// The messages in flight renamed by `perm`, in the order a world keeps
+/// them (sorted, or by link and FIFO within a link when `ordered`).
+fn rename_net<C: FromIterator<Msg> + std::ops::DerefMut<Target = [Msg]>>(
+    net: &[Msg],
+    perm: &[TaskId],
+    ordered: bool,
+) -> C {
+    let mut renamed: C = net.iter().map(|m| rename_msg(m, perm)).collect();
+    if ordered {
+        // Stable: keeps each link's FIFO order.
+        renamed.sort_by_key(Msg::link);
+    } else {
+        renamed.sort();
+    }
+    renamed
+}
+
+/// The deposed coordinator renamed by `perm` (`None` where the
+/// coordinator refuses the renaming).
+fn rename_zombie(z: &Zombie, perm: &[TaskId]) -> Option<Box<Zombie>> {
+    Some(Box::new(Zombie {
+        coord: Sealed::new(permute_coordinator(&z.coord, perm)?),
+        ledger: Sealed::new(permute_ledger(&z.ledger, perm)),
+        io: z.io.clone(),
+    }))
 }
 
 /// The renamings of the interchangeable tasks of a run's worlds, but the
@@ -425,37 +454,13 @@ fn renamed_hash(
     let mut tasks: SmallVec<[PartHash; 8]> = s.tasks.iter().map(|_| PartHash(0)).collect();
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
-        let renamed_ack = side
-            .last_ack
-            .map(|(c, h)| (c, rename_handle(h, perm)))
-            .filter(|a| Some(*a) != side.last_ack);
-        let digest = if renamed_ack.is_some() || side.inputs.iter().any(|c| image(c.from) != c.from)
-        {
-            let mut side = side.clone();
-            for c in &mut side.inputs {
-                c.from = image(c.from);
-            }
-            side.inputs.sort_by_key(|c| c.from);
-            if renamed_ack.is_some() {
-                side.last_ack = renamed_ack;
-            }
-            side.seal();
-            side.digest()
-        } else {
-            side.digest()
-        };
+        let digest = rename_side(side, perm).map_or_else(|| side.digest(), |r| r.digest());
         tasks.get_mut(new.0 as usize)?.0 = digest;
     }
     if tasks.iter().any(|d| d.0 == 0) {
         return None;
     }
-    let mut net: SmallVec<[Msg; 16]> = s.net.iter().map(|m| rename_msg(m, perm)).collect();
-    if s.ordered_net {
-        // Stable: keeps each link's FIFO order.
-        net.sort_by_key(Msg::link);
-    } else {
-        net.sort();
-    }
+    let net: SmallVec<[Msg; 16]> = rename_net(&s.net, perm, s.ordered_net);
     // Every field named, in the order `World`'s derived `Hash` writes
     // them: a new one cannot be left out.
     let SysState {
@@ -477,11 +482,7 @@ fn renamed_hash(
         ordered_net,
     } = s;
     let zombie = match zombie {
-        Some(z) => Some(Box::new(Zombie {
-            coord: Sealed::new(permute_coordinator(&z.coord, perm)?),
-            ledger: Sealed::new(permute_ledger(&z.ledger, perm)),
-            io: z.io.clone(),
-        })),
+        Some(z) => Some(rename_zombie(z, perm)?),
         None => None,
     };
     let mut h = build.build_hasher();
