@@ -6,7 +6,6 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use imbl::Vector;
 use serde::{Deserialize, Serialize};
 
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
@@ -774,6 +773,132 @@ impl std::fmt::Debug for TimerTable {
     }
 }
 
+/// A short list (the trigger queue, the retained checkpoints, the recent
+/// ids) behind one `triomphe` pointer: a plain `Vec`, shared by the states
+/// that did not write it. Cloning shares it; the first write to a shared
+/// one copies it (one allocation: the lists are bounded by the queue
+/// bound, the retention bound plus kept savepoints, and 16 ids), an
+/// unshared one is written in place. It replaced `imbl::Vector`, whose
+/// iterator builds a tree cursor (a `Focus`) per walk and reads each
+/// element through it, while the invariant checks walk these lists
+/// several times per event (the fuzz targets' rates before and after:
+/// fuzz/FIGURES-2026-12-04b.md). The subset of `imbl`'s interface the
+/// coordinator uses; equal when the same allocation or equal element by
+/// element.
+pub(crate) struct SharedVec<T>(triomphe::Arc<Vec<T>>);
+
+impl<T> Clone for SharedVec<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        SharedVec(self.0.clone())
+    }
+}
+
+impl<T> Default for SharedVec<T> {
+    fn default() -> Self {
+        SharedVec(triomphe::Arc::new(Vec::new()))
+    }
+}
+
+impl<T> SharedVec<T> {
+    #[inline]
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.0.iter()
+    }
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub(crate) fn last(&self) -> Option<&T> {
+        self.0.last()
+    }
+    pub(crate) fn get(&self, i: usize) -> Option<&T> {
+        self.0.get(i)
+    }
+    /// Whether both are the same allocation.
+    #[inline]
+    pub(crate) fn ptr_eq(&self, other: &Self) -> bool {
+        triomphe::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T: PartialEq> SharedVec<T> {
+    pub(crate) fn contains(&self, x: &T) -> bool {
+        self.0.contains(x)
+    }
+}
+
+impl<T: Clone> SharedVec<T> {
+    /// The list for writing (copied first if shared).
+    fn vec_mut(&mut self) -> &mut Vec<T> {
+        triomphe::Arc::make_mut(&mut self.0)
+    }
+    pub(crate) fn push_back(&mut self, x: T) {
+        self.vec_mut().push(x);
+    }
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(self.vec_mut().remove(0))
+    }
+    /// Removes the element at `i` (`None` past the end).
+    pub(crate) fn remove(&mut self, i: usize) -> Option<T> {
+        if i >= self.len() {
+            return None;
+        }
+        Some(self.vec_mut().remove(i))
+    }
+    /// Inserts `x` at `i` (at the end when `i` is past it).
+    pub(crate) fn insert(&mut self, i: usize, x: T) {
+        let v = self.vec_mut();
+        v.insert(i.min(v.len()), x);
+    }
+}
+
+impl<T: Clone> IntoIterator for SharedVec<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+    /// The elements, moved out when the list is not shared.
+    fn into_iter(self) -> Self::IntoIter {
+        triomphe::Arc::try_unwrap(self.0)
+            .unwrap_or_else(|shared| (*shared).clone())
+            .into_iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a SharedVec<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<T> FromIterator<T> for SharedVec<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        SharedVec(triomphe::Arc::new(iter.into_iter().collect()))
+    }
+}
+
+impl<T: PartialEq> PartialEq for SharedVec<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other) || self.0[..] == other.0[..]
+    }
+}
+
+impl<T: Eq> Eq for SharedVec<T> {}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for SharedVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
+
 /// The parts of the coordinator's state that change at most a few times
 /// per checkpoint (never on an ack): the configuration, the timers, the
 /// tasks, requests, the retained completed checkpoints, the recent ids and
@@ -791,9 +916,9 @@ pub(crate) struct Cold {
     pub(crate) tasks: TaskTable,
     pub(crate) in_flight: Option<Request>,
     /// Sorted by priority (highest first), FIFO within a priority.
-    pub(crate) queue: Vector<Request>,
-    pub(crate) completed: Vector<Completed>,
-    pub(crate) recent: Vector<CheckpointId>,
+    pub(crate) queue: SharedVec<Request>,
+    pub(crate) completed: SharedVec<Completed>,
+    pub(crate) recent: SharedVec<CheckpointId>,
     /// The checkpoint that was finalizing or storing when the coordinator
     /// shut down: its state belongs to the outcome of that I/O, which the
     /// coordinator will never hear. Still owned (never discarded here); the
@@ -808,20 +933,6 @@ pub(crate) struct Cold {
     /// Every task finished: the final checkpoint is pending, or the job
     /// finished.
     pub(crate) finish: Option<super::FinishPhase>,
-}
-
-/// Small vectors compared without imbl's tree iterator, shared ones by
-/// pointer.
-fn vec_eq<T: Clone + PartialEq>(a: &Vector<T>, b: &Vector<T>) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    if a.is_inline() && b.is_inline() {
-        // Small vectors live inline (no pointer to share): compare
-        // the one slice rather than through imbl's tree iterator.
-        return a.leaves().eq(b.leaves());
-    }
-    a.ptr_eq(b) || a == b
 }
 
 impl PartialEq for Cold {
@@ -850,9 +961,9 @@ impl PartialEq for Cold {
             && *tasks == other.tasks
             && *in_flight == other.in_flight
             && *in_doubt == other.in_doubt
-            && vec_eq(queue, &other.queue)
-            && vec_eq(completed, &other.completed)
-            && vec_eq(recent, &other.recent)
+            && *queue == other.queue
+            && *completed == other.completed
+            && *recent == other.recent
     }
 }
 
@@ -994,9 +1105,9 @@ impl CoordinatorState {
                 timers: TimerTable::default(),
                 tasks,
                 in_flight: None,
-                queue: Vector::new(),
-                completed: Vector::new(),
-                recent: Vector::new(),
+                queue: SharedVec::default(),
+                completed: SharedVec::default(),
+                recent: SharedVec::default(),
                 in_doubt: None,
                 restore_deferred: false,
                 generation: Generation(0),
