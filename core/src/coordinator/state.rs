@@ -1254,11 +1254,62 @@ impl CoordinatorState {
     pub fn in_doubt(&self) -> Option<&Completed> {
         self.cold.in_doubt.as_ref()
     }
+    /// Whether both retain the same completed checkpoints and savepoints
+    /// by construction (one storage, or both none): a check can tell in
+    /// O(1) that a step left the list alone. `false` says nothing.
+    pub(crate) fn retains_same_as(&self, other: &Self) -> bool {
+        let (a, b) = (&self.cold.completed, &other.cold.completed);
+        self.cold.ptr_eq(&other.cold) || a.ptr_eq(b) || (a.is_empty() && b.is_empty())
+    }
+    /// Whether this state (after a step) holds every state handle `before`
+    /// holds, shown in O(pending checkpoints) without listing them: the
+    /// retained list and the in-doubt checkpoint are the same storage (or
+    /// the in-doubt one keeps its handles), and each pending checkpoint of
+    /// `before` that holds a handle is still pending here with an ack table
+    /// that keeps them ([`AckTable::keeps_handles_of`]: an ack adds a
+    /// handle, it takes none). `false` says nothing: the ledger then lists
+    /// every handle.
+    pub(crate) fn keeps_holdings_of(&self, before: &Self) -> bool {
+        if !self.cold.ptr_eq(&before.cold) {
+            if !self.retains_same_as(before) {
+                return false;
+            }
+            if let Some(old) = &before.cold.in_doubt {
+                let kept = self
+                    .cold
+                    .in_doubt
+                    .as_ref()
+                    .is_some_and(|new| new.handles.keeps_handles_of(&old.handles));
+                if !kept {
+                    return false;
+                }
+            }
+        }
+        if let (PendingMap::Many(a), PendingMap::Many(b)) = (&self.pending, &before.pending) {
+            if triomphe::Arc::ptr_eq(a, b) {
+                return true;
+            }
+        }
+        before.pending.values().all(|old| {
+            old.acks.holds_no_handle()
+                || self
+                    .pending
+                    .get(&old.id)
+                    .is_some_and(|new| new.acks.keeps_handles_of(&old.acks))
+        })
+    }
     /// Every state handle the coordinator currently owns (pending acks,
     /// retained completed checkpoints, and the in-doubt checkpoint), for
-    /// ledger checks.
+    /// ledger checks: each ack table appends its own to one list.
     pub fn owned_handles(&self) -> Vec<StateHandle> {
-        self.held_handles().collect()
+        let mut out = Vec::new();
+        for p in self.pending.values() {
+            p.acks.extend_handles(&mut out);
+        }
+        for c in self.cold.completed.iter().chain(&self.cold.in_doubt) {
+            c.handles.extend_handles(&mut out);
+        }
+        out
     }
     /// [`Self::owned_handles`] without collecting them (the reducer's
     /// discard guard walks them once per discard batch).
