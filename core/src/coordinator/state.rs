@@ -991,9 +991,18 @@ fn hash_seq<H: Hasher, T: Hash, I: Iterator<Item = T>>(
 /// O(what changed) rather than O(state).
 impl PartialEq for CoordinatorState {
     fn eq(&self, other: &Self) -> bool {
+        self.now == other.now && self.eq_but_now(other)
+    }
+}
+
+impl CoordinatorState {
+    /// Equal in every field but the clock (`now`): what a refused event
+    /// must leave unchanged, compared without copying the state to set its
+    /// clock.
+    pub(crate) fn eq_but_now(&self, other: &Self) -> bool {
         // Destructured so that a new field cannot silently drop out.
         let CoordinatorState {
-            now,
+            now: _,
             shutdown,
             periodic,
             next_request,
@@ -1006,8 +1015,7 @@ impl PartialEq for CoordinatorState {
             consecutive_trigger_failures,
             failures,
         } = self;
-        *now == other.now
-            && *shutdown == other.shutdown
+        *shutdown == other.shutdown
             && *periodic == other.periodic
             && *next_request == other.next_request
             && *completing == other.completing

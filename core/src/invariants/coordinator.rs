@@ -342,9 +342,7 @@ pub fn check_step(
             ensure(step.effects.is_empty(), names::REFUSED_UNCHANGED, || {
                 format!("refused event emitted {:?}", step.effects)
             })?;
-            let mut b = before.clone();
-            b.now = after.now;
-            ensure(&b == after, names::REFUSED_UNCHANGED, || {
+            ensure(before.eq_but_now(after), names::REFUSED_UNCHANGED, || {
                 format!("{event:?} changed state")
             })?;
         }
@@ -356,9 +354,7 @@ pub fn check_step(
             ensure(only_discards, names::REFUSED_UNCHANGED, || {
                 format!("ignored event emitted {:?}", step.effects)
             })?;
-            let mut b = before.clone();
-            b.now = after.now;
-            ensure(&b == after, names::REFUSED_UNCHANGED, || {
+            ensure(before.eq_but_now(after), names::REFUSED_UNCHANGED, || {
                 format!("ignored {event:?} changed state")
             })?;
         }
@@ -395,7 +391,8 @@ pub fn check_step(
     // discarded only by that I/O's failure.
     let storing = before
         .completing()
-        .and_then(|c| before.pending_checkpoint(c));
+        .and_then(|c| before.pending_checkpoint(c))
+        .filter(|_| discards);
     if let Some(p) = storing {
         let failed_here = matches!(
             event,
@@ -423,11 +420,10 @@ pub fn check_step(
     check_retention(before, event, step, after)?;
     check_stop(before, event, step, after)?;
     super::finish::check_finish(before, event, step, after)?;
-    let mut last_completed = before
-        .completed()
-        .filter(|c| !c.is_savepoint())
-        .map(|c| c.id())
-        .max();
+    // The newest checkpoint (not savepoint) retained before, listed only
+    // when the step reports a completion.
+    let mut last_completed = None;
+    let mut last_listed = false;
     for e in &step.effects {
         if let CoordinatorEffect::Report(Report::Completed {
             checkpoint,
@@ -447,6 +443,14 @@ pub fn check_step(
                 format!("{checkpoint} completed with missing acks")
             })?;
             if !savepoint {
+                if !last_listed {
+                    last_completed = before
+                        .completed()
+                        .filter(|c| !c.is_savepoint())
+                        .map(|c| c.id())
+                        .max();
+                    last_listed = true;
+                }
                 ensure(
                     last_completed.is_none_or(|l| l < *checkpoint),
                     names::COMPLETED_INCREASE,
@@ -535,48 +539,62 @@ fn check_retention(
 ) -> Result<(), Violation> {
     let counted = |s: &CoordinatorState| s.completed().filter(|c| !c.is_savepoint()).count();
     let max = after.config().retained_max();
-    let (was, now) = (counted(before), counted(after));
-    let recover = matches!(event, CoordinatorEvent::Recover { .. });
-    ensure(recover || now <= was.max(max), names::COMPLETED, || {
-        format!("{now} checkpoints retained after {event:?} (bound {max}, {was} before)")
-    })?;
-    if matches!(event, CoordinatorEvent::StoreDone { result: Ok(()), .. })
-        && matches!(step.outcome, Outcome::Applied(_))
-    {
-        ensure(now <= max, names::COMPLETED, || {
-            format!("{now} checkpoints retained after a completion (bound {max})")
-        })?;
-    }
-    // Retention counts checkpoints only: it evicts down to the bound, never
-    // below it (a savepoint's completion does not push a checkpoint out).
-    let evicted = before
-        .completed()
-        .any(|c| !c.is_savepoint() && !after.completed().any(|a| a.id() == c.id()));
-    if evicted && !after.is_shutdown() {
-        ensure(now == max, names::SAVEPOINT_KEPT, || {
-            format!("{event:?} evicted checkpoints down to {now}, below the bound {max} (a savepoint counted)")
-        })?;
-    }
+    let stored = matches!(event, CoordinatorEvent::StoreDone { result: Ok(()), .. })
+        && matches!(step.outcome, Outcome::Applied(_));
     // Savepoints leave only when the user disposes of them.
     let disposed = if let CoordinatorEvent::DisposeSavepoint { checkpoint } = event {
         Some(*checkpoint)
     } else {
         None
     };
-    let kept: Vec<&crate::coordinator::Completed> = before
-        .completed()
-        .filter(|c| c.is_savepoint() && Some(c.id()) != disposed)
-        .collect();
-    for sp in &kept {
-        ensure(
-            after.completed().any(|c| c.id() == sp.id()) || after.is_shutdown(),
-            names::SAVEPOINT_KEPT,
-            || format!("savepoint {} dropped by {event:?}", sp.id()),
-        )?;
+    let kept = || {
+        before
+            .completed()
+            .filter(move |c| c.is_savepoint() && Some(c.id()) != disposed)
+    };
+    // The same retained list before and after (one storage, as when the
+    // step left it alone): nothing was evicted or dropped and the count is
+    // what it was, so only a completion's bound is left to check.
+    if before.retains_same_as(after) {
+        if stored {
+            let now = counted(after);
+            ensure(now <= max, names::COMPLETED, || {
+                format!("{now} checkpoints retained after a completion (bound {max})")
+            })?;
+        }
+    } else {
+        let (was, now) = (counted(before), counted(after));
+        let recover = matches!(event, CoordinatorEvent::Recover { .. });
+        ensure(recover || now <= was.max(max), names::COMPLETED, || {
+            format!("{now} checkpoints retained after {event:?} (bound {max}, {was} before)")
+        })?;
+        if stored {
+            ensure(now <= max, names::COMPLETED, || {
+                format!("{now} checkpoints retained after a completion (bound {max})")
+            })?;
+        }
+        // Retention counts checkpoints only: it evicts down to the bound,
+        // never below it (a savepoint's completion does not push a
+        // checkpoint out).
+        let evicted = before
+            .completed()
+            .any(|c| !c.is_savepoint() && !after.completed().any(|a| a.id() == c.id()));
+        if evicted && !after.is_shutdown() {
+            ensure(now == max, names::SAVEPOINT_KEPT, || {
+                format!("{event:?} evicted checkpoints down to {now}, below the bound {max} (a savepoint counted)")
+            })?;
+        }
+        for sp in kept() {
+            ensure(
+                after.completed().any(|c| c.id() == sp.id()) || after.is_shutdown(),
+                names::SAVEPOINT_KEPT,
+                || format!("savepoint {} dropped by {event:?}", sp.id()),
+            )?;
+        }
     }
     for e in &step.effects {
         if let CoordinatorEffect::Discard { handle, .. } = e {
-            if let Some(sp) = kept.iter().find(|c| c.handles().any(|h| h == *handle)) {
+            if let Some(sp) = kept().find(|c| c.handles().any(|h| h == *handle)) {
                 return Err(Violation::new(
                     names::SAVEPOINT_KEPT,
                     format!(
