@@ -25,8 +25,8 @@
 //!   the state unchanged. Nothing panics on input.
 //! * **Deterministic.** Same state and event, same output. No hash-ordered
 //!   iteration anywhere.
-//! * **Persistent.** The coordinator's state is built from `imbl`
-//!   collections and copy-on-write parts, a task's from small inline sets
+//! * **Persistent.** The coordinator's state is built from copy-on-write
+//!   parts behind `Arc`s, a task's from small inline sets
 //!   ([`ids`]): `reduce` returns a new state and the old one stays valid and
 //!   cheap to keep. The in-place forms (`apply`) share the same code.
 //!

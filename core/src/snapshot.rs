@@ -4,7 +4,7 @@
 //! [`CoordinatorState`] and [`TaskState`] implement `Serialize` and
 //! `Deserialize` through a plain, versioned mirror of their fields
 //! ([`CoordinatorSnapshot`], [`TaskSnapshot`]): ordered `Vec`s instead of the
-//! `imbl` collections, the inline id sets and the persistent ack tables, the coordinator's
+//! shared copy-on-write lists and maps, the inline id sets and the persistent ack tables, the coordinator's
 //! *settings* instead of its validated configuration. Any serde format works
 //! (the tests use JSON).
 //!

@@ -128,7 +128,7 @@ pub fn coordinator_events(data: &[u8]) {
         settings,
         actions: actions::<CoordAction>(&mut u),
     };
-    if let Err(f) = coordinator::run(&story) {
+    if let Err(f) = coordinator::run_unrecorded(&story) {
         panic!("{f}");
     }
 }

@@ -258,6 +258,13 @@ impl Log {
     }
 }
 
+/// The mask of a leaf's first `len` slots (slots past `len` are not the
+/// table's: a filled leaf sets all of them).
+fn live(len: usize) -> u64 {
+    1u64.checked_shl(u32::try_from(len).unwrap_or(u32::MAX))
+        .map_or(u64::MAX, |b| b - 1)
+}
+
 /// Where a table's slots are (see the module docs).
 #[derive(Clone)]
 enum Repr {
@@ -408,15 +415,18 @@ impl AckTable {
     /// cells in order) rather than slot by slot.
     #[must_use]
     pub fn handles(&self) -> Vec<StateHandle> {
+        let mut out = Vec::new();
+        self.extend_handles(&mut out);
+        out
+    }
+
+    /// Appends [`Self::handles`] to `out` (one list of many tables'
+    /// handles, in one allocation).
+    pub fn extend_handles(&self, out: &mut Vec<StateHandle>) {
         match &self.repr {
             Repr::Leaf(leaf) => {
-                // Slots past `len` are not the table's (a filled leaf sets
-                // all of them).
-                let live = 1u64
-                    .checked_shl(u32::try_from(self.len).unwrap_or(u32::MAX))
-                    .map_or(u64::MAX, |b| b - 1);
-                let mut held = leaf.held & leaf.acked & live;
-                let mut out = Vec::with_capacity(held.count_ones() as usize);
+                let mut held = leaf.held & leaf.acked & live(self.len);
+                out.reserve(held.count_ones() as usize);
                 while held != 0 {
                     let k = held.trailing_zeros() as usize;
                     held &= held - 1;
@@ -424,18 +434,58 @@ impl AckTable {
                         out.push(StateHandle(*h));
                     }
                 }
-                out
             }
             Repr::Log { log, version } => {
                 let cells = log.cells.get(..self.len).unwrap_or(&log.cells);
-                let mut out = Vec::with_capacity(cells.len());
                 for cell in cells {
                     if let AckSlot::Acked(Some(h)) = cell.read(*version) {
                         out.push(h);
                     }
                 }
-                out
             }
+        }
+    }
+
+    /// Whether this table holds, in the same slot, every handle `older`
+    /// holds, shown without reading every slot: as many slots, and the
+    /// same storage at the same version or two leaves whose slots with a
+    /// handle in `older` (read through its masks) hold the same handle
+    /// here. `false` says nothing (a check then lists the handles).
+    #[must_use]
+    pub fn keeps_handles_of(&self, older: &AckTable) -> bool {
+        if self.len != older.len {
+            return false;
+        }
+        if self.same(older) {
+            return true;
+        }
+        match (&self.repr, &older.repr) {
+            (Repr::Leaf(new), Repr::Leaf(old)) => {
+                let mut held = old.held & old.acked & live(older.len);
+                if held & new.held & new.acked != held {
+                    return false;
+                }
+                while held != 0 {
+                    let k = held.trailing_zeros() as usize;
+                    held &= held - 1;
+                    if new.handles.get(k) != old.handles.get(k) {
+                        return false;
+                    }
+                }
+                true
+            }
+            (Repr::Leaf(_), Repr::Log { log: _, version: _ })
+            | (Repr::Log { log: _, version: _ }, Repr::Leaf(_))
+            | (Repr::Log { log: _, version: _ }, Repr::Log { log: _, version: _ }) => false,
+        }
+    }
+
+    /// Whether no slot holds a handle (a leaf answers from its masks).
+    #[must_use]
+    pub fn holds_no_handle(&self) -> bool {
+        match &self.repr {
+            Repr::Leaf(leaf) => leaf.held & leaf.acked & live(self.len) == 0,
+            Repr::Log { .. } => !self.iter().any(|a| matches!(a, AckSlot::Acked(Some(_)))),
         }
     }
 
@@ -627,6 +677,61 @@ mod tests {
             c.set(n - 1, AckSlot::Waiting).unwrap();
             assert_eq!(a.get(n - 1), Some(AckSlot::Acked(None)));
             assert_eq!(c.get(n - 1), Some(AckSlot::Waiting));
+        }
+    }
+
+    /// `keeps_handles_of` answers `true` only when every handle of the
+    /// older table is in the same slot of the newer one (checked against
+    /// the slots themselves), and the handle lists agree with `iter`.
+    #[test]
+    fn keeps_handles_of_is_never_wrong() {
+        let holds = |new: &AckTable, old: &AckTable| {
+            old.iter().enumerate().all(|(i, s)| match s {
+                AckSlot::Acked(Some(h)) => new.get(i) == Some(AckSlot::Acked(Some(h))),
+                AckSlot::Acked(None) | AckSlot::Waiting => true,
+            })
+        };
+        for n in SIZES.into_iter().filter(|n| *n > 1) {
+            let mut old = AckTable::filled(n, AckSlot::Waiting);
+            old.set(0, acked(7)).unwrap();
+            old.set(n - 1, AckSlot::Acked(None)).unwrap();
+            let mut edits: Vec<AckTable> = vec![old.clone()];
+            for (i, slot) in [
+                (1, acked(8)),
+                (0, acked(9)),
+                (0, AckSlot::Acked(None)),
+                (0, AckSlot::Waiting),
+                (n - 1, acked(3)),
+                (n - 1, AckSlot::Waiting),
+            ] {
+                let mut t = old.clone();
+                t.set(i, slot).unwrap();
+                edits.push(t);
+            }
+            for new in &edits {
+                let kept = new.keeps_handles_of(&old);
+                assert!(
+                    !kept || holds(new, &old),
+                    "{n} slots: {new:?} does not keep {old:?}"
+                );
+                let listed: Vec<StateHandle> = new
+                    .iter()
+                    .filter_map(|s| match s {
+                        AckSlot::Acked(h) => h,
+                        AckSlot::Waiting => None,
+                    })
+                    .collect();
+                assert_eq!(new.handles(), listed);
+                assert_eq!(new.holds_no_handle(), listed.is_empty());
+            }
+            // A leaf (the model's and the fuzz targets' tables) shows what
+            // it keeps.
+            if n <= LEAF {
+                assert!(edits[0].keeps_handles_of(&old));
+                assert!(edits[1].keeps_handles_of(&old));
+                assert!(!edits[2].keeps_handles_of(&old));
+                assert!(edits[5].keeps_handles_of(&old));
+            }
         }
     }
 

@@ -6,7 +6,6 @@
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use imbl::Vector;
 use serde::{Deserialize, Serialize};
 
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
@@ -774,6 +773,132 @@ impl std::fmt::Debug for TimerTable {
     }
 }
 
+/// A short list (the trigger queue, the retained checkpoints, the recent
+/// ids) behind one `triomphe` pointer: a plain `Vec`, shared by the states
+/// that did not write it. Cloning shares it; the first write to a shared
+/// one copies it (one allocation: the lists are bounded by the queue
+/// bound, the retention bound plus kept savepoints, and 16 ids), an
+/// unshared one is written in place. It replaced `imbl::Vector`, whose
+/// iterator builds a tree cursor (a `Focus`) per walk and reads each
+/// element through it, while the invariant checks walk these lists
+/// several times per event (the fuzz targets' rates before and after:
+/// fuzz/FIGURES-2026-12-04b.md). The subset of `imbl`'s interface the
+/// coordinator uses; equal when the same allocation or equal element by
+/// element.
+pub(crate) struct SharedVec<T>(triomphe::Arc<Vec<T>>);
+
+impl<T> Clone for SharedVec<T> {
+    #[inline]
+    fn clone(&self) -> Self {
+        SharedVec(self.0.clone())
+    }
+}
+
+impl<T> Default for SharedVec<T> {
+    fn default() -> Self {
+        SharedVec(triomphe::Arc::new(Vec::new()))
+    }
+}
+
+impl<T> SharedVec<T> {
+    #[inline]
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.0.iter()
+    }
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub(crate) fn last(&self) -> Option<&T> {
+        self.0.last()
+    }
+    pub(crate) fn get(&self, i: usize) -> Option<&T> {
+        self.0.get(i)
+    }
+    /// Whether both are the same allocation.
+    #[inline]
+    pub(crate) fn ptr_eq(&self, other: &Self) -> bool {
+        triomphe::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T: PartialEq> SharedVec<T> {
+    pub(crate) fn contains(&self, x: &T) -> bool {
+        self.0.contains(x)
+    }
+}
+
+impl<T: Clone> SharedVec<T> {
+    /// The list for writing (copied first if shared).
+    fn vec_mut(&mut self) -> &mut Vec<T> {
+        triomphe::Arc::make_mut(&mut self.0)
+    }
+    pub(crate) fn push_back(&mut self, x: T) {
+        self.vec_mut().push(x);
+    }
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(self.vec_mut().remove(0))
+    }
+    /// Removes the element at `i` (`None` past the end).
+    pub(crate) fn remove(&mut self, i: usize) -> Option<T> {
+        if i >= self.len() {
+            return None;
+        }
+        Some(self.vec_mut().remove(i))
+    }
+    /// Inserts `x` at `i` (at the end when `i` is past it).
+    pub(crate) fn insert(&mut self, i: usize, x: T) {
+        let v = self.vec_mut();
+        v.insert(i.min(v.len()), x);
+    }
+}
+
+impl<T: Clone> IntoIterator for SharedVec<T> {
+    type Item = T;
+    type IntoIter = std::vec::IntoIter<T>;
+    /// The elements, moved out when the list is not shared.
+    fn into_iter(self) -> Self::IntoIter {
+        triomphe::Arc::try_unwrap(self.0)
+            .unwrap_or_else(|shared| (*shared).clone())
+            .into_iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a SharedVec<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<T> FromIterator<T> for SharedVec<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        SharedVec(triomphe::Arc::new(iter.into_iter().collect()))
+    }
+}
+
+impl<T: PartialEq> PartialEq for SharedVec<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other) || self.0[..] == other.0[..]
+    }
+}
+
+impl<T: Eq> Eq for SharedVec<T> {}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for SharedVec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
+
 /// The parts of the coordinator's state that change at most a few times
 /// per checkpoint (never on an ack): the configuration, the timers, the
 /// tasks, requests, the retained completed checkpoints, the recent ids and
@@ -791,9 +916,9 @@ pub(crate) struct Cold {
     pub(crate) tasks: TaskTable,
     pub(crate) in_flight: Option<Request>,
     /// Sorted by priority (highest first), FIFO within a priority.
-    pub(crate) queue: Vector<Request>,
-    pub(crate) completed: Vector<Completed>,
-    pub(crate) recent: Vector<CheckpointId>,
+    pub(crate) queue: SharedVec<Request>,
+    pub(crate) completed: SharedVec<Completed>,
+    pub(crate) recent: SharedVec<CheckpointId>,
     /// The checkpoint that was finalizing or storing when the coordinator
     /// shut down: its state belongs to the outcome of that I/O, which the
     /// coordinator will never hear. Still owned (never discarded here); the
@@ -808,20 +933,6 @@ pub(crate) struct Cold {
     /// Every task finished: the final checkpoint is pending, or the job
     /// finished.
     pub(crate) finish: Option<super::FinishPhase>,
-}
-
-/// Small vectors compared without imbl's tree iterator, shared ones by
-/// pointer.
-fn vec_eq<T: Clone + PartialEq>(a: &Vector<T>, b: &Vector<T>) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    if a.is_inline() && b.is_inline() {
-        // Small vectors live inline (no pointer to share): compare
-        // the one slice rather than through imbl's tree iterator.
-        return a.leaves().eq(b.leaves());
-    }
-    a.ptr_eq(b) || a == b
 }
 
 impl PartialEq for Cold {
@@ -850,9 +961,9 @@ impl PartialEq for Cold {
             && *tasks == other.tasks
             && *in_flight == other.in_flight
             && *in_doubt == other.in_doubt
-            && vec_eq(queue, &other.queue)
-            && vec_eq(completed, &other.completed)
-            && vec_eq(recent, &other.recent)
+            && *queue == other.queue
+            && *completed == other.completed
+            && *recent == other.recent
     }
 }
 
@@ -880,9 +991,18 @@ fn hash_seq<H: Hasher, T: Hash, I: Iterator<Item = T>>(
 /// O(what changed) rather than O(state).
 impl PartialEq for CoordinatorState {
     fn eq(&self, other: &Self) -> bool {
+        self.now == other.now && self.eq_but_now(other)
+    }
+}
+
+impl CoordinatorState {
+    /// Equal in every field but the clock (`now`): what a refused event
+    /// must leave unchanged, compared without copying the state to set its
+    /// clock.
+    pub(crate) fn eq_but_now(&self, other: &Self) -> bool {
         // Destructured so that a new field cannot silently drop out.
         let CoordinatorState {
-            now,
+            now: _,
             shutdown,
             periodic,
             next_request,
@@ -895,8 +1015,7 @@ impl PartialEq for CoordinatorState {
             consecutive_trigger_failures,
             failures,
         } = self;
-        *now == other.now
-            && *shutdown == other.shutdown
+        *shutdown == other.shutdown
             && *periodic == other.periodic
             && *next_request == other.next_request
             && *completing == other.completing
@@ -994,9 +1113,9 @@ impl CoordinatorState {
                 timers: TimerTable::default(),
                 tasks,
                 in_flight: None,
-                queue: Vector::new(),
-                completed: Vector::new(),
-                recent: Vector::new(),
+                queue: SharedVec::default(),
+                completed: SharedVec::default(),
+                recent: SharedVec::default(),
                 in_doubt: None,
                 restore_deferred: false,
                 generation: Generation(0),
@@ -1143,11 +1262,62 @@ impl CoordinatorState {
     pub fn in_doubt(&self) -> Option<&Completed> {
         self.cold.in_doubt.as_ref()
     }
+    /// Whether both retain the same completed checkpoints and savepoints
+    /// by construction (one storage, or both none): a check can tell in
+    /// O(1) that a step left the list alone. `false` says nothing.
+    pub(crate) fn retains_same_as(&self, other: &Self) -> bool {
+        let (a, b) = (&self.cold.completed, &other.cold.completed);
+        self.cold.ptr_eq(&other.cold) || a.ptr_eq(b) || (a.is_empty() && b.is_empty())
+    }
+    /// Whether this state (after a step) holds every state handle `before`
+    /// holds, shown in O(pending checkpoints) without listing them: the
+    /// retained list and the in-doubt checkpoint are the same storage (or
+    /// the in-doubt one keeps its handles), and each pending checkpoint of
+    /// `before` that holds a handle is still pending here with an ack table
+    /// that keeps them ([`AckTable::keeps_handles_of`]: an ack adds a
+    /// handle, it takes none). `false` says nothing: the ledger then lists
+    /// every handle.
+    pub(crate) fn keeps_holdings_of(&self, before: &Self) -> bool {
+        if !self.cold.ptr_eq(&before.cold) {
+            if !self.retains_same_as(before) {
+                return false;
+            }
+            if let Some(old) = &before.cold.in_doubt {
+                let kept = self
+                    .cold
+                    .in_doubt
+                    .as_ref()
+                    .is_some_and(|new| new.handles.keeps_handles_of(&old.handles));
+                if !kept {
+                    return false;
+                }
+            }
+        }
+        if let (PendingMap::Many(a), PendingMap::Many(b)) = (&self.pending, &before.pending) {
+            if triomphe::Arc::ptr_eq(a, b) {
+                return true;
+            }
+        }
+        before.pending.values().all(|old| {
+            old.acks.holds_no_handle()
+                || self
+                    .pending
+                    .get(&old.id)
+                    .is_some_and(|new| new.acks.keeps_handles_of(&old.acks))
+        })
+    }
     /// Every state handle the coordinator currently owns (pending acks,
     /// retained completed checkpoints, and the in-doubt checkpoint), for
-    /// ledger checks.
+    /// ledger checks: each ack table appends its own to one list.
     pub fn owned_handles(&self) -> Vec<StateHandle> {
-        self.held_handles().collect()
+        let mut out = Vec::new();
+        for p in self.pending.values() {
+            p.acks.extend_handles(&mut out);
+        }
+        for c in self.cold.completed.iter().chain(&self.cold.in_doubt) {
+            c.handles.extend_handles(&mut out);
+        }
+        out
     }
     /// [`Self::owned_handles`] without collecting them (the reducer's
     /// discard guard walks them once per discard batch).

@@ -96,11 +96,12 @@ impl CoordinatorState {
             }
             Some(d)
         };
-        let mut completed = self.cold.completed.clone();
-        for (i, c) in self.cold.completed.iter().enumerate() {
-            completed.set(i, move_slots(c)?);
-        }
-        next.cold.completed = completed;
+        next.cold.completed = self
+            .cold
+            .completed
+            .iter()
+            .map(move_slots)
+            .collect::<Option<_>>()?;
         next.cold.in_doubt = match &self.cold.in_doubt {
             Some(c) => Some(move_slots(c)?),
             None => None,

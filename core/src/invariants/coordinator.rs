@@ -342,9 +342,7 @@ pub fn check_step(
             ensure(step.effects.is_empty(), names::REFUSED_UNCHANGED, || {
                 format!("refused event emitted {:?}", step.effects)
             })?;
-            let mut b = before.clone();
-            b.now = after.now;
-            ensure(&b == after, names::REFUSED_UNCHANGED, || {
+            ensure(before.eq_but_now(after), names::REFUSED_UNCHANGED, || {
                 format!("{event:?} changed state")
             })?;
         }
@@ -356,9 +354,7 @@ pub fn check_step(
             ensure(only_discards, names::REFUSED_UNCHANGED, || {
                 format!("ignored event emitted {:?}", step.effects)
             })?;
-            let mut b = before.clone();
-            b.now = after.now;
-            ensure(&b == after, names::REFUSED_UNCHANGED, || {
+            ensure(before.eq_but_now(after), names::REFUSED_UNCHANGED, || {
                 format!("ignored {event:?} changed state")
             })?;
         }
@@ -395,7 +391,8 @@ pub fn check_step(
     // discarded only by that I/O's failure.
     let storing = before
         .completing()
-        .and_then(|c| before.pending_checkpoint(c));
+        .and_then(|c| before.pending_checkpoint(c))
+        .filter(|_| discards);
     if let Some(p) = storing {
         let failed_here = matches!(
             event,
@@ -423,11 +420,10 @@ pub fn check_step(
     check_retention(before, event, step, after)?;
     check_stop(before, event, step, after)?;
     super::finish::check_finish(before, event, step, after)?;
-    let mut last_completed = before
-        .completed()
-        .filter(|c| !c.is_savepoint())
-        .map(|c| c.id())
-        .max();
+    // The newest checkpoint (not savepoint) retained before, listed only
+    // when the step reports a completion.
+    let mut last_completed = None;
+    let mut last_listed = false;
     for e in &step.effects {
         if let CoordinatorEffect::Report(Report::Completed {
             checkpoint,
@@ -447,6 +443,14 @@ pub fn check_step(
                 format!("{checkpoint} completed with missing acks")
             })?;
             if !savepoint {
+                if !last_listed {
+                    last_completed = before
+                        .completed()
+                        .filter(|c| !c.is_savepoint())
+                        .map(|c| c.id())
+                        .max();
+                    last_listed = true;
+                }
                 ensure(
                     last_completed.is_none_or(|l| l < *checkpoint),
                     names::COMPLETED_INCREASE,
@@ -535,48 +539,62 @@ fn check_retention(
 ) -> Result<(), Violation> {
     let counted = |s: &CoordinatorState| s.completed().filter(|c| !c.is_savepoint()).count();
     let max = after.config().retained_max();
-    let (was, now) = (counted(before), counted(after));
-    let recover = matches!(event, CoordinatorEvent::Recover { .. });
-    ensure(recover || now <= was.max(max), names::COMPLETED, || {
-        format!("{now} checkpoints retained after {event:?} (bound {max}, {was} before)")
-    })?;
-    if matches!(event, CoordinatorEvent::StoreDone { result: Ok(()), .. })
-        && matches!(step.outcome, Outcome::Applied(_))
-    {
-        ensure(now <= max, names::COMPLETED, || {
-            format!("{now} checkpoints retained after a completion (bound {max})")
-        })?;
-    }
-    // Retention counts checkpoints only: it evicts down to the bound, never
-    // below it (a savepoint's completion does not push a checkpoint out).
-    let evicted = before
-        .completed()
-        .any(|c| !c.is_savepoint() && !after.completed().any(|a| a.id() == c.id()));
-    if evicted && !after.is_shutdown() {
-        ensure(now == max, names::SAVEPOINT_KEPT, || {
-            format!("{event:?} evicted checkpoints down to {now}, below the bound {max} (a savepoint counted)")
-        })?;
-    }
+    let stored = matches!(event, CoordinatorEvent::StoreDone { result: Ok(()), .. })
+        && matches!(step.outcome, Outcome::Applied(_));
     // Savepoints leave only when the user disposes of them.
     let disposed = if let CoordinatorEvent::DisposeSavepoint { checkpoint } = event {
         Some(*checkpoint)
     } else {
         None
     };
-    let kept: Vec<&crate::coordinator::Completed> = before
-        .completed()
-        .filter(|c| c.is_savepoint() && Some(c.id()) != disposed)
-        .collect();
-    for sp in &kept {
-        ensure(
-            after.completed().any(|c| c.id() == sp.id()) || after.is_shutdown(),
-            names::SAVEPOINT_KEPT,
-            || format!("savepoint {} dropped by {event:?}", sp.id()),
-        )?;
+    let kept = || {
+        before
+            .completed()
+            .filter(move |c| c.is_savepoint() && Some(c.id()) != disposed)
+    };
+    // The same retained list before and after (one storage, as when the
+    // step left it alone): nothing was evicted or dropped and the count is
+    // what it was, so only a completion's bound is left to check.
+    if before.retains_same_as(after) {
+        if stored {
+            let now = counted(after);
+            ensure(now <= max, names::COMPLETED, || {
+                format!("{now} checkpoints retained after a completion (bound {max})")
+            })?;
+        }
+    } else {
+        let (was, now) = (counted(before), counted(after));
+        let recover = matches!(event, CoordinatorEvent::Recover { .. });
+        ensure(recover || now <= was.max(max), names::COMPLETED, || {
+            format!("{now} checkpoints retained after {event:?} (bound {max}, {was} before)")
+        })?;
+        if stored {
+            ensure(now <= max, names::COMPLETED, || {
+                format!("{now} checkpoints retained after a completion (bound {max})")
+            })?;
+        }
+        // Retention counts checkpoints only: it evicts down to the bound,
+        // never below it (a savepoint's completion does not push a
+        // checkpoint out).
+        let evicted = before
+            .completed()
+            .any(|c| !c.is_savepoint() && !after.completed().any(|a| a.id() == c.id()));
+        if evicted && !after.is_shutdown() {
+            ensure(now == max, names::SAVEPOINT_KEPT, || {
+                format!("{event:?} evicted checkpoints down to {now}, below the bound {max} (a savepoint counted)")
+            })?;
+        }
+        for sp in kept() {
+            ensure(
+                after.completed().any(|c| c.id() == sp.id()) || after.is_shutdown(),
+                names::SAVEPOINT_KEPT,
+                || format!("savepoint {} dropped by {event:?}", sp.id()),
+            )?;
+        }
     }
     for e in &step.effects {
         if let CoordinatorEffect::Discard { handle, .. } = e {
-            if let Some(sp) = kept.iter().find(|c| c.handles().any(|h| h == *handle)) {
+            if let Some(sp) = kept().find(|c| c.handles().any(|h| h == *handle)) {
                 return Err(Violation::new(
                     names::SAVEPOINT_KEPT,
                     format!(
@@ -680,6 +698,40 @@ impl HandleLedger {
         step: &Step,
         after: &CoordinatorState,
     ) -> Result<(), Violation> {
+        self.record(None, event, step, after)
+    }
+
+    /// [`Self::observe`] for the step `before --event--> after`, where
+    /// `before` is the state after the last step this ledger observed (or
+    /// the ledger is new): every handle it owed was held by `before`. The
+    /// same verdict as [`Self::observe`] at a cost of O(what changed):
+    /// when `after` provably holds every handle `before` held
+    /// (`CoordinatorState::keeps_holdings_of`: the retained list and the
+    /// in-doubt checkpoint left alone, pending checkpoints only gaining
+    /// acks), every handle still owed is held, and only the handles this
+    /// step delivered are looked for; otherwise every owed handle is
+    /// ([`Self::check`]). This is what [`check_all`] (and so every checked
+    /// step) runs. After an `Err`, or when `before` did not come from the
+    /// last observed step, a handle already missing from `before` may not
+    /// be reported again; a step that drops a handle `before` held is
+    /// always caught ([`Self::observe`] reports every missing one).
+    pub fn observe_step(
+        &mut self,
+        before: &CoordinatorState,
+        event: &CoordinatorEvent,
+        step: &Step,
+        after: &CoordinatorState,
+    ) -> Result<(), Violation> {
+        self.record(Some(before), event, step, after)
+    }
+
+    fn record(
+        &mut self,
+        before: Option<&CoordinatorState>,
+        event: &CoordinatorEvent,
+        step: &Step,
+        after: &CoordinatorState,
+    ) -> Result<(), Violation> {
         let taken = !matches!(
             step.outcome,
             Outcome::Rejected(_) | Outcome::Ignored(Ignored::Shutdown)
@@ -693,6 +745,10 @@ impl HandleLedger {
                 }
             })
         };
+        // Handles this step made owed that were not owed before it (at most
+        // one ack's, else the ledger lists every handle below).
+        let mut fresh: Option<StateHandle> = None;
+        let mut many = false;
         if taken {
             if let CoordinatorEvent::Acknowledge { state: Some(h), .. } = event {
                 self.delivered = self.delivered.saturating_add(1);
@@ -702,8 +758,8 @@ impl HandleLedger {
                     ensure(after.owned_handles().contains(h), names::NO_LEAK, || {
                         format!("handle {h} ignored as already held, but not retained")
                     })?;
-                } else {
-                    self.owe(*h);
+                } else if self.owe(*h) {
+                    fresh = Some(*h);
                 }
             }
             if let CoordinatorEvent::Restore {
@@ -712,13 +768,13 @@ impl HandleLedger {
             {
                 for h in handles {
                     self.delivered = self.delivered.saturating_add(1);
-                    self.owe(*h);
+                    many |= self.owe(*h);
                 }
             }
             if let CoordinatorEvent::Recover { checkpoints, .. } = event {
                 for h in checkpoints.iter().flat_map(|c| &c.handles) {
                     self.delivered = self.delivered.saturating_add(1);
-                    self.owe(*h);
+                    many |= self.owe(*h);
                 }
             }
         }
@@ -731,11 +787,24 @@ impl HandleLedger {
                 ));
             }
         }
-        self.check(after)
+        // A fresh debt the step also settled is owed no more.
+        let fresh = fresh.filter(|h| self.owed.contains(h));
+        match before {
+            // Every handle owed before the step was held by `before` and is
+            // held by `after`: only a fresh debt can be unheld.
+            Some(before) if !many && after.keeps_holdings_of(before) => match fresh {
+                None => Ok(()),
+                Some(h) => ensure(after.owned_handles().contains(&h), names::NO_LEAK, || {
+                    format!("handle {h} delivered and not discarded, but no checkpoint holds it")
+                }),
+            },
+            Some(_) | None => self.check(after),
+        }
     }
 
-    fn owe(&mut self, h: StateHandle) {
-        self.owed.insert(h);
+    /// Records a debt for `h`; `true` if it was not owed.
+    fn owe(&mut self, h: StateHandle) -> bool {
+        self.owed.insert(h)
     }
 
     /// Checks that every handle still owed is held by `state` (retained, in
@@ -789,6 +858,8 @@ impl HandleLedger {
 
 /// Runs [`check_state`], [`check_step`] and the ledger for one step: the
 /// one-call form for tests, proptest, the model and fuzz targets.
+/// `ledger` has observed every step up to `before` (or is new): it checks
+/// its debts against what changed ([`HandleLedger::observe_step`]).
 pub fn check_all(
     ledger: &mut HandleLedger,
     before: &CoordinatorState,
@@ -798,5 +869,5 @@ pub fn check_all(
 ) -> Result<(), Violation> {
     check_state(after)?;
     check_step(before, event, step, after)?;
-    ledger.observe(event, step, after)
+    ledger.observe_step(before, event, step, after)
 }

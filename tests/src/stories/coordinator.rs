@@ -188,23 +188,58 @@ pub struct CoordDriver {
     pub ledger: HandleLedger,
     /// The host's clock (may be set backwards by a story).
     pub now: Millis,
-    /// Every delivered event with its step record.
+    /// Every delivered event with its step record (empty when the driver
+    /// was made by [`CoordDriver::unrecorded`]).
     pub records: Vec<CoordRecord>,
+    /// Every delivered event with its time, in order: the trace, and what
+    /// [`CoordAction::Redeliver`] picks from.
+    delivered: Vec<(Millis, CoordinatorEvent)>,
+    /// Whether [`Self::records`] is kept.
+    keep_records: bool,
     settings: CoordinatorSettings,
+    /// The candidate tasks of [`Self::pick_task`] (fixed by the settings).
+    tasks: Vec<TaskId>,
     next_handle: u64,
 }
 
 impl CoordDriver {
     /// A fresh coordinator for valid `settings`.
     pub fn new(settings: CoordinatorSettings) -> Result<Self, ckpt_core::coordinator::ConfigError> {
+        let mut tasks: Vec<TaskId> = settings
+            .tasks_to_trigger
+            .iter()
+            .chain(&settings.tasks_to_wait)
+            .chain(&settings.tasks_to_commit)
+            .copied()
+            .collect();
+        tasks.sort_unstable();
+        tasks.dedup();
+        let high = tasks.last().map_or(0, |t| t.0);
+        tasks.push(TaskId(high + 1));
+        tasks.push(TaskId(TASK_ID_MAX + 5));
         Ok(CoordDriver {
             state: CoordinatorState::from_settings(settings.clone())?,
             ledger: HandleLedger::new(),
             now: Millis(0),
             records: Vec::new(),
+            delivered: Vec::new(),
+            keep_records: true,
             settings,
+            tasks,
             next_handle: 1,
         })
+    }
+
+    /// As [`CoordDriver::new`], but keeps no [`CoordRecord`]s (only the
+    /// delivered events, for the trace and redeliveries): the same checks,
+    /// for the fuzz target, where cloning every state into a record and
+    /// dropping them all at the end was about 8 % of an execution.
+    pub fn unrecorded(
+        settings: CoordinatorSettings,
+    ) -> Result<Self, ckpt_core::coordinator::ConfigError> {
+        let mut d = Self::new(settings)?;
+        d.keep_records = false;
+        Ok(d)
     }
 
     /// The events delivered so far as a trace.
@@ -214,11 +249,11 @@ impl CoordDriver {
             coordinator: Some(self.settings.clone()),
             tasks: Vec::new(),
             steps: self
-                .records
+                .delivered
                 .iter()
-                .map(|r| TraceLine::Coordinator {
-                    now: r.now,
-                    event: r.event.clone(),
+                .map(|(now, event)| TraceLine::Coordinator {
+                    now: *now,
+                    event: event.clone(),
                 })
                 .collect(),
         }
@@ -236,86 +271,98 @@ impl CoordDriver {
         let (t, verdict) =
             checked::coordinator_step(&mut self.ledger, &self.state, now, &event, Rigor::Full);
         self.state = t.state;
-        self.records.push(CoordRecord {
-            now,
-            event,
-            effects: t.step.effects,
-            outcome: t.step.outcome,
-            clock: t.step.clock,
-            state: self.state.clone(),
-        });
+        if self.keep_records {
+            self.records.push(CoordRecord {
+                now,
+                event: event.clone(),
+                effects: t.step.effects,
+                outcome: t.step.outcome,
+                clock: t.step.clock,
+                state: self.state.clone(),
+            });
+        }
+        self.delivered.push((now, event));
         verdict
     }
 
     /// Candidate checkpoint ids: pending ones (most picks), then recent ones,
-    /// then unknown ones (never used, zero, `u64::MAX`).
+    /// then unknown ones (never used, zero, `u64::MAX`). Picks the
+    /// `p`-th (modulo their number) without collecting them.
     fn pick_checkpoint(&self, p: u8) -> CheckpointId {
-        let pending: Vec<CheckpointId> = self.state.pending().map(|c| c.id()).collect();
-        if !pending.is_empty() && p < 192 {
-            return pick(&pending, usize::from(p)).unwrap_or(CheckpointId(0));
+        let p = usize::from(p);
+        let pending = self.state.pending_count();
+        if pending > 0 && p < 192 {
+            return self
+                .state
+                .pending()
+                .nth(p % pending)
+                .map_or(CheckpointId(0), |c| c.id());
         }
-        let mut others: Vec<CheckpointId> = self.state.recent_ids().copied().collect();
-        others.extend(self.state.completed().map(|c| c.id()));
-        let next = self
-            .state
-            .last_id()
-            .and_then(CheckpointId::next)
-            .unwrap_or(CheckpointId(1));
-        others.push(next);
-        others.push(CheckpointId(0));
-        others.push(CheckpointId(u64::MAX));
-        pick(&others, usize::from(p)).unwrap_or(CheckpointId(0))
+        let recent = self.state.recent_ids().count();
+        let completed = self.state.completed().count();
+        let i = p % (recent + completed + 3);
+        if i < recent {
+            return self
+                .state
+                .recent_ids()
+                .nth(i)
+                .copied()
+                .unwrap_or(CheckpointId(0));
+        }
+        if i < recent + completed {
+            return self
+                .state
+                .completed()
+                .nth(i - recent)
+                .map_or(CheckpointId(0), |c| c.id());
+        }
+        match i - recent - completed {
+            0 => self
+                .state
+                .last_id()
+                .and_then(CheckpointId::next)
+                .unwrap_or(CheckpointId(1)),
+            1 => CheckpointId(0),
+            _ => CheckpointId(u64::MAX),
+        }
     }
 
     /// Mostly the checkpoint in `phase` (when there is one), else any.
     fn pick_in_phase(&self, p: u8, phase: PendingPhase) -> CheckpointId {
-        let in_phase: Vec<CheckpointId> = self
-            .state
-            .pending()
-            .filter(|c| c.phase() == phase)
-            .map(|c| c.id())
-            .collect();
-        match pick(&in_phase, usize::from(p)) {
-            Some(id) if p < 224 => id,
-            Some(_) | None => self.pick_checkpoint(p),
+        let in_phase = || self.state.pending().filter(|c| c.phase() == phase);
+        let n = in_phase().count();
+        if n > 0 && p < 224 {
+            if let Some(c) = in_phase().nth(usize::from(p) % n) {
+                return c.id();
+            }
         }
+        self.pick_checkpoint(p)
     }
 
     /// Mostly a task whose ack `checkpoint` still waits for, else any.
     fn pick_waiting_task(&self, checkpoint: CheckpointId, slot: u8) -> TaskId {
-        let waiting: Vec<TaskId> = self
-            .state
-            .pending_checkpoint(checkpoint)
-            .map(|p| {
-                p.acks()
-                    .zip(self.settings.tasks_to_wait.iter())
-                    .filter(|(a, _)| *a == AckSlot::Waiting)
-                    .map(|(_, t)| *t)
-                    .collect()
-            })
-            .unwrap_or_default();
-        match pick(&waiting, usize::from(slot)) {
-            Some(t) if slot < 208 => t,
-            Some(_) | None => self.pick_task(slot),
+        if slot < 208 {
+            if let Some(p) = self.state.pending_checkpoint(checkpoint) {
+                let waiting = || {
+                    p.acks()
+                        .zip(self.settings.tasks_to_wait.iter())
+                        .filter(|(a, _)| *a == AckSlot::Waiting)
+                        .map(|(_, t)| *t)
+                };
+                let n = waiting().count();
+                if n > 0 {
+                    if let Some(t) = waiting().nth(usize::from(slot) % n) {
+                        return t;
+                    }
+                }
+            }
         }
+        self.pick_task(slot)
     }
 
     /// Candidate tasks: every configured one plus two unknown ids.
     fn pick_task(&self, slot: u8) -> TaskId {
-        let s = &self.settings;
-        let mut tasks: Vec<TaskId> = s
-            .tasks_to_trigger
-            .iter()
-            .chain(&s.tasks_to_wait)
-            .chain(&s.tasks_to_commit)
-            .copied()
-            .collect();
-        tasks.sort_unstable();
-        tasks.dedup();
-        let high = tasks.last().map_or(0, |t| t.0);
-        tasks.push(TaskId(high + 1));
-        tasks.push(TaskId(TASK_ID_MAX + 5));
-        pick(&tasks, usize::from(slot)).unwrap_or(TaskId(0))
+        pick(&self.tasks, usize::from(slot)).unwrap_or(TaskId(0))
     }
 
     fn attempt_of(&self, task: TaskId) -> AttemptNo {
@@ -535,13 +582,13 @@ impl CoordDriver {
             }
             CoordAction::Shutdown(status) => CoordinatorEvent::Shutdown { status: *status },
             CoordAction::Redeliver(k) => {
-                let n = self.records.len();
+                let n = self.delivered.len();
                 if n == 0 {
                     return None;
                 }
-                self.records
+                self.delivered
                     .get(usize::from(*k) % n)
-                    .map(|r| r.event.clone())?
+                    .map(|(_, event)| event.clone())?
             }
             CoordAction::Raw(event) => self.normalize(event.clone()),
         };
@@ -567,7 +614,20 @@ fn io(fail: bool) -> Result<(), IoFailure> {
 
 /// Runs a story, checking every invariant after every step.
 pub fn run(story: &CoordStory) -> Result<CoordDriver, Box<Failure>> {
-    let mut d = CoordDriver::new(story.settings.settings()).map_err(|e| {
+    run_with(story, CoordDriver::new)
+}
+
+/// As [`run`], with a driver that keeps no step records
+/// ([`CoordDriver::unrecorded`]): the same checks, for the fuzz target.
+pub fn run_unrecorded(story: &CoordStory) -> Result<CoordDriver, Box<Failure>> {
+    run_with(story, CoordDriver::unrecorded)
+}
+
+fn run_with(
+    story: &CoordStory,
+    new: fn(CoordinatorSettings) -> Result<CoordDriver, ckpt_core::coordinator::ConfigError>,
+) -> Result<CoordDriver, Box<Failure>> {
+    let mut d = new(story.settings.settings()).map_err(|e| {
         Failure::at(
             0,
             Violation::new("valid-settings", e.to_string()),

@@ -226,10 +226,15 @@ impl CoordinatorState {
             .sum();
         fx.reserve(room.saturating_add(extra));
         while self.cold.completed.iter().filter(|c| counts(c)).count() > max {
-            let Some(at) = self.cold.completed.iter().position(counts) else {
+            let Some(old) = self
+                .cold
+                .completed
+                .iter()
+                .position(counts)
+                .and_then(|at| self.cold.completed.remove(at))
+            else {
                 return;
             };
-            let old = self.cold.completed.remove(at);
             let mut handles = old.handle_vec();
             self.discard_unheld(old.id, &mut handles, fx);
         }

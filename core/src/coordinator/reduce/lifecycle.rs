@@ -337,7 +337,9 @@ impl CoordinatorState {
         if !self.cold.completed.get(at).is_some_and(|c| c.savepoint) {
             return Outcome::Rejected(CoordinatorError::NotASavepoint(id));
         }
-        let gone = self.cold.completed.remove(at);
+        let Some(gone) = self.cold.completed.remove(at) else {
+            return Outcome::Ignored(Ignored::UnknownCheckpoint);
+        };
         let mut handles: Vec<StateHandle> = gone.handles().collect();
         self.discard_unheld(id, &mut handles, fx);
         Outcome::Applied(Applied::SavepointDisposed { checkpoint: id })

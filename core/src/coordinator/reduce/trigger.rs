@@ -196,15 +196,15 @@ impl CoordinatorState {
         // Each round removes one request, so this ends within the bound.
         while self.cold.in_flight.is_none() {
             let slot_free = self.pending.len() < self.cold.config.max_concurrent;
-            let Some(pos) = self
+            let Some(request) = self
                 .cold
                 .queue
                 .iter()
                 .position(|r| r.kind.is_forced() || slot_free)
+                .and_then(|pos| self.cold.queue.remove(pos))
             else {
                 return;
             };
-            let request = self.cold.queue.remove(pos);
             // FIX: the seed re-schedules the periodic trigger whenever it
             // resumes the queued request (`triggerQueuedRequests`). Re-arming
             // only for a resumed *periodic* request left periodic scheduling

@@ -347,6 +347,111 @@ fn invariant_handle_retained_or_discarded_can_fail() {
     );
 }
 
+/// The checked step's ledger looks only at what a step changed
+/// (`observe_step`); each way a state can lose an owed handle is still
+/// caught, with the verdict of the full check (`observe`).
+#[test]
+fn invariant_handle_retained_or_discarded_can_fail_when_checked_by_what_changed() {
+    let h = base(); // checkpoint 1 pending, its slot 0 holding handle 100
+    assert_eq!(h.ledger.owed(), 1);
+    let acked = fake_step(
+        vec![],
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1,
+        }),
+    );
+    let both = |before: &CoordinatorState, ev: &Ev, step: &Step, after: &CoordinatorState| {
+        let full = h.ledger.clone().observe(ev, step, after);
+        let by_change = h.ledger.clone().observe_step(before, ev, step, after);
+        assert_eq!(full, by_change, "observe and observe_step disagree");
+        by_change
+    };
+    let ev = Ev::StopScheduler;
+    // Nothing changed: nothing to look at, and nothing lost.
+    assert_eq!(both(&h.s, &ev, &acked, &h.s), Ok(()));
+    // The pending checkpoint vanished without a discard.
+    let mut gone = h.s.clone();
+    gone.pending.remove(&cp(1));
+    assert_eq!(violated(both(&h.s, &ev, &acked, &gone)), names::NO_LEAK);
+    // Its slot now holds another handle.
+    let mut swapped = h.s.clone();
+    if let Some(p) = swapped.pending.get_mut(&cp(1)) {
+        p.acks.set(0, AckSlot::Acked(Some(StateHandle(101))));
+    }
+    assert_eq!(violated(both(&h.s, &ev, &acked, &swapped)), names::NO_LEAK);
+    // Its slot was emptied.
+    let mut emptied = h.s.clone();
+    if let Some(p) = emptied.pending.get_mut(&cp(1)) {
+        p.acks.set(0, AckSlot::Waiting);
+    }
+    assert_eq!(violated(both(&h.s, &ev, &acked, &emptied)), names::NO_LEAK);
+    // Another slot gained a handle: 100 is still held.
+    let mut gained = h.s.clone();
+    if let Some(p) = gained.pending.get_mut(&cp(1)) {
+        p.acks.set(1, AckSlot::Acked(Some(StateHandle(101))));
+    }
+    assert_eq!(both(&h.s, &ev, &acked, &gained), Ok(()));
+    // A fresh handle the step took but nothing holds, the state otherwise
+    // as it was.
+    assert_eq!(
+        violated(both(&h.s, &ack(1, 1, 555), &acked, &h.s)),
+        names::NO_LEAK
+    );
+    // ... held: fine; taken and discarded in the same step: fine.
+    assert_eq!(both(&h.s, &ack(1, 1, 101), &acked, &gained), Ok(()));
+    let settled = fake_step(vec![e_discard(1, 555)], ignored(Ignored::LateMessage));
+    assert_eq!(both(&h.s, &ack(1, 1, 555), &settled, &h.s), Ok(()));
+    // The state provably keeps every handle (it is the same state), and the
+    // step discards its one owed handle twice: a duplicate discard is
+    // caught whatever the state holds.
+    assert!(h.s.keeps_holdings_of(&h.s));
+    let twice = fake_step(
+        vec![e_discard(1, 100), e_discard(1, 100)],
+        ignored(Ignored::LateMessage),
+    );
+    assert_eq!(violated(both(&h.s, &ev, &twice, &h.s)), names::DISCARD_ONCE);
+    // The shortcut's premise is "`before` holds every owed handle": in
+    // every case above where it was broken by the step (a handle gone from
+    // `after`), it did not apply.
+    assert!(!gone.keeps_holdings_of(&h.s));
+    assert!(!swapped.keeps_holdings_of(&h.s));
+    assert!(!emptied.keeps_holdings_of(&h.s));
+    assert!(gained.keeps_holdings_of(&h.s));
+    // A retained checkpoint's handles dropped with the retained list.
+    let mut c = H::with(CoordinatorSettings {
+        retained_max: 2,
+        ..settings()
+    });
+    c.user_cp(0, 1);
+    c.complete(0, 1);
+    assert_eq!(c.ledger.owed(), 2);
+    let mut dropped = c.s.clone();
+    dropped.cold.completed = Default::default();
+    let ledger = c.ledger.clone();
+    assert_eq!(
+        violated(ledger.clone().observe_step(&c.s, &ev, &acked, &dropped)),
+        names::NO_LEAK
+    );
+    assert_eq!(
+        violated(ledger.clone().observe(&ev, &acked, &dropped)),
+        names::NO_LEAK
+    );
+    // ... or with the in-doubt checkpoint.
+    let mut doubt = c.s.clone();
+    let newest = doubt.cold.completed.len().saturating_sub(1);
+    doubt.cold.in_doubt = doubt.cold.completed.remove(newest);
+    assert!(doubt.cold.in_doubt.is_some());
+    let mut lost = doubt.clone();
+    lost.cold.in_doubt = None;
+    let mut l = c.ledger.clone();
+    assert_eq!(l.observe_step(&c.s, &ev, &acked, &doubt), Ok(()));
+    assert_eq!(
+        violated(l.observe_step(&doubt, &ev, &acked, &lost)),
+        names::NO_LEAK
+    );
+}
+
 #[test]
 fn invariant_discard_at_most_once_per_delivery_can_fail() {
     let s = H::new().s;
