@@ -1,7 +1,7 @@
-//! The coordinator's state: persistent (`imbl`) collections and
-//! copy-on-write parts behind `triomphe` pointers (the ack tables, the
-//! pending checkpoints' slice, the cold fields), so that `reduce` returns a new
-//! state cheaply and every past state can be kept.
+//! The coordinator's state: copy-on-write parts behind `triomphe` pointers
+//! (the ack tables, the pending checkpoints' slice, the cold fields and
+//! their short lists), so that `reduce` returns a new state cheaply and
+//! every past state can be kept.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -975,8 +975,8 @@ fn hash_seq<H: Hasher, T: Hash, I: Iterator<Item = T>>(
     items: impl FnOnce() -> I,
 ) {
     len.hash(h);
-    // An empty imbl collection is not iterated (its iterator seeks the
-    // first leaf even then): the bytes written are the same.
+    // An empty collection is not iterated (the length says it all): the
+    // bytes written are the same.
     if len > 0 {
         for i in items() {
             i.hash(h);
@@ -1033,9 +1033,10 @@ impl Eq for CoordinatorState {}
 
 impl Hash for CoordinatorState {
     /// Hashes every field but the (constant) configuration, writing each
-    /// collection's length first: imbl's own `Hash` has no length prefix, and
-    /// a model checker that stores 64-bit fingerprints would silently merge
-    /// states like `{1:{}, 2:{}}` and `{1:{2}}`.
+    /// collection's length first: without a length prefix (`imbl`'s own
+    /// `Hash`, which these collections once used, has none) a model checker
+    /// that stores 64-bit fingerprints would silently merge states like
+    /// `{1:{}, 2:{}}` and `{1:{2}}`.
     fn hash<H: Hasher>(&self, h: &mut H) {
         // Destructured so that a new field cannot silently drop out of the
         // hash (stateright keeps only 64-bit fingerprints of states).
