@@ -119,7 +119,8 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             };
             let symmetry = !args.no_symmetry;
             opts.config = format!(
-                "{cfg:?} symmetry={symmetry} reduction={:?}",
+                "{cfg:?} symmetry={symmetry} orbit-key={} reduction={:?}",
+                ckpt_model::search::symmetry::ORBIT_KEY_VERSION,
                 model.reduction
             );
             let key: Key<SysModel> = if symmetry {

@@ -8,7 +8,7 @@
 //! actions to explore with the successors already computed for them
 //! ([`Expand::expand`]). [`Plain`] is the adapter for a plain
 //! `stateright::Model` (the state's [`plain_fingerprint`], every action);
-//! ckpt's model plugs in its symmetry (the orbit's smallest fingerprint)
+//! ckpt's model plugs in its symmetry (one fingerprint per orbit)
 //! and its partial-order reduction through
 //! [`crate::search::system::CkptExpand`]. So the engine runs stateright's
 //! own examples (two-phase commit: [`crate::search::dist::twophase`]) as it
@@ -24,10 +24,10 @@
 //! the order stateright's DFS does (a LIFO stack, successors pushed in
 //! action order), fingerprints them with the same hasher (aHash with
 //! stateright's fixed seeds; ckpt's model under symmetry deduplicates
-//! orbits by the smallest fingerprint over the orbit,
+//! orbits by one fingerprint per orbit,
 //! [`crate::search::symmetry::orbit_min`]: the same orbits merge as under
-//! stateright's fingerprint of the representative, one clone and one hash
-//! fewer per state), and judges the properties as stateright does:
+//! stateright's fingerprint of the representative, with no clone of the
+//! state and fewer hashes), and judges the properties as stateright does:
 //! `always` and `sometimes` on every state taken from the stack,
 //! `eventually` through per-path bits that a terminal state (no successor
 //! inside the boundary) reports if still set; a state already visited is not
@@ -139,8 +139,9 @@ pub fn plain_fingerprint<T: Hash>(value: &T) -> u64 {
 /// symmetry or a partial-order reduction of its own answers with those.
 pub trait Expand<M: Model>: Send + Sync + 'static {
     /// The key `state` is deduplicated by (never 0): two states with one key
-    /// are one state to the search. [`plain_fingerprint`] for a plain model; the
-    /// smallest fingerprint of the orbit under a symmetry.
+    /// are one state to the search. [`plain_fingerprint`] for a plain model;
+    /// under a symmetry, a fingerprint that is the same for every member of
+    /// the orbit.
     fn key(&self, model: &M, state: &M::State) -> u64;
 
     /// Appends the actions to explore from `state` to `actions`, in the

@@ -159,7 +159,8 @@ fn assemble(
         *tasks.get_mut(new.0 as usize)? = Some(side);
     }
     let tasks = tasks.into_iter().collect::<Option<Vec<_>>>()?;
-    let net: Vec<Msg> = rename_net(&s.net, perm, ordered_net);
+    let mut net = Vec::with_capacity(s.net.len());
+    rename_net_into(&s.net, perm, ordered_net, &mut net);
     // Every field named: a new one cannot be left out of the renaming.
     let SysState {
         now,
@@ -229,21 +230,25 @@ fn rename_side(side: &SharedSide, perm: &[TaskId]) -> Option<SharedSide> {
     Some(side)
 }
 
-/// The messages in flight renamed by `perm`, in the order a world keeps
-/// them (sorted, or by link and FIFO within a link when `ordered`).
-fn rename_net<C: FromIterator<Msg> + std::ops::DerefMut<Target = [Msg]>>(
+/// Appends the messages in flight renamed by `perm` to `renamed` (empty),
+/// in the order a world keeps them (sorted, or by link and FIFO within a
+/// link when `ordered`). Into a buffer the caller keeps, not returned:
+/// [`orbit_min_fingerprint`] renames the network once per renaming of the
+/// orbit, and returning an inline `SmallVec` copied its whole buffer each
+/// time.
+fn rename_net_into<C: Extend<Msg> + std::ops::DerefMut<Target = [Msg]>>(
     net: &[Msg],
     perm: &[TaskId],
     ordered: bool,
-) -> C {
-    let mut renamed: C = net.iter().map(|m| rename_msg(m, perm)).collect();
+    renamed: &mut C,
+) {
+    renamed.extend(net.iter().map(|m| rename_msg(m, perm)));
     if ordered {
         // Stable: keeps each link's FIFO order.
         renamed.sort_by_key(Msg::link);
     } else {
         renamed.sort();
     }
-    renamed
 }
 
 /// The deposed coordinator renamed by `perm` (`None` where the
@@ -398,35 +403,96 @@ pub fn canonical(s: &SysState) -> SysState {
     best.1
 }
 
-/// The smallest `hash` over the orbit of `s`: a fingerprint of the orbit
-/// (the same whichever member `s` is), computed without cloning `s` (the
-/// checker's visited set needs the fingerprint, not the representative).
+/// Which orbit key [`orbit_min`] computes: 2 since 2026-12-05 (the
+/// smallest hash over the members whose task sides come first), 1 before
+/// (the smallest over the whole orbit). A distributed search's checkpoint
+/// names it in its configuration, so that a resume by a build with another
+/// key is refused rather than counting the orbits it saw again.
+pub const ORBIT_KEY_VERSION: u32 = 2;
+
+/// The digests of `s`'s task sides in task order: what the key compares
+/// first ([`orbit_min`]).
+fn side_digests(s: &SysState) -> SmallVec<[PartHash; 8]> {
+    s.tasks.iter().map(|t| PartHash(t.digest())).collect()
+}
+
+/// A fingerprint of the orbit of `s` (the same whichever member `s` is),
+/// computed without cloning `s` (the checker's visited set needs the
+/// fingerprint, not the representative): the smallest `hash` over the
+/// members whose task sides' digests, read in task order, are the
+/// smallest sequence in the orbit.
+///
+/// Why not the smallest `hash` over the whole orbit (the key before
+/// 2026-12-05): most members lose on the sides' digests, which a renaming
+/// computes anyway, so only the members that tie on them (usually one)
+/// have the rest of the world hashed (their messages renamed and sorted
+/// again, the zombie renamed, every other field). Choosing the members
+/// this way is itself the same for the whole orbit: renaming `s` by `g`
+/// first renames the orbit's members among themselves, and their sides
+/// with them. The same orbits merge as under the smallest hash over the
+/// orbit; only the number that stands for each changes.
 #[must_use]
 pub fn orbit_min(s: &SysState, hash: impl Fn(&SysState) -> u64) -> u64 {
-    renamings(s).map(|c| hash(&c)).fold(hash(s), u64::min)
+    let mut best = (side_digests(s), hash(s));
+    for c in renamings(s) {
+        let sides = side_digests(&c);
+        if sides < best.0 {
+            best = (sides, hash(&c));
+        } else if sides == best.0 {
+            best.1 = best.1.min(hash(&c));
+        }
+    }
+    best.1
 }
 
 /// `orbit_min(s, fingerprint)` with the checker's
-/// [`fingerprint`](crate::search::engine::fingerprint), equal to it bit
-/// for bit, without building the renamed worlds: each renaming's
-/// fingerprint is fed the bytes the renamed world's `Hash` would write
-/// (its parts' hashes from their cached images, the task sides' hashes in
-/// their new places, the renamed messages sorted again, the rest as it
-/// is). Building a renamed world (a task vector, a message vector, the
-/// parts' handles, then dropping them) was most of the key's cost under
-/// symmetry.
+/// [`fingerprint`](crate::search::engine::fingerprint) (each hash at least
+/// 1), equal to it bit for bit, without building the renamed worlds: each
+/// renaming's sides are renamed for their digests, and the fingerprint of
+/// a member that ties for the smallest of them is fed the bytes the
+/// renamed world's `Hash` would write (its parts' hashes from their cached
+/// images, the task sides' hashes in their new places, the renamed
+/// messages sorted again, the rest as it is). Building a renamed world (a
+/// task vector, a message vector, the parts' handles, then dropping them)
+/// was most of the key's cost under symmetry.
 #[must_use]
 pub fn orbit_min_fingerprint(s: &SysState) -> u64 {
     let build = crate::search::engine::fingerprint_hasher();
     let orbit = orbit(s);
-    (0..orbit.perms.len())
-        .filter_map(|i| renamed_hash(s, &orbit, i, &build))
+    // The members tying for the smallest sides so far (`None`: `s`
+    // itself), with what their hash needs.
+    let mut best_sides = side_digests(s);
+    let mut ties: SmallVec<[Option<Renamed>; 6]> = smallvec::smallvec![None];
+    for i in 0..orbit.perms.len() {
+        let Some(r) = rename_parts(s, &orbit, i) else {
+            continue;
+        };
+        match r.sides.cmp(&best_sides) {
+            std::cmp::Ordering::Less => {
+                best_sides.clone_from(&r.sides);
+                ties.clear();
+                ties.push(Some(r));
+            }
+            std::cmp::Ordering::Equal => ties.push(Some(r)),
+            std::cmp::Ordering::Greater => {}
+        }
+    }
+    let mut net = SmallVec::new();
+    ties.iter()
+        .map(|t| match t {
+            None => build.hash_one(s),
+            Some(r) => {
+                net.clear();
+                renamed_hash(s, r, &build, &mut net)
+            }
+        })
         .map(|h| h.max(1))
-        .fold(build.hash_one(s).max(1), u64::min)
+        .fold(u64::MAX, u64::min)
 }
 
 /// A part's hash as it appears in a world's byte stream (what
 /// `Sealed::hash` writes), for [`renamed_hash`].
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct PartHash(u64);
 
 impl Hash for PartHash {
@@ -435,15 +501,21 @@ impl Hash for PartHash {
     }
 }
 
-/// The hash by `build` of `permute_at(s, orbit, i)`, without building it:
-/// the same fields in the same order through the same `Hash` impls
-/// (`None` where `permute_at` is `None`).
-fn renamed_hash(
-    s: &SysState,
-    orbit: &Orbit,
-    i: usize,
-    build: &impl std::hash::BuildHasher,
-) -> Option<u64> {
+/// What [`renamed_hash`] needs of `permute_at(s, orbit, i)` beside `s`:
+/// the renaming, its parts' hashes, its task sides' hashes in their new
+/// places, its renamed zombie.
+struct Renamed<'o> {
+    perm: &'o [TaskId],
+    coord: u64,
+    ledger: u64,
+    durable: u64,
+    sides: SmallVec<[PartHash; 8]>,
+    zombie: Option<Box<Zombie>>,
+}
+
+/// The parts of `permute_at(s, orbit, i)` that [`renamed_hash`] takes
+/// whole (`None` where `permute_at` is `None`).
+fn rename_parts<'o>(s: &SysState, orbit: &'o Orbit, i: usize) -> Option<Renamed<'o>> {
     let perm = orbit.perms.get(i)?;
     let coord = image_digest(&s.coord, orbit, i, permute_coordinator)?;
     let ledger = image_digest(&s.ledger, orbit, i, |l, p| Some(permute_ledger(l, p)))?;
@@ -451,16 +523,39 @@ fn renamed_hash(
     // The task sides in their new places, as `assemble` moves them (0: no
     // side there yet; a part's hash is never 0).
     let image = |t: TaskId| perm.get(t.0 as usize).copied().unwrap_or(t);
-    let mut tasks: SmallVec<[PartHash; 8]> = s.tasks.iter().map(|_| PartHash(0)).collect();
+    let mut sides: SmallVec<[PartHash; 8]> = s.tasks.iter().map(|_| PartHash(0)).collect();
     for (old, side) in s.tasks.iter().enumerate() {
         let new = image(TaskId(u32::try_from(old).ok()?));
         let digest = rename_side(side, perm).map_or_else(|| side.digest(), |r| r.digest());
-        tasks.get_mut(new.0 as usize)?.0 = digest;
+        sides.get_mut(new.0 as usize)?.0 = digest;
     }
-    if tasks.iter().any(|d| d.0 == 0) {
+    if sides.iter().any(|d| d.0 == 0) {
         return None;
     }
-    let net: SmallVec<[Msg; 16]> = rename_net(&s.net, perm, s.ordered_net);
+    let zombie = match &s.zombie {
+        Some(z) => Some(rename_zombie(z, perm)?),
+        None => None,
+    };
+    Some(Renamed {
+        perm,
+        coord,
+        ledger,
+        durable,
+        sides,
+        zombie,
+    })
+}
+
+/// The hash by `build` of the renamed world `r` describes, without
+/// building it: the same fields in the same order through the same `Hash`
+/// impls. `net` is scratch space for the renamed messages, empty on entry.
+fn renamed_hash(
+    s: &SysState,
+    r: &Renamed<'_>,
+    build: &impl std::hash::BuildHasher,
+    net: &mut SmallVec<[Msg; 16]>,
+) -> u64 {
+    rename_net_into(&s.net, r.perm, s.ordered_net, net);
     // Every field named, in the order `World`'s derived `Hash` writes
     // them: a new one cannot be left out.
     let SysState {
@@ -476,33 +571,29 @@ fn renamed_hash(
         durable: _,
         job_failover_due,
         awaiting_restore,
-        zombie,
+        zombie: _,
         stopped_with,
         violation,
         ordered_net,
     } = s;
-    let zombie = match zombie {
-        Some(z) => Some(rename_zombie(z, perm)?),
-        None => None,
-    };
     let mut h = build.build_hasher();
     now.hash(&mut h);
-    PartHash(coord).hash(&mut h);
-    tasks[..].hash(&mut h);
+    PartHash(r.coord).hash(&mut h);
+    r.sides[..].hash(&mut h);
     net[..].hash(&mut h);
     io.hash(&mut h);
     used.hash(&mut h);
     scheduler_stopped.hash(&mut h);
     history.hash(&mut h);
-    PartHash(ledger).hash(&mut h);
-    PartHash(durable).hash(&mut h);
+    PartHash(r.ledger).hash(&mut h);
+    PartHash(r.durable).hash(&mut h);
     job_failover_due.hash(&mut h);
     awaiting_restore.hash(&mut h);
-    zombie.hash(&mut h);
+    r.zombie.hash(&mut h);
     stopped_with.hash(&mut h);
     violation.hash(&mut h);
     ordered_net.hash(&mut h);
-    Some(std::hash::Hasher::finish(&h))
+    std::hash::Hasher::finish(&h)
 }
 
 /// The hash of `part` renamed by the orbit's renaming `i`: what [`image`]
@@ -581,7 +672,7 @@ mod tests {
     }
 
     #[test]
-    fn the_fingerprint_key_equals_the_smallest_fingerprint_of_the_renamed_worlds() {
+    fn the_fingerprint_key_equals_the_slow_key_and_is_the_same_over_the_orbit() {
         use crate::search::engine::fingerprint;
         use crate::world::Network;
         let base = ModelConfig::default();
@@ -625,10 +716,17 @@ mod tests {
         for cfg in cfgs {
             let states = reachable(&cfg, 20_000);
             let mut renamed = 0;
-            for s in &states {
+            for (n, s) in states.iter().enumerate() {
                 let fast = orbit_min_fingerprint(s);
                 assert_eq!(fast, orbit_min(s, fingerprint), "{cfg:?}");
                 renamed += usize::from(fast != fingerprint(s));
+                // The key of the orbit, not of the member: every renaming
+                // of `s` has it (one state in 16, for time).
+                if n % 16 == 0 {
+                    for c in renamings(s) {
+                        assert_eq!(orbit_min_fingerprint(&c), fast, "{cfg:?}");
+                    }
+                }
                 seen.0 += usize::from(s.zombie.is_some());
                 seen.1 += usize::from(s.tasks.iter().any(|t| t.last_ack.is_some()));
             }

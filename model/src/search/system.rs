@@ -426,7 +426,7 @@ impl SysModel {
 }
 
 /// ckpt's answers to the depth-first engine's [`Expand`]: under symmetry a
-/// state's key is the smallest fingerprint over its orbit
+/// state's key is a fingerprint of its orbit
 /// ([`crate::search::symmetry::orbit_min_fingerprint`], equal to
 /// [`crate::search::symmetry::orbit_min`] with [`fingerprint`] without
 /// building the renamed worlds), otherwise its

@@ -1,7 +1,7 @@
 //! The distributed breadth-first search.
 //!
-//! **Who owns what.** Every state has a key, a 64-bit fingerprint (of the
-//! orbit's smallest fingerprint under symmetry: [`Key`]), and the key
+//! **Who owns what.** Every state has a key, a 64-bit fingerprint (under
+//! symmetry, one for its whole orbit: [`Key`]), and the key
 //! decides its owner, the worker timely's exchange routes the key to. A
 //! worker ships each successor it generates to the successor's owner as
 //! `(key, path, payload)`; the owner keeps the visited set of its keys
@@ -51,8 +51,9 @@ use timely::dataflow::{InputHandle, ProbeHandle};
 
 use crate::search::dist::checkpoint::{self, Manifest};
 
-/// A state's key: its fingerprint, or the smallest fingerprint over its
-/// symmetry orbit (so an orbit has one owner and is counted once).
+/// A state's key: its fingerprint, or under symmetry a fingerprint of its
+/// orbit ([`crate::search::symmetry::orbit_min`]: the same for every
+/// member, so an orbit has one owner and is counted once).
 pub type Key<M> = Arc<dyn Fn(&<M as Model>::State) -> u64 + Send + Sync>;
 
 /// Where the workers run.
