@@ -407,7 +407,8 @@ pub fn canonical(s: &SysState) -> SysState {
 /// smallest hash over the members whose task sides come first), 1 before
 /// (the smallest over the whole orbit). A distributed search's checkpoint
 /// names it in its configuration, so that a resume by a build with another
-/// key is refused rather than counting the orbits it saw again.
+/// key is refused rather than counting the orbits it saw again (a change
+/// to the world's own `Hash` is not versioned this way).
 pub const ORBIT_KEY_VERSION: u32 = 2;
 
 /// The digests of `s`'s task sides in task order: what the key compares
