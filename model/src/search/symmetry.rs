@@ -39,7 +39,7 @@ use ckpt_core::route::ToCoordinator;
 use ckpt_core::invariants::durability::Stored;
 
 use crate::world::{
-    rename_handle, Durable, InDoubt, Msg, Sealed, SharedFiles, SharedSide, World as SysState,
+    rename_handle, Durable, InDoubt, Io, Msg, Sealed, SharedFiles, SharedSide, World as SysState,
     Zombie,
 };
 
@@ -504,14 +504,24 @@ impl Hash for PartHash {
 
 /// What [`renamed_hash`] needs of `permute_at(s, orbit, i)` beside `s`:
 /// the renaming, its parts' hashes, its task sides' hashes in their new
-/// places, its renamed zombie.
+/// places, its renamed zombie's parts' hashes.
 struct Renamed<'o> {
     perm: &'o [TaskId],
     coord: u64,
     ledger: u64,
     durable: u64,
     sides: SmallVec<[PartHash; 8]>,
-    zombie: Option<Box<Zombie>>,
+    zombie: Option<(u64, u64)>,
+}
+
+/// The bytes a renamed [`Zombie`]'s derived `Hash` writes, its parts'
+/// hashes taken from their cached images (for [`renamed_hash`]): the same
+/// fields in the same order.
+#[derive(Hash)]
+struct ZombieBytes<'a> {
+    coord: PartHash,
+    ledger: PartHash,
+    io: &'a Vec<Io>,
 }
 
 /// The parts of `permute_at(s, orbit, i)` that [`renamed_hash`] takes
@@ -533,8 +543,14 @@ fn rename_parts<'o>(s: &SysState, orbit: &'o Orbit, i: usize) -> Option<Renamed<
     if sides.iter().any(|d| d.0 == 0) {
         return None;
     }
+    // The deposed coordinator's parts from their cached images too (every
+    // renaming computed once per part, not once per state and renaming),
+    // refused where `rename_zombie` refuses.
     let zombie = match &s.zombie {
-        Some(z) => Some(rename_zombie(z, perm)?),
+        Some(z) => Some((
+            image_digest(&z.coord, orbit, i, permute_coordinator)?,
+            image_digest(&z.ledger, orbit, i, |l, p| Some(permute_ledger(l, p)))?,
+        )),
         None => None,
     };
     Some(Renamed {
@@ -572,11 +588,20 @@ fn renamed_hash(
         durable: _,
         job_failover_due,
         awaiting_restore,
-        zombie: _,
+        zombie,
         stopped_with,
         violation,
         ordered_net,
     } = s;
+    // `zombie` is `Some` exactly when `r.zombie` is.
+    let zombie = zombie
+        .as_ref()
+        .zip(r.zombie)
+        .map(|(z, (coord, ledger))| ZombieBytes {
+            coord: PartHash(coord),
+            ledger: PartHash(ledger),
+            io: &z.io,
+        });
     let mut h = build.build_hasher();
     now.hash(&mut h);
     PartHash(r.coord).hash(&mut h);
@@ -590,7 +615,7 @@ fn renamed_hash(
     PartHash(r.durable).hash(&mut h);
     job_failover_due.hash(&mut h);
     awaiting_restore.hash(&mut h);
-    r.zombie.hash(&mut h);
+    zombie.hash(&mut h);
     stopped_with.hash(&mut h);
     violation.hash(&mut h);
     ordered_net.hash(&mut h);
