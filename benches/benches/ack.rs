@@ -1,6 +1,7 @@
 //! Ack throughput: per-ack time at 1, 100, 10 000 and 100 000 tasks with 1
-//! and 4 pending checkpoints, for the in-place reducer, the pure reducer with
-//! every previous state kept, and two baselines written in `ckpt-benches`:
+//! and 4 pending checkpoints, for the in-place reducer (a new effect list per
+//! ack, `apply`, and a queue the host lends and clears, `apply_into`), the
+//! pure reducer with every previous state kept, and two baselines written in `ckpt-benches`:
 //! the floor (Vec slot + bitset) and a Flink-like design (hash map from
 //! 128-bit attempt ids, removed per ack).
 //!
@@ -17,8 +18,8 @@ use criterion::{
 };
 
 use ckpt_benches::{
-    ack_in_place, ack_pure_retained, all_acked, armed, scattered_order, FlinkLike, Floor,
-    CONCURRENCY, RETAIN_CAP, SIZES,
+    ack_in_place, ack_in_place_lent, ack_pure_retained, all_acked, armed, scattered_order,
+    FlinkLike, Floor, CONCURRENCY, RETAIN_CAP, SIZES,
 };
 
 mod common;
@@ -84,6 +85,20 @@ fn ack(c: &mut Criterion) {
                     || armed(n, conc),
                     |mut a| {
                         ack_in_place(&mut a, &order);
+                        a
+                    },
+                    batch(total),
+                );
+            });
+
+            // One queue for the whole run, as a host keeps one: after the
+            // first step it has the capacity of the longest step.
+            let mut queue = Vec::new();
+            g.bench_function(BenchmarkId::new("in_place_lent", &id), |b| {
+                b.iter_batched(
+                    || armed(n, conc),
+                    |mut a| {
+                        ack_in_place_lent(&mut a, &order, &mut queue);
                         a
                     },
                     batch(total),

@@ -199,6 +199,24 @@ pub fn ack_in_place(armed: &mut Armed, order: &[AckRef]) {
     }
 }
 
+/// In place with a lent queue: `CoordinatorState::apply_into` for every ack
+/// of `order`, appending to `effects`, which is cleared after each step as
+/// a host clears its queue once it has carried the effects out (so the list
+/// is allocated once, not per ack).
+pub fn ack_in_place_lent(
+    armed: &mut Armed,
+    order: &[AckRef],
+    effects: &mut Vec<CoordinatorEffect>,
+) {
+    for r in order {
+        let done = armed
+            .state
+            .apply_into(Millis(0), ack_event(&armed.ids, *r), effects);
+        std::hint::black_box((done, &*effects));
+        effects.clear();
+    }
+}
+
 /// Pure, every previous state kept: `reduce` for every ack of `order`, each
 /// old state pushed into `kept` (reserve it beforehand so the Vec does not
 /// grow while timed).
@@ -733,6 +751,29 @@ mod tests {
                 );
                 ack_in_place(&mut a, &order);
                 assert!(all_acked(&a), "in place {tasks}x{c}");
+
+                // The lent queue: the same state, and per step the effects
+                // `apply` returns, appended behind what the queue held.
+                let mut l = armed(tasks, c);
+                let mut twin = armed(tasks, c);
+                let mut queue = Vec::new();
+                for r in &order {
+                    let step = twin.state.apply(Millis(0), ack_event(&twin.ids, *r));
+                    let held = queue.len();
+                    let (outcome, clock) =
+                        l.state
+                            .apply_into(Millis(0), ack_event(&l.ids, *r), &mut queue);
+                    assert_eq!((outcome, clock), (step.outcome, step.clock));
+                    assert_eq!(queue.get(held..), Some(&step.effects[..]));
+                    if queue.len() > 64 {
+                        queue.clear();
+                    }
+                }
+                assert_eq!(l.state, a.state);
+                let mut lent = armed(tasks, c);
+                ack_in_place_lent(&mut lent, &order, &mut queue);
+                assert!(queue.is_empty());
+                assert_eq!(lent.state, a.state);
 
                 let mut p = armed(tasks, c);
                 let mut kept = Vec::with_capacity(order.len());

@@ -28,7 +28,9 @@
 //! * **Persistent.** The coordinator's state is built from copy-on-write
 //!   parts behind `Arc`s, a task's from small inline sets
 //!   ([`ids`]): `reduce` returns a new state and the old one stays valid and
-//!   cheap to keep. The in-place forms (`apply`) share the same code.
+//!   cheap to keep. The in-place forms (`apply`; for the coordinator also
+//!   `apply_into`, which appends the effects to a queue the host lends)
+//!   share the same code.
 //!
 //! ## Driving contract (what a host does)
 //!
@@ -36,7 +38,9 @@
 //!    single thread). [`host`] is a reference embedding that does exactly this.
 //! 2. Pass a `now` that does not go backwards. If it does, the reducer uses the
 //!    last time it saw and reports it in the transition's `clock`.
-//! 3. Carry out the effects **in the order returned**, after the call returns.
+//! 3. Carry out the effects **in the order returned**, after the call returns
+//!    (with `apply_into`, in queue order: a step's effects are appended
+//!    behind whatever the queue still held).
 //!    Effects that answer (allocate an id, run hooks, finalize, store, timers)
 //!    come back later as events; an answer that arrives after its subject is
 //!    gone is ignored, so cancellation races are harmless.

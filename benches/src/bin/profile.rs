@@ -3,14 +3,15 @@
 //! instruction counts are stable on a noisy machine where times are not.
 //!
 //! `profile VARIANT TASKS PENDING [REPS]` with VARIANT one of `floor`,
-//! `flink_like`, `in_place`, `pure_retained`, `cycle`. It also prints the
+//! `flink_like`, `in_place`, `in_place_lent`, `pure_retained`, `cycle`. It also prints the
 //! fastest repetition's time per ack (the acks alone, without building or
 //! dropping the states): on a machine whose speed drifts, the minimum over
 //! repetitions of two builds run one after the other is a fairer A/B than
 //! two criterion runs minutes apart.
 
 use ckpt_benches::{
-    ack_in_place, ack_pure_retained, armed, scattered_order, Cycle, FlinkLike, Floor, RETAIN_CAP,
+    ack_in_place, ack_in_place_lent, ack_pure_retained, armed, scattered_order, Cycle, FlinkLike,
+    Floor, RETAIN_CAP,
 };
 
 /// Runs one benchmark driver a fixed number of times, for profilers.
@@ -18,7 +19,7 @@ use ckpt_benches::{
 #[command(name = "profile")]
 struct Args {
     /// The driver.
-    #[arg(default_value = "in_place", value_parser = ["floor", "flink_like", "in_place", "pure_retained", "cycle"])]
+    #[arg(default_value = "in_place", value_parser = ["floor", "flink_like", "in_place", "in_place_lent", "pure_retained", "cycle"])]
     variant: String,
     /// Tasks acknowledging.
     #[arg(default_value_t = 10_000)]
@@ -47,6 +48,8 @@ fn main() {
         c.run();
         c
     });
+    // The lent queue lives as long as the host: one for every repetition.
+    let mut queue = Vec::new();
     for _ in 0..reps {
         let before = acks;
         let timed = match variant {
@@ -68,6 +71,13 @@ fn main() {
                 let mut a = armed(tasks, pending);
                 let t0 = std::time::Instant::now();
                 ack_in_place(&mut a, &order);
+                acks += order.len();
+                t0.elapsed()
+            }
+            "in_place_lent" => {
+                let mut a = armed(tasks, pending);
+                let t0 = std::time::Instant::now();
+                ack_in_place_lent(&mut a, &order, &mut queue);
                 acks += order.len();
                 t0.elapsed()
             }

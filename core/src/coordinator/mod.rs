@@ -3,8 +3,10 @@
 //! `reduce(&state, now, event) -> Transition { state, effects, outcome, clock }`
 //! re-expresses the behaviour of Flink's `CheckpointCoordinator` (the seed
 //! `000_581ecda2d70f6dc2.txt`) plus the modern additions listed in the crate
-//! docs. [`CoordinatorState::apply`] is the in-place form; both share one code
-//! path.
+//! docs. [`CoordinatorState::apply`] is the in-place form;
+//! [`CoordinatorState::apply_into`] is the in-place form that appends the
+//! effects to a queue the host lends (and keeps: no list allocated per
+//! event). All three share one code path.
 //!
 //! # Driving contract
 //!

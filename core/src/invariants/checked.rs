@@ -5,7 +5,11 @@
 //! [`coordinator_step`], [`task_step`] and [`files_step`] run the pure reducer and check its
 //! result. With [`Rigor::Full`] they also run the in-place `apply` on a copy
 //! of the state before: it must agree with `reduce` on the state, effects,
-//! outcome and clock ([`DETERMINISTIC`]). `reduce` is `clone` + `apply`, so
+//! outcome and clock ([`DETERMINISTIC`]). For the coordinator that second
+//! run is [`CoordinatorState::apply_into`] with a lent queue that already
+//! holds an effect: the step's effects must come after it, the queued one
+//! untouched (what a host that keeps one queue relies on). `reduce` is
+//! `clone` + `apply` (which is `apply_into` on a new list), so
 //! this one second run checks both that the reducer is deterministic (two
 //! runs from equal states agree: no hidden input such as a clock, an RNG or
 //! a randomly seeded hash order) and that pure equals in place (a host that
@@ -26,7 +30,7 @@ use super::coordinator::{check_all as check_coordinator, HandleLedger};
 use super::files::check_state as check_files;
 use super::task::{check_all as check_task, check_quiescent, TaskMonitor};
 use super::Violation;
-use crate::coordinator::{self, CoordinatorEvent, CoordinatorState};
+use crate::coordinator::{self, CoordinatorEffect, CoordinatorEvent, CoordinatorState, Timer};
 use crate::files::{self, FilesEvent, FilesState};
 use crate::task::{self, TaskEvent, TaskState};
 use crate::types::Millis;
@@ -35,6 +39,14 @@ use crate::types::Millis;
 /// agree (determinism and pure-equals-in-place, one check: see the module
 /// docs).
 pub const DETERMINISTIC: &str = "deterministic";
+
+/// The effect a full-rigor coordinator step finds already queued in the
+/// queue it lends to `apply_into` (any effect would do; this one names no
+/// checkpoint any step makes).
+const QUEUED: CoordinatorEffect = CoordinatorEffect::Timer {
+    timer: Timer::Periodic,
+    at: Some(Millis(u64::MAX)),
+};
 
 /// How much a checked step verifies besides the invariants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,8 +74,15 @@ pub fn coordinator_step(
         Rigor::Invariants => Ok(()),
         Rigor::Full => {
             let mut in_place = before.clone();
-            let step = in_place.apply(now, event.clone());
-            verify(event, (&in_place, &step) == (&t.state, &t.step))
+            let mut queue = vec![QUEUED];
+            let (outcome, clock) = in_place.apply_into(now, event.clone(), &mut queue);
+            verify(
+                event,
+                in_place == t.state
+                    && outcome == t.step.outcome
+                    && clock == t.step.clock
+                    && queue.split_first() == Some((&QUEUED, &t.step.effects[..])),
+            )
         }
     };
     let verdict =
