@@ -24,6 +24,7 @@ fn opts(threads: usize) -> DistOptions {
         resume: false,
         config: "test".into(),
         stop_after_round: None,
+        progress: false,
     }
 }
 

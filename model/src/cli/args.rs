@@ -477,6 +477,11 @@ pub struct DistArgs {
     /// Stop after committing this level, as a crash would (for tests).
     #[arg(long, hide = true)]
     pub stop_after_round: Option<u64>,
+    /// No per-level progress line on stderr (by default the run's first
+    /// worker prints one at each level's end: level, unique and generated
+    /// states so far, seconds, unique states per second).
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// The flags of `simulate`.

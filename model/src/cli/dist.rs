@@ -75,6 +75,7 @@ pub fn run(args: &DistArgs) -> ExitStatus {
         resume: args.resume.is_some(),
         config: String::new(),
         stop_after_round: args.stop_after_round,
+        progress: !args.quiet,
     };
     let status = match args.two_phase {
         Some(n) => {

@@ -90,6 +90,11 @@ pub struct DistOptions {
     /// Return after committing this round, as if killed (for tests of
     /// resume that need no timing).
     pub stop_after_round: Option<u64>,
+    /// Print one line per level on stderr (the first worker of the run,
+    /// which is in process 0): the level, the states owned and generated so
+    /// far summed over every worker, the time since the start and the
+    /// unique states per second, so that a long run shows where it is.
+    pub progress: bool,
 }
 
 /// One worker's share of a run.
@@ -488,6 +493,15 @@ fn run_worker<M: Model>(
             .filter_map(|s| s.violation.clone())
             .next();
         let done = violated.is_some() || round_stats.iter().all(|s| s.generated_now == 0);
+        if opts.progress && index == 0 {
+            let unique: u64 = round_stats.iter().map(|s| s.share.owned).sum();
+            let all: u64 = round_stats.iter().map(|s| s.share.generated).sum();
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!(
+                "level {round}: {unique} unique, {all} generated, {secs:.1} s, {:.0} unique/s",
+                unique as f64 / secs.max(1e-9)
+            );
+        }
         // A round that ends the search commits nothing; one that stops it
         // early (or goes on) commits what it owns.
         if !done {
