@@ -74,7 +74,10 @@ pub fn coordinator_step(
         Rigor::Invariants => Ok(()),
         Rigor::Full => {
             let mut in_place = before.clone();
-            let mut queue = vec![QUEUED];
+            // Room for the queued effect and the step's (one allocation, as
+            // `apply`'s own list had; this runs on every fuzzed event).
+            let mut queue = Vec::with_capacity(1 + t.step.effects.len());
+            queue.push(QUEUED);
             let (outcome, clock) = in_place.apply_into(now, event.clone(), &mut queue);
             verify(
                 event,
