@@ -18,6 +18,15 @@
 # assertions (the task reducer's check that a refused event changed
 # nothing is one; `--release` would drop it).
 #
+# CKPT_FUZZ_FLAGS: extra libFuzzer flags for the run (not the merge), e.g.
+# -ignore_crashes=1 to go on past a crash (each one still saved).
+#
+# Several runs at once (say one per sanitizer): give each its own
+# CKPT_FUZZ_WORK (the work corpus directory, default corpus-work) and,
+# when their sanitizers differ, its own CKPT_FUZZ_TARGET_DIR (cargo's
+# target directory, default cargo-fuzz's), so that neither merges over
+# the other's corpus nor rebuilds the other's binaries.
+#
 # Output: fuzz/corpus-work/TARGET (merged corpus, git-ignored),
 # fuzz/logs/TARGET-SANITIZER-DATE.log (DATE a UTC stamp such as
 # 20261204T0230Z; libFuzzer's status lines: executions and the
@@ -39,6 +48,13 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 sanitizer="${CKPT_FUZZ_SANITIZER:-none}"
+work_root="${CKPT_FUZZ_WORK:-corpus-work}"
+# shellcheck disable=SC2206
+extra=(${CKPT_FUZZ_FLAGS:-})
+tdir=()
+if [ -n "${CKPT_FUZZ_TARGET_DIR:-}" ]; then
+    tdir=(--target-dir "$CKPT_FUZZ_TARGET_DIR")
+fi
 toolchain=()
 if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     toolchain=(+nightly)
@@ -49,7 +65,7 @@ stamp="$(date -u +%Y%m%dT%H%MZ)"
 mkdir -p logs
 status=0
 for t in "${targets[@]}"; do
-    work="corpus-work/$t"
+    work="$work_root/$t"
     mkdir -p "$work" "corpus/$t" "artifacts/$t"
     case "$t" in
         trace_decode) len=(-max_len=65536) ;;
@@ -67,8 +83,8 @@ for t in "${targets[@]}"; do
     # 1,288 vs 1,190; trace_decode 4,413 vs 4,384); coordinator_events
     # without it found a lost-state bug in 38 s that the run with it had not
     # found in 90 (README, "Fuzzing").
-    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "$t" "$work" "corpus/$t" -- \
-        -fork="$forks" -max_total_time="$secs" "${len[@]}" \
+    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "${tdir[@]}" "$t" "$work" "corpus/$t" -- \
+        -fork="$forks" -max_total_time="$secs" "${len[@]}" "${extra[@]}" \
         -print_final_stats=1 >"$log" 2>&1 || crashed=1
     tail -n 3 "$log"
     # Executions reached: the run's last status line (`#N: cov: ...` under
@@ -79,9 +95,9 @@ for t in "${targets[@]}"; do
         status=1
     fi
     # Merge: keep only the inputs that add coverage.
-    merged="corpus-work/$t.merged"
+    merged="$work_root/$t.merged"
     rm -rf "$merged" && mkdir -p "$merged"
-    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "$t" "$merged" "$work" -- \
+    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "${tdir[@]}" "$t" "$merged" "$work" -- \
         -merge=1 "${len[@]}" >>"$log" 2>&1 || true
     if [ -n "$(ls -A "$merged")" ]; then
         rm -rf "$work" && mv "$merged" "$work"

@@ -12,6 +12,9 @@
 # Env: CKPT_FUZZ_BIN_DIR  run the binaries in this directory instead of
 #      building (e.g. a copy of an older build, for before/after figures).
 #      CKPT_FUZZ_FLAGS    extra libFuzzer flags (for experiments).
+#      CKPT_FUZZ_BUILD_FLAGS  extra `cargo fuzz build` flags, e.g.
+#                         --no-trace-compares (what run.sh and long.sh
+#                         build with); built into their own target dir.
 # Prints one Markdown table row per target: date, target, sanitizer,
 # extra flags, executions, exec/s, edges and features at the end,
 # crashes (reproducers in fuzz/artifacts/TARGET/), load average before the
@@ -33,9 +36,15 @@ if [ -z "${CKPT_FUZZ_BIN_DIR:-}" ]; then
     if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
         toolchain=(+nightly)
     fi
+    # shellcheck disable=SC2206
+    build=(${CKPT_FUZZ_BUILD_FLAGS:-})
     tdir="target-rate-$sanitizer"
-    cargo "${toolchain[@]}" fuzz build --sanitizer "$sanitizer" --target-dir "$tdir" "${targets[@]/#/--bin=}" >/dev/null 2>&1 ||
-        cargo "${toolchain[@]}" fuzz build --sanitizer "$sanitizer" --target-dir "$tdir"
+    if [ ${#build[@]} -gt 0 ]; then
+        tdir="$tdir$(printf '%s' "${build[*]}" | tr -c 'a-z0-9' '-')"
+    fi
+    for t in "${targets[@]}"; do
+        cargo "${toolchain[@]}" fuzz build --sanitizer "$sanitizer" "${build[@]}" --target-dir "$tdir" "$t" >/dev/null
+    done
     bin_dir="$tdir/$triple/release"
 else
     bin_dir="$CKPT_FUZZ_BIN_DIR"
@@ -43,6 +52,7 @@ fi
 mkdir -p logs
 # shellcheck disable=SC2206
 extra=(${CKPT_FUZZ_FLAGS:-})
+shown="$(echo "${CKPT_FUZZ_BUILD_FLAGS:-} ${extra[*]:-}" | xargs)"
 for t in "${targets[@]}"; do
     scratch="$(mktemp -d)"
     mkdir -p "artifacts/$t"
@@ -57,6 +67,6 @@ for t in "${targets[@]}"; do
     cov=$(echo "$last" | grep -oE 'cov: [0-9]+' | grep -oE '[0-9]+' || echo '?')
     ft=$(echo "$last" | grep -oE 'ft: [0-9]+' | grep -oE '[0-9]+' || echo '?')
     crash=$(grep -c 'Test unit written to' "$log" || true)
-    echo "| $when | \`$t\` | $sanitizer | ${extra[*]:-} | $runs | $((runs / secs)) | $cov | $ft | $crash | $load |"
+    echo "| $when | \`$t\` | $sanitizer | $shown | $runs | $((runs / secs)) | $cov | $ft | $crash | $load |"
     rm -rf "$scratch"
 done

@@ -235,7 +235,8 @@ pub enum LegacyBug {
     LateHooksTriggerTasks,
     /// Coordinator, FLINK-13256: a request queued at the concurrency bound
     /// (the periodic timer cancelled) is not resumed when a task failure
-    /// aborts the pending checkpoints: periodic checkpointing is dead.
+    /// or a restore aborts the pending checkpoints: periodic checkpointing
+    /// is dead.
     AbortAllLeavesQueueStuck,
     /// Coordinator, FLINK-20992 / FLINK-18290: an id allocation answered
     /// after shutdown still creates a checkpoint, arms timers and triggers

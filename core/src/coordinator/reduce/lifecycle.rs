@@ -172,6 +172,7 @@ impl CoordinatorState {
                 if error_if_none && self.restore_point().is_none() && awaiting.is_none() {
                     return Outcome::Rejected(CoordinatorError::NoCheckpointToRestore);
                 }
+                let mut aborted = false;
                 if !legacy {
                     // The run before the restore cannot complete anything
                     // but what is already out for storing.
@@ -181,15 +182,39 @@ impl CoordinatorState {
                         .copied()
                         .filter(|id| Some(*id) != self.completing)
                         .collect();
+                    aborted = !ids.is_empty();
                     for id in ids {
                         self.abort(id, AbortReason::Restored, fx);
                     }
                 }
+                // FIX (found by fuzzing `system_events`, 2026-12-05): the
+                // aborts free the concurrency slots, so a request queued at
+                // the bound (which cancelled the periodic timer) is resumed
+                // here as after every other abort (Flink resumes its queue
+                // in every `abortPendingCheckpoint`). It was left queued:
+                // every later periodic or user request was refused as
+                // "already queued" and no checkpoint ever completed again.
+                // Resumed after a deferral is set, a request is refused (no
+                // task of the new run may checkpoint yet), never stranded.
+                // Legacy (FLINK-13256): not resumed, as after a task failure.
+                let resume = aborted
+                    && !self
+                        .cold
+                        .config
+                        .semantics()
+                        .is(LegacyBug::AbortAllLeavesQueueStuck);
                 if let Some(c) = awaiting {
                     self.cold.restore_deferred = true;
+                    if resume {
+                        self.resume_queued(fx);
+                    }
                     return Outcome::Applied(Applied::RestoreDeferred { awaiting: c });
                 }
-                Outcome::Applied(self.emit_restore(fx))
+                let applied = self.emit_restore(fx);
+                if resume {
+                    self.resume_queued(fx);
+                }
+                Outcome::Applied(applied)
             }
             RestoreSource::Savepoint {
                 checkpoint,

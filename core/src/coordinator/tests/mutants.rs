@@ -100,6 +100,68 @@ fn a_task_failure_that_aborts_the_pending_checkpoint_resumes_the_queued_request(
     );
 }
 
+/// Found by fuzzing `system_events` (2026-12-05), fixed: a restore that
+/// aborts the pending checkpoint holding the concurrency bound resumes the
+/// request queued at the bound, as a task failure does; left queued, it
+/// made every later request "already queued" and nothing completed again.
+#[test]
+fn a_restore_that_aborts_the_pending_checkpoint_resumes_the_queued_request() {
+    let mut h = H::new();
+    h.step(0, Ev::StartScheduler);
+    h.user_cp(0, 1);
+    h.step(1, trigger(user()));
+    assert_eq!(
+        h.queued_ids().len(),
+        1,
+        "the second request waits at the bound"
+    );
+    let step = h.step(
+        2,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: false,
+            },
+        },
+    );
+    assert!(h.s.pending_checkpoint(cp(1)).is_none());
+    assert!(
+        h.queued_ids().is_empty(),
+        "still queued: {:?}",
+        h.queued_ids()
+    );
+    // Resumed at once: the tasks still run, so it allocates its id.
+    assert_eq!(h.s.in_flight().map(Request::id), Some(rq(1)));
+    assert!(
+        step.effects.iter().any(|e| matches!(
+            e,
+            E::Io {
+                request: IoRequest::AllocateId { request },
+                ..
+            } if *request == rq(1)
+        )),
+        "{:?}",
+        step.effects
+    );
+    // Legacy (FLINK-13256): left queued.
+    let mut legacy = H::with(CoordinatorSettings {
+        semantics: Semantics::Legacy(LegacyBug::AbortAllLeavesQueueStuck),
+        ..settings()
+    });
+    legacy.step(0, Ev::StartScheduler);
+    legacy.user_cp(0, 1);
+    legacy.step(1, trigger(user()));
+    legacy.step(
+        2,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: false,
+            },
+        },
+    );
+    assert_eq!(legacy.queued_ids().len(), 1);
+    assert!(legacy.s.in_flight().is_none());
+}
+
 /// Task 1 only acknowledges: it is neither triggered nor notified.
 fn wait_only_task_1() -> CoordinatorSettings {
     CoordinatorSettings {
