@@ -393,7 +393,7 @@ pub fn entry(bug: LegacyBug) -> Entry {
         ),
         LegacyBug::AbortAllLeavesQueueStuck => (
             "a request queued at the concurrency bound is not resumed when a task failure aborts the pending one",
-            props::E_NO_TRIGGER_STUCK,
+            props::OTHER,
             ModelConfig {
                 checkpoints: 2,
                 task_failures: 1,

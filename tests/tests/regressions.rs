@@ -119,7 +119,7 @@ fn every_zoo_counterexample_is_caught_in_core_and_clean_when_fixed() {
             LegacyBug::LateHooksTriggerTasks,
             Some("trigger-only-pending"),
         ),
-        (LegacyBug::AbortAllLeavesQueueStuck, None),
+        (LegacyBug::AbortAllLeavesQueueStuck, Some("queue-resumable")),
         (LegacyBug::EffectsAfterShutdown, Some("shutdown-quiet")),
         (
             LegacyBug::DiscardWhileStoring,

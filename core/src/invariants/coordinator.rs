@@ -26,6 +26,12 @@ pub mod names {
     pub const ONE_QUEUED: &str = "at-most-one-queued";
     /// The queue respects its bound.
     pub const QUEUE_BOUNDED: &str = "queue-bounded";
+    /// A queued request is waiting for something that will end: the
+    /// trigger in progress, or (a non-forced request) a concurrency slot
+    /// that a pending checkpoint holds. Otherwise nothing would ever take
+    /// it from the queue, and every later non-forced request is refused as
+    /// already queued (FLINK-13256).
+    pub const QUEUE_RESUMABLE: &str = "queue-resumable";
     /// A pending checkpoint's missing-ack count matches its slots.
     pub const ACK_COUNT: &str = "ack-count-consistent";
     /// Timeout timers are armed exactly for checkpoints waiting on others.
@@ -98,10 +104,11 @@ pub mod names {
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 29] = [
+    pub const ALL: [&str; 30] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
+        QUEUE_RESUMABLE,
         ACK_COUNT,
         TIMERS,
         ONE_COMPLETING,
@@ -154,6 +161,18 @@ pub fn check_state(s: &CoordinatorState) -> Result<(), Violation> {
     ensure(queued <= cfg.queue_max(), names::QUEUE_BOUNDED, || {
         format!("{queued} queued > bound {}", cfg.queue_max())
     })?;
+    if s.in_flight().is_none() {
+        let slots_full = s.pending().count() >= cfg.max_concurrent();
+        let stranded = s.queued().find(|r| r.kind().is_forced() || !slots_full);
+        ensure(stranded.is_none(), names::QUEUE_RESUMABLE, || {
+            format!(
+                "request {:?} queued with no trigger in progress and {} of {} slots taken",
+                stranded.map(|r| r.id()),
+                s.pending().count(),
+                cfg.max_concurrent()
+            )
+        })?;
+    }
     let mut completing = 0usize;
     for p in s.pending() {
         let waiting = p.acks().filter(|a| *a == AckSlot::Waiting).count();

@@ -323,6 +323,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
             props::NOTHING_AFTER_SHUTDOWN
         }
         c::ACK_COUNT
+        | c::QUEUE_RESUMABLE
         | c::TIMERS
         | c::ONE_COMPLETING
         | c::RECENT

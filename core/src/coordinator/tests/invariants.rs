@@ -104,6 +104,22 @@ fn invariant_at_most_one_queued_can_fail() {
 }
 
 #[test]
+fn invariant_queue_resumable_can_fail() {
+    // A request left queued with no trigger in progress and a free slot:
+    // nothing would ever resume it.
+    let mut s = base().s;
+    assert!(s.in_flight().is_none());
+    assert!(s.pending().count() < s.config().max_concurrent());
+    s.cold.queue.push_back(Request {
+        id: rq(10),
+        kind: user(),
+        requested_at: ms(0),
+        hooks_for: None,
+    });
+    assert_eq!(violated(check_state(&s)), names::QUEUE_RESUMABLE);
+}
+
+#[test]
 fn invariant_queue_bounded_can_fail() {
     let mut s = base().s;
     for n in [10, 11, 12] {

@@ -142,7 +142,8 @@ fn a_restore_that_aborts_the_pending_checkpoint_resumes_the_queued_request() {
         "{:?}",
         step.effects
     );
-    // Legacy (FLINK-13256): left queued.
+    // Legacy (FLINK-13256): left queued, which the state invariant
+    // `queue-resumable` catches at once.
     let mut legacy = H::with(CoordinatorSettings {
         semantics: Semantics::Legacy(LegacyBug::AbortAllLeavesQueueStuck),
         ..settings()
@@ -150,16 +151,35 @@ fn a_restore_that_aborts_the_pending_checkpoint_resumes_the_queued_request() {
     legacy.step(0, Ev::StartScheduler);
     legacy.user_cp(0, 1);
     legacy.step(1, trigger(user()));
-    legacy.step(
-        2,
-        Ev::Restore {
-            source: RestoreSource::Latest {
-                error_if_none: false,
-            },
+    let restore = Ev::Restore {
+        source: RestoreSource::Latest {
+            error_if_none: false,
         },
-    );
-    assert_eq!(legacy.queued_ids().len(), 1);
-    assert!(legacy.s.in_flight().is_none());
+    };
+    let (t, verdict) =
+        checked::coordinator_step(&mut legacy.ledger, &legacy.s, ms(2), &restore, Rigor::Full);
+    assert_eq!(t.state.queued().count(), 1);
+    assert!(t.state.in_flight().is_none());
+    let v = verdict.expect_err("the stranded request must be caught");
+    assert_eq!(v.invariant, names::QUEUE_RESUMABLE, "{v}");
+}
+
+/// FLINK-13256's own path (a task failure), legacy: the request queued at
+/// the bound stays queued, caught by `queue-resumable` in that step.
+#[test]
+fn legacy_abort_all_leaves_queue_stuck_is_caught_by_queue_resumable() {
+    let mut h = H::with(CoordinatorSettings {
+        semantics: Semantics::Legacy(LegacyBug::AbortAllLeavesQueueStuck),
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.step(1, trigger(user()));
+    let (t, verdict) =
+        checked::coordinator_step(&mut h.ledger, &h.s, ms(2), &failed(0, 0), Rigor::Full);
+    assert!(t.state.pending_checkpoint(cp(1)).is_none());
+    assert_eq!(t.state.queued().count(), 1);
+    let v = verdict.expect_err("the stranded request must be caught");
+    assert_eq!(v.invariant, names::QUEUE_RESUMABLE, "{v}");
 }
 
 /// Task 1 only acknowledges: it is neither triggered nor notified.
