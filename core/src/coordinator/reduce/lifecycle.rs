@@ -86,18 +86,25 @@ impl CoordinatorState {
         for id in &victims {
             self.abort(*id, reason, fx);
         }
-        // Legacy (FLINK-13256): the request queued at the concurrency bound,
-        // which had cancelled the periodic timer, was never resumed.
-        if !victims.is_empty()
-            && !self
-                .cold
-                .config
-                .semantics()
-                .is(LegacyBug::AbortAllLeavesQueueStuck)
+        if !victims.is_empty() {
+            self.resume_after_aborts(fx);
+        }
+        victims.len()
+    }
+
+    /// Resumes the request queued at the concurrency bound after aborts
+    /// freed slots, as Flink does in every `abortPendingCheckpoint`; shared
+    /// by a task's failure and a restore. Legacy (FLINK-13256): the queued
+    /// request, which had cancelled the periodic timer, was never resumed.
+    fn resume_after_aborts(&mut self, fx: &mut Fx) {
+        if !self
+            .cold
+            .config
+            .semantics()
+            .is(LegacyBug::AbortAllLeavesQueueStuck)
         {
             self.resume_queued(fx);
         }
-        victims.len()
     }
 
     pub(super) fn on_task_failed(
@@ -197,22 +204,16 @@ impl CoordinatorState {
                 // Resumed after a deferral is set, a request is refused (no
                 // task of the new run may checkpoint yet), never stranded.
                 // Legacy (FLINK-13256): not resumed, as after a task failure.
-                let resume = aborted
-                    && !self
-                        .cold
-                        .config
-                        .semantics()
-                        .is(LegacyBug::AbortAllLeavesQueueStuck);
                 if let Some(c) = awaiting {
                     self.cold.restore_deferred = true;
-                    if resume {
-                        self.resume_queued(fx);
+                    if aborted {
+                        self.resume_after_aborts(fx);
                     }
                     return Outcome::Applied(Applied::RestoreDeferred { awaiting: c });
                 }
                 let applied = self.emit_restore(fx);
-                if resume {
-                    self.resume_queued(fx);
+                if aborted {
+                    self.resume_after_aborts(fx);
                 }
                 Outcome::Applied(applied)
             }

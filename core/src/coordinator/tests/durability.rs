@@ -743,14 +743,6 @@ fn failover_while_storing(semantics: Semantics) -> H {
     h
 }
 
-fn restore_latest() -> Ev {
-    Ev::Restore {
-        source: RestoreSource::Latest {
-            error_if_none: false,
-        },
-    }
-}
-
 #[test]
 fn job_failover_while_a_newer_checkpoint_stores_restores_that_checkpoint_once_it_commits() {
     let mut h = failover_while_storing(Semantics::Fixed);

@@ -139,6 +139,14 @@ fn store(id: u64, ok: bool) -> Ev {
         result: if ok { Ok(()) } else { Err(io()) },
     }
 }
+/// `Restore { Latest }`, without asking for an error when there is none.
+fn restore_latest() -> Ev {
+    Ev::Restore {
+        source: RestoreSource::Latest {
+            error_if_none: false,
+        },
+    }
+}
 fn failed(task: u32, attempt: u32) -> Ev {
     Ev::TaskFailed {
         task: t(task),

@@ -115,14 +115,7 @@ fn a_restore_that_aborts_the_pending_checkpoint_resumes_the_queued_request() {
         1,
         "the second request waits at the bound"
     );
-    let step = h.step(
-        2,
-        Ev::Restore {
-            source: RestoreSource::Latest {
-                error_if_none: false,
-            },
-        },
-    );
+    let step = h.step(2, restore_latest());
     assert!(h.s.pending_checkpoint(cp(1)).is_none());
     assert!(
         h.queued_ids().is_empty(),
@@ -151,11 +144,7 @@ fn a_restore_that_aborts_the_pending_checkpoint_resumes_the_queued_request() {
     legacy.step(0, Ev::StartScheduler);
     legacy.user_cp(0, 1);
     legacy.step(1, trigger(user()));
-    let restore = Ev::Restore {
-        source: RestoreSource::Latest {
-            error_if_none: false,
-        },
-    };
+    let restore = restore_latest();
     let (t, verdict) =
         checked::coordinator_step(&mut legacy.ledger, &legacy.s, ms(2), &restore, Rigor::Full);
     assert_eq!(t.state.queued().count(), 1);
