@@ -107,8 +107,8 @@ impl Hash for Pending {
 /// words in the checkpoint: an ack is checked against it without reading a
 /// per-slot table (at 100 000 tasks acknowledged in a scattered order that
 /// table, 400 KB, cost a cache miss per ack), and copying the checkpoint
-/// (a kept state's ack copies every pending checkpoint when more than one
-/// is pending) touches no reference count for it. Built only from the
+/// (a kept state's ack copies the checkpoint it acknowledges) touches no
+/// reference count for it. Built only from the
 /// per-slot list ([`From<Vec<AttemptNo>>`]), which picks the form, so
 /// equal lists are equal values; hashed as that list.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -287,35 +287,39 @@ impl Completed {
 }
 
 /// Pending checkpoints by id, iterating in id order: the subset of
-/// `imbl::OrdMap`'s interface the coordinator uses. A [`Pending`] is a few
-/// words and pointers (its ack table and attempts are shared, the kind is
-/// copied), so the map holds them by value:
+/// `imbl::OrdMap`'s interface the coordinator uses.
 ///
 /// * **One checkpoint (the common case): inline** in the state. Cloning a
 ///   state clones it (two reference counts, the kind); writing it writes
 ///   the state's own copy: no allocation, shared or not.
-/// * **None, or more than one: a small sorted slice behind one `Arc`**.
-///   Cloning a state shares the slice; the first write to a checkpoint of a
-///   shared map copies the slice, every checkpoint in it (one allocation; a
-///   savepoint's target string is copied too); an unshared map is written
-///   in place.
+/// * **None, or more than one: a small sorted slice of checkpoints, each
+///   behind its own `Arc`, the slice behind one `Arc`**. Cloning a state
+///   shares the slice; the first write to a checkpoint of a shared map
+///   copies the slice (one count bump per checkpoint, one allocation) and
+///   then the checkpoint written, if shared (a second allocation); the
+///   others stay shared. An unshared map and checkpoint are written in
+///   place.
 ///
-/// Inserting and removing rebuild the map (once per checkpoint).
+/// Inserting and removing rebuild the slice (once per checkpoint), sharing
+/// the checkpoints.
 ///
-/// Each checkpoint used to sit behind its own `Arc` in the slice: a kept
-/// state's ack then made two allocations (the slice and the checkpoint)
-/// instead of one; with one checkpoint pending that was about a third of
-/// the instructions of an ack whose old state is kept (callgrind,
-/// `profile pure_retained 10000 1`, 2026-12-03, `benches/README.md`). The
-/// one slice left cost 887 instructions per kept ack at 10 000 x 1, 342 of
-/// them building the copy (171 in `malloc`); inline, the copy is the
-/// clone (2026-12-04, `benches/ACK-2026-12-04.md`).
+/// Why the two shapes (callgrind, `profile pure_retained`,
+/// `benches/README.md`): each checkpoint behind its own `Arc` was the first
+/// shape, and with one checkpoint pending its second allocation was about a
+/// third of the instructions of an ack whose old state is kept, hence the
+/// inline case (2026-12-04, `benches/ACK-2026-12-04.md`). The checkpoints
+/// then sat by value in the slice, and a kept ack with four pending copied
+/// all four (740 of its 1 247 instructions at 10 000 x 4, 2026-12-06);
+/// behind their own `Arc`s again, it copies one (`benches/ACK-2026-12-06.md`).
 pub(crate) enum PendingMap {
     /// Exactly one checkpoint.
     One((CheckpointId, Pending)),
     /// None, or more than one (sorted by id).
-    Many(triomphe::Arc<[(CheckpointId, Pending)]>),
+    Many(triomphe::Arc<[Entry]>),
 }
+
+/// A checkpoint of [`PendingMap::Many`], shared until written.
+type Entry = (CheckpointId, triomphe::Arc<Pending>);
 
 impl Clone for PendingMap {
     #[inline]
@@ -341,11 +345,57 @@ impl Default for PendingMap {
     }
 }
 
+/// The checkpoints of a [`PendingMap`] in id order.
+pub(crate) enum PendingIter<'a> {
+    /// [`PendingMap::One`]'s checkpoint, until taken.
+    One(Option<&'a (CheckpointId, Pending)>),
+    /// [`PendingMap::Many`]'s.
+    Many(std::slice::Iter<'a, Entry>),
+}
+
+impl<'a> Iterator for PendingIter<'a> {
+    type Item = (&'a CheckpointId, &'a Pending);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            PendingIter::One(one) => one.take().map(|(k, p)| (k, p)),
+            PendingIter::Many(many) => many.next().map(|(k, p)| (k, &**p)),
+        }
+    }
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.len();
+        (n, Some(n))
+    }
+}
+
+impl DoubleEndedIterator for PendingIter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            PendingIter::One(one) => one.take().map(|(k, p)| (k, p)),
+            PendingIter::Many(many) => many.next_back().map(|(k, p)| (k, &**p)),
+        }
+    }
+}
+
+impl ExactSizeIterator for PendingIter<'_> {
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            PendingIter::One(one) => usize::from(one.is_some()),
+            PendingIter::Many(many) => many.len(),
+        }
+    }
+}
+
 impl PendingMap {
     /// Builds the map from entries sorted by id.
-    fn from_sorted(mut v: Vec<(CheckpointId, Pending)>) -> PendingMap {
+    fn from_sorted(mut v: Vec<Entry>) -> PendingMap {
         match v.pop() {
-            Some(one) if v.is_empty() => PendingMap::One(one),
+            Some((id, one)) if v.is_empty() => {
+                PendingMap::One((id, triomphe::Arc::unwrap_or_clone(one)))
+            }
             Some(last) => {
                 v.push(last);
                 PendingMap::Many(v.into())
@@ -353,24 +403,34 @@ impl PendingMap {
             None => PendingMap::default(),
         }
     }
-    #[inline]
-    fn as_slice(&self) -> &[(CheckpointId, Pending)] {
+    /// The entries, the checkpoints shared (one inline is copied).
+    fn to_entries(&self) -> Vec<Entry> {
         match self {
-            PendingMap::One(one) => std::slice::from_ref(one),
-            PendingMap::Many(many) => many,
+            PendingMap::One((id, p)) => vec![(*id, triomphe::Arc::new(p.clone()))],
+            PendingMap::Many(many) => many.to_vec(),
         }
     }
     #[inline]
     fn find(&self, id: &CheckpointId) -> Result<usize, usize> {
-        self.as_slice().binary_search_by(|(k, _)| k.cmp(id))
+        match self {
+            PendingMap::One((k, _)) => match k.cmp(id) {
+                std::cmp::Ordering::Equal => Ok(0),
+                std::cmp::Ordering::Less => Err(1),
+                std::cmp::Ordering::Greater => Err(0),
+            },
+            PendingMap::Many(many) => many.binary_search_by(|(k, _)| k.cmp(id)),
+        }
     }
     #[inline]
     pub(crate) fn len(&self) -> usize {
-        self.as_slice().len()
+        match self {
+            PendingMap::One(_) => 1,
+            PendingMap::Many(many) => many.len(),
+        }
     }
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.as_slice().is_empty()
+        self.len() == 0
     }
     #[inline]
     pub(crate) fn contains_key(&self, id: &CheckpointId) -> bool {
@@ -378,8 +438,13 @@ impl PendingMap {
     }
     #[inline]
     pub(crate) fn get(&self, id: &CheckpointId) -> Option<&Pending> {
-        let i = self.find(id).ok()?;
-        self.as_slice().get(i).map(|(_, p)| p)
+        match self {
+            PendingMap::One((k, p)) => (k == id).then_some(p),
+            PendingMap::Many(many) => {
+                let i = many.binary_search_by(|(k, _)| k.cmp(id)).ok()?;
+                many.get(i).map(|(_, p)| &**p)
+            }
+        }
     }
     #[inline]
     pub(crate) fn get_mut(&mut self, id: &CheckpointId) -> Option<&mut Pending> {
@@ -387,10 +452,7 @@ impl PendingMap {
             PendingMap::One((k, p)) => (k == id).then_some(p),
             PendingMap::Many(many) => {
                 let i = many.binary_search_by(|(k, _)| k.cmp(id)).ok()?;
-                if !many.is_unique() {
-                    unshare(many);
-                }
-                triomphe::Arc::get_mut(many)?.get_mut(i).map(|(_, p)| p)
+                many_at_mut(many, i)
             }
         }
     }
@@ -398,26 +460,22 @@ impl PendingMap {
     /// writing: one pass, no second lookup by id.
     #[inline]
     pub(crate) fn find_mut(&mut self, pred: impl Fn(&Pending) -> bool) -> Option<&mut Pending> {
-        let i = self.as_slice().iter().position(|(_, p)| pred(p))?;
+        let i = self.values().position(pred)?;
         self.at_mut(i)
     }
     /// The checkpoint at position `i`, for writing (a shared slice is
-    /// copied first).
+    /// copied first, then the checkpoint if it is shared).
     #[inline]
     fn at_mut(&mut self, i: usize) -> Option<&mut Pending> {
         match self {
             PendingMap::One((_, p)) => (i == 0).then_some(p),
-            PendingMap::Many(many) => {
-                if !many.is_unique() {
-                    unshare(many);
-                }
-                triomphe::Arc::get_mut(many)?.get_mut(i).map(|(_, p)| p)
-            }
+            PendingMap::Many(many) => many_at_mut(many, i),
         }
     }
     /// Inserts or replaces; returns the replaced value.
     pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
-        let mut v = self.as_slice().to_vec();
+        let mut v = self.to_entries();
+        let p = triomphe::Arc::new(p);
         let old = match self.find(&id) {
             Ok(i) => v.get_mut(i).map(|(_, old)| std::mem::replace(old, p)),
             Err(i) => {
@@ -426,49 +484,90 @@ impl PendingMap {
             }
         };
         *self = PendingMap::from_sorted(v);
-        old
+        old.map(triomphe::Arc::unwrap_or_clone)
     }
     pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
         let i = self.find(id).ok()?;
-        let mut v = self.as_slice().to_vec();
+        let mut v = self.to_entries();
         let removed = (i < v.len()).then(|| v.remove(i).1);
         *self = PendingMap::from_sorted(v);
-        removed
+        removed.map(triomphe::Arc::unwrap_or_clone)
     }
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&CheckpointId, &Pending)> + '_ {
-        self.as_slice().iter().map(|(k, v)| (k, v))
+    #[inline]
+    pub(crate) fn iter(&self) -> PendingIter<'_> {
+        match self {
+            PendingMap::One(one) => PendingIter::One(Some(one)),
+            PendingMap::Many(many) => PendingIter::Many(many.iter()),
+        }
     }
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &CheckpointId> + '_ {
-        self.as_slice().iter().map(|(k, _)| k)
+    pub(crate) fn keys(&self) -> impl DoubleEndedIterator<Item = &CheckpointId> + '_ {
+        self.iter().map(|(k, _)| k)
     }
-    pub(crate) fn values(&self) -> impl Iterator<Item = &Pending> + '_ {
-        self.as_slice().iter().map(|(_, v)| v)
+    pub(crate) fn values(&self) -> impl DoubleEndedIterator<Item = &Pending> + '_ {
+        self.iter().map(|(_, v)| v)
     }
 }
 
-/// Copies a shared slice of pending checkpoints (out of line, so that the
-/// check before it inlines into the in-place ack, which never copies).
+/// The checkpoint at position `i` of a [`PendingMap::Many`] slice, for
+/// writing: a shared slice is copied first, then the checkpoint if it is
+/// shared. The checks inline into the in-place ack, which copies neither;
+/// the copies are out of line.
+#[inline]
+fn many_at_mut(many: &mut triomphe::Arc<[Entry]>, i: usize) -> Option<&mut Pending> {
+    if !many.is_unique() {
+        unshare(many, i);
+    }
+    let (_, p) = triomphe::Arc::get_mut(many)?.get_mut(i)?;
+    if !p.is_unique() {
+        unshare_one(p);
+    }
+    triomphe::Arc::get_mut(p)
+}
+
+/// Copies a shared slice of pending checkpoints for a write to position
+/// `i`: the checkpoint there is copied, every other one shared (one pass:
+/// no count taken for the copied one only to be given back).
 #[inline(never)]
-fn unshare(many: &mut triomphe::Arc<[(CheckpointId, Pending)]>) {
-    *many = many.iter().cloned().collect();
+fn unshare(many: &mut triomphe::Arc<[Entry]>, i: usize) {
+    *many = many
+        .iter()
+        .enumerate()
+        .map(|(j, (id, p))| {
+            let p = if j == i {
+                triomphe::Arc::new(Pending::clone(p))
+            } else {
+                triomphe::Arc::clone(p)
+            };
+            (*id, p)
+        })
+        .collect();
+}
+
+/// Copies a shared checkpoint of a [`PendingMap::Many`] slice.
+#[inline(never)]
+fn unshare_one(p: &mut triomphe::Arc<Pending>) {
+    *p = triomphe::Arc::new(Pending::clone(p));
 }
 
 impl<'a> IntoIterator for &'a PendingMap {
     type Item = (&'a CheckpointId, &'a Pending);
-    type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (CheckpointId, Pending)>,
-        fn(&'a (CheckpointId, Pending)) -> (&'a CheckpointId, &'a Pending),
-    >;
+    type IntoIter = PendingIter<'a>;
     fn into_iter(self) -> Self::IntoIter {
-        self.as_slice().iter().map(|(k, v)| (k, v))
+        self.iter()
     }
 }
 
 impl PartialEq for PendingMap {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
-            (PendingMap::Many(a), PendingMap::Many(b)) if triomphe::Arc::ptr_eq(a, b) => true,
-            _ => self.as_slice() == other.as_slice(),
+            (PendingMap::Many(a), PendingMap::Many(b)) => {
+                triomphe::Arc::ptr_eq(a, b)
+                    || (a.len() == b.len()
+                        && a.iter().zip(b.iter()).all(|((ka, pa), (kb, pb))| {
+                            ka == kb && (triomphe::Arc::ptr_eq(pa, pb) || pa == pb)
+                        }))
+            }
+            _ => self.len() == other.len() && self.iter().eq(other.iter()),
         }
     }
 }

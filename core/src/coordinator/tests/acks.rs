@@ -249,6 +249,44 @@ fn decline_resumes_the_queue_even_with_a_more_recent_pending_checkpoint() {
 }
 
 #[test]
+fn a_kept_states_ack_copies_the_acknowledged_checkpoint_and_shares_the_others() {
+    // With more than one checkpoint pending, the old state (kept, as a model
+    // checker or an embedder keeping history does) and the new one share
+    // every checkpoint the ack did not touch; the one it touched is copied
+    // and the old state's copy is left as it was.
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 3,
+        ..settings()
+    });
+    h.user_cp(0, 1);
+    h.user_cp(0, 2);
+    h.user_cp(0, 3);
+    let before = h.s.clone();
+    h.step(1, ack(0, 2, 200));
+    let (PendingMap::Many(old), PendingMap::Many(new)) = (&before.pending, &h.s.pending) else {
+        panic!("three pending checkpoints sit in the shared slice");
+    };
+    assert!(!triomphe::Arc::ptr_eq(old, new), "the slice was copied");
+    let shared: Vec<bool> = old
+        .iter()
+        .zip(new.iter())
+        .map(|((a, pa), (b, pb))| {
+            assert_eq!(a, b);
+            triomphe::Arc::ptr_eq(pa, pb)
+        })
+        .collect();
+    assert_eq!(shared, vec![true, false, true]);
+    assert_eq!(
+        before.pending_checkpoint(cp(2)).map(Pending::remaining),
+        Some(2)
+    );
+    assert_eq!(
+        h.s.pending_checkpoint(cp(2)).map(Pending::remaining),
+        Some(1)
+    );
+}
+
+#[test]
 fn decline_for_a_late_or_unknown_checkpoint_is_ignored() {
     let mut h = H::new();
     h.user_cp(0, 1);
