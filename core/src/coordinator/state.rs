@@ -301,7 +301,7 @@ impl Completed {
 ///   place.
 ///
 /// Inserting and removing rebuild the slice (once per checkpoint), sharing
-/// the checkpoints.
+/// the checkpoints; the one inline checkpoint moves in and out uncopied.
 ///
 /// Why the two shapes (callgrind, `profile pure_retained`,
 /// `benches/README.md`): each checkpoint behind its own `Arc` was the first
@@ -474,6 +474,10 @@ impl PendingMap {
     }
     /// Inserts or replaces; returns the replaced value.
     pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
+        if self.is_empty() {
+            *self = PendingMap::One((id, p));
+            return None;
+        }
         let mut v = self.to_entries();
         let p = triomphe::Arc::new(p);
         let old = match self.find(&id) {
@@ -487,6 +491,19 @@ impl PendingMap {
         old.map(triomphe::Arc::unwrap_or_clone)
     }
     pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
+        if let PendingMap::One((k, _)) = self {
+            if k != id {
+                return None;
+            }
+            // The one checkpoint moves out: no copy.
+            return match std::mem::take(self) {
+                PendingMap::One((_, p)) => Some(p),
+                many @ PendingMap::Many(_) => {
+                    *self = many;
+                    None
+                }
+            };
+        }
         let i = self.find(id).ok()?;
         let mut v = self.to_entries();
         let removed = (i < v.len()).then(|| v.remove(i).1);
