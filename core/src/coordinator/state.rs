@@ -295,10 +295,9 @@ impl Completed {
 /// * **None, or more than one: a small sorted slice of checkpoints, each
 ///   behind its own `Arc`, the slice behind one `Arc`**. Cloning a state
 ///   shares the slice; the first write to a checkpoint of a shared map
-///   copies the slice (one count bump per checkpoint, one allocation) and
-///   then the checkpoint written, if shared (a second allocation); the
-///   others stay shared. An unshared map and checkpoint are written in
-///   place.
+///   copies the slice (one allocation, a count bump for every other
+///   checkpoint, which stays shared) and the checkpoint written (a second
+///   allocation). An unshared map and checkpoint are written in place.
 ///
 /// Inserting and removing rebuild the slice (once per checkpoint), sharing
 /// the checkpoints; the one inline checkpoint moves in and out uncopied.
@@ -309,7 +308,7 @@ impl Completed {
 /// third of the instructions of an ack whose old state is kept, hence the
 /// inline case (2026-12-04, `benches/ACK-2026-12-04.md`). The checkpoints
 /// then sat by value in the slice, and a kept ack with four pending copied
-/// all four (740 of its 1 247 instructions at 10 000 x 4, 2026-12-06);
+/// all four (740 of its 1 054 instructions at 10 000 x 4, 2026-12-06);
 /// behind their own `Arc`s again, it copies one (`benches/ACK-2026-12-06.md`).
 pub(crate) enum PendingMap {
     /// Exactly one checkpoint.
