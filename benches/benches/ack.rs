@@ -18,8 +18,8 @@ use criterion::{
 };
 
 use ckpt_benches::{
-    ack_in_place, ack_in_place_lent, ack_pure_retained, all_acked, armed, scattered_order,
-    FlinkLike, Floor, CONCURRENCY, RETAIN_CAP, SIZES,
+    ack_in_place, ack_in_place_lent, ack_pure_retained, all_acked, armed, kept_storage,
+    scattered_order, FlinkLike, Floor, CONCURRENCY, RETAIN_CAP, SIZES,
 };
 
 mod common;
@@ -109,7 +109,11 @@ fn ack(c: &mut Criterion) {
             g.throughput(Throughput::Elements(part.len() as u64));
             g.bench_function(BenchmarkId::new("pure_retained", &id), |b| {
                 b.iter_batched(
-                    || (armed(n, conc), Vec::with_capacity(part.len())),
+                    || {
+                        let a = armed(n, conc);
+                        let kept = kept_storage(&a.state, part.len());
+                        (a, kept)
+                    },
                     |(mut a, mut kept)| {
                         ack_pure_retained(&mut a, part, &mut kept);
                         (a, kept)

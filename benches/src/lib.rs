@@ -217,9 +217,25 @@ pub fn ack_in_place_lent(
     }
 }
 
+/// Storage for `capacity` kept states, its memory already written: filled
+/// with clones of `like`, then cleared (the capacity stays). Pushing a kept
+/// state into it writes memory the process already has, as a model checker
+/// keeps its states on a stack it reuses; a `Vec::with_capacity` alone is
+/// reserved, not touched, and every 4 KiB page of it faults in the first
+/// time a kept state lands there (on 2026-12-06 those faults were about 40 %
+/// of the timed kept ack at 10 000 x 1, `benches/ACK-2026-12-06b.md`), a
+/// cost of the storage a benchmark picked, not of the reducer.
+#[must_use]
+pub fn kept_storage(like: &CoordinatorState, capacity: usize) -> Vec<CoordinatorState> {
+    let mut kept = Vec::with_capacity(capacity);
+    kept.resize(capacity, like.clone());
+    kept.clear();
+    kept
+}
+
 /// Pure, every previous state kept: `reduce` for every ack of `order`, each
-/// old state pushed into `kept` (reserve it beforehand so the Vec does not
-/// grow while timed).
+/// old state pushed into `kept` (make it with [`kept_storage`] beforehand so
+/// the Vec neither grows nor faults pages in while timed).
 pub fn ack_pure_retained(armed: &mut Armed, order: &[AckRef], kept: &mut Vec<CoordinatorState>) {
     for r in order {
         let t = reduce(&armed.state, Millis(0), ack_event(&armed.ids, *r));

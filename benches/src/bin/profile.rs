@@ -84,7 +84,7 @@ fn main() {
             "pure_retained" => {
                 let part = &order[..order.len().min(RETAIN_CAP)];
                 let mut a = armed(tasks, pending);
-                let mut kept = Vec::with_capacity(part.len());
+                let mut kept = ckpt_benches::kept_storage(&a.state, part.len());
                 let t0 = std::time::Instant::now();
                 ack_pure_retained(&mut a, part, &mut kept);
                 let timed = t0.elapsed();
