@@ -324,11 +324,10 @@ impl Link {
     }
 }
 
-/// A state waiting to be checked. Its path's last link (its parent's path
-/// and its own index) is made when it is taken to be checked: a successor
-/// is pushed on the stack before the visited set says whether it is new
-/// (no second move of every successor), and one that is not is dropped
-/// without a link.
+/// A state waiting to be checked: a successor the visited set found new.
+/// Its path's last link (its parent's path and its own index) is made when
+/// it is taken to be checked, so a state whose search is cut short (the
+/// depth bound) never allocates one.
 struct Job<S> {
     state: S,
     /// The path to the state's parent (`None` for an initial state).
@@ -457,8 +456,11 @@ where
         let mut local: Vec<Job<M::State>> = Vec::new();
         let mut actions: Vec<M::Action> = Vec::new();
         let mut stepped: Vec<M::State> = Vec::new();
-        // The keys of the successors pushed on `local` above `base`.
+        // The successors of the state being expanded, and their keys.
+        let mut next_states: Vec<M::State> = Vec::new();
         let mut keys: Vec<u64> = Vec::new();
+        // Each successor's action index among those its state enables.
+        let mut successor_indices: Vec<u32> = Vec::new();
         let mut states = 0usize;
         let mut unique = 0usize;
         let mut single = self.visited.single();
@@ -506,13 +508,20 @@ where
             self.expand
                 .expand(&self.model, &job.state, &mut actions, &mut stepped);
             let mut pre = stepped.drain(..);
-            // All successors and their keys first (pushed on the stack as
-            // they come), then one pass that reads each key's home slot
-            // (independent loads the processor overlaps: one miss's latency
-            // for the batch instead of one per successor), then the
-            // inserts, in action order; the successors already known leave
-            // the stack, the new ones keep their order.
-            let base = local.len();
+            // All successors and their keys first, then one pass that reads
+            // each key's home slot (independent loads the processor
+            // overlaps: one miss's latency for the batch instead of one per
+            // successor), then the inserts, in action order; only the new
+            // successors become jobs on the stack, in that order.
+            //
+            // Why not push every successor on the stack as a job at once and
+            // drop the known ones (the shape before 2026-12-06): building a
+            // job wrote its small fields to the stack and copied them with
+            // wider loads, a store-forwarding stall on every successor (most
+            // of them, four in five or more, already known); a successor now
+            // moves into `next_states` as the model returned it, and only a
+            // new one is built into a job.
+            next_states.clear();
             keys.clear();
             for (index, action) in actions.drain(..).enumerate() {
                 let next = match pre.next() {
@@ -526,13 +535,8 @@ where
                     continue;
                 }
                 keys.push(self.expand.key(&self.model, &next));
-                local.push(Job {
-                    state: next,
-                    parent: None,
-                    index: u32::try_from(index).unwrap_or(u32::MAX),
-                    ebits,
-                    depth: job.depth + 1,
-                });
+                next_states.push(next);
+                successor_indices.push(u32::try_from(index).unwrap_or(u32::MAX));
             }
             drop(pre);
             states += keys.len();
@@ -540,8 +544,11 @@ where
             if let Some(table) = single.as_ref() {
                 std::hint::black_box(table.touch(keys.iter().copied()));
             }
-            let mut kept = base;
-            for (at, fp) in (base..).zip(keys.iter().copied()) {
+            for ((next, fp), index) in next_states
+                .drain(..)
+                .zip(keys.iter().copied())
+                .zip(successor_indices.drain(..))
+            {
                 let new = match single.as_mut() {
                     Some(table) => table.insert(fp),
                     None => self.visited.insert(fp),
@@ -550,16 +557,14 @@ where
                     continue;
                 }
                 unique += 1;
-                if kept != at {
-                    // Everything between is known: the new one moves down.
-                    local.swap(kept, at);
-                }
-                if let Some(j) = local.get_mut(kept) {
-                    j.parent = Some(Arc::clone(&path));
-                }
-                kept += 1;
+                local.push(Job {
+                    state: next,
+                    parent: Some(Arc::clone(&path)),
+                    index,
+                    ebits,
+                    depth: job.depth + 1,
+                });
             }
-            local.truncate(kept);
             if terminal && ebits != 0 {
                 for i in 0..self.properties.len() {
                     if ebits & (1 << i) != 0 {
