@@ -221,8 +221,9 @@ pub fn ack_in_place_lent(
 /// with clones of `like`, then cleared (the capacity stays). Pushing a kept
 /// state into it writes memory the process already has, as a model checker
 /// keeps its states on a stack it reuses; a `Vec::with_capacity` alone is
-/// reserved, not touched, and every 4 KiB page of it faults in the first
-/// time a kept state lands there (on 2026-12-06 those faults were about 40 %
+/// reserved, not touched, and each 4 KiB page of it not mapped yet faults
+/// in the first time a kept state lands there (on 2026-12-06 those faults
+/// were about 40 %
 /// of the timed kept ack at 10 000 x 1, `benches/ACK-2026-12-06b.md`), a
 /// cost of the storage a benchmark picked, not of the reducer.
 #[must_use]
