@@ -752,6 +752,30 @@ mod tests {
     }
 
     #[test]
+    fn kept_storage_is_empty_with_room_and_keeps_what_is_pushed() {
+        let mut a = armed(100, 2);
+        let order = scattered_order(100, 2);
+        let mut kept = kept_storage(&a.state, order.len());
+        assert!(kept.is_empty());
+        let room = kept.capacity();
+        assert!(room >= order.len());
+        let first = a.state.clone();
+        ack_pure_retained(&mut a, &order, &mut kept);
+        assert_eq!(kept.len(), order.len(), "one kept state per ack");
+        assert_eq!(
+            kept.capacity(),
+            room,
+            "the storage did not grow while acking"
+        );
+        assert_eq!(
+            kept.first(),
+            Some(&first),
+            "the first kept state is the armed one"
+        );
+        assert!(all_acked(&a));
+    }
+
+    #[test]
     fn every_variant_acks_every_slot() {
         for tasks in [1, 100, 1000] {
             for c in CONCURRENCY {
