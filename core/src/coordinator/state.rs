@@ -437,23 +437,13 @@ impl PendingMap {
     }
     #[inline]
     pub(crate) fn get(&self, id: &CheckpointId) -> Option<&Pending> {
-        match self {
-            PendingMap::One((k, p)) => (k == id).then_some(p),
-            PendingMap::Many(many) => {
-                let i = many.binary_search_by(|(k, _)| k.cmp(id)).ok()?;
-                many.get(i).map(|(_, p)| &**p)
-            }
-        }
+        let i = self.find(id).ok()?;
+        self.at(i)
     }
     #[inline]
     pub(crate) fn get_mut(&mut self, id: &CheckpointId) -> Option<&mut Pending> {
-        match self {
-            PendingMap::One((k, p)) => (k == id).then_some(p),
-            PendingMap::Many(many) => {
-                let i = many.binary_search_by(|(k, _)| k.cmp(id)).ok()?;
-                many_at_mut(many, i)
-            }
-        }
+        let i = self.find(id).ok()?;
+        self.at_mut(i)
     }
     /// The first checkpoint (in id order) that satisfies `pred`, for
     /// writing: one pass, no second lookup by id.
@@ -461,6 +451,14 @@ impl PendingMap {
     pub(crate) fn find_mut(&mut self, pred: impl Fn(&Pending) -> bool) -> Option<&mut Pending> {
         let i = self.values().position(pred)?;
         self.at_mut(i)
+    }
+    /// The checkpoint at position `i`.
+    #[inline]
+    fn at(&self, i: usize) -> Option<&Pending> {
+        match self {
+            PendingMap::One((_, p)) => (i == 0).then_some(p),
+            PendingMap::Many(many) => many.get(i).map(|(_, p)| &**p),
+        }
     }
     /// The checkpoint at position `i`, for writing (a shared slice is
     /// copied first, then the checkpoint if it is shared).
