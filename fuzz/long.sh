@@ -55,10 +55,8 @@ tdir=()
 if [ -n "${CKPT_FUZZ_TARGET_DIR:-}" ]; then
     tdir=(--target-dir "$CKPT_FUZZ_TARGET_DIR")
 fi
-toolchain=()
-if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
-    toolchain=(+nightly)
-fi
+# shellcheck source=fuzz/nightly.sh
+source "$here/nightly.sh"
 
 secs=$(awk -v h="$hours" 'BEGIN { printf "%d", h * 3600 }')
 stamp="$(date -u +%Y%m%dT%H%MZ)"

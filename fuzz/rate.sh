@@ -32,10 +32,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 if [ -z "${CKPT_FUZZ_BIN_DIR:-}" ]; then
-    toolchain=()
-    if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
-        toolchain=(+nightly)
-    fi
+    # shellcheck source=fuzz/nightly.sh
+    source "$here/nightly.sh"
     # shellcheck disable=SC2206
     build=(${CKPT_FUZZ_BUILD_FLAGS:-})
     tdir="target-rate-$sanitizer"

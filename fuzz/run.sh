@@ -21,13 +21,8 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
-if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
-    toolchain=(+nightly)
-    sanitizer=()
-else
-    toolchain=()
-    sanitizer=(--sanitizer none)
-fi
+# shellcheck source=fuzz/nightly.sh
+source "$here/nightly.sh"
 
 targets=(coordinator_events task_events system_events trace_decode)
 mkdir -p logs
@@ -49,7 +44,7 @@ for t in "${targets[@]}"; do
     # coverage in the same time, measured on every target).
     # libFuzzer's output goes to fuzz/logs/run-TARGET.log (its status lines
     # are the coverage curve); a crash prints the end of it.
-    if ! cargo "${toolchain[@]}" fuzz run "${sanitizer[@]}" --no-trace-compares "$t" "$work" "corpus/$t" -- \
+    if ! cargo "${toolchain[@]}" fuzz run --no-trace-compares "$t" "$work" "corpus/$t" -- \
         -runs="$n" "${len[@]}" -print_final_stats=1 >"$log" 2>&1; then
         tail -n 60 "$log" >&2
         echo "!! $t found a crash (see fuzz/artifacts/$t/ and fuzz/$log)" >&2

@@ -12,7 +12,9 @@
 //! front of the user's arguments. libFuzzer parses the command line after
 //! `LLVMFuzzerInitialize` returns, and a later flag overrides an earlier
 //! one, so every default is overridden by the same flag given on the
-//! command line (`-entropic=1` restores libFuzzer's own default).
+//! command line (`-entropic=1` restores libFuzzer's own default). It also
+//! defines `__asan_default_options`, ASan's hook for default run-time
+//! options ([`ASAN_DEFAULT_OPTIONS`]; `ASAN_OPTIONS` overrides them).
 
 use std::ffi::{c_char, c_int, CString};
 
@@ -29,6 +31,21 @@ use std::ffi::{c_char, c_int, CString};
 ///   0.86-0.90x on `task_events` without a sanitizer; edges within 2 of
 ///   the default or more in every pair.
 pub const DEFAULT_FLAGS: &[&str] = &["-entropic=0"];
+
+/// AddressSanitizer's run-time options for every target, which ASan reads
+/// at start-up before `ASAN_OPTIONS` (so any option set there wins):
+/// `malloc_context_size=1`, one frame recorded for each allocation and free
+/// where ASan's default records up to 30 (0 means 1 to ASan). Recording
+/// them unwound the stack and stored it in ASan's stack depot on every
+/// allocation, about a tenth of a `system_events` execution under ASan
+/// (fuzz/FIGURES-2026-12-06.md, fuzz/FIGURES-2026-12-06b.md).
+/// Every access is still checked and every error still reported with the
+/// stack where it happened; what a heap-use-after-free or double-free
+/// report loses is where the memory was allocated and freed. To see that,
+/// run the crashing input again with `ASAN_OPTIONS=malloc_context_size=30`
+/// (libFuzzer replays an input exactly). A target without ASan never reads
+/// this.
+pub const ASAN_DEFAULT_OPTIONS: &std::ffi::CStr = c"malloc_context_size=1";
 
 /// The arguments libFuzzer parses: `argv[0]`, [`DEFAULT_FLAGS`], then the
 /// user's arguments in their order (so the user's win).
@@ -76,7 +93,8 @@ pub unsafe fn initialize(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int
 }
 
 /// Defines a fuzz target's entry points for libFuzzer: `$run` (a
-/// `fn(&[u8])`) on every input, with [`initialize`]'s defaults.
+/// `fn(&[u8])`) on every input, with [`initialize`]'s defaults, and ASan's
+/// default options ([`ASAN_DEFAULT_OPTIONS`]).
 #[macro_export]
 macro_rules! fuzz_entry {
     ($run:path) => {
@@ -90,6 +108,13 @@ macro_rules! fuzz_entry {
             argv: *mut *mut *mut ::std::ffi::c_char,
         ) -> ::std::ffi::c_int {
             $crate::initialize(argc, argv)
+        }
+
+        /// ASan's hook for default run-time options (ASan's own is a weak
+        /// symbol that returns none): `ckpt_fuzz::ASAN_DEFAULT_OPTIONS`.
+        #[no_mangle]
+        pub extern "C" fn __asan_default_options() -> *const ::std::ffi::c_char {
+            $crate::ASAN_DEFAULT_OPTIONS.as_ptr()
         }
 
         /// Called by libfuzzer-sys's `LLVMFuzzerTestOneInput` on each input
