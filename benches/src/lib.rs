@@ -223,9 +223,9 @@ pub fn ack_in_place_lent(
 /// keeps its states on a stack it reuses; a `Vec::with_capacity` alone is
 /// reserved, not touched, and each 4 KiB page of it not mapped yet faults
 /// in the first time a kept state lands there (on 2026-12-06 those faults
-/// were about 40 %
-/// of the timed kept ack at 10 000 x 1, `benches/ACK-2026-12-06b.md`), a
-/// cost of the storage a benchmark picked, not of the reducer.
+/// were about 40 % of the timed kept ack at 10 000 x 1,
+/// `benches/ACK-2026-12-06b.md`), a cost of the storage a benchmark picked,
+/// not of the reducer.
 #[must_use]
 pub fn kept_storage(like: &CoordinatorState, capacity: usize) -> Vec<CoordinatorState> {
     let mut kept = Vec::with_capacity(capacity);
