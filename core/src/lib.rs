@@ -10,8 +10,11 @@
 //! ## The contract
 //!
 //! ```text
-//! reduce(&state, now, event) -> Transition { state', effects, outcome }
+//! reduce(&state, now, event) -> Transition { state', step: Step { effects, outcome, .. } }
 //! ```
+//!
+//! (The coordinator's `Step` also reports the `clock` it used; the
+//! file-merging reducer, [`files::reduce`], takes no `now`.)
 //!
 //! * **Pure.** No clock, randomness, threads or I/O (enforced by
 //!   `core/clippy.toml`). Time is the `now` argument; timers are effects
@@ -21,8 +24,9 @@
 //!   finalize, store, discarding state) is an effect whose answer is an event.
 //! * **Total.** Every `(state, event)` pair has an answer. Stale, late,
 //!   duplicate, unknown and out-of-order events are `Outcome::Ignored(reason)`;
-//!   host misuse is `Outcome::Rejected(error)` (a `thiserror` type) and leaves
-//!   the state unchanged. Nothing panics on input.
+//!   host misuse is `Outcome::Rejected(error)` (a `thiserror` type), emits no
+//!   effects and leaves the state unchanged but for the coordinator's clock
+//!   (`now` moves forward on every event). Nothing panics on input.
 //! * **Deterministic.** Same state and event, same output. No hash-ordered
 //!   iteration anywhere.
 //! * **Persistent.** The coordinator's state is built from copy-on-write

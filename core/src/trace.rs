@@ -556,12 +556,24 @@ pub fn parse_trace(text: &str) -> Result<Trace, TraceError> {
 }
 
 impl Trace {
-    /// Replaces every task's semantics (replay a counterexample recorded in
-    /// one semantics against another reducer, without editing the file).
+    /// Replaces every task's semantics, leaving the coordinator's as
+    /// recorded (a task-side knob against the fixed tasks, the coordinator
+    /// unchanged).
     pub fn set_task_semantics(&mut self, semantics: Semantics) {
         for (_, cfg) in &mut self.tasks {
             cfg.semantics = semantics;
         }
+    }
+
+    /// Replaces every machine's semantics, the coordinator's (when the
+    /// trace has one) and every task's: replays a counterexample recorded
+    /// in one semantics against other reducers without editing the file.
+    /// A knob that belongs to one side changes nothing on the other.
+    pub fn set_semantics(&mut self, semantics: Semantics) {
+        if let Some(c) = self.coordinator.as_mut() {
+            c.semantics = semantics;
+        }
+        self.set_task_semantics(semantics);
     }
 }
 

@@ -563,6 +563,48 @@ fn check_and_replay_number_the_steps_alike_and_replay_can_switch_semantics() {
     );
 }
 
+/// `--semantics` replaces every machine's semantics, the coordinator's
+/// too: the committed durability counterexample (a coordinator-side knob)
+/// replays clean against the fixed reducers, as model/README.md says.
+#[test]
+fn replay_semantics_overrides_the_coordinator_too() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/traces/durability_discard_while_storing_legacy.jsonl"
+    );
+    let o = run(&["replay", trace, "--quiet"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let o = run(&["replay", trace, "--semantics", "fixed", "--quiet"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let r = stdout(&o);
+    assert!(
+        r.contains("the coordinator and every task replay as `fixed`"),
+        "{r}"
+    );
+    assert!(r.contains("every invariant holds"), "{r}");
+}
+
+/// The zoo prints `--checkpoints 0` for its stop-with-savepoint world; the
+/// flag takes it.
+#[test]
+fn checkpoints_zero_is_a_configuration_the_flags_can_select() {
+    let o = run(&[
+        "check",
+        "--semantics",
+        "legacy-stop-before-commit",
+        "--tasks",
+        "1",
+        "--checkpoints",
+        "0",
+        "--faults",
+        "0",
+        "--no-shutdown",
+        "--stop-with-savepoint",
+        "--quiet",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+}
+
 const HEADER: &str = r#"{"kind":"header","version":1,"coordinator":null,"tasks":[[0,{"semantics":"Fixed","aborted_ids_max":16}]]}"#;
 
 #[test]

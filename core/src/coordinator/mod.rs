@@ -1,9 +1,9 @@
 //! The JobManager-side checkpoint coordinator as a pure reducer.
 //!
-//! `reduce(&state, now, event) -> Transition { state, effects, outcome, clock }`
-//! re-expresses the behaviour of Flink's `CheckpointCoordinator` (the seed
-//! `000_581ecda2d70f6dc2.txt`) plus the modern additions listed in the crate
-//! docs. [`CoordinatorState::apply`] is the in-place form;
+//! `reduce(&state, now, event) -> Transition { state, step: Step { effects, outcome, clock } }`
+//! re-expresses the behaviour of Flink's `CheckpointCoordinator` (the
+//! version ckpt was ported from, "the seed" throughout these docs) plus the
+//! modern additions listed in the crate docs. [`CoordinatorState::apply`] is the in-place form;
 //! [`CoordinatorState::apply_into`] is the in-place form that appends the
 //! effects to a queue the host lends (and keeps: no list allocated per
 //! event). All three share one code path.
@@ -250,8 +250,10 @@ pub enum RestoreSource {
 pub enum CoordinatorEvent {
     /// Start periodic scheduling (restarts it when already on).
     StartScheduler,
-    /// Stop periodic scheduling: aborts every pending checkpoint and clears
-    /// the queued and in-flight requests.
+    /// Stop periodic scheduling: aborts every pending checkpoint still
+    /// waiting for acks or hooks and clears the queued and in-flight
+    /// requests; a checkpoint already finalizing or storing is not aborted
+    /// (its state may be committed) and completes or fails by its answer.
     StopScheduler,
     /// A user (or the host) asks for a checkpoint or savepoint.
     Trigger {
@@ -405,8 +407,10 @@ pub enum CoordinatorEvent {
         /// The savepoint's id.
         checkpoint: CheckpointId,
     },
-    /// Shut down for good: aborts everything; afterwards every event is
-    /// ignored and nothing is emitted.
+    /// Shut down for good: aborts every checkpoint still waiting for acks or
+    /// hooks and every request; a checkpoint finalizing or storing is handed
+    /// over in doubt ([`CoordinatorState::in_doubt`]), never aborted or
+    /// discarded. Afterwards every event is ignored and nothing is emitted.
     Shutdown {
         /// The job's final status.
         status: JobStatus,
@@ -699,7 +703,8 @@ pub enum Unreachable {
     RecheckQueue,
 }
 
-/// Host misuse: the event is refused and the state is unchanged.
+/// Host misuse: the event is refused, nothing is emitted and the state is
+/// unchanged but for the clock (`now` moves forward on every event).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Error, Serialize, Deserialize)]
 pub enum CoordinatorError {
     /// A message for another job.
@@ -744,7 +749,11 @@ pub enum CoordinatorError {
 /// Why a `Recover` was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RecoverProblem {
-    /// The coordinator already did something (recover only a fresh one).
+    /// The coordinator is not fresh: it holds an id, a checkpoint (pending,
+    /// completed or recovered), a request, a recent id, an armed timer (its
+    /// scheduler started), or a generation (it recovered already). Events
+    /// that leave none of these behind (a task's status, a restore from
+    /// scratch) are not detected: a host sends `Recover` first.
     NotFresh,
     /// An id appears twice, or a checkpoint that is not a savepoint is not
     /// newer than everything before it (a completion subsumes older pending
@@ -762,7 +771,7 @@ pub enum Outcome {
     Applied(Applied),
     /// The event was stale, late, duplicate or unknown.
     Ignored(Ignored),
-    /// Host misuse; state unchanged, no effects.
+    /// Host misuse; no effects, the state unchanged but for the clock.
     Rejected(CoordinatorError),
 }
 

@@ -29,8 +29,10 @@ pub enum TaskEffect {
     Discard(StateHandle),
     /// Call the operators' hooks.
     Operators(OperatorNotice),
-    /// Fail this task attempt (the reducer already tore its checkpoint side
-    /// down); report the failure to the coordinator and close the task.
+    /// Fail this task attempt: report the failure to the coordinator and
+    /// close the task. The effects that follow it in the same step tear the
+    /// checkpoint side down (writer results removed, async parts cancelled);
+    /// carry them out too.
     Fail(FailureReason),
 }
 

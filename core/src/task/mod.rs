@@ -57,9 +57,10 @@
 //! * `Coordinator(Ack | Decline)`: RPC to the coordinator.
 //! * `Discard(handle)`: delete the state.
 //! * `Operators(Complete(N) | Aborted(N))`: operator hooks.
-//! * `Fail(reason)`: fail the task (the reducer has already emitted the
-//!   teardown: every result removed, every async part cancelled); then
-//!   deliver `Close` when the task shuts down.
+//! * `Fail(reason)`: fail the task; the same step's effects after it are the
+//!   teardown (every result removed, every async part cancelled), to be
+//!   carried out like every other effect, in order; then deliver `Close`
+//!   when the task shuts down.
 //!
 //! # Checkpointing during recovery (FLINK-38544)
 //!

@@ -28,17 +28,23 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
         Ok(r) => r,
         Err(e) => return usage_error(&format!("{}: {e}", file.display())),
     };
-    if let Some(s) = args.semantics {
-        let sem = s;
-        let was: Vec<&str> = reader
-            .header()
-            .tasks
+    if let Some(sem) = args.semantics {
+        let header = reader.header();
+        let was: Vec<&str> = header
+            .coordinator
             .iter()
-            .map(|(_, c)| semantics_name(c.semantics))
+            .map(|c| c.semantics)
+            .chain(header.tasks.iter().map(|(_, c)| c.semantics))
+            .map(semantics_name)
             .collect();
-        reader.header_mut().set_task_semantics(sem);
+        let machines = if header.coordinator.is_some() {
+            "the coordinator and every task replay"
+        } else {
+            "every task replays"
+        };
+        reader.header_mut().set_semantics(sem);
         outln!(
-            "task semantics overridden: every task replays as `{}` (the header says {})",
+            "semantics overridden: {machines} as `{}` (the header says {})",
             semantics_name(sem),
             summarize(&was)
         );
@@ -233,7 +239,7 @@ fn summarize(names: &[&str]) -> String {
     uniq.sort_unstable();
     uniq.dedup();
     match uniq.as_slice() {
-        [] => "no tasks".into(),
+        [] => "no machines".into(),
         [one] => format!("`{one}`"),
         many => many
             .iter()

@@ -247,7 +247,7 @@ pub mod props {
         (
             DURABLE,
             S_SAVEPOINT_OUTLIVED,
-            "--savepoints and more --checkpoints than --retained",
+            "--savepoints and more --checkpoints than the one completed checkpoint the world retains",
         ),
         (
             RESTORE,

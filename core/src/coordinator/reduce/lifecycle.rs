@@ -269,12 +269,19 @@ impl CoordinatorState {
         last_id: Option<CheckpointId>,
         generation: Generation,
     ) -> Outcome {
+        // Fresh: nothing a checkpoint, the scheduler or an earlier
+        // `Recover` leaves behind. A recovered generation counts (a second
+        // `Recover` could otherwise lower the fencing token of a leader that
+        // already claimed one); a task's status or a restore from scratch
+        // leave no trace here, which is why the docs ask for `Recover` first.
         let fresh = self.last_id.is_none()
             && self.cold.completed.is_empty()
             && self.pending.is_empty()
             && self.cold.in_flight.is_none()
             && self.cold.queue.is_empty()
-            && self.cold.recent.is_empty();
+            && self.cold.recent.is_empty()
+            && self.cold.timers.len() == 0
+            && self.cold.generation == Generation(0);
         let problem = if !fresh {
             Some(RecoverProblem::NotFresh)
         } else if !crate::commit::is_legal_order(

@@ -511,6 +511,28 @@ fn recover_is_refused_unless_fresh_ordered_and_below_the_counter() {
     );
 }
 
+/// A coordinator that recovered a generation, or whose scheduler started,
+/// is not fresh: a second `Recover` must not replace (and so possibly
+/// lower) the fencing token a leader already claimed, and `Recover` after
+/// the scheduler armed its timer is host misuse.
+#[test]
+fn recover_is_refused_after_a_recovery_or_a_started_scheduler() {
+    let recover = |generation| Ev::Recover {
+        checkpoints: vec![],
+        last_id: None,
+        generation: Generation(generation),
+    };
+    let not_fresh = Outcome::Rejected(CoordinatorError::RecoverConflict(RecoverProblem::NotFresh));
+    let mut h = H::new();
+    assert!(h.step(0, recover(5)).outcome.is_applied());
+    assert_eq!(h.step(0, recover(2)).outcome, not_fresh);
+    assert_eq!(h.s.generation(), Generation(5));
+    let mut h = H::new();
+    assert!(h.step(0, Ev::StartScheduler).outcome.is_applied());
+    assert_eq!(h.step(0, recover(1)).outcome, not_fresh);
+    assert_eq!(h.s.generation(), Generation(0));
+}
+
 /// State several checkpoints hold (recovered ones that share a file, a
 /// savepoint restored from a retained checkpoint's files, or a task that
 /// acknowledges a handle another checkpoint holds) is discarded once, when
