@@ -254,6 +254,23 @@ pub fn validate(cfg: &ModelConfig) -> Result<(), String> {
         // source finished: a join task would wait on the finished source.
         return Err("--finished-tasks needs --topology fanout".into());
     }
+    // Each of these only adds to what the other flag makes happen: without
+    // it the flag would change nothing, and a verdict would answer a
+    // question the search never asked.
+    if cfg.zombie_coordinators > 0 && cfg.coordinator_failovers == 0 {
+        return Err(
+            "--zombie-coordinators needs --coordinator-failovers 1 or more: a deposed \
+                    leader exists only after a failover"
+                .into(),
+        );
+    }
+    if cfg.recovering_tasks > 0 && cfg.task_failures == 0 {
+        return Err(
+            "--recovering-tasks needs --task-failures 1 or more: only a restarted task \
+                    recovers"
+                .into(),
+        );
+    }
     reachable(cfg)
 }
 

@@ -71,13 +71,28 @@ fn legacy_cancel_on_fanout_is_refused_naming_the_flags_that_reach_it() {
 }
 
 #[test]
-fn legacy_with_one_task_and_join_with_two_tasks_are_refused() {
+fn combinations_that_cannot_ask_their_question_are_refused() {
     let o = run(&["check", "--semantics", "legacy", "--tasks", "1"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--tasks 2"), "{}", stderr(&o));
     let o = run(&["check", "--topology", "join", "--tasks", "2"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--tasks 3"), "{}", stderr(&o));
+    // A flag that only adds to another one's events, without it.
+    let o = run(&["check", "--zombie-coordinators", "1"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("needs --coordinator-failovers"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["check", "--recovering-tasks", "1"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("needs --task-failures"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
