@@ -65,7 +65,8 @@ pub enum StoreError {
         newest: Option<Generation>,
     },
     /// Restoring the newest whole checkpoint would go behind output an
-    /// exactly-once sink has already committed. Nothing was changed on disk.
+    /// exactly-once sink has already committed. Nothing was changed on disk
+    /// but the generation the open claimed.
     #[error("{}", behind_committed(*committed, *restorable, damaged))]
     BehindCommitted {
         /// The newest checkpoint whose output was committed.
@@ -96,7 +97,7 @@ pub(super) fn behind_committed(
     let mut s = format!(
         "the sink has already committed the output of checkpoint {committed}, but the newest \
          checkpoint that can be restored is {}: restoring it would commit that output again. \
-         Nothing was changed on disk.",
+         Nothing was changed on disk but the leader generation this start claimed.",
         restorable.map_or("none".to_string(), |c| c.to_string())
     );
     for d in damaged {
