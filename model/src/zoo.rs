@@ -264,6 +264,13 @@ pub fn validate(cfg: &ModelConfig) -> Result<(), String> {
                 .into(),
         );
     }
+    if cfg.checkpoints == 0 && !cfg.stop_with_savepoint {
+        return Err(
+            "--checkpoints 0 needs --stop-with-savepoint: without a periodic checkpoint the \
+                    stop's savepoint is the only checkpoint there is"
+                .into(),
+        );
+    }
     if cfg.recovering_tasks > 0 && cfg.task_failures == 0 {
         return Err(
             "--recovering-tasks needs --task-failures 1 or more: only a restarted task \

@@ -86,6 +86,13 @@ fn combinations_that_cannot_ask_their_question_are_refused() {
         "{}",
         stderr(&o)
     );
+    let o = run(&["check", "--checkpoints", "0"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("needs --stop-with-savepoint"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["check", "--recovering-tasks", "1"]);
     assert_eq!(code(&o), 2);
     assert!(

@@ -126,9 +126,9 @@ pub struct ModelArgs {
     /// Number of tasks (1..=8).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub tasks: u32,
-    /// Periodic trigger firings per run (0..=8; 0: no periodic checkpoint,
-    /// as the bug zoo's stop-with-savepoint world, whose only checkpoint is
-    /// the stop's savepoint).
+    /// Periodic trigger firings per run (0..=8; 0 only with
+    /// --stop-with-savepoint, as the bug zoo's world for it, whose only
+    /// checkpoint is the stop's savepoint).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=8))]
     pub checkpoints: u8,
     /// The coordinator's max concurrent checkpoints (1..=8).
