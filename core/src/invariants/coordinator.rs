@@ -73,6 +73,11 @@ pub mod names {
     /// A task's known attempt never goes back, and an attempt known to have
     /// failed never counts as running again (a restart is a new attempt).
     pub const ATTEMPTS_FORWARD: &str = "attempts-only-move-forward";
+    /// The coordinator's generation (its fencing token) changes only on
+    /// `Recover`, and never goes back: a coordinator that took a lower
+    /// generation would issue I/O the store fences as a deposed leader's,
+    /// or, in a host that trusted the token, outrank its successor.
+    pub const GENERATION_FORWARD: &str = "generation-only-moves-forward";
     /// A restore is emitted only when no finalize or store is outstanding,
     /// and restores the retained checkpoint with the highest id: never a
     /// point behind a checkpoint that is (or may become) committed.
@@ -104,7 +109,7 @@ pub mod names {
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 30] = [
+    pub const ALL: [&str; 31] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -127,6 +132,7 @@ pub mod names {
         IN_DOUBT_AFTER_SHUTDOWN,
         TRIGGER_ONLY_PENDING,
         ATTEMPTS_FORWARD,
+        GENERATION_FORWARD,
         RESTORE_NOT_BEHIND,
         HAND_OVER_SPARES_SHARED,
         SAVEPOINT_KEPT,
@@ -392,6 +398,20 @@ pub fn check_step(
                 || format!("{event:?} took task {task} from {b:?} to {a:?}"),
             )?;
         }
+    }
+    if after.generation() != before.generation() {
+        let recover = matches!(event, CoordinatorEvent::Recover { .. });
+        ensure(
+            recover && after.generation() > before.generation(),
+            names::GENERATION_FORWARD,
+            || {
+                format!(
+                    "{event:?} took the generation from {} to {}",
+                    before.generation().0,
+                    after.generation().0
+                )
+            },
+        )?;
     }
     // What the state after retains, listed only when the step discards
     // something (the one check below that reads it): most steps discard

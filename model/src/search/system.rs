@@ -332,6 +332,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         | c::IN_DOUBT_AFTER_SHUTDOWN
         | c::TRIGGER_ONLY_PENDING
         | c::ATTEMPTS_FORWARD
+        | c::GENERATION_FORWARD
         | t::ANSWER_AFTER_EXECUTED
         | t::ABORTED_BOUND
         | t::ABORTED_UNEXECUTED

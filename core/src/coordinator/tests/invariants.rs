@@ -90,6 +90,31 @@ fn invariant_attempts_only_move_forward_can_fail() {
 }
 
 #[test]
+fn invariant_generation_only_moves_forward_can_fail() {
+    let recover = |generation| Ev::Recover {
+        checkpoints: vec![],
+        last_id: None,
+        generation: Generation(generation),
+    };
+    let mut h = H::new();
+    let step = h.step(0, recover(5));
+    let five = h.s.clone();
+    let mut two = H::new();
+    two.step(0, recover(2));
+    // A second `Recover` that lowered the token (what the reducer did
+    // before it refused a second `Recover` as not fresh) is caught.
+    let v = check_step(&five, &recover(2), &step, &two.s);
+    assert_eq!(violated(v), names::GENERATION_FORWARD);
+    // So is a raise by any event but `Recover`.
+    let mut seven = H::new();
+    seven.step(0, recover(7));
+    let v = check_step(&five, &Ev::StartScheduler, &step, &seven.s);
+    assert_eq!(violated(v), names::GENERATION_FORWARD);
+    // The raise `Recover` makes from a fresh state holds.
+    assert_eq!(check_step(&H::new().s, &recover(5), &step, &five), Ok(()));
+}
+
+#[test]
 fn invariant_at_most_one_queued_can_fail() {
     let mut s = base().s;
     for n in [10, 11] {
