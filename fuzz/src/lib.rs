@@ -14,9 +14,47 @@
 //! one, so every default is overridden by the same flag given on the
 //! command line (`-entropic=1` restores libFuzzer's own default). It also
 //! defines `__asan_default_options`, ASan's hook for default run-time
-//! options ([`ASAN_DEFAULT_OPTIONS`]; `ASAN_OPTIONS` overrides them).
+//! options ([`ASAN_DEFAULT_OPTIONS`]; `ASAN_OPTIONS` overrides them), and
+//! owns the gate of libFuzzer's comparison tracing
+//! ([`__sancov_should_track`], [`TRACE_COMPARES_ENV`]).
 
 use std::ffi::{c_char, c_int, CString};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The gate of the comparison hooks: while it is 0, no instrumented
+/// comparison calls libFuzzer.
+///
+/// cargo-fuzz compiles every crate with
+/// `-Cllvm-args=-sanitizer-coverage-trace-compares`: each comparison the
+/// program executes calls a libFuzzer hook (`__sanitizer_cov_trace_cmp8`
+/// and its kin) that records the operands for comparison-guided mutations.
+/// In `system_events` those calls were 62 % of an execution's instructions
+/// (callgrind, fuzz/FIGURES-2026-12-06b.md). `fuzz/Cargo.toml` adds
+/// `-Cllvm-args=-sanitizer-coverage-gated-trace-callbacks` to the release
+/// profile: LLVM then calls each hook only when this variable is not 0 (one
+/// load and branch per function, one branch per comparison). LLVM would
+/// create it, 0, in every instrumented module as a weak definition; this
+/// strong one is the one they all read, so that [`initialize`] can set it,
+/// and it also exists (unread) in a build without comparison tracing
+/// (`--no-trace-compares`, `run.sh`, `long.sh`). Its layout is the `u64`
+/// LLVM's code loads.
+#[no_mangle]
+pub static __sancov_should_track: AtomicU64 = AtomicU64::new(0);
+
+/// Environment variable that turns comparison tracing back on: when it is
+/// `1`, [`initialize`] sets [`__sancov_should_track`] before the first
+/// input, and every comparison calls libFuzzer's hook as in a plain
+/// cargo-fuzz build (libFuzzer's `-use_value_profile=1` needs them).
+/// Measured against the gate closed on these targets in
+/// fuzz/FIGURES-2026-12-06c.md.
+pub const TRACE_COMPARES_ENV: &str = "CKPT_FUZZ_TRACE_COMPARES";
+
+/// Whether [`TRACE_COMPARES_ENV`]'s value asks for comparison tracing:
+/// exactly `1`.
+#[must_use]
+pub fn wants_trace_compares(value: Option<&std::ffi::OsStr>) -> bool {
+    value.is_some_and(|v| v == "1")
+}
 
 /// libFuzzer flags put before the user's: each measured on these targets
 /// (fuzz/FIGURES-2026-12-03.md).
@@ -64,8 +102,9 @@ pub fn with_defaults(args: &[CString]) -> Vec<CString> {
 
 /// The body of the targets' `LLVMFuzzerInitialize`: libfuzzer-sys's own
 /// initialization (the panic hook that aborts, so that libFuzzer reports a
-/// panic as a crash), then the command line with [`DEFAULT_FLAGS`] in
-/// front. The new argument vector is leaked on purpose: libFuzzer keeps
+/// panic as a crash), the comparison hooks' gate opened if
+/// [`TRACE_COMPARES_ENV`] asks, then the command line with
+/// [`DEFAULT_FLAGS`] in front. The new argument vector is leaked on purpose: libFuzzer keeps
 /// pointers into it for the whole run.
 ///
 /// # Safety
@@ -74,6 +113,9 @@ pub fn with_defaults(args: &[CString]) -> Vec<CString> {
 /// followed by a null pointer.
 pub unsafe fn initialize(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     libfuzzer_sys::initialize(argc as *const isize, argv as *const *const *const u8);
+    if wants_trace_compares(std::env::var_os(TRACE_COMPARES_ENV).as_deref()) {
+        __sancov_should_track.store(1, Ordering::Relaxed);
+    }
     if argc.is_null() || argv.is_null() || (*argv).is_null() {
         return 0;
     }

@@ -649,7 +649,7 @@ fn valid() -> CoordinatorSettings {
 #[test]
 fn config_out_of_range_is_a_named_error() {
     type Edit = fn(&mut CoordinatorSettings);
-    let cases: [(Edit, ConfigError); 12] = [
+    let cases: [(Edit, ConfigError); 13] = [
         (|s| s.interval_ms = 0, ConfigError::IntervalNotPositive(0)),
         (
             |s| s.interval_ms = i64::MIN,
@@ -667,6 +667,10 @@ fn config_out_of_range_is_a_named_error() {
         ),
         (|s| s.retained_max = 0, ConfigError::RetainedNotPositive(0)),
         (|s| s.queue_max = -3, ConfigError::QueueNotPositive(-3)),
+        (
+            |s| s.savepoints_max = 0,
+            ConfigError::SavepointsNotPositive(0),
+        ),
         (
             |s| s.externalized = true,
             ConfigError::ExternalizedWithoutDirectory,

@@ -27,8 +27,10 @@ pub use objfs::ObjFs;
 pub use objstore::ObjStore;
 
 /// A durable checkpoint store, as the coordinator's I/O effects use it
-/// (every write names the generation it is made for; a deposed leader's is
-/// refused). The methods are those of [`FileStore`]; see its docs for each.
+/// (every write names the generation it is made for; a deposed leader's
+/// log append is refused, and its other writes are checked against the
+/// store's log first, see each implementation's docs for the window that
+/// leaves). The methods are those of [`FileStore`]; see its docs for each.
 pub trait CheckpointStore {
     /// Hands out the next checkpoint id; durable before it is returned.
     fn allocate_id(

@@ -20,7 +20,8 @@
 //! every record is committed exactly once), 1 it failed, 2 usage, 3
 //! refused (a deposed or fenced coordinator, a store that refuses to
 //! open, a second task manager on a directory whose `task.lock` is held,
-//! a task manager's `--sources` other than its directory's).
+//! a task manager's `--sources` other than its directory's). A task
+//! manager the coordinator refuses (another job or task count) exits 1.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

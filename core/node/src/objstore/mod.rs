@@ -66,7 +66,8 @@
 //! checkpoint to restore (the newest) has its state objects read and
 //! checked by [`OpenOptions::check_state`]. A damaged checkpoint is not
 //! restored and the next newest tried; [`OpenOptions::committed`] refuses a
-//! restore behind an exactly-once sink's commit before anything is changed.
+//! restore behind an exactly-once sink's commit before anything but the
+//! claim is changed (the refused generation stays claimed).
 //! Damaged checkpoints are then quarantined by a [`LogEntry::Quarantine`]
 //! entry, their metadata moved to `chk-N.meta.g<generation>.corrupt` and
 //! their state objects kept, for a human; metadata objects the log
