@@ -73,14 +73,14 @@ for t in "${targets[@]}"; do
     echo "== $t: ${hours} h, -fork=$forks, sanitizer $sanitizer, log $log =="
     crashed=0
     # --no-trace-compares: libFuzzer's comparison tracing was half of every
-    # execution's instructions in the story targets (callgrind), and it buys
+    # execution's instructions in system_events (callgrind), and it buys
     # little where `arbitrary` turns almost any bytes into a valid story.
     # Measured 2026-12-01, each pair side by side from the same seeds, same
     # time: executions x2.0 (system), x2.1 (task), x1.2 (trace_decode), and
     # more edges covered by the end in each (system 4,073 vs 3,700; task
     # 1,288 vs 1,190; trace_decode 4,413 vs 4,384); coordinator_events
     # without it found a lost-state bug in 38 s that the run with it had not
-    # found in 90 (README, "Fuzzing").
+    # found in 90 (tests/STRENGTH-2026-12-01.md, "Under libFuzzer").
     cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "${tdir[@]}" "$t" "$work" "corpus/$t" -- \
         -fork="$forks" -max_total_time="$secs" "${len[@]}" "${extra[@]}" \
         -print_final_stats=1 >"$log" 2>&1 || crashed=1

@@ -2,7 +2,8 @@
 # Executions per second of fuzz targets as users run them: the binary that
 # `cargo fuzz run [--sanitizer none] TARGET` builds, run for SECONDS from a
 # scratch copy of the committed corpus (so the seeds stay as they are), one
-# process, no flags but -max_total_time and -print_final_stats (what
+# process, no flags but -max_total_time, -print_final_stats and
+# -artifact_prefix (and CKPT_FUZZ_FLAGS when set) (what
 # `cargo fuzz run TARGET fuzz/corpus/TARGET -- -max_total_time=60` does).
 #
 # Usage: bash fuzz/rate.sh SANITIZER [SECONDS] [TARGET...]

@@ -32,11 +32,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// (callgrind, fuzz/FIGURES-2026-12-06b.md). `fuzz/Cargo.toml` adds
 /// `-Cllvm-args=-sanitizer-coverage-gated-trace-callbacks` to the release
 /// profile: LLVM then calls each hook only when this variable is not 0 (one
-/// load and branch per function, one branch per comparison). LLVM would
-/// create it, 0, in every instrumented module as a weak definition; this
-/// strong one is the one they all read, so that [`initialize`] can set it,
-/// and it also exists (unread) in a build without comparison tracing
-/// (`--no-trace-compares`, `run.sh`, `long.sh`). Its layout is the `u64`
+/// load per function, one test and branch per comparison). LLVM creates
+/// it, 0, in every instrumented module as a weak, hidden definition, and
+/// the linker keeps one. This definition is there so that Rust code can
+/// name it: in a gated build LLVM turns it into one more such weak copy
+/// (initialised to 0), so every module reads the one [`initialize`] sets;
+/// in a build without the gate or without comparison tracing
+/// (`--no-trace-compares`, as `run.sh` and `long.sh` build; `--dev`) it
+/// stays an ordinary static that nothing reads. Its layout is the `u64`
 /// LLVM's code loads.
 #[no_mangle]
 pub static __sancov_should_track: AtomicU64 = AtomicU64::new(0);
