@@ -72,7 +72,10 @@ for t in "${targets[@]}"; do
     log="logs/$t-$sanitizer-$stamp.log"
     echo "== $t: ${hours} h, -fork=$forks, sanitizer $sanitizer, log $log =="
     crashed=0
-    # --no-trace-compares: libFuzzer's comparison tracing was half of every
+    # The comparison hooks are compiled in but not called (the gate in
+    # fuzz/Cargo.toml's release profile; --no-trace-compares would build no
+    # coverage at all with it, which fuzz/build.rs refuses). libFuzzer's
+    # comparison tracing was half of every
     # execution's instructions in system_events (callgrind), and it buys
     # little where `arbitrary` turns almost any bytes into a valid story.
     # Measured 2026-12-01, each pair side by side from the same seeds, same
@@ -81,7 +84,7 @@ for t in "${targets[@]}"; do
     # 1,288 vs 1,190; trace_decode 4,413 vs 4,384); coordinator_events
     # without it found a lost-state bug in 38 s that the run with it had not
     # found in 90 (tests/STRENGTH-2026-12-01.md, "Under libFuzzer").
-    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "${tdir[@]}" "$t" "$work" "corpus/$t" -- \
+    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" "${tdir[@]}" "$t" "$work" "corpus/$t" -- \
         -fork="$forks" -max_total_time="$secs" "${len[@]}" "${extra[@]}" \
         -print_final_stats=1 >"$log" 2>&1 || crashed=1
     tail -n 3 "$log"
@@ -95,7 +98,7 @@ for t in "${targets[@]}"; do
     # Merge: keep only the inputs that add coverage.
     merged="$work_root/$t.merged"
     rm -rf "$merged" && mkdir -p "$merged"
-    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" --no-trace-compares "${tdir[@]}" "$t" "$merged" "$work" -- \
+    cargo "${toolchain[@]}" fuzz run --sanitizer "$sanitizer" "${tdir[@]}" "$t" "$merged" "$work" -- \
         -merge=1 "${len[@]}" >>"$log" 2>&1 || true
     if [ -n "$(ls -A "$merged")" ]; then
         rm -rf "$work" && mv "$merged" "$work"

@@ -13,9 +13,8 @@
 # Env: CKPT_FUZZ_BIN_DIR  run the binaries in this directory instead of
 #      building (e.g. a copy of an older build, for before/after figures).
 #      CKPT_FUZZ_FLAGS    extra libFuzzer flags (for experiments).
-#      CKPT_FUZZ_BUILD_FLAGS  extra `cargo fuzz build` flags, e.g.
-#                         --no-trace-compares (what run.sh and long.sh
-#                         build with); built into their own target dir.
+#      CKPT_FUZZ_BUILD_FLAGS  extra `cargo fuzz build` flags (e.g. --dev);
+#                         built into their own target dir.
 # Prints one Markdown table row per target: date, target, sanitizer,
 # extra flags, executions, exec/s, edges and features at the end,
 # crashes (reproducers in fuzz/artifacts/TARGET/), load average before the

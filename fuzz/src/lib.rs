@@ -37,10 +37,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// the linker keeps one. This definition is there so that Rust code can
 /// name it: in a gated build LLVM turns it into one more such weak copy
 /// (initialised to 0), so every module reads the one [`initialize`] sets;
-/// in a build without the gate or without comparison tracing
-/// (`--no-trace-compares`, as `run.sh` and `long.sh` build; `--dev`) it
-/// stays an ordinary static that nothing reads. Its layout is the `u64`
-/// LLVM's code loads.
+/// in a build without the gate (`--dev`) it stays an ordinary static that
+/// nothing reads. Its layout is the `u64` LLVM's code loads. With the gate,
+/// cargo-fuzz's `--no-trace-compares` would leave LLVM nothing to gate, and
+/// its coverage pass then instruments nothing at all (no coverage
+/// counters): `fuzz/build.rs` refuses that build.
 #[no_mangle]
 pub static __sancov_should_track: AtomicU64 = AtomicU64::new(0);
 
