@@ -48,16 +48,19 @@ pub static __sancov_should_track: AtomicU64 = AtomicU64::new(0);
 /// Environment variable that turns comparison tracing back on: when it is
 /// `1`, [`initialize`] sets [`__sancov_should_track`] before the first
 /// input, and every comparison calls libFuzzer's hook as in a plain
-/// cargo-fuzz build (libFuzzer's `-use_value_profile=1` needs them).
+/// cargo-fuzz build. libFuzzer's `-use_value_profile=1`, whose features
+/// are those hooks' operands, opens the gate as well ([`wants_trace_compares`]).
 /// Measured against the gate closed on these targets in
 /// fuzz/FIGURES-2026-12-06c.md.
 pub const TRACE_COMPARES_ENV: &str = "CKPT_FUZZ_TRACE_COMPARES";
 
-/// Whether [`TRACE_COMPARES_ENV`]'s value asks for comparison tracing:
-/// exactly `1`.
+/// Whether the comparison hooks' gate opens: [`TRACE_COMPARES_ENV`]'s
+/// value is exactly `1`, or the command line (`args`, as libFuzzer gets
+/// it) has `-use_value_profile=1`, which without the hooks would add no
+/// feature at all.
 #[must_use]
-pub fn wants_trace_compares(value: Option<&std::ffi::OsStr>) -> bool {
-    value.is_some_and(|v| v == "1")
+pub fn wants_trace_compares(value: Option<&std::ffi::OsStr>, args: &[CString]) -> bool {
+    value.is_some_and(|v| v == "1") || args.iter().any(|a| a.as_bytes() == b"-use_value_profile=1")
 }
 
 /// libFuzzer flags put before the user's: each measured on these targets
@@ -107,7 +110,7 @@ pub fn with_defaults(args: &[CString]) -> Vec<CString> {
 /// The body of the targets' `LLVMFuzzerInitialize`: libfuzzer-sys's own
 /// initialization (the panic hook that aborts, so that libFuzzer reports a
 /// panic as a crash), the comparison hooks' gate opened if
-/// [`TRACE_COMPARES_ENV`] asks, then the command line with
+/// [`wants_trace_compares`], then the command line with
 /// [`DEFAULT_FLAGS`] in front. The new argument vector is leaked on purpose: libFuzzer keeps
 /// pointers into it for the whole run.
 ///
@@ -117,16 +120,20 @@ pub fn with_defaults(args: &[CString]) -> Vec<CString> {
 /// followed by a null pointer.
 pub unsafe fn initialize(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     libfuzzer_sys::initialize(argc as *const isize, argv as *const *const *const u8);
-    if wants_trace_compares(std::env::var_os(TRACE_COMPARES_ENV).as_deref()) {
-        __sancov_should_track.store(1, Ordering::Relaxed);
-    }
+    let env = std::env::var_os(TRACE_COMPARES_ENV);
     if argc.is_null() || argv.is_null() || (*argv).is_null() {
+        if wants_trace_compares(env.as_deref(), &[]) {
+            __sancov_should_track.store(1, Ordering::Relaxed);
+        }
         return 0;
     }
     let n = usize::try_from(*argc).unwrap_or(0);
     let args: Vec<CString> = (0..n)
         .map(|i| std::ffi::CStr::from_ptr(*(*argv).add(i)).to_owned())
         .collect();
+    if wants_trace_compares(env.as_deref(), &args) {
+        __sancov_should_track.store(1, Ordering::Relaxed);
+    }
     let all = with_defaults(&args);
     let Ok(count) = c_int::try_from(all.len()) else {
         return 0;
