@@ -120,19 +120,21 @@ pub fn with_defaults(args: &[CString]) -> Vec<CString> {
 /// followed by a null pointer.
 pub unsafe fn initialize(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
     libfuzzer_sys::initialize(argc as *const isize, argv as *const *const *const u8);
-    let env = std::env::var_os(TRACE_COMPARES_ENV);
-    if argc.is_null() || argv.is_null() || (*argv).is_null() {
-        if wants_trace_compares(env.as_deref(), &[]) {
-            __sancov_should_track.store(1, Ordering::Relaxed);
-        }
-        return 0;
-    }
-    let n = usize::try_from(*argc).unwrap_or(0);
+    let no_args = argc.is_null() || argv.is_null() || (*argv).is_null();
+    let n = if no_args {
+        0
+    } else {
+        usize::try_from(*argc).unwrap_or(0)
+    };
     let args: Vec<CString> = (0..n)
         .map(|i| std::ffi::CStr::from_ptr(*(*argv).add(i)).to_owned())
         .collect();
+    let env = std::env::var_os(TRACE_COMPARES_ENV);
     if wants_trace_compares(env.as_deref(), &args) {
         __sancov_should_track.store(1, Ordering::Relaxed);
+    }
+    if no_args {
+        return 0;
     }
     let all = with_defaults(&args);
     let Ok(count) = c_int::try_from(all.len()) else {

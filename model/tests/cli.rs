@@ -72,34 +72,35 @@ fn legacy_cancel_on_fanout_is_refused_naming_the_flags_that_reach_it() {
 
 #[test]
 fn combinations_that_cannot_ask_their_question_are_refused() {
-    let o = run(&["check", "--semantics", "legacy", "--tasks", "1"]);
-    assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("--tasks 2"), "{}", stderr(&o));
-    let o = run(&["check", "--topology", "join", "--tasks", "2"]);
-    assert_eq!(code(&o), 2);
-    assert!(stderr(&o).contains("--tasks 3"), "{}", stderr(&o));
-    // A flag that only adds to another one's events, without it.
-    let o = run(&["check", "--zombie-coordinators", "1"]);
-    assert_eq!(code(&o), 2);
-    assert!(
-        stderr(&o).contains("needs --coordinator-failovers"),
-        "{}",
-        stderr(&o)
-    );
-    let o = run(&["check", "--checkpoints", "0"]);
-    assert_eq!(code(&o), 2);
-    assert!(
-        stderr(&o).contains("needs --stop-with-savepoint"),
-        "{}",
-        stderr(&o)
-    );
-    let o = run(&["check", "--recovering-tasks", "1"]);
-    assert_eq!(code(&o), 2);
-    assert!(
-        stderr(&o).contains("needs --task-failures"),
-        "{}",
-        stderr(&o)
-    );
+    // Each combination, and what its refusal (exit 2) must name.
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["check", "--semantics", "legacy", "--tasks", "1"],
+            "--tasks 2",
+        ),
+        (
+            &["check", "--topology", "join", "--tasks", "2"],
+            "--tasks 3",
+        ),
+        // A flag that only adds to another one's events, without it.
+        (
+            &["check", "--zombie-coordinators", "1"],
+            "needs --coordinator-failovers",
+        ),
+        (
+            &["check", "--checkpoints", "0"],
+            "needs --stop-with-savepoint",
+        ),
+        (
+            &["check", "--recovering-tasks", "1"],
+            "needs --task-failures",
+        ),
+    ];
+    for (args, why) in cases {
+        let o = run(args);
+        assert_eq!(code(&o), 2, "{args:?}");
+        assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
+    }
 }
 
 #[test]
