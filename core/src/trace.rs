@@ -731,7 +731,7 @@ impl Replayer {
                         what: "coordinator event, but no coordinator is declared".into(),
                     });
                 };
-                let (t, verdict) = checked::coordinator_step(
+                let (s, verdict) = checked::coordinator_step_in_place(
                     ledger,
                     state,
                     *now,
@@ -739,8 +739,6 @@ impl Replayer {
                     checked::Rigor::Invariants,
                 );
                 let violation = verdict.err();
-                let s = t.step;
-                *state = t.state;
                 let rejected = match &s.outcome {
                     coordinator::Outcome::Rejected(e) => Some(e.to_string()),
                     coordinator::Outcome::Applied(_) | coordinator::Outcome::Ignored(_) => None,

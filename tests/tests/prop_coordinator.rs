@@ -5,8 +5,10 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use ckpt_core::coordinator::JobStatus;
 use ckpt_core::coordinator::Report;
+use ckpt_core::coordinator::{CoordinatorState, JobStatus};
+use ckpt_core::invariants::checked::{self, Rigor};
+use ckpt_core::invariants::coordinator::HandleLedger;
 use ckpt_core::DeclineReason;
 use ckpt_tests::stories::coordinator::{run, Alloc, CoordAction, CoordStory, Sender};
 use ckpt_tests::stories::SettingsChoice;
@@ -163,6 +165,40 @@ proptest! {
             prop_assert_eq!(ox, oy);
             prop_assert!(x.state == y.state);
             prop_assert_eq!(hash_of(&x.state), hash_of(&y.state));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(1024))]
+
+    /// The in-place checked step (what the story driver and the simulator
+    /// run) is the checked step: on the state before every step of any
+    /// story, at either rigor, the same step, verdict, state after and
+    /// ledger after.
+    #[test]
+    fn the_in_place_checked_step_is_the_checked_step(story in story(60)) {
+        let d = run(&story).map_err(|f| TestCaseError::fail(f.to_string()))?;
+        for rigor in [Rigor::Full, Rigor::Invariants] {
+            let mut state = CoordinatorState::from_settings(story.settings.settings())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let (mut ledger, mut ledger_in_place) = (HandleLedger::new(), HandleLedger::new());
+            for r in &d.records {
+                let (t, verdict) =
+                    checked::coordinator_step(&mut ledger, &state, r.now, &r.event, rigor);
+                let (step, verdict_in_place) = checked::coordinator_step_in_place(
+                    &mut ledger_in_place,
+                    &mut state,
+                    r.now,
+                    &r.event,
+                    rigor,
+                );
+                prop_assert_eq!(&verdict_in_place, &verdict);
+                prop_assert_eq!(&step, &t.step);
+                prop_assert!(state == t.state, "states differ after {:?}", r.event);
+                prop_assert!(state == r.state, "not the driver's state after {:?}", r.event);
+                prop_assert_eq!(&ledger_in_place, &ledger);
+            }
         }
     }
 }

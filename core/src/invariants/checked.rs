@@ -22,9 +22,15 @@
 //!
 //! Both return the transition *and* the verdict, so a caller can keep the
 //! state it reached, log the step and then stop on the violation.
-//! [`task_step_in_place`] is [`task_step`] for a host that already holds a
-//! copy of the state it is about to change (the model checker's
-//! copy-on-write world): the event is applied to that copy, not to another.
+//! [`task_step_in_place`] is [`task_step`] for a host that changes its
+//! task state in place: given a copy it already holds of the state before
+//! (the model checker's copy-on-write world), the event is applied to the
+//! state, not to another copy; given none (a fuzz target's story), the pure
+//! run comes first and the in-place run, made last, changes the state, so
+//! a step copies it once, not twice. [`coordinator_step_in_place`] is
+//! [`coordinator_step`] for a host that keeps one coordinator state and
+//! changes it (the fuzz targets' stories and the simulator's world), in the
+//! second way: a step copies the state's cold part once, not twice.
 
 use super::coordinator::{check_all as check_coordinator, HandleLedger};
 use super::files::check_state as check_files;
@@ -93,6 +99,57 @@ pub fn coordinator_step(
     (t, verdict)
 }
 
+/// [`coordinator_step`] for a host that keeps one state and changes it (a
+/// fuzz target's story, the simulator's world): `state` is the state before
+/// the event and holds the state after it on return; the step and the
+/// verdict are those [`coordinator_step`] returns (with one difference: the
+/// invariants are checked, and the ledger told, even when the determinism
+/// check failed first; the verdict is that first violation either way).
+///
+/// The same checks in another order: `reduce` on `state`, the invariants
+/// against `state` as it was, and then, with [`Rigor::Full`], the in-place
+/// run (`apply_into` with a lent queue that already holds an effect) on
+/// `state` itself, which must agree with `reduce`. Run last, the in-place
+/// run writes the caller's own copy of the state's cold part (the
+/// configuration, timers, tasks, queue and retained checkpoints, behind one
+/// pointer) where [`coordinator_step`] applies to a second copy of the
+/// state, whose cold part, shared with the state before, is copied again
+/// on a step that writes it: a step that writes it costs one deep copy
+/// (the pure run's) instead of two, and the caller keeps no second state.
+/// With [`Rigor::Invariants`] `state` becomes `reduce`'s state. After a
+/// [`DETERMINISTIC`] violation `state` holds the in-place run's state.
+pub fn coordinator_step_in_place(
+    ledger: &mut HandleLedger,
+    state: &mut CoordinatorState,
+    now: Millis,
+    event: &CoordinatorEvent,
+    rigor: Rigor,
+) -> (coordinator::Step, Result<(), Violation>) {
+    let t = coordinator::reduce(state, now, event.clone());
+    let checked = check_coordinator(ledger, state, event, &t.step, &t.state);
+    match rigor {
+        Rigor::Invariants => {
+            *state = t.state;
+            (t.step, checked)
+        }
+        Rigor::Full => {
+            // Room for the queued effect and the step's, as in
+            // `coordinator_step`.
+            let mut queue = Vec::with_capacity(1 + t.step.effects.len());
+            queue.push(QUEUED);
+            let (outcome, clock) = state.apply_into(now, event.clone(), &mut queue);
+            let agrees = verify(
+                event,
+                *state == t.state
+                    && outcome == t.step.outcome
+                    && clock == t.step.clock
+                    && queue.split_first() == Some((&QUEUED, &t.step.effects[..])),
+            );
+            (t.step, agrees.and(checked))
+        }
+    }
+}
+
 /// One task event, checked: returns the transition and the first violation
 /// (state invariants, the monitor's cross-step rules, quiescence; with
 /// [`Rigor::Full`] also determinism and pure-equals-in-place).
@@ -118,25 +175,54 @@ pub fn task_step(
     (t, verdict)
 }
 
-/// [`task_step`] for a host that already holds a copy of the state it is
-/// about to change (a copy-on-write host: `state` is a fresh copy of
-/// `before`, which must be equal to it): the event is applied to `state`
-/// in place instead of to another copy, and the step and the verdict are
-/// those [`task_step`] returns for `before` (its transition's state is what
-/// `state` holds after the call). The same checks: the invariants against
-/// `before`, and with [`Rigor::Full`] `reduce` on `before` must agree with
-/// the in-place result. A `state` that is not a copy of `before` is the
-/// caller's mistake and is not looked for (comparing them would cost the
-/// copy this function saves); with [`Rigor::Full`] it shows up as that
-/// disagreement unless the event overwrites the difference.
+/// [`task_step`] for a host that changes its task state in place: `state`
+/// holds the state after the event on return; the step and the verdict are
+/// those [`task_step`] returns for the state before (with one difference
+/// when `before` is `None`: the invariants are checked, and the monitor
+/// told, even when the determinism check failed first; the verdict is that
+/// first violation either way).
+///
+/// * **`before: Some(b)`**, a copy-on-write host that already holds a copy
+///   of the state it is about to change (the model checker's world: `state`
+///   is a fresh copy of `b`, which must be equal to it): the event is
+///   applied to `state` in place instead of to another copy; the invariants
+///   are checked against `b`, and with [`Rigor::Full`] `reduce` on `b` must
+///   agree with the in-place result. A `state` that is not a copy of `b` is
+///   the caller's mistake and is not looked for (comparing them would cost
+///   the copy this function saves); with [`Rigor::Full`] it shows up as
+///   that disagreement unless the event overwrites the difference.
+/// * **`before: None`**, a host that keeps one state (a fuzz target's
+///   story): `reduce` on `state`, the invariants against `state` as it was,
+///   and then, with [`Rigor::Full`], the in-place run on `state` itself,
+///   which must agree with `reduce` (so the step copies the state once,
+///   for the pure run, where keeping the state before for the checks and
+///   applying to `state` would copy it twice). With [`Rigor::Invariants`]
+///   `state` becomes `reduce`'s state. After a [`DETERMINISTIC`] violation
+///   `state` holds the in-place run's state.
 pub fn task_step_in_place(
     monitor: &mut TaskMonitor,
-    before: &TaskState,
+    before: Option<&TaskState>,
     state: &mut TaskState,
     now: Millis,
     event: &TaskEvent,
     rigor: Rigor,
 ) -> (task::Step, Result<(), Violation>) {
+    let Some(before) = before else {
+        let t = task::reduce(state, now, event.clone());
+        let checked = check_task(monitor, state, event, &t.step, &t.state)
+            .and_then(|()| check_quiescent(&t.state));
+        return match rigor {
+            Rigor::Invariants => {
+                *state = t.state;
+                (t.step, checked)
+            }
+            Rigor::Full => {
+                let step = state.apply(now, event.clone());
+                let agrees = verify(event, (&*state, &step) == (&t.state, &t.step));
+                (t.step, agrees.and(checked))
+            }
+        };
+    };
     let step = state.apply(now, event.clone());
     let verdict = match rigor {
         Rigor::Invariants => Ok(()),

@@ -42,13 +42,22 @@ impl Harness {
         let (t, verdict) = checked::task_step(&mut m, &self.s, Millis(0), &ev, Rigor::Full);
         // The in-place checked step (a copy-on-write host's) agrees on
         // every step of every story here, at both rigors.
+        // With the state before as a copy, and without one.
         for rigor in [Rigor::Full, Rigor::Invariants] {
-            let mut in_place = self.s.clone();
-            let mut m2 = self.m.clone();
-            let (step, v2) =
-                checked::task_step_in_place(&mut m2, &self.s, &mut in_place, Millis(0), &ev, rigor);
-            assert_eq!((&in_place, &step, &v2), (&t.state, &t.step, &verdict));
-            assert_eq!(m2, m);
+            for before in [Some(&self.s), None] {
+                let mut in_place = self.s.clone();
+                let mut m2 = self.m.clone();
+                let (step, v2) = checked::task_step_in_place(
+                    &mut m2,
+                    before,
+                    &mut in_place,
+                    Millis(0),
+                    &ev,
+                    rigor,
+                );
+                assert_eq!((&in_place, &step, &v2), (&t.state, &t.step, &verdict));
+                assert_eq!(m2, m);
+            }
         }
         if self.check_effects {
             if let Err(v) = verdict {

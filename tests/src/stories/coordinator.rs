@@ -268,16 +268,20 @@ impl CoordDriver {
     /// Delivers one concrete event: pure and in-place entry points must
     /// agree, then every coordinator invariant is checked.
     pub fn deliver(&mut self, now: Millis, event: CoordinatorEvent) -> Result<(), Violation> {
-        let (t, verdict) =
-            checked::coordinator_step(&mut self.ledger, &self.state, now, &event, Rigor::Full);
-        self.state = t.state;
+        let (step, verdict) = checked::coordinator_step_in_place(
+            &mut self.ledger,
+            &mut self.state,
+            now,
+            &event,
+            Rigor::Full,
+        );
         if self.keep_records {
             self.records.push(CoordRecord {
                 now,
                 event: event.clone(),
-                effects: t.step.effects,
-                outcome: t.step.outcome,
-                clock: t.step.clock,
+                effects: step.effects,
+                outcome: step.outcome,
+                clock: step.clock,
                 state: self.state.clone(),
             });
         }

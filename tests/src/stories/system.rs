@@ -455,7 +455,7 @@ impl SystemDriver {
             }
             SysAction::Flush => {
                 for _ in 0..256 {
-                    match self.first_enabled(|a| matches!(a, Action::Deliver(_))) {
+                    match self.sim.first_deliver(&self.world) {
                         Some(a) => self.take(a)?,
                         None => break,
                     }

@@ -72,6 +72,18 @@ impl Sim {
                 .all(|u| s.tasks.get(u.0 as usize).is_some_and(|x| x.finished))
     }
 
+    /// The first `Action::Deliver` that [`Sim::enabled`] lists for `s`
+    /// (the network's first deliverable message), without listing the
+    /// other actions: a driver that flushes the network one delivery at a
+    /// time asks this after every delivery.
+    #[must_use]
+    pub fn first_deliver(&self, s: &World) -> Option<Action> {
+        if s.violation.is_some() {
+            return None;
+        }
+        self.deliverable(&s.net).next().map(Action::Deliver)
+    }
+
     /// Every action enabled in `s`, in a fixed order.
     pub fn enabled(&self, s: &World, out: &mut Vec<Action>) {
         if s.violation.is_some() {

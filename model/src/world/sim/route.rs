@@ -88,37 +88,43 @@ impl Sim {
     ) -> (Outcome, Follow) {
         let now = s.now;
         let (coord, ledger) = match who {
-            Leader::Current => (&s.coord, &mut s.ledger),
+            Leader::Current => (&mut s.coord, &mut s.ledger),
             Leader::Zombie => match &mut s.zombie {
-                Some(z) => (&z.coord, &mut z.ledger),
+                Some(z) => (&mut z.coord, &mut z.ledger),
                 None => return (Outcome::Ignored(Ignored::Shutdown), Follow::default()),
             },
         };
-        let (t, verdict) = checked::coordinator_step(ledger, coord, now, &ev, self.rigor);
+        // What the history below reads of the state before the step, which
+        // the step changes in place: the phase (for coverage) and the
+        // pending checkpoints that waited for a restarted attempt.
+        let phase = (self.coverage.is_some() && who == Leader::Current)
+            .then(|| coverage::coord_phase(coord));
+        let restarted: Vec<CheckpointId> = coord
+            .pending()
+            .filter(|p| p.attempts().any(|a| a.0 > 0))
+            .map(ckpt_core::coordinator::Pending::id)
+            .collect();
+        // In place (copy on write: a world another state shares copies the
+        // coordinator's part first; the cold part is copied once, by the
+        // pure run, on a step that writes it).
+        let (step, verdict) =
+            checked::coordinator_step_in_place(ledger, coord, now, &ev, self.rigor);
         let mut found = verdict.err();
-        if self.coverage.is_some() && who == Leader::Current {
-            let phase = coverage::coord_phase(&s.coord);
-            let key = coverage::outcome_key(&t.step.outcome);
+        if let Some(phase) = phase {
+            let key = coverage::outcome_key(&step.outcome);
             self.record("coordinator", phase, coord_event_kind(&ev), key, |w| {
-                coverage::write_coord_outcome_kind(w, &t.step.outcome);
+                coverage::write_coord_outcome_kind(w, &step.outcome);
             });
         }
-        let before = match who {
-            Leader::Current => std::mem::replace(&mut s.coord, self.part(t.state)),
-            Leader::Zombie => match &mut s.zombie {
-                Some(z) => std::mem::replace(&mut z.coord, self.part(t.state)),
-                None => return (t.step.outcome, Follow::default()),
-            },
-        };
         let zombie = who == Leader::Zombie;
-        if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &t.step.outcome {
+        if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &step.outcome {
             note(&mut found, s.durable.ledger.used(*checkpoint));
         }
-        if let Outcome::Applied(Applied::RestoreDeferred { .. }) = &t.step.outcome {
+        if let Outcome::Applied(Applied::RestoreDeferred { .. }) = &step.outcome {
             s.history.restore_waited = true;
         }
         let mut follow = Follow::default();
-        for e in &t.step.effects {
+        for e in &step.effects {
             match e {
                 // The coordinator state holds its own timer table (the
                 // world fires what it finds armed there; a deposed
@@ -213,10 +219,7 @@ impl Sim {
                 }
                 CoordinatorEffect::Report(Report::Completed { checkpoint, .. }) => {
                     // The attempts it waited for, captured at trigger time.
-                    if before
-                        .pending_checkpoint(*checkpoint)
-                        .is_some_and(|p| p.attempts().any(|a| a.0 > 0))
-                    {
+                    if restarted.contains(checkpoint) {
                         s.history.failover_complete = true;
                     }
                     if s.history.abort_seen.is_some_and(|a| a < *checkpoint) {
@@ -246,15 +249,15 @@ impl Sim {
             log.push(Delivery {
                 now,
                 line: TraceLine::Coordinator { now, event: ev },
-                effects: self.render_all(&t.step.effects),
-                outcome: self.render_one(&t.step.outcome),
+                effects: self.render_all(&step.effects),
+                outcome: self.render_one(&step.outcome),
                 violation: found.clone(),
             });
         }
         if s.violation.is_none() {
             s.violation = found.map(Box::new);
         }
-        (t.step.outcome, follow)
+        (step.outcome, follow)
     }
 
     /// The checked step of task `t`, then the routing of its effects.
@@ -273,7 +276,8 @@ impl Sim {
     /// copied once (copy on write) for both, and the checked step applies
     /// the event to that copy in place, the state before it read from the
     /// side the world this step started from still holds (no second copy
-    /// of the task state for the step).
+    /// of the task state for the step); a side no other world holds is
+    /// changed in place, and the checked step's pure run makes the one copy.
     pub(super) fn task_event_with(
         &self,
         s: &mut World,
@@ -295,25 +299,22 @@ impl Sim {
         if self.record_task_order {
             side.record(&ev);
         }
-        let copy;
-        let before_st = match &before {
-            Some(b) => &b.st,
-            None => {
-                copy = side.st.clone();
-                &copy
-            }
-        };
+        let phase = self
+            .coverage
+            .is_some()
+            .then(|| coverage::task_phase(&side.st));
+        // Where no other world holds the side, the checked step copies the
+        // task state itself, once, for its pure run.
         let (step, verdict) = checked::task_step_in_place(
             &mut side.monitor,
-            before_st,
+            before.as_ref().map(|b| &b.st),
             &mut side.st,
             now,
             &ev,
             self.rigor,
         );
         let mut found = verdict.err();
-        if self.coverage.is_some() {
-            let phase = coverage::task_phase(before_st);
+        if let Some(phase) = phase {
             let key = coverage::outcome_key(&step.outcome);
             self.record("task", phase, ev.kind(), key, |w| {
                 use std::fmt::Write as _;

@@ -26,15 +26,6 @@ impl Sim {
         true
     }
 
-    /// `value` as a world part, hashed now when this sim seals its steps.
-    pub(super) fn part<T: std::hash::Hash + Clone>(&self, value: T) -> Sealed<T> {
-        if self.seal {
-            Sealed::new(value)
-        } else {
-            Sealed::unsealed(value)
-        }
-    }
-
     /// The body of [`Sim::step_in_place`]; `None` before any write when
     /// `a` is not enabled.
     pub(super) fn apply_action(
