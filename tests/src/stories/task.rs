@@ -167,18 +167,18 @@ impl TaskDriver {
     /// Delivers one event: pure and in-place agree, then every task
     /// invariant (state, step, monitor, quiescence) is checked.
     pub fn deliver(&mut self, event: TaskEvent) -> Result<(), Violation> {
-        let (t, verdict) = checked::task_step(
+        let (step, verdict) = checked::task_step_in_place(
             &mut self.monitor,
-            &self.state,
+            None,
+            &mut self.state,
             Millis(0),
             &event,
             Rigor::Full,
         );
-        self.state = t.state;
         self.records.push(TaskRecord {
             event,
-            effects: t.step.effects,
-            outcome: t.step.outcome,
+            effects: step.effects,
+            outcome: step.outcome,
             state: self.state.clone(),
         });
         verdict

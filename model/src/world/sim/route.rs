@@ -104,11 +104,20 @@ impl Sim {
             .filter(|p| p.attempts().any(|a| a.0 > 0))
             .map(ckpt_core::coordinator::Pending::id)
             .collect();
-        // In place (copy on write: a world another state shares copies the
-        // coordinator's part first; the cold part is copied once, by the
-        // pure run, on a step that writes it).
-        let (step, verdict) =
-            checked::coordinator_step_in_place(ledger, coord, now, &ev, self.rigor);
+        let (step, verdict) = if coord.is_shared() {
+            // Another world holds this coordinator (the model checker's
+            // successors share their parent's parts): the pure step, whose
+            // state becomes a part of this world's own (changing the shared
+            // part in place would copy it first, only to overwrite it).
+            let (t, verdict) = checked::coordinator_step(ledger, coord, now, &ev, self.rigor);
+            *coord = Sealed::unsealed(t.state);
+            (t.step, verdict)
+        } else {
+            // This world's own (a driver stepping one world): in place, the
+            // state's cold part copied once, by the pure run, on a step
+            // that writes it.
+            checked::coordinator_step_in_place(ledger, coord, now, &ev, self.rigor)
+        };
         let mut found = verdict.err();
         if let Some(phase) = phase {
             let key = coverage::outcome_key(&step.outcome);
