@@ -12,6 +12,13 @@ impl CoordinatorState {
     }
 
     pub(super) fn disarm(&mut self, timer: Timer, fx: &mut Fx) {
+        // Looked up first through a shared reference: reaching the table
+        // mutably writes the cold part, which copies it when the state
+        // before the event shares it (every pure step); a timer that is not
+        // armed (the periodic one of a stopped scheduler) costs no copy.
+        if !self.cold.timers.contains_key(&timer) {
+            return;
+        }
         if self.cold.timers.remove(&timer).is_some() {
             fx.push(E::Timer { timer, at: None });
         }
@@ -73,6 +80,10 @@ impl CoordinatorState {
     }
 
     pub(super) fn drop_requests(&mut self, reason: AbortReason, fx: &mut Fx) {
+        // Nothing to drop, nothing written (see `disarm`).
+        if self.cold.in_flight.is_none() && self.cold.queue.is_empty() {
+            return;
+        }
         if let Some(r) = self.cold.in_flight.take() {
             fx.push(E::Report(Report::RequestFailed {
                 request: r.id,

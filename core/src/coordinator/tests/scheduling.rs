@@ -223,3 +223,20 @@ fn notify_aborted_carries_the_trigger_timestamp() {
         .collect();
     assert_eq!(stamps, vec![(t(0), ms(7)), (t(1), ms(7))]);
 }
+
+/// A step that changes nothing in the cold part (stopping a scheduler that
+/// never started: no request to drop, no periodic timer to disarm) leaves
+/// it shared with the state before: the pure step copies nothing there.
+/// Stopping a started one writes it (the timer), and copies it.
+#[test]
+fn stopping_a_stopped_scheduler_leaves_the_cold_part_shared() {
+    let h = H::new();
+    let t = reduce(&h.s, ms(1), Ev::StopScheduler);
+    assert!(t.step.effects.is_empty(), "{:?}", t.step.effects);
+    assert!(t.state.cold.ptr_eq(&h.s.cold));
+    let mut started = H::new();
+    started.step(0, Ev::StartScheduler);
+    let t = reduce(&started.s, ms(1), Ev::StopScheduler);
+    assert_eq!(t.step.effects, vec![cancel(Timer::Periodic)]);
+    assert!(!t.state.cold.ptr_eq(&started.s.cold));
+}
