@@ -1,6 +1,7 @@
 //! The model's pinned figures, the exact-search cross-check, the legacy
 //! counterexamples and their replay through the core.
 
+use ckpt_core::invariants::checked::Rigor;
 use ckpt_core::task::{LegacyBug, Semantics};
 use ckpt_core::trace::{parse_trace, replay, write_trace};
 use ckpt_core::TaskId;
@@ -558,8 +559,21 @@ fn stepping_in_place_equals_stepping_a_copy_and_a_refusal_touches_nothing() {
         tolerable_failures: 0,
         ..ModelConfig::default()
     };
-    let sim = Sim::new(cfg);
-    let (mut refused, mut stepped) = (0_usize, 0_usize);
+    // At both rigors: the world's own parts change in place through the
+    // checked steps' in-place forms, shared ones through the pure forms.
+    for sim in [Sim::new(cfg.clone()), Sim::new(cfg).with_rigor(Rigor::Full)] {
+        walk_both_ways(&sim);
+    }
+}
+
+/// [`stepping_in_place_equals_stepping_a_copy_and_a_refusal_touches_nothing`]'s
+/// walks. Each walk's own step is taken both ways too: on a copy first (which
+/// copies the parts the action changes), then in place on the walk's world,
+/// whose changed parts are then its own (the coordinator's and a task's
+/// checked steps take their in-place forms there; on the copies above they
+/// take the pure ones).
+fn walk_both_ways(sim: &ckpt_model::Sim) {
+    let (mut refused, mut stepped, mut walked) = (0_usize, 0_usize, 0_usize);
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     for _walk in 0..60 {
         let mut s = sim.init();
@@ -600,11 +614,24 @@ fn stepping_in_place_equals_stepping_a_copy_and_a_refusal_touches_nothing() {
             rng ^= rng >> 7;
             rng ^= rng << 17;
             let i = usize::try_from(rng % enabled.len() as u64).unwrap();
-            assert!(sim.step_in_place(&mut s, enabled[i], None));
+            let a = enabled[i];
+            let (mut log_copy, mut log_own) = (Vec::new(), Vec::new());
+            let n = sim.step(&s, a, Some(&mut log_copy));
+            assert!(sim.step_in_place(&mut s, a, Some(&mut log_own)));
+            assert_eq!(
+                Some(&s),
+                n.as_ref(),
+                "{a:?}: in place on the world's own parts"
+            );
+            assert_eq!(log_own, log_copy, "{a:?}");
+            walked += 1;
         }
     }
     // Both sides were exercised, many times.
-    assert!(stepped > 1_000 && refused > 1_000, "{stepped} {refused}");
+    assert!(
+        stepped > 1_000 && refused > 1_000 && walked > 1_000,
+        "{stepped} {refused} {walked}"
+    );
 }
 
 /// `Sim::first_deliver` (what the system stories' flush asks after every

@@ -107,8 +107,8 @@ fn raw_settings(u: &mut Unstructured<'_>) {
 /// Coordinator stories: a settings choice and up to [`ACTIONS_MAX`]
 /// actions; every step checked with [`Rigor::Full`](ckpt_core::invariants::checked::Rigor):
 /// the invariants, the handle ledger, and determinism with
-/// pure-equals-in-place (`apply` on a copy of each state must agree with
-/// `reduce`). The story runs
+/// pure-equals-in-place (`apply` on the story's state must agree with
+/// `reduce` on that state before it). The story runs
 /// once: replaying the whole story a second time repeated those per-step
 /// checks and halved the executions per second (the proptest stories still
 /// replay whole stories and compare the records).

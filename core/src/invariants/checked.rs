@@ -27,10 +27,11 @@
 //! (the model checker's copy-on-write world), the event is applied to the
 //! state, not to another copy; given none (a fuzz target's story), the pure
 //! run comes first and the in-place run, made last, changes the state, so
-//! a step copies it once, not twice. [`coordinator_step_in_place`] is
-//! [`coordinator_step`] for a host that keeps one coordinator state and
-//! changes it (the fuzz targets' stories and the simulator's world), in the
-//! second way: a step copies the state's cold part once, not twice.
+//! a step with [`Rigor::Full`] copies it once, not twice.
+//! [`coordinator_step_in_place`] is [`coordinator_step`] for a host that
+//! keeps one coordinator state and changes it (the fuzz targets' stories
+//! and the simulator's world), in the second way: a step with
+//! [`Rigor::Full`] copies the state's cold part once, not twice.
 
 use super::coordinator::{check_all as check_coordinator, HandleLedger};
 use super::files::check_state as check_files;
@@ -41,9 +42,9 @@ use crate::files::{self, FilesEvent, FilesState};
 use crate::task::{self, TaskEvent, TaskState};
 use crate::types::Millis;
 
-/// Name of the check that `reduce` and `apply` on a copy of the same state
-/// agree (determinism and pure-equals-in-place, one check: see the module
-/// docs).
+/// Name of the check that `reduce` and `apply` on the same state (a copy
+/// of it, or the caller's own in the in-place forms) agree (determinism and
+/// pure-equals-in-place, one check: see the module docs).
 pub const DETERMINISTIC: &str = "deterministic";
 
 /// The effect a full-rigor coordinator step finds already queued in the
@@ -59,7 +60,8 @@ const QUEUED: CoordinatorEffect = CoordinatorEffect::Timer {
 pub enum Rigor {
     /// The shared invariants only.
     Invariants,
-    /// The invariants, and `apply` on a copy must agree with `reduce`
+    /// The invariants, and `apply` on the same state (a copy, or the
+    /// caller's own in the in-place forms) must agree with `reduce`
     /// (determinism and pure-equals-in-place).
     Full,
 }
@@ -84,14 +86,8 @@ pub fn coordinator_step(
             // `apply`'s own list had; this runs on every fuzzed event).
             let mut queue = Vec::with_capacity(1 + t.step.effects.len());
             queue.push(QUEUED);
-            let (outcome, clock) = in_place.apply_into(now, event.clone(), &mut queue);
-            verify(
-                event,
-                in_place == t.state
-                    && outcome == t.step.outcome
-                    && clock == t.step.clock
-                    && queue.split_first() == Some((&QUEUED, &t.step.effects[..])),
-            )
+            let run = in_place.apply_into(now, event.clone(), &mut queue);
+            agrees_in_place(event, &in_place, run, &queue, &t)
         }
     };
     let verdict =
@@ -114,8 +110,9 @@ pub fn coordinator_step(
 /// configuration, timers, tasks, queue and retained checkpoints, behind one
 /// pointer) where [`coordinator_step`] applies to a second copy of the
 /// state, whose cold part, shared with the state before, is copied again
-/// on a step that writes it: a step that writes it costs one deep copy
-/// (the pure run's) instead of two, and the caller keeps no second state.
+/// on a step that writes it: with [`Rigor::Full`] a step that writes it
+/// copies it once (the pure run's copy; the parts inside it are copied only
+/// where written) instead of twice, and the caller keeps no second state.
 /// With [`Rigor::Invariants`] `state` becomes `reduce`'s state. After a
 /// [`DETERMINISTIC`] violation `state` holds the in-place run's state.
 pub fn coordinator_step_in_place(
@@ -137,17 +134,32 @@ pub fn coordinator_step_in_place(
             // `coordinator_step`.
             let mut queue = Vec::with_capacity(1 + t.step.effects.len());
             queue.push(QUEUED);
-            let (outcome, clock) = state.apply_into(now, event.clone(), &mut queue);
-            let agrees = verify(
-                event,
-                *state == t.state
-                    && outcome == t.step.outcome
-                    && clock == t.step.clock
-                    && queue.split_first() == Some((&QUEUED, &t.step.effects[..])),
-            );
+            let run = state.apply_into(now, event.clone(), &mut queue);
+            let agrees = agrees_in_place(event, state, run, &queue, &t);
             (t.step, agrees.and(checked))
         }
     }
+}
+
+/// The full-rigor verdict of a coordinator step: the in-place run (the
+/// state it left, its outcome and clock, and the queue lent to it, which
+/// held [`QUEUED`]) agrees with `reduce`'s transition `t`: the same state,
+/// outcome and clock, the queued effect untouched and the step's effects
+/// after it.
+fn agrees_in_place(
+    event: &CoordinatorEvent,
+    state: &CoordinatorState,
+    (outcome, clock): (coordinator::Outcome, coordinator::Clock),
+    queue: &[CoordinatorEffect],
+    t: &coordinator::Transition,
+) -> Result<(), Violation> {
+    verify(
+        event,
+        *state == t.state
+            && outcome == t.step.outcome
+            && clock == t.step.clock
+            && queue.split_first() == Some((&QUEUED, &t.step.effects[..])),
+    )
 }
 
 /// One task event, checked: returns the transition and the first violation
@@ -194,10 +206,11 @@ pub fn task_step(
 /// * **`before: None`**, a host that keeps one state (a fuzz target's
 ///   story): `reduce` on `state`, the invariants against `state` as it was,
 ///   and then, with [`Rigor::Full`], the in-place run on `state` itself,
-///   which must agree with `reduce` (so the step copies the state once,
-///   for the pure run, where keeping the state before for the checks and
-///   applying to `state` would copy it twice). With [`Rigor::Invariants`]
-///   `state` becomes `reduce`'s state. After a [`DETERMINISTIC`] violation
+///   which must agree with `reduce` (so a step with [`Rigor::Full`] copies
+///   the state once, for the pure run, where keeping the state before for
+///   the checks and applying to `state` would copy it twice). With
+///   [`Rigor::Invariants`] `state` becomes `reduce`'s state (one copy
+///   either way). After a [`DETERMINISTIC`] violation
 ///   `state` holds the in-place run's state.
 pub fn task_step_in_place(
     monitor: &mut TaskMonitor,
@@ -316,7 +329,7 @@ fn verify(event: &dyn core::fmt::Debug, agrees: bool) -> Result<(), Violation> {
     } else {
         Err(Violation::new(
             DETERMINISTIC,
-            format!("reduce and apply on a copy of the same state disagree on {event:?}"),
+            format!("reduce and apply on the same state disagree on {event:?}"),
         ))
     }
 }

@@ -40,9 +40,9 @@ impl Harness {
     fn step(&mut self, ev: TaskEvent) -> (Vec<TaskEffect>, Outcome) {
         let mut m = self.m.clone();
         let (t, verdict) = checked::task_step(&mut m, &self.s, Millis(0), &ev, Rigor::Full);
-        // The in-place checked step (a copy-on-write host's) agrees on
-        // every step of every story here, at both rigors.
-        // With the state before as a copy, and without one.
+        // The in-place checked step agrees on every step of every story
+        // here, at both rigors, with the state before as a copy (a
+        // copy-on-write host's) and without one (a host with one state).
         for rigor in [Rigor::Full, Rigor::Invariants] {
             for before in [Some(&self.s), None] {
                 let mut in_place = self.s.clone();

@@ -379,7 +379,8 @@ impl<T: Hash + Clone> Sealed<T> {
     }
 
     /// A part of its own whose hash is computed when first needed (by
-    /// [`Sealed::seal`] or by `Hash`), for drivers that never hash worlds.
+    /// [`Sealed::seal`], which a sealing simulator runs at the end of every
+    /// step, or by `Hash`).
     #[must_use]
     pub fn unsealed(inner: T) -> Sealed<T> {
         Sealed {

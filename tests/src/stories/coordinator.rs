@@ -265,8 +265,10 @@ impl CoordDriver {
         h
     }
 
-    /// Delivers one concrete event: pure and in-place entry points must
-    /// agree, then every coordinator invariant is checked.
+    /// Delivers one concrete event through the checked step in place
+    /// (`checked::coordinator_step_in_place`): every coordinator invariant
+    /// and the handle ledger, and the pure and in-place entry points must
+    /// agree.
     pub fn deliver(&mut self, now: Millis, event: CoordinatorEvent) -> Result<(), Violation> {
         let (step, verdict) = checked::coordinator_step_in_place(
             &mut self.ledger,

@@ -164,8 +164,9 @@ impl TaskDriver {
         }
     }
 
-    /// Delivers one event: pure and in-place agree, then every task
-    /// invariant (state, step, monitor, quiescence) is checked.
+    /// Delivers one event through the checked step in place
+    /// (`checked::task_step_in_place` without a copy): every task invariant
+    /// (state, step, monitor, quiescence), and pure and in-place agree.
     pub fn deliver(&mut self, event: TaskEvent) -> Result<(), Violation> {
         let (step, verdict) = checked::task_step_in_place(
             &mut self.monitor,

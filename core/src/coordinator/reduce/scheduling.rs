@@ -19,9 +19,8 @@ impl CoordinatorState {
         if !self.cold.timers.contains_key(&timer) {
             return;
         }
-        if self.cold.timers.remove(&timer).is_some() {
-            fx.push(E::Timer { timer, at: None });
-        }
+        self.cold.timers.remove(&timer);
+        fx.push(E::Timer { timer, at: None });
     }
 
     pub(super) fn on_start_scheduler(&mut self, fx: &mut Fx) -> Outcome {

@@ -327,8 +327,24 @@ impl H {
     /// Runs one event through the shared checked step (determinism, pure
     /// equals in place, every invariant) and keeps the new state.
     fn step(&mut self, now: u64, ev: Ev) -> Step {
+        let mut ledger_in_place = self.ledger.clone();
         let (t, verdict) =
             checked::coordinator_step(&mut self.ledger, &self.s, ms(now), &ev, Rigor::Full);
+        // The in-place checked step agrees on every step of every test here
+        // (the same step, verdict, state after and ledger after).
+        let mut in_place = self.s.clone();
+        let (step, verdict_in_place) = checked::coordinator_step_in_place(
+            &mut ledger_in_place,
+            &mut in_place,
+            ms(now),
+            &ev,
+            Rigor::Full,
+        );
+        assert_eq!((&step, &verdict_in_place), (&t.step, &verdict), "{ev:?}");
+        assert!(in_place == t.state, "{ev:?}");
+        if verdict.is_ok() {
+            assert_eq!(ledger_in_place, self.ledger, "{ev:?}");
+        }
         if let Err(v) = verdict {
             panic!("{v}\n event: {ev:?}\n step: {:?}", t.step);
         }

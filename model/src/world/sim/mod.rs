@@ -409,6 +409,11 @@ impl Sim {
             self.coord_event(&mut s, CEv::Restore { source }, Some(&mut log));
         }
         self.coord_event(&mut s, CEv::StartScheduler, Some(&mut log));
+        // The events above changed this world's own parts in place, which
+        // forgets their cached hashes: sealed again, as after every step.
+        if self.seal {
+            s.seal();
+        }
         (s, log)
     }
 

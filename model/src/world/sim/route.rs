@@ -95,27 +95,34 @@ impl Sim {
             },
         };
         // What the history below reads of the state before the step, which
-        // the step changes in place: the phase (for coverage) and the
-        // pending checkpoints that waited for a restarted attempt.
-        let phase = (self.coverage.is_some() && who == Leader::Current)
-            .then(|| coverage::coord_phase(coord));
-        let restarted: Vec<CheckpointId> = coord
-            .pending()
-            .filter(|p| p.attempts().any(|a| a.0 > 0))
-            .map(ckpt_core::coordinator::Pending::id)
-            .collect();
+        // the step may change in place: the phase (for coverage) and the
+        // pending checkpoints that waited for a restarted attempt (a
+        // deposed coordinator's reports are not acted on).
+        let current = who == Leader::Current;
+        let phase = (current && self.coverage.is_some()).then(|| coverage::coord_phase(coord));
+        let waited_for_restarted: Vec<CheckpointId> = if current {
+            coord
+                .pending()
+                .filter(|p| p.attempts().any(|a| a.0 > 0))
+                .map(ckpt_core::coordinator::Pending::id)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let (step, verdict) = if coord.is_shared() {
             // Another world holds this coordinator (the model checker's
             // successors share their parent's parts): the pure step, whose
             // state becomes a part of this world's own (changing the shared
-            // part in place would copy it first, only to overwrite it).
+            // part in place would first copy it, which the pure run does
+            // anyway).
             let (t, verdict) = checked::coordinator_step(ledger, coord, now, &ev, self.rigor);
             *coord = Sealed::unsealed(t.state);
             (t.step, verdict)
         } else {
-            // This world's own (a driver stepping one world): in place, the
-            // state's cold part copied once, by the pure run, on a step
-            // that writes it.
+            // This world's own (a driver stepping one world, or a second
+            // coordinator event in one action): in place; with full rigor
+            // the state's cold part is copied once, by the pure run, on a
+            // step that writes it.
             checked::coordinator_step_in_place(ledger, coord, now, &ev, self.rigor)
         };
         let mut found = verdict.err();
@@ -228,7 +235,7 @@ impl Sim {
                 }
                 CoordinatorEffect::Report(Report::Completed { checkpoint, .. }) => {
                     // The attempts it waited for, captured at trigger time.
-                    if restarted.contains(checkpoint) {
+                    if waited_for_restarted.contains(checkpoint) {
                         s.history.failover_complete = true;
                     }
                     if s.history.abort_seen.is_some_and(|a| a < *checkpoint) {
