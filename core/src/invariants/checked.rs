@@ -108,7 +108,9 @@ pub fn coordinator_step(
 /// `state` itself, which must agree with `reduce`. Run last, the in-place
 /// run writes the caller's own copy of the state's cold part (the
 /// configuration, timers, tasks, queue and retained checkpoints, behind one
-/// pointer) where [`coordinator_step`] applies to a second copy of the
+/// pointer; written without a copy when nothing else holds it, as in the
+/// world and the fuzz targets' stories, which keep no other copy of the
+/// state) where [`coordinator_step`] applies to a second copy of the
 /// state, whose cold part, shared with the state before, is copied again
 /// on a step that writes it: with [`Rigor::Full`] a step that writes it
 /// copies it once (the pure run's copy; the parts inside it are copied only
