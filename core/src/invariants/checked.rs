@@ -82,12 +82,7 @@ pub fn coordinator_step(
         Rigor::Invariants => Ok(()),
         Rigor::Full => {
             let mut in_place = before.clone();
-            // Room for the queued effect and the step's (one allocation, as
-            // `apply`'s own list had; this runs on every fuzzed event).
-            let mut queue = Vec::with_capacity(1 + t.step.effects.len());
-            queue.push(QUEUED);
-            let run = in_place.apply_into(now, event.clone(), &mut queue);
-            agrees_in_place(event, &in_place, run, &queue, &t)
+            apply_agrees(&mut in_place, now, event, &t)
         }
     };
     let verdict =
@@ -132,29 +127,28 @@ pub fn coordinator_step_in_place(
             (t.step, checked)
         }
         Rigor::Full => {
-            // Room for the queued effect and the step's, as in
-            // `coordinator_step`.
-            let mut queue = Vec::with_capacity(1 + t.step.effects.len());
-            queue.push(QUEUED);
-            let run = state.apply_into(now, event.clone(), &mut queue);
-            let agrees = agrees_in_place(event, state, run, &queue, &t);
+            let agrees = apply_agrees(state, now, event, &t);
             (t.step, agrees.and(checked))
         }
     }
 }
 
-/// The full-rigor verdict of a coordinator step: the in-place run (the
-/// state it left, its outcome and clock, and the queue lent to it, which
-/// held [`QUEUED`]) agrees with `reduce`'s transition `t`: the same state,
-/// outcome and clock, the queued effect untouched and the step's effects
-/// after it.
-fn agrees_in_place(
+/// The full-rigor run of a coordinator step, for both checked forms:
+/// `event` applied in place to `state` (equal to the state `reduce` ran
+/// on) with `apply_into` and a lent queue that already holds [`QUEUED`];
+/// it must agree with `reduce`'s transition `t`: the same state, outcome
+/// and clock, the queued effect untouched and the step's effects after it.
+fn apply_agrees(
+    state: &mut CoordinatorState,
+    now: Millis,
     event: &CoordinatorEvent,
-    state: &CoordinatorState,
-    (outcome, clock): (coordinator::Outcome, coordinator::Clock),
-    queue: &[CoordinatorEffect],
     t: &coordinator::Transition,
 ) -> Result<(), Violation> {
+    // Room for the queued effect and the step's (one allocation, as
+    // `apply`'s own list had; this runs on every fuzzed event).
+    let mut queue = Vec::with_capacity(1 + t.step.effects.len());
+    queue.push(QUEUED);
+    let (outcome, clock) = state.apply_into(now, event.clone(), &mut queue);
     verify(
         event,
         *state == t.state

@@ -132,7 +132,7 @@ impl Sim {
                 coverage::write_coord_outcome_kind(w, &step.outcome);
             });
         }
-        let zombie = who == Leader::Zombie;
+        let zombie = !current;
         if let Outcome::Applied(Applied::CheckpointTriggered { checkpoint, .. }) = &step.outcome {
             note(&mut found, s.durable.ledger.used(*checkpoint));
         }
