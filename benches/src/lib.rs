@@ -192,6 +192,10 @@ pub fn ack_event(ids: &[CheckpointId], r: AckRef) -> CoordinatorEvent {
 }
 
 /// In place: `CoordinatorState::apply` for every ack of `order`.
+// Not inlined, here and in the other drivers: a profiler can then collect
+// the acks alone (`callgrind --toggle-collect=ckpt_benches::ack_in_place`);
+// one call per iteration of every ack costs nothing measurable.
+#[inline(never)]
 pub fn ack_in_place(armed: &mut Armed, order: &[AckRef]) {
     for r in order {
         let step = armed.state.apply(Millis(0), ack_event(&armed.ids, *r));
@@ -203,6 +207,7 @@ pub fn ack_in_place(armed: &mut Armed, order: &[AckRef]) {
 /// of `order`, appending to `effects`, which is cleared after each step as
 /// a host clears its queue once it has carried the effects out (so the list
 /// is allocated once, not per ack).
+#[inline(never)]
 pub fn ack_in_place_lent(
     armed: &mut Armed,
     order: &[AckRef],
@@ -237,6 +242,7 @@ pub fn kept_storage(like: &CoordinatorState, capacity: usize) -> Vec<Coordinator
 /// Pure, every previous state kept: `reduce` for every ack of `order`, each
 /// old state pushed into `kept` (make it with [`kept_storage`] beforehand so
 /// the Vec neither grows nor faults pages in while timed).
+#[inline(never)]
 pub fn ack_pure_retained(armed: &mut Armed, order: &[AckRef], kept: &mut Vec<CoordinatorState>) {
     for r in order {
         let t = reduce(&armed.state, Millis(0), ack_event(&armed.ids, *r));
@@ -349,6 +355,7 @@ impl Floor {
     }
 
     /// Every ack of `order`.
+    #[inline(never)]
     pub fn ack_all(&mut self, order: &[AckRef]) {
         for r in order {
             let id = self.ids[r.checkpoint as usize];
@@ -460,6 +467,7 @@ impl FlinkLike {
     }
 
     /// Every ack of `order`.
+    #[inline(never)]
     pub fn ack_all(&mut self, order: &[AckRef]) {
         for r in order {
             let id = self.ids[r.checkpoint as usize];

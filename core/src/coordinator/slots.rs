@@ -415,7 +415,15 @@ impl AckTable {
     /// cells in order) rather than slot by slot.
     #[must_use]
     pub fn handles(&self) -> Vec<StateHandle> {
-        let mut out = Vec::new();
+        // A leaf knows its count: one allocation of exactly that size,
+        // without `reserve`'s growth policy on an empty list (40 of the
+        // 1 x 1 in-place ack's instructions, `benches/ACK-2026-12-07.md`).
+        let mut out = match &self.repr {
+            Repr::Leaf(leaf) => {
+                Vec::with_capacity((leaf.held & leaf.acked & live(self.len)).count_ones() as usize)
+            }
+            Repr::Log { .. } => Vec::new(),
+        };
         self.extend_handles(&mut out);
         out
     }

@@ -822,6 +822,19 @@ impl TimerTable {
     pub(crate) fn contains_key(&self, timer: &Timer) -> bool {
         self.find(timer).is_ok()
     }
+    /// Where `timer` sits, if armed: for [`Self::remove_at`], so that a
+    /// caller that must not write the table when the timer is not armed
+    /// (a write copies a shared table, and the cold part holding it)
+    /// searches once, not once to look and again to remove.
+    pub(crate) fn position(&self, timer: &Timer) -> Option<usize> {
+        self.find(timer).ok()
+    }
+    /// Disarms the timer at `i` ([`Self::position`]); nothing past the end.
+    pub(crate) fn remove_at(&mut self, i: usize) {
+        if i < self.0.len() {
+            triomphe::Arc::make_mut(&mut self.0).remove(i);
+        }
+    }
     /// The deadline of `timer`, if armed.
     pub(crate) fn get(&self, timer: &Timer) -> Option<&Millis> {
         let i = self.find(timer).ok()?;

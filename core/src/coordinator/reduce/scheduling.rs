@@ -16,10 +16,10 @@ impl CoordinatorState {
         // mutably writes the cold part, which copies it when the state
         // before the event shares it (every pure step); a timer that is not
         // armed (the periodic one of a stopped scheduler) costs no copy.
-        if !self.cold.timers.contains_key(&timer) {
+        let Some(i) = self.cold.timers.position(&timer) else {
             return;
-        }
-        self.cold.timers.remove(&timer);
+        };
+        self.cold.timers.remove_at(i);
         fx.push(E::Timer { timer, at: None });
     }
 
