@@ -574,9 +574,11 @@ fn stepping_in_place_equals_stepping_a_copy_and_a_refusal_touches_nothing() {
 /// take the pure ones).
 fn walk_both_ways(sim: &ckpt_model::Sim) {
     let (mut refused, mut stepped, mut walked) = (0_usize, 0_usize, 0_usize);
+    let mut failover_completions = 0_usize;
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
-    for _walk in 0..60 {
+    for walk in 0..60 {
         let mut s = sim.init();
+        let mut failed = false;
         let mut seen: Vec<ckpt_model::Action> = Vec::new();
         for _depth in 0..80 {
             let mut enabled = Vec::new();
@@ -613,11 +615,38 @@ fn walk_both_ways(sim: &ckpt_model::Sim) {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
+            // Every third walk fails one task once and then only makes
+            // progress (so that checkpoints complete after the restart); the
+            // others pick among every enabled action.
+            let directed = walk % 3 == 2;
+            if directed {
+                let fail = (!failed)
+                    .then(|| {
+                        enabled
+                            .iter()
+                            .copied()
+                            .find(|a| matches!(a, ckpt_model::Action::FailTask(_)))
+                    })
+                    .flatten();
+                if let Some(f) = fail {
+                    failed = true;
+                    enabled = vec![f];
+                } else {
+                    enabled.retain(progresses);
+                }
+                if enabled.is_empty() {
+                    break;
+                }
+            }
             let i = usize::try_from(rng % enabled.len() as u64).unwrap();
             let a = enabled[i];
             let (mut log_copy, mut log_own) = (Vec::new(), Vec::new());
             let n = sim.step(&s, a, Some(&mut log_copy));
+            let waited = s.history.failover_complete;
             assert!(sim.step_in_place(&mut s, a, Some(&mut log_own)));
+            if !waited && s.history.failover_complete {
+                failover_completions += 1;
+            }
             assert_eq!(
                 Some(&s),
                 n.as_ref(),
@@ -627,11 +656,49 @@ fn walk_both_ways(sim: &ckpt_model::Sim) {
             walked += 1;
         }
     }
-    // Both sides were exercised, many times.
+    // Both sides were exercised, many times, and the directed walks
+    // completed checkpoints that waited for a restarted attempt (what the
+    // world reads of the coordinator before its in-place step).
     assert!(
         stepped > 1_000 && refused > 1_000 && walked > 1_000,
         "{stepped} {refused} {walked}"
     );
+    assert!(failover_completions > 0, "no failover completion");
+}
+
+/// An action that moves the world forward without a fault, a crash, a
+/// timeout or a user's request: the directed walks' choices after their one
+/// task failure.
+fn progresses(a: &ckpt_model::Action) -> bool {
+    use ckpt_model::Action as A;
+    match a {
+        // A checkpoint's timeout aborts it: not progress.
+        A::Fire(t) => !matches!(t, ckpt_core::coordinator::Timer::Timeout(_)),
+        A::Deliver(_)
+        | A::Netty(..)
+        | A::Input(..)
+        | A::Mailbox(_)
+        | A::RestartTask(_)
+        | A::StartScheduler
+        | A::ResumeJob
+        | A::AsyncReused(..)
+        | A::ZombieAnswer(_)
+        | A::Recovery(..) => true,
+        A::Answer(_, ok) | A::Writer(_, _, ok) | A::Async(_, _, ok) => *ok,
+        A::Duplicate(_)
+        | A::Drop(_)
+        | A::Shutdown
+        | A::Savepoint
+        | A::UserCheckpoint { .. }
+        | A::FailTask(_)
+        | A::StopScheduler
+        | A::CoordinatorFailover { .. }
+        | A::JobFailover
+        | A::EndOfInput(_)
+        | A::FinishTask(_)
+        | A::DisposeSavepoint(_)
+        | A::StopWithSavepoint => false,
+    }
 }
 
 /// `Sim::first_deliver` (what the system stories' flush asks after every
