@@ -244,8 +244,11 @@
 //! 3. Takes its first event `Recover { checkpoints, last_id, generation }`
 //!    from the store (commit order, oldest first), then `Restore { Latest }`
 //!    (answered at once: nothing is in flight) or `Savepoint { .. }`, then
-//!    starts fresh task attempts from `JobCommand::Restore` and sends `TaskRunning`
-//!    for each, as in the steps above.
+//!    starts fresh task attempts from `JobCommand::Restore`. A fresh
+//!    coordinator already counts attempt 0 of every task as running: deploy
+//!    attempt 0 and send nothing for it (as the async host does; a
+//!    `TaskRunning` for attempt 0 is `Ignored(StaleAttempt)`), or deploy a
+//!    higher attempt and send `TaskRunning` for that one.
 //!
 //! The reducers' states also serialize with serde as validated, versioned
 //! snapshots, for a hand-over or a debugger, not as a replacement for the
@@ -346,7 +349,7 @@
 //! acks, retained checkpoints and savepoints, a checkpoint in doubt): an
 //! ack's file whose message was lost, or one the coordinator refused after
 //! shutdown.
-
+//!
 //! ## Methods by kind (quinn-proto style)
 //!
 //! * Construction: [`coordinator::CoordinatorConfig::new`] (validation),

@@ -3,7 +3,7 @@
 //! `reduce(&state, now, event) -> Transition { state, step: Step { effects, outcome, clock } }`
 //! re-expresses the behaviour of Flink's `CheckpointCoordinator` (the
 //! version ckpt was ported from, "the seed" throughout these docs) plus the
-//! modern additions listed in the crate docs. [`CoordinatorState::apply`] is the in-place form;
+//! modern additions listed in `core/README.md` ("From modern Flink"). [`CoordinatorState::apply`] is the in-place form;
 //! [`CoordinatorState::apply_into`] is the in-place form that appends the
 //! effects to a queue the host lends (and keeps: no list allocated per
 //! event). All three share one code path.
@@ -30,6 +30,7 @@
 //! | [`JobCommand::ResetIdCounter`] | move the counter forward (never back) | nothing |
 //! | [`JobCommand::Restore`] | start fresh task attempts from that checkpoint's state (or from scratch), then `TaskRunning` for each | [`CoordinatorEvent::TaskRunning`]s |
 //! | [`JobCommand::ShutdownServices`] | shut the store and the id counter down | nothing |
+//! | [`JobCommand::Stop`] | the stop-with-savepoint is committed: stop every task attempt (draining the sources first if `drain`), then send `Shutdown { status: Finished }`; do not act on a [`JobCommand::Restore`] later in the same step | nothing |
 //! | [`JobCommand::Finish`] | every task finished (and, with checkpoints after finished tasks on, the final checkpoint is committed): send `Shutdown { status: Finished }` | nothing |
 //! | [`JobCommand::ResolveInDoubt`] | when the outstanding finalize / store of that checkpoint has ended: delete `discard_if_stored` if the store holds it, else its metadata and then `discard_if_not_stored` | nothing |
 //!

@@ -1,8 +1,9 @@
-//! The reference thread-safe embedding of the two reducers: the only module
-//! of `ckpt-core` that synchronises (through the [`crate::sync`] shim, so the
-//! loom tests explore every interleaving of exactly this code). It spawns no
-//! threads and reads no clock: the runtime's own threads call in and pass
-//! `now`.
+//! The reference thread-safe embeddings of the two reducers. [`TaskHost`]
+//! and [`CoordinatorHost`] synchronise through the [`crate::sync`] shim (so
+//! the loom tests explore every interleaving of exactly this code), spawn
+//! no threads and read no clock: the runtime's own threads call in and pass
+//! `now`. The async runtime (`runtime`, feature `async-host`) is the
+//! other shape: tokio tasks, `std::sync::Mutex` and tokio's clock.
 //!
 //! * [`TaskHost`]: one subtask. The netty thread delivers barriers, the writer
 //!   and async threads deliver their completions ([`TaskHost::deliver`]),

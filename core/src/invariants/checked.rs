@@ -9,7 +9,7 @@
 //! run is [`CoordinatorState::apply_into`] with a lent queue that already
 //! holds an effect: the step's effects must come after it, the queued one
 //! untouched (what a host that keeps one queue relies on). `reduce` is
-//! `clone` + `apply` (which is `apply_into` on a new list), so
+//! `clone` + the in-place body that `apply` and `apply_into` share, so
 //! this one second run checks both that the reducer is deterministic (two
 //! runs from equal states agree: no hidden input such as a clock, an RNG or
 //! a randomly seeded hash order) and that pure equals in place (a host that
@@ -20,7 +20,7 @@
 //! checker, which explores millions of steps, uses it and leaves
 //! determinism to the other layers).
 //!
-//! Both return the transition *and* the verdict, so a caller can keep the
+//! All three return the transition *and* the verdict, so a caller can keep the
 //! state it reached, log the step and then stop on the violation.
 //! [`task_step_in_place`] is [`task_step`] for a host that changes its
 //! task state in place: given a copy it already holds of the state before

@@ -31,7 +31,8 @@
 //! the netty path never removes one. Every created result is eventually
 //! completed or failed, and removed. Executed ids strictly increase.
 //! [`TaskEffect::Fail`] is emitted only for a genuine failure
-//! ([`FailureReason::OperatorFailed`]).
+//! ([`FailureReason::OperatorFailed`]) in the fixed semantics (the legacy
+//! knobs reproduce the spurious failures).
 //!
 //! # Driving contract
 //!

@@ -242,6 +242,11 @@ pub enum JobError {
     /// The job is gone (its driver stopped).
     #[error("the job has stopped")]
     Stopped,
+    /// The coordinator's inbox is full ([`COORDINATOR_INBOX_MAX`] messages
+    /// waiting): the request was not made, and the job runs on; ask again
+    /// later.
+    #[error("the coordinator's inbox is full; the request was not made")]
+    InboxFull,
 }
 
 /// A running job.
@@ -410,11 +415,17 @@ impl JobHandle {
     }
 
     /// Asks for a checkpoint or savepoint (the answer shows in the stats).
+    /// [`JobError::InboxFull`] when the coordinator's inbox is full (the
+    /// request is not made; the job runs on), [`JobError::Stopped`] when the
+    /// job is gone.
     pub fn trigger(&self, kind: TriggerKind) -> Result<(), JobError> {
         self.ctx
             .to_coordinator
             .try_send(ToCoordinator::Rpc(CoordinatorEvent::Trigger { kind }))
-            .map_err(|_| JobError::Stopped)
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => JobError::InboxFull,
+                mpsc::error::TrySendError::Closed(_) => JobError::Stopped,
+            })
     }
 
     /// Disposes of stored savepoint `savepoint`, as only its user does:
