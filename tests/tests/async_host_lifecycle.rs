@@ -498,3 +498,54 @@ fn a_savepoint_stays_until_disposed_of_through_the_job() {
         assert!(rec.removed_orphans.is_empty(), "{rec:?}");
     });
 }
+
+/// A full coordinator inbox refuses a user's trigger as
+/// `JobError::InboxFull` (the request is not made; the job runs on), not
+/// as a stopped job; once the driver has drained its inbox a trigger is
+/// taken again.
+#[test]
+fn a_full_inbox_refuses_a_trigger_and_the_job_runs_on() {
+    use ckpt_core::coordinator::TriggerKind;
+    use ckpt_core::host::runtime::{JobError, COORDINATOR_INBOX_MAX};
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+        let mut cfg = config(u64::MAX, 0);
+        cfg.options.record_trace = false;
+        cfg.options.check_invariants = false;
+        let job = Job::start(
+            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
+            Arc::clone(&fs),
+        )
+        .await
+        .expect("job starts");
+        let mut done = job.completions();
+        done.wait_for(|n| *n >= 1).await.expect("a completion");
+        // One thread, and no await in this loop: the coordinator's driver
+        // cannot take anything from its inbox until the loop ends.
+        let mut sent = 0_usize;
+        let refused = loop {
+            match job.trigger(TriggerKind::Checkpoint { forced: false }) {
+                Ok(()) => sent += 1,
+                Err(e) => break e,
+            }
+            assert!(sent <= COORDINATOR_INBOX_MAX, "the inbox took {sent}");
+        };
+        assert!(matches!(refused, JobError::InboxFull), "{refused:?}");
+        assert!(sent > 0);
+        // The job runs on: it drains its inbox and completes checkpoints.
+        let now = *done.borrow();
+        done.wait_for(|n| *n > now).await.expect("the job goes on");
+        let mut waited_ms = 0;
+        while job
+            .trigger(TriggerKind::Checkpoint { forced: false })
+            .is_err()
+        {
+            assert!(waited_ms < 20_000, "the inbox never drained");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            waited_ms += 5;
+        }
+        let stats = job.shutdown(JobStatus::Finished).await;
+        assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+    });
+}
