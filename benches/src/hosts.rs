@@ -138,7 +138,7 @@ impl AsyncCycle {
     /// One checkpoint, start to finish.
     ///
     /// # Panics
-    /// If the job stopped.
+    /// If the job stopped, or its coordinator's inbox is full.
     pub fn run(&mut self) -> CycleCount {
         let job = self.job.as_ref().expect("job running");
         let before = job.stats();

@@ -656,9 +656,10 @@ fn walk_both_ways(sim: &ckpt_model::Sim) {
             walked += 1;
         }
     }
-    // Both sides were exercised, many times, and the directed walks
-    // completed checkpoints that waited for a restarted attempt (what the
-    // world reads of the coordinator before its in-place step).
+    // Both sides were exercised, many times, and the walks (the directed
+    // ones, in practice) completed checkpoints that waited for a restarted
+    // attempt (what the world reads of the coordinator before its in-place
+    // step).
     assert!(
         stepped > 1_000 && refused > 1_000 && walked > 1_000,
         "{stepped} {refused} {walked}"
@@ -667,8 +668,10 @@ fn walk_both_ways(sim: &ckpt_model::Sim) {
 }
 
 /// An action that moves the world forward without a fault, a crash, a
-/// timeout or a user's request: the directed walks' choices after their one
-/// task failure.
+/// timeout, a user's request, a task's end of input or finish, or a job
+/// failover (each of which would end or reset what the walk waits for): the
+/// directed walks' choices after their one task failure, taken at the
+/// start of the walk.
 fn progresses(a: &ckpt_model::Action) -> bool {
     use ckpt_model::Action as A;
     match a {

@@ -416,8 +416,9 @@ impl AckTable {
     #[must_use]
     pub fn handles(&self) -> Vec<StateHandle> {
         // A leaf knows its count: one allocation of exactly that size,
-        // without `reserve`'s growth policy on an empty list (40 of the
-        // 1 x 1 in-place ack's instructions, `benches/ACK-2026-12-07.md`).
+        // without `reserve`'s growth policy on an empty list (with a
+        // disarm's single search, 36 of the 1 x 1 in-place ack's 1,142
+        // instructions, `benches/ACK-2026-12-07.md`).
         let mut out = match &self.repr {
             Repr::Leaf(leaf) => {
                 Vec::with_capacity((leaf.held & leaf.acked & live(self.len)).count_ones() as usize)

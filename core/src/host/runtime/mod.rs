@@ -198,7 +198,7 @@ impl fmt::Debug for JobSpec {
     }
 }
 
-/// Why a job could not start.
+/// Why a job could not start, or a request to a running job failed.
 #[derive(Debug, Error)]
 pub enum JobError {
     /// The coordinator settings are invalid.

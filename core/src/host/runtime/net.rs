@@ -17,8 +17,10 @@ use crate::task::TaskEvent;
 use crate::types::{AttemptNo, CheckpointId, StateHandle, TaskId};
 
 /// Bound of the coordinator's inbox (RPCs from tasks and the user). A full
-/// inbox loses the RPC, which the coordinator handles like any lost RPC (a
-/// timeout); [`super::HostStats::rpc_dropped_full`] counts it.
+/// inbox loses a task's RPC, which the coordinator handles like any lost
+/// RPC (a timeout); [`super::HostStats::rpc_dropped_full`] counts it. A
+/// user's [`super::JobHandle::trigger`] is refused instead, with
+/// [`super::JobError::InboxFull`] (not counted).
 pub const COORDINATOR_INBOX_MAX: usize = 1 << 16;
 /// Bound of a task attempt's RPC inbox (trigger, notify-complete,
 /// notify-aborted) before they are moved into the mailbox.
