@@ -16,7 +16,7 @@ use std::time::Duration;
 use ckpt_core::coordinator::JobStatus;
 use ckpt_core::host::fs::{Fs, MemFs};
 use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig};
-use ckpt_core::host::runtime::{Job, JobOptions};
+use ckpt_core::host::runtime::{Job, JobHandle, JobOptions};
 use ckpt_core::task::TaskEvent;
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{CheckpointId, Millis, TaskId};
@@ -46,6 +46,17 @@ fn config(records: u64, io_latency_ms: u64) -> PipelineConfig {
             ..JobOptions::default()
         },
     }
+}
+
+/// Starts the pipeline `cfg` describes on `fs`, nobody watching how many
+/// records its sink committed.
+async fn start(cfg: &PipelineConfig, fs: &Arc<dyn Fs>) -> JobHandle {
+    Job::start(
+        pipeline_spec(cfg, Arc::clone(fs), Arc::new(AtomicU64::new(0))),
+        Arc::clone(fs),
+    )
+    .await
+    .expect("job starts")
 }
 
 /// Task events recorded per trace key (task attempt), in order.
@@ -172,8 +183,7 @@ fn dropping_the_handle_stops_the_coordinator() {
     rt.block_on(async {
         let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
         let cfg = config(u64::MAX, 0);
-        let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
-        let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
+        let job = start(&cfg, &fs).await;
         let live = job.live_stats();
         let mut completions = job.completions();
         // Bounded: a host that never counts completions fails, not hangs.
@@ -245,8 +255,7 @@ fn state_written_for_an_aborted_checkpoint_is_deleted_not_orphaned() {
         cfg.interval_ms = 5;
         cfg.timeout_ms = 10;
         cfg.options.record_trace = false;
-        let spec = pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0)));
-        let job = Job::start(spec, Arc::clone(&fs)).await.expect("job starts");
+        let job = start(&cfg, &fs).await;
         tokio::time::sleep(Duration::from_millis(400)).await;
         let stats = job.shutdown(JobStatus::Canceled).await;
         let (_, rec) = open_store(&fs, PIPELINE_JOB, 2).expect("store");
@@ -376,12 +385,7 @@ fn a_restart_with_fewer_retained_checkpoints_recovers_and_evicts_at_the_next_com
         let mut cfg = config(u64::MAX, 0);
         cfg.options.record_trace = false;
         cfg.retained = 3;
-        let job = Job::start(
-            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
-            Arc::clone(&fs),
-        )
-        .await
-        .expect("job starts");
+        let job = start(&cfg, &fs).await;
         let mut done = job.completions();
         done.wait_for(|n| *n >= 4).await.expect("completions");
         let first = job.shutdown(JobStatus::Finished).await;
@@ -436,12 +440,7 @@ fn a_savepoint_stays_until_disposed_of_through_the_job() {
         let mut cfg = config(u64::MAX, 0);
         cfg.options.record_trace = false;
         cfg.retained = 1;
-        let job = Job::start(
-            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
-            Arc::clone(&fs),
-        )
-        .await
-        .expect("job starts");
+        let job = start(&cfg, &fs).await;
         let mut done = job.completions();
         done.wait_for(|n| *n >= 1).await.expect("a completion");
         job.trigger(TriggerKind::Savepoint {
@@ -513,12 +512,7 @@ fn a_full_inbox_refuses_a_trigger_and_the_job_runs_on() {
         let mut cfg = config(u64::MAX, 0);
         cfg.options.record_trace = false;
         cfg.options.check_invariants = false;
-        let job = Job::start(
-            pipeline_spec(&cfg, Arc::clone(&fs), Arc::new(AtomicU64::new(0))),
-            Arc::clone(&fs),
-        )
-        .await
-        .expect("job starts");
+        let job = start(&cfg, &fs).await;
         let mut done = job.completions();
         done.wait_for(|n| *n >= 1).await.expect("a completion");
         // One thread, and no await in this loop: the coordinator's driver
