@@ -49,7 +49,7 @@
 //!
 //! `check` searches depth-first with ckpt's own engine ([`search::engine`]:
 //! stateright's semantics and counts, less overhead per state) unless told
-//! `--engine stateright`.
+//! `--engine stateright` or `--bfs` (a breadth-first search is stateright's).
 //!
 //! Partial-order reduction (`world/por.rs`, [`world::Reduction`]; on in the
 //! `check` command, off in [`CheckOptions`]' default so that the
@@ -78,9 +78,12 @@
 //! ## Symmetry
 //!
 //! Interchangeable tasks (the downstream tasks in `fanout`, the sources in
-//! `join`) are reduced by a canonical representative ([`search::symmetry`]): the
-//! member of the orbit with the smallest hash, every renaming of the class
-//! tried, everything that names a task renamed with it (its side, its ack
+//! `join`) are reduced by a canonical representative ([`search::symmetry`]):
+//! stateright's engine and the shards' split take the member of the orbit
+//! with the smallest hash, every renaming of the class tried; ckpt's engine
+//! and `dist` key an orbit by the smallest hash among the members whose task
+//! sides' digests come first (`orbit_min`: the same orbits merge). Either
+//! way everything that names a task renamed with it (its side, its ack
 //! slots and status at the coordinator, channels, messages, and the state
 //! handles it wrote, wherever they appear). stateright applies symmetry in
 //! DFS only; its BFS ignores it.

@@ -1107,6 +1107,30 @@ fn shards_merge_into_the_single_run_verdict() {
     let other_s = other.to_string_lossy().into_owned();
     let o = run(&["merge", &other_s, all[2], all[3]]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
+    // So is a shard of the same configuration split without symmetry: it
+    // owns other frontier states (some states would be nobody's). Three
+    // tasks: two interchangeable downstream tasks, which symmetry reduces.
+    let shard = |k: u64, more: &[&str]| {
+        let mut args = vec!["check", "--tasks", "3"];
+        args.extend(SMALL);
+        args.extend(more);
+        let s = format!("{k}/3");
+        args.extend(["--shard", &s, "--json"]);
+        let o = run(&args);
+        assert_eq!(code(&o), 0, "{}", stdout(&o));
+        let f = dir.join(format!("three-{k}{}.json", more.join("")));
+        std::fs::write(&f, o.stdout).unwrap_or_else(|e| panic!("{e}"));
+        f.to_string_lossy().into_owned()
+    };
+    let plain = shard(0, &["--no-symmetry"]);
+    let (one, two) = (shard(1, &[]), shard(2, &[]));
+    let o = run(&["merge", &plain, &one, &two]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("symmetry differ"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -240,6 +240,11 @@ fn a_stopped_run_resumes_to_the_same_counts_and_a_changed_one_is_refused() {
     let cut = two_phase(5, &o);
     assert!(cut.stopped && cut.unique < whole.unique);
     o.stop_after_round = None;
+    // A new run in the same directory is refused: it would append to the
+    // visited files, and a later resume could take the earlier run's round.
+    let key: Key<TwoPhase> = Arc::new(fingerprint);
+    let again = search(Arc::new(TwoPhase { rms: 5 }), key, None, &o).unwrap_err();
+    assert!(again.contains("earlier run"), "{again}");
     o.resume = true;
     let mut other = o.clone();
     other.config = "another".into();

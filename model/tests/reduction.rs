@@ -1,5 +1,5 @@
-//! Partial-order reduction (`Reduction::Ample`, `ckpt-model check
-//! --reduction`) is validated against the search without it: on every
+//! Partial-order reduction (`Reduction::Ample`, on by default in `ckpt-model
+//! check`, off with `--no-reduction`) is validated against the search without it: on every
 //! pinned configuration each property comes to the same status (every
 //! `always`, `eventually` and witnessed `sometimes`), every knob of the bug
 //! zoo is still found as its property at its shortest length, every run

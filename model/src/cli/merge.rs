@@ -55,16 +55,20 @@ pub fn run(args: &MergeArgs) -> ExitStatus {
     let Some((first_path, first, first_shard)) = reports.first() else {
         return usage_error("no reports");
     };
-    let key = |v: &CheckJson, s: &ShardJson| (v.flags.clone(), s.count, s.split_depth);
+    // The search flags that change which frontier states a shard owns are
+    // in the key (`symmetry`); the others (`--no-reduction`, `--engine`)
+    // change only how a shard searches below its own states, completely
+    // either way.
+    let key = |v: &CheckJson, s: &ShardJson| (v.flags.clone(), s.count, s.split_depth, s.symmetry);
     let want = key(first, first_shard);
     if let Some((p, ..)) = reports.iter().find(|(_, v, s)| key(v, s) != want) {
         return usage_error(&format!(
-            "{} is a shard of another run (flags, shard count or split depth differ from {})",
+            "{} is a shard of another run (flags, shard count, split depth or symmetry differ from {})",
             p.display(),
             first_path.display()
         ));
     }
-    let (flags, count, split_depth) = want;
+    let (flags, count, split_depth, _) = want;
     let mut seen = BTreeSet::new();
     for (p, _, shard) in &reports {
         let k = shard.index;

@@ -210,6 +210,12 @@ pub struct ShardJson {
     pub owned: usize,
     /// Unique states above the frontier (searched by every shard).
     pub prefix_unique: usize,
+    /// Whether the frontier was split by the fingerprints of symmetry
+    /// representatives (`--no-symmetry` and `--bfs` split by the states'
+    /// own): `merge` refuses shards split both ways. Absent from reports
+    /// written before 2026-12-07.
+    #[serde(default)]
+    pub symmetry: Option<bool>,
     /// The counterexample as `check` prints its steps (for `merge`).
     pub counterexample_text: Option<String>,
 }
@@ -225,6 +231,7 @@ impl ShardJson {
             frontier: i.frontier,
             owned: i.owned,
             prefix_unique: i.prefix_unique,
+            symmetry: Some(i.symmetry),
             counterexample_text: steps,
         }
     }

@@ -198,6 +198,11 @@ pub struct ShardInfo {
     pub owned: usize,
     /// Unique states of the shared prefix (counted in every shard).
     pub prefix_unique: usize,
+    /// Whether the frontier was split by the fingerprints of symmetry
+    /// representatives (symmetry on, no `--bfs`, and a configuration it
+    /// reduces) rather than of the states themselves. Shards split the two
+    /// ways own different frontier states: `merge` refuses to mix them.
+    pub symmetry: bool,
 }
 
 /// Runs shard `spec` of `cfg`: the shared prefix, then the check below the
@@ -222,6 +227,7 @@ pub fn run_shard(
         frontier,
         owned: owned.len(),
         prefix_unique: prefix.unique,
+        symmetry,
     };
     let o = CheckOptions {
         roots: Some(Arc::new(owned)),

@@ -234,6 +234,45 @@ pub fn commit(dir: &Path, m: &Manifest, new_owned: &[u64]) -> Result<(), Checkpo
     Ok(())
 }
 
+/// Refuses to start a new run in `dir` when it holds another run's
+/// checkpoint: a worker's visited file or a manifest of any worker. A new
+/// run appends to the visited files and removes only its own older
+/// manifests, so a later `--resume` there could continue from the earlier
+/// run's newest round (of the same configuration, it would be accepted)
+/// with the two runs' fingerprints mixed. A directory that does not exist
+/// yet, or holds none of these files, is fine.
+///
+/// Every worker calls this before its first round. No worker commits a
+/// round before every worker has started it, so all of them see the
+/// directory as it was before the run, and all refuse or none does.
+///
+/// # Errors
+/// When the directory holds such a file, or cannot be read.
+pub fn refuse_earlier_run(dir: &Path) -> Result<(), CheckpointError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("cannot read", dir, &e)),
+    };
+    let mut earlier: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|name| {
+            name.strip_prefix("worker-")
+                .is_some_and(|rest| rest.ends_with(".visited") || rest.contains(".round-"))
+        })
+        .collect();
+    earlier.sort();
+    match earlier.first() {
+        None => Ok(()),
+        Some(name) => Err(CheckpointError(format!(
+            "{} holds the checkpoint of an earlier run ({name}, {} such files): continue it with --resume, or give a new or empty directory",
+            dir.display(),
+            earlier.len()
+        ))),
+    }
+}
+
 /// The rounds `worker` committed a manifest for.
 fn rounds(dir: &Path, worker: u64) -> Result<Vec<u64>, CheckpointError> {
     let prefix = format!("worker-{worker}.round-");

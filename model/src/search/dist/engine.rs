@@ -359,6 +359,11 @@ fn run_worker<M: Model>(
     // several kilobytes.
     let mut frontier: Vec<Arrival> = Vec::new();
     let mut payload = Vec::new();
+    // A new run does not start over another run's checkpoint. Every worker
+    // looks, and all refuse alike (`refuse_earlier_run` says why).
+    if let Some(dir) = opts.checkpoint_dir.as_ref().filter(|_| !opts.resume) {
+        checkpoint::refuse_earlier_run(dir).map_err(|e| e.to_string())?;
+    }
     if opts.resume {
         let dir = opts
             .checkpoint_dir
