@@ -405,3 +405,40 @@ fn a_run_killed_at_a_level_resumes_to_the_same_counts() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("verdict: holds"), "{text}");
 }
+
+#[test]
+fn a_process_whose_checkpoint_dir_holds_an_earlier_run_fails_the_whole_run() {
+    // Two processes with a checkpoint directory each (one per machine, as
+    // a cluster without a shared volume has them): process 1's holds an
+    // earlier run's key file. Both must fail (exit 2), process 0 included:
+    // had process 1 just quit, process 0 would have searched alone and
+    // reported a partial count as the verdict.
+    let d0 = tempfile::tempdir().unwrap();
+    let d1 = tempfile::tempdir().unwrap();
+    std::fs::write(d1.path().join("worker-1.visited"), [1u8; 8]).unwrap();
+    let port = free_ports().to_string();
+    let run = |process: &str, dir: &std::path::Path| {
+        bin()
+            .args(["dist", "--two-phase", "3", "--threads", "1"])
+            .args(["--processes", "2", "--process", process, "--port", &port])
+            .arg("--checkpoint-dir")
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let p0 = run("0", d0.path());
+    let p1 = run("1", d1.path());
+    let (o0, o1) = (
+        p0.wait_with_output().unwrap(),
+        p1.wait_with_output().unwrap(),
+    );
+    for (o, why) in [(&o0, "another worker refused"), (&o1, "earlier run")] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(why), "{err}");
+    }
+    // Nothing was committed in the clean directory.
+    assert_eq!(std::fs::read_dir(d0.path()).unwrap().count(), 0);
+}

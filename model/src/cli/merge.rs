@@ -61,6 +61,12 @@ pub fn run(args: &MergeArgs) -> ExitStatus {
     // either way.
     let key = |v: &CheckJson, s: &ShardJson| (v.flags.clone(), s.count, s.split_depth, s.symmetry);
     let want = key(first, first_shard);
+    if let Some((p, ..)) = reports.iter().find(|(_, _, s)| s.symmetry.is_none()) {
+        return usage_error(&format!(
+            "{}: a shard report written before shards recorded their split's symmetry: run that shard again",
+            p.display()
+        ));
+    }
     if let Some((p, ..)) = reports.iter().find(|(_, v, s)| key(v, s) != want) {
         return usage_error(&format!(
             "{} is a shard of another run (flags, shard count, split depth or symmetry differ from {})",

@@ -14,8 +14,10 @@ use crate::search::options::Engine;
 use crate::search::report::{CheckReport, Completion, Kind, Question, Status, Verdict};
 use crate::search::shard::ShardInfo;
 
-/// The version of the `--json` documents' shape: readers of a version read
-/// every later document of the same version (fields are only added).
+/// The version of the `--json` documents' shape. Within a version fields
+/// are only added; the typed documents here (and the published schemas)
+/// refuse fields they do not know, so a reader reads documents written by
+/// its own build or an older one of the same version.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// An invariant violation.
@@ -211,9 +213,10 @@ pub struct ShardJson {
     /// Unique states above the frontier (searched by every shard).
     pub prefix_unique: usize,
     /// Whether the frontier was split by the fingerprints of symmetry
-    /// representatives (`--no-symmetry` and `--bfs` split by the states'
-    /// own): `merge` refuses shards split both ways. Absent from reports
-    /// written before 2026-12-07.
+    /// representatives (symmetry on, no `--bfs`, and a configuration that
+    /// symmetry reduces) rather than by the states' own: `merge` refuses
+    /// shards split both ways. Absent from reports written before
+    /// 2026-12-07.
     #[serde(default)]
     pub symmetry: Option<bool>,
     /// The counterexample as `check` prints its steps (for `merge`).

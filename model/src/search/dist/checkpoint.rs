@@ -243,8 +243,11 @@ pub fn commit(dir: &Path, m: &Manifest, new_owned: &[u64]) -> Result<(), Checkpo
 /// yet, or holds none of these files, is fine.
 ///
 /// Every worker calls this before its first round. No worker commits a
-/// round before every worker has started it, so all of them see the
-/// directory as it was before the run, and all refuse or none does.
+/// round before every worker has started it, so each sees its directory as
+/// it was before the run; a worker that refuses says so at the end of the
+/// first round and every worker then ends the run with an error, before
+/// any commit (with a directory per machine some may refuse and others
+/// not).
 ///
 /// # Errors
 /// When the directory holds such a file, or cannot be read.

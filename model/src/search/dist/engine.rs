@@ -221,6 +221,10 @@ struct Stat {
     generated_now: u64,
     discovered: u64,
     violation: Option<(u32, Vec<u32>)>,
+    /// This worker refused the run's checkpoint directory (another run's
+    /// checkpoint is there): every worker ends the run with an error after
+    /// the first round, before anything is committed.
+    refused: bool,
 }
 
 /// Searches `model` exhaustively, each state owned by the worker its `key`
@@ -359,11 +363,19 @@ fn run_worker<M: Model>(
     // several kilobytes.
     let mut frontier: Vec<Arrival> = Vec::new();
     let mut payload = Vec::new();
-    // A new run does not start over another run's checkpoint. Every worker
-    // looks, and all refuse alike (`refuse_earlier_run` says why).
-    if let Some(dir) = opts.checkpoint_dir.as_ref().filter(|_| !opts.resume) {
-        checkpoint::refuse_earlier_run(dir).map_err(|e| e.to_string())?;
-    }
+    // A new run does not start over another run's checkpoint
+    // (`refuse_earlier_run` says why). Every worker looks; one that refuses
+    // still takes part in the first round (shipping nothing) and says so
+    // in its round's statistics, and every worker ends the run with an
+    // error when that round ends, before any commit: with a directory per
+    // machine some processes may refuse and others not, and a worker that
+    // just returned would leave the others to finish a partial search.
+    let refused: Option<String> = opts
+        .checkpoint_dir
+        .as_ref()
+        .filter(|_| !opts.resume)
+        .and_then(|dir| checkpoint::refuse_earlier_run(dir).err())
+        .map(|e| e.to_string());
     if opts.resume {
         let dir = opts
             .checkpoint_dir
@@ -393,7 +405,7 @@ fn run_worker<M: Model>(
         frontier = m.frontier;
         (generated, judged, discovered, round, bytes_routed) =
             (m.generated, m.judged, m.discovered, m.round + 1, m.routed);
-    } else if index == 0 {
+    } else if index == 0 && refused.is_none() {
         for (i, s) in model.init_states().into_iter().enumerate() {
             payload.clear();
             if let Some(c) = codec {
@@ -482,12 +494,21 @@ fn run_worker<M: Model>(
             generated_now,
             discovered,
             violation,
+            refused: refused.is_some(),
         });
         keys_in.advance_to(round + 1);
         stats_in.advance_to(round + 1);
         worker.step_while(|| probe.less_than(keys_in.time()));
 
         let round_stats: Vec<Stat> = stats.borrow_mut().remove(&round).unwrap_or_default();
+        if round_stats.iter().any(|s| s.refused) {
+            return Err(refused.unwrap_or_else(|| {
+                "another worker refused the run's --checkpoint-dir (it holds an earlier run's \
+                 checkpoint there; that worker's process says which): continue that run with \
+                 --resume, or give a new or empty directory"
+                    .into()
+            }));
+        }
         frontier = arrived.borrow_mut().remove(&round).unwrap_or_default();
         owned += new_owned.borrow().get(&round).map_or(0, Vec::len) as u64;
         for st in &round_stats {
