@@ -442,3 +442,25 @@ fn a_process_whose_checkpoint_dir_holds_an_earlier_run_fails_the_whole_run() {
     // Nothing was committed in the clean directory.
     assert_eq!(std::fs::read_dir(d0.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn a_resume_with_one_damaged_worker_file_fails_every_worker() {
+    // Worker 1's manifest of the last round is cut short: worker 1 refuses,
+    // and worker 0, whose files are intact, must not go on alone (it would
+    // report a search without worker 1's share as the result).
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts(2);
+    o.checkpoint_dir = Some(dir.path().to_path_buf());
+    o.stop_after_round = Some(6);
+    let cut = two_phase(5, &o);
+    assert!(cut.stopped);
+    let manifest = dir.path().join("worker-1.round-6");
+    let bytes = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, &bytes[..bytes.len() / 2]).unwrap();
+    o.stop_after_round = None;
+    o.resume = true;
+    let key: Key<TwoPhase> = Arc::new(fingerprint);
+    let codec = Some(Arc::new(twophase::codec()));
+    let refused = search(Arc::new(TwoPhase { rms: 5 }), key, codec, &o).unwrap_err();
+    assert!(refused.contains("another worker refused"), "{refused}");
+}

@@ -370,7 +370,7 @@ fn run_worker<M: Model>(
     // error when that round ends, before any commit: with a directory per
     // machine some processes may refuse and others not, and a worker that
     // just returned would leave the others to finish a partial search.
-    let refused: Option<String> = opts
+    let mut refused: Option<String> = opts
         .checkpoint_dir
         .as_ref()
         .filter(|_| !opts.resume)
@@ -381,6 +381,8 @@ fn run_worker<M: Model>(
             .checkpoint_dir
             .as_ref()
             .ok_or("--resume needs a checkpoint directory")?;
+        // Every worker reads the same manifest names (the directory is
+        // shared), so all agree on the round or all fail here.
         let last = checkpoint::latest_common_round(dir, peers)
             .map_err(|e| e.to_string())?
             .ok_or_else(|| {
@@ -389,22 +391,37 @@ fn run_worker<M: Model>(
                     dir.display()
                 )
             })?;
-        let (m, fps) = checkpoint::load(dir, index, last).map_err(|e| e.to_string())?;
+        // From here each worker reads its own files: one that cannot go on
+        // (its file damaged or missing, another run's manifest) takes part
+        // in the round the others resume with, with nothing, and refuses
+        // there as above, so that no worker goes on without it.
+        round = last + 1;
         let encoding = codec.map_or("", |c| c.name);
-        if m.config != opts.config || m.peers != peers || m.codec != encoding {
-            return Err(format!(
-                "{}: a checkpoint of another run ({} workers, configuration {:?}, state encoding {:?}; this run: {peers}, {:?}, {encoding:?})",
-                dir.display(),
-                m.peers,
-                m.config,
-                m.codec,
-                opts.config
-            ));
+        let loaded = checkpoint::load(dir, index, last)
+            .map_err(|e| e.to_string())
+            .and_then(|(m, fps)| {
+                if m.config != opts.config || m.peers != peers || m.codec != encoding {
+                    Err(format!(
+                        "{}: a checkpoint of another run ({} workers, configuration {:?}, state encoding {:?}; this run: {peers}, {:?}, {encoding:?})",
+                        dir.display(),
+                        m.peers,
+                        m.config,
+                        m.codec,
+                        opts.config
+                    ))
+                } else {
+                    Ok((m, fps))
+                }
+            });
+        match loaded {
+            Ok((m, fps)) => {
+                visited.borrow_mut().extend(fps);
+                frontier = m.frontier;
+                (generated, judged, discovered, bytes_routed) =
+                    (m.generated, m.judged, m.discovered, m.routed);
+            }
+            Err(e) => refused = Some(e),
         }
-        visited.borrow_mut().extend(fps);
-        frontier = m.frontier;
-        (generated, judged, discovered, round, bytes_routed) =
-            (m.generated, m.judged, m.discovered, m.round + 1, m.routed);
     } else if index == 0 && refused.is_none() {
         for (i, s) in model.init_states().into_iter().enumerate() {
             payload.clear();
@@ -503,9 +520,9 @@ fn run_worker<M: Model>(
         let round_stats: Vec<Stat> = stats.borrow_mut().remove(&round).unwrap_or_default();
         if round_stats.iter().any(|s| s.refused) {
             return Err(refused.unwrap_or_else(|| {
-                "another worker refused the run's --checkpoint-dir (it holds an earlier run's \
-                 checkpoint there; that worker's process says which): continue that run with \
-                 --resume, or give a new or empty directory"
+                "another worker refused the run's checkpoint directory (that worker's process \
+                 says why: an earlier run's checkpoint in a new run's directory, or a damaged or \
+                 foreign file of its own on --resume)"
                     .into()
             }));
         }
