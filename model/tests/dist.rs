@@ -417,23 +417,9 @@ fn a_process_whose_checkpoint_dir_holds_an_earlier_run_fails_the_whole_run() {
     let d1 = tempfile::tempdir().unwrap();
     std::fs::write(d1.path().join("worker-1.visited"), [1u8; 8]).unwrap();
     let port = free_ports().to_string();
-    let run = |process: &str, dir: &std::path::Path| {
-        bin()
-            .args(["dist", "--two-phase", "3", "--threads", "1"])
-            .args(["--processes", "2", "--process", process, "--port", &port])
-            .arg("--checkpoint-dir")
-            .arg(dir)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let p0 = run("0", d0.path());
-    let p1 = run("1", d1.path());
-    let (o0, o1) = (
-        p0.wait_with_output().unwrap(),
-        p1.wait_with_output().unwrap(),
-    );
+    let p0 = two_phase_process(&port, "0", d0.path().as_os_str());
+    let p1 = two_phase_process(&port, "1", d1.path().as_os_str());
+    let (o0, o1) = (within_a_minute(p0), within_a_minute(p1));
     for (o, why) in [(&o0, "another worker refused"), (&o1, "earlier run")] {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
@@ -462,5 +448,61 @@ fn a_resume_with_one_damaged_worker_file_fails_every_worker() {
     let key: Key<TwoPhase> = Arc::new(fingerprint);
     let codec = Some(Arc::new(twophase::codec()));
     let refused = search(Arc::new(TwoPhase { rms: 5 }), key, codec, &o).unwrap_err();
-    assert!(refused.contains("another worker refused"), "{refused}");
+    // Worker 1's own reason, not worker 0's report that another refused.
+    assert!(
+        refused.contains("worker-1.round-6") && !refused.starts_with("another worker"),
+        "{refused}"
+    );
+    // Nothing of the resumed round was committed, by either worker.
+    for w in 0..2 {
+        assert!(!dir.path().join(format!("worker-{w}.round-7")).exists());
+    }
+}
+
+#[test]
+fn a_process_that_cannot_write_its_checkpoint_fails_the_whole_run() {
+    // Process 1's checkpoint directory cannot be created (under /proc), so
+    // its first commit fails and it leaves the run after the first round.
+    // Process 0 must not go on alone: its next round's statistics lack
+    // process 1's record, and it fails too.
+    let d0 = tempfile::tempdir().unwrap();
+    let d1 = format!("/proc/ckpt-dist-test-{}", std::process::id());
+    let port = free_ports().to_string();
+    let p0 = two_phase_process(&port, "0", d0.path().as_os_str());
+    let p1 = two_phase_process(&port, "1", std::ffi::OsStr::new(&d1));
+    let (o0, o1) = (within_a_minute(p0), within_a_minute(p1));
+    for (o, why) in [(&o0, "another worker left"), (&o1, "cannot create")] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(why), "{err}");
+    }
+}
+
+/// Process `process` of a two-process two-phase commit search (3 resource
+/// managers) on loopback from `port`, checkpointing into `dir`.
+fn two_phase_process(port: &str, process: &str, dir: &std::ffi::OsStr) -> std::process::Child {
+    bin()
+        .args(["dist", "--two-phase", "3", "--threads", "1"])
+        .args(["--processes", "2", "--process", process, "--port", port])
+        .arg("--checkpoint-dir")
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The child's output once it exits; killed (and the test failed) if it
+/// runs for a minute: a process whose peer never came (its port taken
+/// between `free_ports` and the spawn) would wait for it forever.
+fn within_a_minute(mut child: std::process::Child) -> std::process::Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("{:?}", child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
 }

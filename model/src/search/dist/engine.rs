@@ -221,16 +221,21 @@ struct Stat {
     generated_now: u64,
     discovered: u64,
     violation: Option<(u32, Vec<u32>)>,
-    /// This worker refused the run's checkpoint directory (another run's
-    /// checkpoint is there): every worker ends the run with an error after
-    /// the first round, before anything is committed.
+    /// This worker refused the run's checkpoint (a new run's directory holds
+    /// another run's checkpoint; on `--resume`, this worker's own file is
+    /// damaged or of another run): every worker ends the run with an error
+    /// at the end of this round (the first round of a new run, the first
+    /// resumed round), before anything is committed.
     refused: bool,
 }
 
 /// Searches `model` exhaustively, each state owned by the worker its `key`
 /// routes to, shipping states in `codec` (or as paths, replayed, without
-/// one); returns the global result as this process's first worker saw it,
-/// or the first error (a bad cluster, a refused checkpoint).
+/// one); returns the global result as this process's first worker saw it
+/// when every worker of this process succeeded, and otherwise an error: a
+/// worker's own reason (a bad cluster, a refused checkpoint, a checkpoint
+/// it could not write) before another worker's report that it refused or
+/// left.
 ///
 /// An `eventually` property is read where a run ends: a state without
 /// actions at which its condition is false violates it. On an acyclic
@@ -269,13 +274,30 @@ where
     let guards = timely::execute(config, move |worker| {
         run_worker(worker, &model, &key, codec.as_deref(), &opts)
     })?;
+    // Worker 0's report when every worker of this process succeeded;
+    // otherwise an error, a worker's own reason before the message of one
+    // that only saw another leave or refuse.
     let mut first = None;
+    let mut errors: Vec<String> = Vec::new();
     for r in guards.join() {
-        let r = r?;
-        first.get_or_insert(r);
+        match r? {
+            Ok(report) => {
+                first.get_or_insert(report);
+            }
+            Err(e) => errors.push(e),
+        }
     }
-    first.unwrap_or_else(|| Err("no worker ran".into()))
+    errors.sort_by_key(|e| e.starts_with(OTHER_WORKER));
+    match (errors.into_iter().next(), first) {
+        (Some(e), _) => Err(e),
+        (None, Some(report)) => Ok(report),
+        (None, None) => Err("no worker ran".into()),
+    }
 }
+
+/// How the error of a worker that failed only because another worker
+/// refused or left begins (its own process names no reason of its own).
+const OTHER_WORKER: &str = "another worker";
 
 /// How many states a worker expands between two steps of its dataflow.
 const STEP_EVERY: usize = 1024;
@@ -382,7 +404,9 @@ fn run_worker<M: Model>(
             .as_ref()
             .ok_or("--resume needs a checkpoint directory")?;
         // Every worker reads the same manifest names (the directory is
-        // shared), so all agree on the round or all fail here.
+        // shared), so all agree on the round or all fail here, but for an
+        // error reading the directory (one worker's), which the count of
+        // each round's statistics below catches.
         let last = checkpoint::latest_common_round(dir, peers)
             .map_err(|e| e.to_string())?
             .ok_or_else(|| {
@@ -520,11 +544,23 @@ fn run_worker<M: Model>(
         let round_stats: Vec<Stat> = stats.borrow_mut().remove(&round).unwrap_or_default();
         if round_stats.iter().any(|s| s.refused) {
             return Err(refused.unwrap_or_else(|| {
-                "another worker refused the run's checkpoint directory (that worker's process \
-                 says why: an earlier run's checkpoint in a new run's directory, or a damaged or \
-                 foreign file of its own on --resume)"
-                    .into()
+                format!(
+                    "{OTHER_WORKER} refused the run's checkpoint directory (that worker's process \
+                     says why: an earlier run's checkpoint in a new run's directory, or a damaged \
+                     or foreign file of its own on --resume)"
+                )
             }));
+        }
+        // Every worker sends one record per round. Fewer means a worker
+        // left the run (its own error: a checkpoint it could not write, a
+        // state it could not decode, other flags than the rest) or is at
+        // another round: going on would search without its share.
+        if round_stats.len() as u64 != peers {
+            return Err(format!(
+                "{OTHER_WORKER} left the run at level {round} ({} of {peers} workers reported; \
+                 the others' processes say why)",
+                round_stats.len()
+            ));
         }
         frontier = arrived.borrow_mut().remove(&round).unwrap_or_default();
         owned += new_owned.borrow().get(&round).map_or(0, Vec::len) as u64;
