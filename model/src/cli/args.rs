@@ -469,7 +469,9 @@ pub struct DistArgs {
     /// The first port of the default addresses.
     #[arg(long, default_value_t = 2101)]
     pub port: u16,
-    /// Commit a checkpoint of every worker here at each level's end.
+    /// Commit a checkpoint of every worker here at each level's end (a new
+    /// or empty directory: one that holds another run's checkpoint is
+    /// refused; continue that run with --resume).
     #[arg(long, value_name = "DIR")]
     pub checkpoint_dir: Option<PathBuf>,
     /// Continue the run checkpointed in DIR (same configuration and workers;
