@@ -1069,18 +1069,20 @@ fn simulate_finds_nothing_on_the_fixed_semantics() {
 #[test]
 fn shards_merge_into_the_single_run_verdict() {
     let dir = scratch("shards");
-    let mut files = Vec::new();
-    for k in 0..3 {
+    // Shard k of 3 of the small check with `more` flags, its report's path.
+    let shard = |k: u64, more: &[&str]| {
         let mut args = vec!["check"];
         args.extend(SMALL);
-        let shard = format!("{k}/3");
-        args.extend(["--shard", &shard, "--json"]);
+        args.extend(more);
+        let s = format!("{k}/3");
+        args.extend(["--shard", &s, "--json"]);
         let o = run(&args);
         assert_eq!(code(&o), 0, "{}", stdout(&o));
-        let f = dir.join(format!("shard-{k}.json"));
+        let f = dir.join(format!("shard-{k}{}.json", more.join("")));
         std::fs::write(&f, o.stdout).unwrap_or_else(|e| panic!("{e}"));
-        files.push(f.to_string_lossy().into_owned());
-    }
+        f.to_string_lossy().into_owned()
+    };
+    let files: Vec<String> = (0..3).map(|k| shard(k, &[])).collect();
     let all: Vec<&str> = std::iter::once("merge")
         .chain(files.iter().map(String::as_str))
         .collect();
@@ -1110,20 +1112,8 @@ fn shards_merge_into_the_single_run_verdict() {
     // So is a shard of the same configuration split without symmetry: it
     // owns other frontier states (some states would be nobody's). Three
     // tasks: two interchangeable downstream tasks, which symmetry reduces.
-    let shard = |k: u64, more: &[&str]| {
-        let mut args = vec!["check", "--tasks", "3"];
-        args.extend(SMALL);
-        args.extend(more);
-        let s = format!("{k}/3");
-        args.extend(["--shard", &s, "--json"]);
-        let o = run(&args);
-        assert_eq!(code(&o), 0, "{}", stdout(&o));
-        let f = dir.join(format!("three-{k}{}.json", more.join("")));
-        std::fs::write(&f, o.stdout).unwrap_or_else(|e| panic!("{e}"));
-        f.to_string_lossy().into_owned()
-    };
-    let plain = shard(0, &["--no-symmetry"]);
-    let (one, two) = (shard(1, &[]), shard(2, &[]));
+    let plain = shard(0, &["--tasks", "3", "--no-symmetry"]);
+    let (one, two) = (shard(1, &["--tasks", "3"]), shard(2, &["--tasks", "3"]));
     let o = run(&["merge", &plain, &one, &two]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert!(

@@ -243,12 +243,11 @@ fn a_stopped_run_resumes_to_the_same_counts_and_a_changed_one_is_refused() {
     // A new run in the same directory is refused: it would append to the
     // visited files, and a later resume could take the earlier run's round.
     let key: Key<TwoPhase> = Arc::new(fingerprint);
-    let again = search(Arc::new(TwoPhase { rms: 5 }), key, None, &o).unwrap_err();
+    let again = search(Arc::new(TwoPhase { rms: 5 }), key.clone(), None, &o).unwrap_err();
     assert!(again.contains("earlier run"), "{again}");
     o.resume = true;
     let mut other = o.clone();
     other.config = "another".into();
-    let key: Key<TwoPhase> = Arc::new(fingerprint);
     let refused = search(Arc::new(TwoPhase { rms: 5 }), key, None, &other).unwrap_err();
     assert!(refused.contains("another run"), "{refused}");
     let resumed = two_phase(5, &o);

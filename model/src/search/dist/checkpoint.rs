@@ -81,12 +81,24 @@ pub struct Manifest {
     pub frontier: Vec<(Vec<u32>, Vec<u8>)>,
 }
 
+/// The names of a worker's files: `worker-i.visited`, `worker-i.round-r`
+/// (the one place that spells them).
+const WORKER: &str = "worker-";
+const VISITED: &str = ".visited";
+const ROUND: &str = ".round-";
+
 fn manifest_path(dir: &Path, worker: u64, round: u64) -> PathBuf {
-    dir.join(format!("worker-{worker}.round-{round}"))
+    dir.join(format!("{WORKER}{worker}{ROUND}{round}"))
 }
 
 fn visited_path(dir: &Path, worker: u64) -> PathBuf {
-    dir.join(format!("worker-{worker}.visited"))
+    dir.join(format!("{WORKER}{worker}{VISITED}"))
+}
+
+/// Whether `name` is a worker's visited file or manifest (of any worker).
+fn is_checkpoint_file(name: &str) -> bool {
+    name.strip_prefix(WORKER)
+        .is_some_and(|rest| rest.ends_with(VISITED) || rest.contains(ROUND))
 }
 
 fn encode(m: &Manifest) -> Vec<u8> {
@@ -260,10 +272,7 @@ pub fn refuse_earlier_run(dir: &Path) -> Result<(), CheckpointError> {
     let mut earlier: Vec<String> = entries
         .flatten()
         .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|name| {
-            name.strip_prefix("worker-")
-                .is_some_and(|rest| rest.ends_with(".visited") || rest.contains(".round-"))
-        })
+        .filter(|name| is_checkpoint_file(name))
         .collect();
     earlier.sort();
     match earlier.first() {
@@ -278,7 +287,7 @@ pub fn refuse_earlier_run(dir: &Path) -> Result<(), CheckpointError> {
 
 /// The rounds `worker` committed a manifest for.
 fn rounds(dir: &Path, worker: u64) -> Result<Vec<u64>, CheckpointError> {
-    let prefix = format!("worker-{worker}.round-");
+    let prefix = format!("{WORKER}{worker}{ROUND}");
     let entries = fs::read_dir(dir).map_err(|e| io_err("cannot read", dir, &e))?;
     Ok(entries
         .flatten()
