@@ -16,7 +16,10 @@ ALLOW=()
 "$HERE/fetch.sh"
 "$HERE/build.sh" >/dev/null
 cd "$ROOT"
-cargo build -q -p ckpt-tests --bin ckpt-conformance
+# The test profile and the whole workspace, as the README's `cargo test --workspace` builds it:
+# in CI that build is already there, where `cargo build -p ckpt-tests` compiled 30 crates again
+# (another profile, other features) into the same directory.
+cargo build -q --workspace --profile test --bin ckpt-conformance
 args=()
 for a in "${ALLOW[@]}"; do args+=(--allow "$a"); done
 ./target/debug/ckpt-conformance \
