@@ -185,6 +185,21 @@
 //!   reset may hand out an id again, so stop this coordinator and recover a
 //!   new one from the store (below) rather than go on.
 //!
+//! ## When the store cannot tell whether it committed
+//!
+//! `IoAnswer::Failed` to a `Finalize` or `Store` must mean "definitely not
+//! stored": the coordinator then discards the checkpoint's state, and a
+//! later `Restore { Latest }` picks an older checkpoint. When the host
+//! cannot tell (the answer of its commit was lost, or the commit's sync
+//! failed after the metadata was in place), it answers nothing, carries
+//! out nothing more, and stops this coordinator as if it had crashed,
+//! without `Shutdown` (whose `ResolveInDoubt` would have it delete one list
+//! on a guess); a new coordinator recovers from the store (below), which
+//! settles it. The reference store tells the three cases apart
+//! (`host::store::FileStore::store`: `Ok`, `StoreError::OutcomeUnknown`,
+//! any other error), and the async host's driver halts on the second
+//! (`host::runtime::HostStats::halted`).
+//!
 //! ## After `JobCommand::Fail`, step by step
 //!
 //! `JobCommand::Fail` (too many consecutive counted checkpoint failures) is emitted

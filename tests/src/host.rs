@@ -1,9 +1,11 @@
 //! Helpers for the async host's tests (`store`, `store_accounting`,
 //! `sim_async_host`, `async_host_lifecycle`, the crash tests).
 
-use std::sync::Arc;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use ckpt_core::host::fs::Fs;
+use ckpt_core::host::fs::{Fs, MemFs};
 use ckpt_core::host::store::{FileStore, OpenOptions, Recovery, StoreError};
 use ckpt_core::JobId;
 
@@ -18,4 +20,122 @@ pub fn open_store(
 ) -> Result<(FileStore, Recovery), StoreError> {
     let generation = FileStore::next_generation(&**fs)?;
     FileStore::open(Arc::clone(fs), OpenOptions::new(job, retained, generation))
+}
+
+/// A [`MemFs`] with injected I/O errors (other than `NotFound`, which
+/// means "already gone"): removes of paths under a prefix fail with
+/// permission denied and leave the file; and, while switched on, the sync
+/// of a directory fails when the last rename into it made a name ending in
+/// a suffix (`.meta`: the file store's commit point), after the rename, as
+/// a real `fsync` of the directory fails: whether the rename is durable is
+/// then unknown. Other syncs (a finalize's prepared file, state files) go
+/// through.
+pub struct FaultyFs {
+    inner: MemFs,
+    fail_removes_under: Option<String>,
+    fail_syncs_after_renames_to: Option<String>,
+    /// Per directory: whether the last rename into it matched the suffix.
+    last_renames: Mutex<Vec<(String, bool)>>,
+    syncs_failing: AtomicBool,
+}
+
+impl FaultyFs {
+    fn new(
+        fail_removes_under: Option<String>,
+        fail_syncs_after_renames_to: Option<String>,
+    ) -> Self {
+        FaultyFs {
+            inner: MemFs::new(),
+            fail_removes_under,
+            fail_syncs_after_renames_to,
+            last_renames: Mutex::new(Vec::new()),
+            syncs_failing: AtomicBool::new(false),
+        }
+    }
+
+    /// Removes of paths starting with `prefix` fail.
+    #[must_use]
+    pub fn failing_removes_under(prefix: &str) -> Self {
+        Self::new(Some(prefix.to_string()), None)
+    }
+
+    /// Once [`FaultyFs::fail_syncs`] is on, the directory sync after a
+    /// rename to a name ending in `suffix` fails.
+    #[must_use]
+    pub fn failing_syncs_after_renames_to(suffix: &str) -> Self {
+        Self::new(None, Some(suffix.to_string()))
+    }
+
+    /// Turns the failing directory syncs on or off.
+    pub fn fail_syncs(&self, on: bool) {
+        self.syncs_failing.store(on, Ordering::SeqCst);
+    }
+
+    fn injected(what: &str) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{what}: injected failure"),
+        )
+    }
+}
+
+impl Fs for FaultyFs {
+    fn write(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write(path, bytes)
+    }
+    fn sync_file(&self, path: &str) -> io::Result<()> {
+        self.inner.sync_file(path)
+    }
+    fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        let after_matching_rename = self
+            .last_renames
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(d, matched)| d == dir && *matched);
+        if self.syncs_failing.load(Ordering::SeqCst) && after_matching_rename {
+            return Err(Self::injected(dir));
+        }
+        self.inner.sync_dir(dir)
+    }
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        self.inner.rename(from, to)?;
+        let matched = self
+            .fail_syncs_after_renames_to
+            .as_deref()
+            .is_some_and(|suffix| to.ends_with(suffix));
+        let dir = to.rfind('/').map_or("", |i| &to[..i]);
+        let mut last = self
+            .last_renames
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        last.retain(|(d, _)| d != dir);
+        last.push((dir.to_string(), matched));
+        Ok(())
+    }
+    fn remove(&self, path: &str) -> io::Result<()> {
+        if self
+            .fail_removes_under
+            .as_deref()
+            .is_some_and(|prefix| path.starts_with(prefix))
+        {
+            return Err(Self::injected(path));
+        }
+        self.inner.remove(path)
+    }
+    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+    fn exists(&self, path: &str) -> bool {
+        self.inner.exists(path)
+    }
+    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn create_new(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        self.inner.create_new(path, bytes)
+    }
 }

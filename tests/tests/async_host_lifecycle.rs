@@ -20,7 +20,7 @@ use ckpt_core::host::runtime::{Job, JobHandle, JobOptions};
 use ckpt_core::task::TaskEvent;
 use ckpt_core::trace::{Trace, TraceLine};
 use ckpt_core::{CheckpointId, Millis, TaskId};
-use ckpt_tests::host::open_store;
+use ckpt_tests::host::{open_store, FaultyFs};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -541,5 +541,47 @@ fn a_full_inbox_refuses_a_trigger_and_the_job_runs_on() {
         }
         let stats = job.shutdown(JobStatus::Finished).await;
         assert!(stats.violations.is_empty(), "{:?}", stats.violations);
+    });
+}
+
+/// A commit whose directory sync fails has an unknown outcome. The host
+/// answers the coordinator nothing (a failure would make it drop the
+/// checkpoint, and its next failover would restore an older one than the
+/// store holds) and halts as after a crash, with no violation; the next
+/// start recovers that checkpoint from the store.
+#[test]
+fn a_commit_with_an_unknown_outcome_halts_the_job_and_the_next_start_recovers_it() {
+    let rt = runtime();
+    rt.block_on(async {
+        let faulty = Arc::new(FaultyFs::failing_syncs_after_renames_to(".meta"));
+        let fs: Arc<dyn Fs> = faulty.clone();
+        let cfg = config(u64::MAX, 0);
+        let job = start(&cfg, &fs).await;
+        let mut waited_ms = 0;
+        while job.stats().completed == 0 && waited_ms < 20_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            waited_ms += 5;
+        }
+        assert!(job.stats().completed > 0, "no checkpoint completed");
+        faulty.fail_syncs(true);
+        while job.stats().halted.is_none() && waited_ms < 40_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            waited_ms += 5;
+        }
+        let s = job.stats();
+        let why = s.halted.clone().expect("the job halted");
+        assert!(why.contains("unknown outcome"), "{why}");
+        assert!(s.violations.is_empty(), "{:?}", s.violations);
+        assert_eq!(s.store_disagreements, 0);
+        // The store holds the commit the coordinator never heard of.
+        let held = s.store_latest.expect("the store holds a checkpoint");
+        assert!(s.last_completed < Some(held), "{s:?}");
+        let after = job.shutdown(JobStatus::Finished).await;
+        assert_eq!(after.store_latest, Some(held));
+        faulty.fail_syncs(false);
+        let again = start(&cfg, &fs).await;
+        assert_eq!(again.stats().restored_at_start, Some(held));
+        assert!(again.stats().violations.is_empty());
+        again.shutdown(JobStatus::Finished).await;
     });
 }

@@ -972,7 +972,7 @@ fn savepoints_are_kept_out_of_retention_until_the_user_disposes_of_them() {
             write_state(&*fs, *handle, b"state").unwrap();
         }
         store.finalize(g, id, false, Millis(n), &hs).unwrap();
-        evicted.extend(store.store(g, id).unwrap());
+        evicted.extend(store.store(g, id).unwrap().evicted);
     }
     assert_eq!(evicted, [cp(2), cp(3)], "only checkpoints are evicted");
     assert_eq!(
@@ -1151,7 +1151,7 @@ fn retention_lowered_across_a_restart_keeps_everything_until_the_next_commit() {
     let four = store.allocate_id(g).unwrap();
     write_state(&*fs, h(4), b"state").unwrap();
     store.finalize(g, four, false, Millis(4), &[h(4)]).unwrap();
-    assert_eq!(store.store(g, four).unwrap(), [cp(1), cp(2), cp(3)]);
+    assert_eq!(store.store(g, four).unwrap().evicted, [cp(1), cp(2), cp(3)]);
     assert_eq!(
         store
             .holdings()

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use ckpt_core::host::fs::{Fs, MemFs};
 use ckpt_core::host::store::{
-    state_path, write_state, Discarded, FileStore, Metadata, MetadataError, StoreError,
+    meta_path, state_path, write_state, Discarded, FileStore, Metadata, MetadataError, StoreError,
     CHECKPOINT_DIR, HANDLES_MAX, IDS_FILE, META_MAGIC, META_VERSION,
 };
 use ckpt_core::{CheckpointId, JobId, Millis, StateHandle};
-use ckpt_tests::host::open_store;
+use ckpt_tests::host::{open_store, FaultyFs};
 
 const JOB: JobId = JobId(7);
 
@@ -60,57 +60,8 @@ fn header_declaring(n: u32) -> Vec<u8> {
     b
 }
 
-/// A [`MemFs`] whose removes of paths under `fail_prefix` fail with an I/O
-/// error other than `NotFound` (permission denied), leaving the file.
-struct FailingRemoves {
-    inner: MemFs,
-    fail_prefix: String,
-}
-
-impl Fs for FailingRemoves {
-    fn write(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
-        self.inner.write(path, bytes)
-    }
-    fn sync_file(&self, path: &str) -> io::Result<()> {
-        self.inner.sync_file(path)
-    }
-    fn sync_dir(&self, dir: &str) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove(&self, path: &str) -> io::Result<()> {
-        if path.starts_with(&self.fail_prefix) {
-            return Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!("{path}: injected permission denied"),
-            ));
-        }
-        self.inner.remove(path)
-    }
-    fn read(&self, path: &str) -> io::Result<Vec<u8>> {
-        self.inner.read(path)
-    }
-    fn exists(&self, path: &str) -> bool {
-        self.inner.exists(path)
-    }
-    fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &str) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-    fn create_new(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
-        self.inner.create_new(path, bytes)
-    }
-}
-
 fn failing_removes_under(prefix: &str) -> Arc<dyn Fs> {
-    Arc::new(FailingRemoves {
-        inner: MemFs::new(),
-        fail_prefix: prefix.to_string(),
-    })
+    Arc::new(FaultyFs::failing_removes_under(prefix))
 }
 
 #[test]
@@ -188,7 +139,7 @@ fn stored_and_evicted_count_commits_and_retention_evictions() {
         store
             .finalize(store.generation(), id, false, Millis(n), &[h(n * 10)])
             .unwrap();
-        all_evicted.extend(store.store(store.generation(), id).unwrap());
+        all_evicted.extend(store.store(store.generation(), id).unwrap().evicted);
         assert_eq!(store.stats().stored, n);
         assert_eq!(store.stats().evicted, n.saturating_sub(2));
     }
@@ -332,4 +283,75 @@ fn discard_reports_a_state_file_removal_failure_other_than_not_found() {
     // Still there, and neither deleted nor "already gone".
     assert!(fs.exists(&state_path(h(8))));
     assert_eq!(store.stats().deleted, 0);
+}
+
+/// A failed sync of the directory after the commit's rename leaves the
+/// outcome unknown, which is not "definitely not stored": a coordinator
+/// answered with a failure would drop the checkpoint and, at its next
+/// failover, restore an older one than the store holds. The store says
+/// `OutcomeUnknown`, holds the checkpoint (its state guarded), and a new
+/// start recovers it as the latest.
+#[test]
+fn a_failed_directory_sync_after_the_rename_is_an_unknown_outcome_not_a_failure() {
+    let faulty = Arc::new(FaultyFs::failing_syncs_after_renames_to(".meta"));
+    let fs: Arc<dyn Fs> = faulty.clone();
+    let mut store = open(&fs, 2);
+    let g = store.generation();
+    commit(&mut store, &*fs, cp(1), &[h(1)]);
+    write_state(&*fs, h(2), b"state").unwrap();
+    store.finalize(g, cp(2), false, Millis(2), &[h(2)]).unwrap();
+    faulty.fail_syncs(true);
+    match store.store(g, cp(2)) {
+        Err(StoreError::OutcomeUnknown { checkpoint, source }) => {
+            assert_eq!(checkpoint, cp(2));
+            assert!(
+                matches!(*source, StoreError::Io { op: "sync", .. }),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected an unknown outcome, got {other:?}"),
+    }
+    assert_eq!(store.holdings().latest(), Some(cp(2)));
+    assert!(matches!(
+        store.discard(g, h(2)),
+        Ok(Discarded::Refused { checkpoint }) if checkpoint == cp(2)
+    ));
+    assert!(fs.exists(&state_path(h(2))));
+    faulty.fail_syncs(false);
+    drop(store);
+    let (again, recovery) = open_store(&fs, JOB, 2).unwrap();
+    assert_eq!(recovery.latest().map(|c| c.checkpoint), Some(cp(2)));
+    assert_eq!(again.holdings().latest(), Some(cp(2)));
+}
+
+/// An eviction that fails after the commit point does not undo the
+/// commit: the checkpoint is stored (the coordinator must hear success),
+/// the eviction's error comes beside it, and the checkpoint whose metadata
+/// could not be removed stays held, its state guarded, until a later
+/// commit evicts it.
+#[test]
+fn an_eviction_failure_after_the_commit_still_stores_the_checkpoint() {
+    let fs = failing_removes_under(&meta_path(cp(1)));
+    let mut store = open(&fs, 1);
+    let g = store.generation();
+    commit(&mut store, &*fs, cp(1), &[h(1)]);
+    write_state(&*fs, h(2), b"state").unwrap();
+    store.finalize(g, cp(2), false, Millis(2), &[h(2)]).unwrap();
+    let committed = store
+        .store(g, cp(2))
+        .expect("stored, whatever the eviction did");
+    assert!(committed.evicted.is_empty(), "{committed:?}");
+    assert!(
+        matches!(
+            &committed.retention,
+            Some(StoreError::Io { op: "remove", .. })
+        ),
+        "{committed:?}"
+    );
+    assert_eq!(store.holdings().latest(), Some(cp(2)));
+    assert!(matches!(
+        store.discard(g, h(1)),
+        Ok(Discarded::Refused { checkpoint }) if checkpoint == cp(1)
+    ));
+    assert!(fs.exists(&state_path(h(1))));
 }

@@ -78,7 +78,8 @@ fn run(retained: usize, ops: &[Op]) -> Result<(), TestCaseError> {
                     .finalize(gen, id, savepoint, Millis(i as u64), &[h])
                     .and_then(|()| store.store(gen, id));
                 prop_assert_eq!(file.is_ok(), legal, "op {}: {:?}: {:?}", i, op, file);
-                if let Ok(evicted_file) = file {
+                if let Ok(committed) = file {
+                    prop_assert!(committed.retention.is_none(), "op {}: {:?}", i, committed);
                     prop_assert!(ledger.written(h).is_ok());
                     let evicted_model = ledger
                         .commit(Stored {
@@ -88,7 +89,7 @@ fn run(retained: usize, ops: &[Op]) -> Result<(), TestCaseError> {
                             handles: vec![h],
                         })
                         .map_err(|v| TestCaseError::fail(v.to_string()))?;
-                    let mut a = evicted_file.clone();
+                    let mut a = committed.evicted;
                     let mut b = evicted_model.clone();
                     a.sort_unstable();
                     b.sort_unstable();

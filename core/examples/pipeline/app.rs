@@ -360,6 +360,14 @@ async fn run_dir(fs: Arc<dyn Fs>, args: &Args, sources: u32) -> Result<(), Fail>
                 format!("host violations: {:?}", s.violations),
             ));
         }
+        if let Some(why) = &s.halted {
+            // The coordinator stopped as after a crash; the next run reads
+            // the store and settles the commit.
+            return Err(fail(
+                EXIT_FAILED,
+                format!("the coordinator halted ({why}); run again to recover from DIR"),
+            ));
+        }
         if !args.quiet {
             let dt = last_print.elapsed().as_secs_f64().max(1e-3);
             let rate = now_committed.saturating_sub(last_committed) as f64 / dt;

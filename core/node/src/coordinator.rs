@@ -124,6 +124,11 @@ pub enum CoordinatorError {
     /// leader has claimed the store, and this one stops.
     #[error("fenced by the store: {0}")]
     Fenced(StoreError),
+    /// A commit's outcome is unknown ([`StoreError::OutcomeUnknown`]): the
+    /// coordinator answered nothing and stopped, as after a crash; start a
+    /// new one, whose recovery reads the store.
+    #[error("halted: {0}")]
+    Halted(StoreError),
     /// The listener failed.
     #[error("listener: {0}")]
     Listen(std::io::Error),
@@ -175,6 +180,9 @@ struct Driver {
     stopped_conn: Option<u64>,
     /// The store refused a write as from a deposed leader.
     fenced: Option<StoreError>,
+    /// A commit's outcome is unknown ([`StoreError::OutcomeUnknown`]): the
+    /// driver carries out nothing more and stops, as after a crash.
+    halted: Option<StoreError>,
     report: CoordinatorReport,
     inbox: mpsc::Sender<Inbound>,
     /// The writer queues of connections that have not said `Hello` yet.
@@ -219,6 +227,7 @@ pub async fn run(
         finished: false,
         stopped_conn: None,
         fenced: None,
+        halted: None,
         report: CoordinatorReport {
             generation,
             ..CoordinatorReport::default()
@@ -230,6 +239,19 @@ pub async fn run(
     let mut next_conn = 0u64;
     loop {
         d.drain_answers().await;
+        if let Some(e) = d.halted.take() {
+            // No `Shutdown` (it would hand the commit over in doubt, to be
+            // settled by a guess): the next leader's recovery reads the
+            // store. The task manager's connection is closed, as by a crash.
+            say(&format!(
+                "halting: {e}; the next start recovers from the store"
+            ));
+            if let Some(m) = d.manager.take() {
+                drop(m.tx);
+                let _ = tokio::time::timeout(STOP_FLUSH, m.sending).await;
+            }
+            return Err(CoordinatorError::Halted(e));
+        }
         if let Some(e) = d.fenced.take() {
             say(&format!(
                 "fenced by the store ({e}): a newer leader runs; stopping"
@@ -654,6 +676,9 @@ impl Driver {
                 .await;
             self.drain_answers().await;
         }
+        if self.halted.is_some() {
+            return;
+        }
         self.restore_target = None;
         self.apply(CoordinatorEvent::Restore {
             source: RestoreSource::Latest {
@@ -662,6 +687,9 @@ impl Driver {
         })
         .await;
         self.drain_answers().await;
+        if self.halted.is_some() {
+            return;
+        }
         let restored = self.restore_target.as_ref().map(|(id, _)| *id);
         let latest = self.store.as_ref().and_then(|s| s.holdings().latest());
         if restored != latest {
@@ -696,6 +724,9 @@ impl Driver {
 
     async fn drain_answers(&mut self) {
         while let Some(ev) = self.answers.pop_front() {
+            if self.halted.is_some() {
+                return;
+            }
             self.apply(ev).await;
         }
     }
@@ -711,6 +742,10 @@ impl Driver {
             }
         }
         for e in step.effects {
+            // Halted: nothing more is carried out, as after a crash.
+            if self.halted.is_some() {
+                break;
+            }
             self.carry_out(e).await;
         }
         step.outcome
@@ -731,10 +766,18 @@ impl Driver {
                 generation,
                 request: req,
             } => {
-                let answer = self.io(generation, &req).await;
-                let answer = match answer {
+                let answer = match self.io(generation, &req).await {
                     Ok(id) => IoAnswer::Ok { id },
-                    Err(why) => IoAnswer::Failed(IoFailure(why)),
+                    // Neither answer is true: the request stays unanswered.
+                    Err(StoreError::OutcomeUnknown { checkpoint, source }) => {
+                        self.halted = Some(StoreError::OutcomeUnknown { checkpoint, source });
+                        return;
+                    }
+                    Err(e) => {
+                        let why = e.to_string();
+                        self.note_fence(e);
+                        IoAnswer::Failed(IoFailure(why))
+                    }
                 };
                 self.answers.push_back(req.answer(answer));
             }
@@ -830,11 +873,15 @@ impl Driver {
         &mut self,
         generation: Generation,
         req: &IoRequest,
-    ) -> Result<CheckpointId, String> {
+    ) -> Result<CheckpointId, StoreError> {
         let Some(store) = self.store.as_mut() else {
-            return Err("the store is not open".into());
+            return Err(StoreError::Io {
+                op: "open",
+                path: "the checkpoint store".into(),
+                source: std::io::Error::other("the store is not open"),
+            });
         };
-        let done = match req {
+        match req {
             IoRequest::AllocateId { request: _ } => store.allocate_id(generation).await,
             // This command runs no master hooks.
             IoRequest::MasterHooks {
@@ -858,16 +905,20 @@ impl Driver {
                 )
                 .await
                 .map(|()| *checkpoint),
-            IoRequest::Store { checkpoint } => store
-                .store(self.generation, *checkpoint)
-                .await
-                .map(|_| *checkpoint),
-        };
-        done.map_err(|e| {
-            let why = e.to_string();
-            self.note_fence(e);
-            why
-        })
+            IoRequest::Store { checkpoint } => {
+                store
+                    .store(self.generation, *checkpoint)
+                    .await
+                    .map(|committed| {
+                        if let Some(e) = committed.retention {
+                            say(&format!(
+                                "checkpoint {checkpoint} stored; its eviction failed: {e}"
+                            ));
+                        }
+                        *checkpoint
+                    })
+            }
+        }
     }
 
     /// Remembers a refusal by the store's fence: the driver stops before

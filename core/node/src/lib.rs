@@ -20,7 +20,7 @@ pub mod wire;
 
 use std::future::Future;
 
-use ckpt_core::host::store::{Discarded, FileStore, Holdings, StoreError};
+use ckpt_core::host::store::{Committed, Discarded, FileStore, Holdings, StoreError};
 use ckpt_core::{CheckpointId, Generation, Millis, StateHandle};
 
 pub use objfs::ObjFs;
@@ -52,13 +52,16 @@ pub trait CheckpointStore {
         timestamp: Millis,
         handles: &[StateHandle],
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
-    /// The commit point of a finalized checkpoint; returns the checkpoints
-    /// its commit evicted.
+    /// The commit point of a finalized checkpoint: `Ok` when it is stored
+    /// (with the checkpoints its commit evicted, and the eviction's error
+    /// if any), [`StoreError::OutcomeUnknown`] when that cannot be told
+    /// (answer nothing; stop the coordinator), any other error when it is
+    /// definitely not stored.
     fn store(
         &mut self,
         writer: Generation,
         checkpoint: CheckpointId,
-    ) -> impl Future<Output = Result<Vec<CheckpointId>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
     /// Deletes a state handle's data unless a stored checkpoint holds it.
     fn discard(
         &mut self,
@@ -115,7 +118,7 @@ impl CheckpointStore for FileStore {
         &mut self,
         writer: Generation,
         checkpoint: CheckpointId,
-    ) -> impl Future<Output = Result<Vec<CheckpointId>, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Committed, StoreError>> + Send {
         std::future::ready(FileStore::store(self, writer, checkpoint))
     }
     fn discard(
@@ -168,7 +171,7 @@ impl CheckpointStore for ObjStore {
         &mut self,
         writer: Generation,
         checkpoint: CheckpointId,
-    ) -> impl Future<Output = Result<Vec<CheckpointId>, StoreError>> + Send {
+    ) -> impl Future<Output = Result<Committed, StoreError>> + Send {
         ObjStore::store(self, writer, checkpoint)
     }
     fn discard(

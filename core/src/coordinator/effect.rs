@@ -117,8 +117,13 @@ pub enum IoAnswer {
         /// The id allocated (ignored by every other request).
         id: CheckpointId,
     },
-    /// It failed; for [`IoRequest::Store`] this must mean the checkpoint is
-    /// definitely not in the store (an unknown outcome is no answer at all).
+    /// It failed; for [`IoRequest::Store`] (and [`IoRequest::Finalize`])
+    /// this must mean the checkpoint is definitely not in the store. An
+    /// unknown outcome is no answer at all: the host stops this coordinator
+    /// as if it had crashed (no `Shutdown`), and the next one recovers from
+    /// the store; the reference store says which case it is
+    /// (`ckpt_core::host::store::StoreError::OutcomeUnknown`, feature
+    /// `async-host`).
     Failed(IoFailure),
 }
 

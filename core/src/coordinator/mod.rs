@@ -51,8 +51,10 @@
 //! reaches older checkpoints that wait for acks, and a shutdown hands the
 //! checkpoint to the host in doubt ([`JobCommand::ResolveInDoubt`];
 //! the coordinator keeps owning the handles). An unknown outcome (the answer
-//! is lost, the host or the coordinator dies) is never guessed: the next
-//! coordinator reads the store and starts from it
+//! is lost, the host or the coordinator dies, the store cannot tell whether
+//! its commit is durable) is never guessed: the host answers nothing and
+//! stops this coordinator as if it had crashed, and the next coordinator
+//! reads the store and starts from it
 //! ([`CoordinatorEvent::Recover`], then `Restore { Latest }`), and the host
 //! deletes the state of a checkpoint the store does not hold only then. The
 //! step invariant `no-discard-while-storing` checks the rule on every event;

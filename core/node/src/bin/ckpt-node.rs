@@ -253,6 +253,7 @@ async fn run_coordinator(
         }
         CoordinatorError::Config(_)
         | CoordinatorError::Recover(_)
+        | CoordinatorError::Halted(_)
         | CoordinatorError::Listen(_) => (EXIT_FAILED, e.to_string()),
     })?;
     if !report.violations.is_empty() {

@@ -52,10 +52,14 @@
 //!
 //! An append that fails with an error other than "already exists" has an
 //! unknown outcome (a put can succeed and its answer be lost). The
-//! checkpoint is then held as stored (its state is guarded) and the error
-//! returned; the next append that finds the position taken by an entry of
-//! this handle's own generation takes it as that write having landed and
-//! moves on. Recovery reads the log and settles it.
+//! checkpoint is then held as stored (its state is guarded) and
+//! [`StoreError::OutcomeUnknown`] returned: the coordinator (`ckpt-node`'s)
+//! answers nothing and halts, and the next leader's recovery reads the log
+//! and settles it. A writer that goes on instead finds, at its next append,
+//! the position taken by an entry of its own generation, takes it as that
+//! write having landed and moves on. A failure of the deletes after a
+//! commit (the evicted checkpoints' objects) is returned beside the
+//! commit, in [`Committed::retention`]: the log already holds the commit.
 //!
 //! # Recovery ([`ObjStore::open`])
 //!
@@ -107,8 +111,8 @@ use std::sync::Arc;
 
 use ckpt_core::commit;
 use ckpt_core::host::store::{
-    meta_path, state_path, CheckpointEntry, Discarded, Holdings, Metadata, OpenOptions, Recovery,
-    StoreError, StoreStats,
+    meta_path, state_path, CheckpointEntry, Committed, Discarded, Holdings, Metadata, OpenOptions,
+    Recovery, StoreError, StoreStats,
 };
 use ckpt_core::{CheckpointId, Generation, JobId, Millis, StateHandle};
 use object_store::path::Path;
@@ -310,14 +314,20 @@ impl ObjStore {
     /// [`LogEntry::Commit`], with the evictions beyond `retained_max`).
     /// Returns the evicted ids.
     ///
-    /// Refused by the fence, a deposed leader changes nothing. Any other
-    /// error of the append leaves the outcome unknown: the checkpoint is
-    /// held as stored (its state guarded) and the error returned.
+    /// Refused by the fence (or before the append), a deposed leader
+    /// changes nothing and the checkpoint is definitely not stored. Any
+    /// other error of the append leaves the outcome unknown: the checkpoint
+    /// is held as stored (its state guarded) and
+    /// [`StoreError::OutcomeUnknown`] returned, which the host answers by
+    /// stopping the coordinator, not with a failure. Once the append is
+    /// made the checkpoint is stored; a failure of the deletes that follow
+    /// (the evicted checkpoints' metadata and state) is in
+    /// [`Committed::retention`].
     pub async fn store(
         &mut self,
         writer: Generation,
         checkpoint: CheckpointId,
-    ) -> Result<Vec<CheckpointId>, StoreError> {
+    ) -> Result<Committed, StoreError> {
         self.fence_id(writer)?;
         let entry = self.holdings.take_prepared(checkpoint)?;
         let path = Path::from(meta_path(checkpoint));
@@ -348,12 +358,24 @@ impl ObjStore {
             Err(e) => {
                 // Unknown outcome: hold it as stored.
                 self.holdings.hold(checkpoint, entry);
-                return Err(e);
+                return Err(StoreError::OutcomeUnknown {
+                    checkpoint,
+                    source: Box::new(e),
+                });
             }
         }
         self.holdings.hold(checkpoint, entry);
         self.stats.stored += 1;
-        for old in &evicted {
+        let retention = self.delete_evicted(&evicted).await.err();
+        Ok(Committed { evicted, retention })
+    }
+
+    /// The deletes after a commit whose log entry evicted `evicted`: each
+    /// one's metadata object, then its state objects no other checkpoint
+    /// holds. The log already says they are gone, so a failure here leaves
+    /// objects for the next start's clean-up, never a checkpoint.
+    async fn delete_evicted(&mut self, evicted: &[CheckpointId]) -> Result<(), StoreError> {
+        for old in evicted {
             delete(&*self.objects, &Path::from(meta_path(*old))).await?;
             self.stats.evicted += 1;
             for h in self.holdings.forget(*old) {
@@ -362,7 +384,7 @@ impl ObjStore {
                 }
             }
         }
-        Ok(evicted)
+        Ok(())
     }
 
     /// The coordinator's (or a task's) `DiscardState`: deletes the state

@@ -41,6 +41,9 @@ pub(super) struct Driver {
     pub(super) stop: Option<CheckpointId>,
     /// The leader generation this driver claimed; every store write names it.
     pub(super) generation: Generation,
+    /// A commit's outcome is unknown (`StoreError::OutcomeUnknown`): the
+    /// driver stops before its next event, as after a crash.
+    pub(super) halted: Option<String>,
 }
 
 /// The store's check of the state files of the checkpoint to restore.
@@ -87,6 +90,10 @@ impl Driver {
             }
         }
         for e in step.effects {
+            // Halted: nothing more is carried out, as after a crash.
+            if self.halted.is_some() {
+                break;
+            }
             self.carry_out(e);
         }
         step.outcome
@@ -151,7 +158,25 @@ impl Driver {
                     IoRequest::Store { checkpoint } => {
                         let stored = self.store.store(self.generation, *checkpoint);
                         self.ctx.stats().store_latest = self.store.holdings().latest();
-                        stored.map(|_| *checkpoint)
+                        match stored {
+                            Ok(committed) => {
+                                if let Some(e) = committed.retention {
+                                    self.ctx.log(format!(
+                                        "checkpoint {checkpoint} stored; its eviction failed: {e}"
+                                    ));
+                                }
+                                Ok(*checkpoint)
+                            }
+                            // Neither answer is true (the store's docs):
+                            // the request stays unanswered and the driver
+                            // stops as if it had crashed.
+                            Err(e @ StoreError::OutcomeUnknown { .. }) => {
+                                self.ctx.log(format!("halting: {e}"));
+                                self.halted = Some(e.to_string());
+                                return;
+                            }
+                            Err(e) => Err(e),
+                        }
                     }
                 };
                 let answer = match answer {
@@ -269,6 +294,9 @@ impl Driver {
     /// simulated I/O latency, if any) before anything else is read.
     async fn drain_answers(&mut self) {
         while let Some(ev) = self.answers.pop_front() {
+            if self.halted.is_some() {
+                return;
+            }
             self.ctx.io_pause().await;
             self.apply(ev);
         }
@@ -301,6 +329,11 @@ impl Driver {
             self.apply(CoordinatorEvent::TaskFailed { task, attempt });
             self.drain_answers().await;
         }
+        if self.halted.is_some() {
+            // A commit the failover waited for has an unknown outcome: the
+            // run loop stops before anything is restored.
+            return;
+        }
         self.fail_job = false;
         self.restore_target = None;
         self.apply(CoordinatorEvent::Restore {
@@ -309,6 +342,9 @@ impl Driver {
             },
         });
         self.drain_answers().await;
+        if self.halted.is_some() {
+            return;
+        }
         let restored = self.restore_target.as_ref().map(|(id, _)| *id);
         if restored != self.store.holdings().latest() {
             self.ctx.stats().store_disagreements += 1;
@@ -330,7 +366,11 @@ impl Driver {
     }
 
     fn sync_store_stats(&self) {
-        self.ctx.stats().store = self.store.stats().clone();
+        let mut stats = self.ctx.stats();
+        stats.store = self.store.stats().clone();
+        if stats.halted.is_none() {
+            stats.halted.clone_from(&self.halted);
+        }
     }
 
     pub(super) async fn run(
@@ -341,6 +381,13 @@ impl Driver {
         loop {
             self.drain_answers().await;
             self.sync_store_stats();
+            if self.halted.is_some() {
+                // No `Shutdown`: it would hand the unanswered commit to the
+                // host in doubt, and settling that now would be a guess.
+                // The attempts stop; the next start reads the store.
+                self.group.stop().await;
+                return;
+            }
             if let Some(savepoint) = self.stop {
                 // The crate docs' stop recipe: every attempt stops, then the
                 // coordinator shuts down with the job finished.

@@ -352,6 +352,7 @@ impl Job {
             fail_job: false,
             stop: None,
             generation,
+            halted: None,
         };
         d.recover(&recovery)?;
         d.ctx.stats().restored_at_start = d.restore_target.as_ref().map(|(id, _)| *id);

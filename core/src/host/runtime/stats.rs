@@ -54,6 +54,12 @@ pub struct HostStats {
     pub store_latest: Option<CheckpointId>,
     /// The stop-with-savepoint the job ended on, if it did.
     pub stopped_with: Option<CheckpointId>,
+    /// Why the coordinator halted, if it did: a commit whose outcome is
+    /// unknown ([`StoreError::OutcomeUnknown`](crate::host::store::StoreError::OutcomeUnknown)).
+    /// The job stopped as after a crash (every attempt stopped, no
+    /// shutdown, nothing discarded); start it again to recover from the
+    /// store.
+    pub halted: Option<String>,
 }
 
 /// A live view of a job's counters and trace that stays readable after the

@@ -76,6 +76,30 @@ pub enum StoreError {
         /// What recovery found damaged (why newer checkpoints cannot be used).
         damaged: Vec<Damaged>,
     },
+    /// The commit of `checkpoint` ([`FileStore::store`], or `ckpt-node`'s
+    /// object store) passed its commit point as far as this process can
+    /// tell, but whether that is durable is unknown: the file store's sync
+    /// of the directory after the rename failed, or the object store's log
+    /// append failed in a way that does not say whether it was written.
+    /// The store holds the checkpoint as stored (its state is guarded).
+    ///
+    /// This is neither answer to the coordinator's
+    /// [`IoRequest::Store`](crate::coordinator::IoRequest::Store): a failure
+    /// must mean "definitely not stored" (the coordinator would discard the
+    /// checkpoint, or restore an older one at the next failover), and a
+    /// success would let the tasks commit output of a checkpoint a crash
+    /// may still lose. A host leaves the request unanswered and stops this
+    /// coordinator as if it had crashed (no `Shutdown`, which would discard
+    /// one of the in-doubt lists on a guess); the next start reads the
+    /// store, which settles it.
+    #[error("the commit of checkpoint {checkpoint} has an unknown outcome: {source}")]
+    OutcomeUnknown {
+        /// The checkpoint committed.
+        checkpoint: CheckpointId,
+        /// What failed after the commit point.
+        #[source]
+        source: Box<StoreError>,
+    },
     /// [`FileStore::dispose_savepoint`] of a checkpoint the store does not hold.
     #[error("checkpoint {0} is not stored")]
     NotStored(CheckpointId),

@@ -256,6 +256,20 @@ pub enum Discarded {
     },
 }
 
+/// What a commit ([`FileStore::store`]) did: the checkpoint is stored and
+/// durable, whatever [`Committed::retention`] says.
+#[derive(Debug)]
+pub struct Committed {
+    /// The checkpoints its eviction removed (never savepoints), oldest first.
+    pub evicted: Vec<CheckpointId>,
+    /// The eviction's error, if it stopped on one after the commit point:
+    /// a checkpoint whose metadata could not be removed is still held
+    /// (restorable, its state guarded) until a later commit evicts it; a
+    /// state file that could not be deleted is left for the next start's
+    /// orphan clean-up. Report it; it changes nothing about the commit.
+    pub retention: Option<StoreError>,
+}
+
 /// Counters of what the store did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
@@ -591,19 +605,28 @@ impl FileStore {
     /// [`IoRequest::Store`](crate::coordinator::IoRequest::Store), on behalf
     /// of `writer`: the commit order is checked again, then the commit point
     /// (rename, fsync of the directory), then eviction of the oldest
-    /// checkpoints (never savepoints) beyond `retained_max`. Returns the
-    /// evicted checkpoint ids.
+    /// checkpoints (never savepoints) beyond `retained_max`.
     ///
-    /// An error before the rename means "definitely not stored" (the
-    /// prepared file is removed, unless the error is the fence's: a deposed
-    /// leader changes nothing). After the rename the checkpoint is held as
-    /// stored even if the directory sync fails (the outcome is then unknown
-    /// until recovery reads the store), so its state is guarded either way.
+    /// The three outcomes answer the coordinator three ways:
+    ///
+    /// * `Ok`: the checkpoint is stored and durable; answer `Store` with
+    ///   success. A failure of the eviction after the commit point does
+    ///   not change that: it is in [`Committed::retention`] (the evicted
+    ///   checkpoint's files stay, and the store keeps holding what it could
+    ///   not remove, so its guard still protects that state).
+    /// * [`StoreError::OutcomeUnknown`]: the rename was made but the
+    ///   directory's sync failed, so a crash may still undo it. The
+    ///   checkpoint is held as stored; answer nothing and stop the
+    ///   coordinator (see the variant).
+    /// * Any other error: the commit point was not reached, the checkpoint
+    ///   is definitely not stored (the prepared file is removed, unless the
+    ///   error is the fence's: a deposed leader changes nothing); answer
+    ///   `Store` with a failure.
     pub fn store(
         &mut self,
         writer: Generation,
         checkpoint: CheckpointId,
-    ) -> Result<Vec<CheckpointId>, StoreError> {
+    ) -> Result<Committed, StoreError> {
         self.fence(writer)?;
         let entry = self.holdings.take_prepared(checkpoint)?;
         let from = meta_name(checkpoint, "prepared");
@@ -622,10 +645,27 @@ impl FileStore {
         }
         self.holdings.hold(checkpoint, entry);
         self.stats.stored += 1;
-        self.fs
-            .sync_dir(CHECKPOINT_DIR)
-            .map_err(io_err("sync", CHECKPOINT_DIR))?;
+        if let Err(e) = self.fs.sync_dir(CHECKPOINT_DIR) {
+            return Err(StoreError::OutcomeUnknown {
+                checkpoint,
+                source: Box::new(io_err("sync", CHECKPOINT_DIR)(e)),
+            });
+        }
         let mut evicted = Vec::new();
+        let retention = self.evict_beyond_retention(writer, &mut evicted).err();
+        Ok(Committed { evicted, retention })
+    }
+
+    /// The eviction after a commit: the oldest checkpoints (never
+    /// savepoints) beyond `retained_max`, each into `evicted` once its
+    /// metadata is removed; then the directory's sync. Stops at the first
+    /// error (the checkpoint it could not remove stays held, and so
+    /// guarded).
+    fn evict_beyond_retention(
+        &mut self,
+        writer: Generation,
+        evicted: &mut Vec<CheckpointId>,
+    ) -> Result<(), StoreError> {
         while let Some(old) = self.holdings.oldest_beyond(self.retained_max) {
             // A leader deposed after this commit leaves retention to the
             // new one (the commit itself stands).
@@ -648,7 +688,7 @@ impl FileStore {
                 .sync_dir(CHECKPOINT_DIR)
                 .map_err(io_err("sync", CHECKPOINT_DIR))?;
         }
-        Ok(evicted)
+        Ok(())
     }
 
     /// The coordinator's (or a task's) `DiscardState`, on behalf of
