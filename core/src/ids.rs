@@ -4,7 +4,9 @@
 //! results of the checkpoints started and not yet executed (one active, a
 //! few failed ones waiting for their mails), the mails scheduled, the async
 //! parts running, the ids told aborted (bounded by `aborted_ids_max`). The
-//! task reducer clones its state before every event, and the model checker
+//! pure [`task::reduce`](crate::task::reduce) clones its state before every
+//! event (the in-place `TaskState::apply` does not, but for its own check in
+//! debug builds), and the model checker
 //! copies a task's state for every step that task takes, so these sets are
 //! sorted [`SmallVec`]s: up to [`IDS_INLINE`] entries live inside the state
 //! (a clone is a copy; no allocation, no reference count, nothing to free),

@@ -20,10 +20,13 @@
 //!   `core/clippy.toml`). Time is the `now` argument; timers are effects
 //!   (`Timer { timer, at }`: arm, re-arm, or disarm with `at: None`) that
 //!   come back as `TimerFired` events;
-//!   everything that may block or fail (id allocation, master hooks,
-//!   finalize, store, discarding state) is an effect whose answer is an event.
+//!   everything that may block or fail is an effect: id allocation, master
+//!   hooks, finalize and store are answered by an event; discarding state is
+//!   an effect with no answer (see below).
 //! * **Total.** Every `(state, event)` pair has an answer. Stale, late,
-//!   duplicate, unknown and out-of-order events are `Outcome::Ignored(reason)`;
+//!   duplicate, unknown and out-of-order events are `Outcome::Ignored(reason)`
+//!   (which need not mean "no effects": a coordinator that ignores a late or
+//!   duplicated ack still emits a `Discard` of the state it carries);
 //!   host misuse is `Outcome::Rejected(error)` (a `thiserror` type), emits no
 //!   effects and leaves the state unchanged but for the coordinator's clock
 //!   (`now` moves forward on every event). Nothing panics on input.
@@ -40,16 +43,21 @@
 //!
 //! 1. Serialise calls per machine (one event at a time: a lock, an actor, a
 //!    single thread). [`host`] is a reference embedding that does exactly this.
-//! 2. Pass a `now` that does not go backwards. If it does, the reducer uses the
-//!    last time it saw and reports it in the transition's `clock`.
+//! 2. Pass a `now` that does not go backwards. If it does, the coordinator
+//!    uses the last time it saw and reports it in its step's `clock` (the
+//!    task reducer does not read `now`).
 //! 3. Carry out the effects **in the order returned**, after the call returns
 //!    (with `apply_into`, in queue order: a step's effects are appended
 //!    behind whatever the queue still held).
 //!    Effects that answer (allocate an id, run hooks, finalize, store, timers)
 //!    come back later as events; an answer that arrives after its subject is
 //!    gone is ignored, so cancellation races are harmless.
-//! 4. Read the outcome: `Applied` did something, `Ignored` tells you why
-//!    nothing happened, `Rejected` is a bug in the host.
+//! 4. Read the outcome: `Applied` did something, `Ignored` tells you why the
+//!    event was stale, late, duplicate or unknown, `Rejected` is a bug in the
+//!    host (no effects); the task side also answers `Skipped` (the
+//!    checkpoint was declined or cleaned up). Carry out the step's effects
+//!    whatever the outcome: an ignored ack may carry a `Discard`, a skipped
+//!    checkpoint its decline and cleanup.
 //!
 //! The per-machine tables of effects are in [`coordinator`] and [`task`].
 //!
@@ -166,6 +174,9 @@
 //!   files no retained checkpoint references. Never delete a handle a
 //!   stored checkpoint holds; a store that refuses such a discard (the
 //!   async host's durability guard) has found a bug, not a transient error.
+//!   The coordinator discards a handle at most once per step, but a handle
+//!   delivered again after it let go of it (a network-duplicated late ack)
+//!   is discarded again, so deletes must be idempotent.
 //! * **RPC sends** (an `Rpc`: trigger, notify complete, notify aborted; a
 //!   task's ack or decline): drop the message, as a lossy network would.
 //!   A lost trigger or ack ends as the checkpoint's timeout (`Expired`,

@@ -39,8 +39,9 @@
 //!    ([`CoordinatorState::new`]) takes over what the completed-checkpoint
 //!    store and the id counter hold with
 //!    [`CoordinatorEvent::Recover`](crate::coordinator::CoordinatorEvent::Recover)
-//!    `{ checkpoints, last_id }` as its first event (the store's
-//!    checkpoints, oldest first; the counter's last id), then
+//!    `{ checkpoints, last_id, generation }` as its first event (the store's
+//!    checkpoints, oldest first; the counter's last id; the generation it
+//!    claimed in the store first, above every earlier leader's), then
 //!    `Restore { source: Latest { .. } }` emits
 //!    [`JobCommand::Restore`](crate::coordinator::JobCommand::Restore) for
 //!    the latest one, which the host assigns to fresh task attempts

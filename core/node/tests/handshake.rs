@@ -26,6 +26,9 @@ use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use tokio::net::{TcpListener, TcpStream};
 
+mod lost;
+use lost::LostAnswers;
+
 /// Bounds every scripted exchange (a hang fails the test).
 const STEP: Duration = Duration::from_secs(20);
 
@@ -348,4 +351,57 @@ async fn a_coordinator_whose_store_a_newer_leader_claimed_commits_nothing_more_a
         );
     }
     assert!(claimed);
+}
+
+/// A commit whose log append landed but whose answer was lost is neither
+/// stored nor failed to the coordinator: it answers nothing, halts as if
+/// killed (`CoordinatorError::Halted`, the task manager's connection
+/// closed), and the next leader recovers that checkpoint from the store.
+/// Answered as a failure, the coordinator would drop a checkpoint the store
+/// holds and restore an older one at its next failover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_whose_commit_answer_is_lost_halts_and_the_next_leader_recovers_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let lost = Arc::new(LostAnswers::default());
+    lost.lose_answers(true);
+    let objects: Arc<dyn ObjectStore> = Arc::clone(&lost) as Arc<dyn ObjectStore>;
+    let mut s = settings(PIPELINE_JOB);
+    s.interval_ms = 20;
+    let c = tokio::spawn(coordinator::run(
+        CoordinatorConfig {
+            settings: s,
+            tasks: 3,
+            check_invariants: true,
+        },
+        Arc::clone(&objects),
+        listener,
+    ));
+    // The task manager's state objects in the same store, as deployed.
+    let mut m = manager_config(addr);
+    m.state_fs = Arc::new(ObjFs::new(Arc::clone(&objects)));
+    let tm = tokio::spawn(manager::run(m));
+    let ended = tokio::time::timeout(STEP, c)
+        .await
+        .expect("it halts")
+        .unwrap();
+    let committed = match ended {
+        Err(CoordinatorError::Halted(StoreError::OutcomeUnknown { checkpoint, .. })) => checkpoint,
+        other => panic!("expected Halted, got {other:?}"),
+    };
+    tm.abort();
+    lost.lose_answers(false);
+    let (_, rec) = ObjStore::open(
+        objects,
+        OpenOptions {
+            job: PIPELINE_JOB,
+            retained_max: 1,
+            generation: Generation(2),
+            committed: None,
+            check_state: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(committed));
 }

@@ -9,13 +9,8 @@
 //! listing, removal and recovery of the file store goes through it.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-
-use async_trait::async_trait;
-use futures::stream::BoxStream;
 
 use ckpt_core::host::fs::{Fs, MemFs, StdFs};
 use ckpt_core::host::store::{self, FileStore, OpenOptions, Recovery, StoreError, STATE_DIR};
@@ -23,12 +18,11 @@ use ckpt_core::{CheckpointId, Generation, JobId, Millis, StateHandle};
 use ckpt_node::{objstore, CheckpointStore, ObjFs, ObjStore};
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
-use object_store::path::Path;
-use object_store::{
-    GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::ObjectStore;
 use proptest::prelude::*;
+
+mod lost;
+use lost::LostAnswers;
 
 const JOB: JobId = JobId(7);
 const RETAINED: usize = 2;
@@ -630,70 +624,6 @@ fn damaged_checkpoint_is_quarantined_and_the_previous_restored() {
     });
 }
 
-/// An [`InMemory`] store whose puts under the log land but, once
-/// `lose_answers` is on, answer with an error: the writer cannot tell
-/// whether its append was made.
-#[derive(Debug, Default)]
-struct LostAnswers {
-    inner: InMemory,
-    lose_answers: AtomicBool,
-}
-
-impl fmt::Display for LostAnswers {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "LostAnswers({})", self.inner)
-    }
-}
-
-#[async_trait]
-impl ObjectStore for LostAnswers {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        let put = self.inner.put_opts(location, payload, opts).await;
-        let in_log = location.as_ref().starts_with(objstore::LOG_DIR);
-        if put.is_ok() && in_log && self.lose_answers.load(Ordering::SeqCst) {
-            return Err(object_store::Error::Generic {
-                store: "LostAnswers",
-                source: "the answer was lost".into(),
-            });
-        }
-        put
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-    async fn delete(&self, location: &Path) -> object_store::Result<()> {
-        self.inner.delete(location).await
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy(&self, from: &Path, to: &Path) -> object_store::Result<()> {
-        self.inner.copy(from, to).await
-    }
-    async fn copy_if_not_exists(&self, from: &Path, to: &Path) -> object_store::Result<()> {
-        self.inner.copy_if_not_exists(from, to).await
-    }
-}
-
 /// A commit whose log append landed but whose answer was lost has an
 /// unknown outcome, which is not "definitely not stored" (a coordinator
 /// answered with a failure would drop the checkpoint and restore an older
@@ -719,13 +649,13 @@ fn a_commit_whose_append_answer_is_lost_is_an_unknown_outcome_and_recovered() {
             .finalize(g1, c1, false, Millis(1), &[StateHandle(1)])
             .await
             .expect("finalize");
-        lost.lose_answers.store(true, Ordering::SeqCst);
+        lost.lose_answers(true);
         match store.store(g1, c1).await {
             Err(StoreError::OutcomeUnknown { checkpoint, .. }) => assert_eq!(checkpoint, c1),
             other => panic!("expected an unknown outcome, got {other:?}"),
         }
         assert_eq!(store.holdings().latest(), Some(c1));
-        lost.lose_answers.store(false, Ordering::SeqCst);
+        lost.lose_answers(false);
         let (_, rec) = ObjStore::open(objects, OpenOptions::new(JOB, 2, Generation(2)))
             .await
             .expect("the next leader");

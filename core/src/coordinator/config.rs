@@ -56,10 +56,13 @@ pub struct CoordinatorSettings {
     pub interval_ms: i64,
     /// A pending checkpoint expires this long after it was created (>= 1).
     pub timeout_ms: i64,
-    /// Minimum pause between the completion of one checkpoint and the trigger
-    /// of the next non-forced one (>= 0, capped at one year).
+    /// Minimum pause between the completion of one checkpoint and the next
+    /// periodic trigger (>= 0, capped at one year). It holds back periodic
+    /// triggers only: a user checkpoint (forced or not) or savepoint never
+    /// waits for it.
     pub min_pause_ms: i64,
-    /// Most non-forced checkpoints pending at once (>= 1).
+    /// Most checkpoints pending when a non-forced one is triggered (>= 1):
+    /// a forced one skips the check but counts towards it.
     pub max_concurrent: i64,
     /// Number of consecutive counted checkpoint failures tolerated before the
     /// job is failed (>= 0).
@@ -394,7 +397,8 @@ impl CoordinatorConfig {
     pub fn min_pause_ms(&self) -> u64 {
         self.min_pause_ms
     }
-    /// Most non-forced pending checkpoints.
+    /// Most checkpoints pending when a non-forced one is triggered (forced
+    /// ones skip the check and count towards it).
     pub fn max_concurrent(&self) -> usize {
         self.max_concurrent
     }

@@ -53,8 +53,10 @@ pub enum CoordinatorEffect {
         message: TaskMessage,
     },
     /// Delete a state handle nobody owns any more: no live checkpoint holds
-    /// it. Emitted once per handle the coordinator took ownership of (a
-    /// handle several checkpoints held goes once, with the last of them).
+    /// it. Emitted at most once per handle per step (a handle several
+    /// checkpoints held goes with the last of them). A handle delivered
+    /// again after the coordinator let go of it (a network-duplicated late
+    /// ack) is discarded again, each time: deletes must be idempotent.
     Discard {
         /// The issuing coordinator's generation (a delete on behalf of an
         /// older one is refused).

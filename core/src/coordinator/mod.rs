@@ -24,7 +24,7 @@
 //! | [`IoRequest::Store`] | add it to the completed-checkpoint store | [`CoordinatorEvent::StoreDone`] |
 //! | [`CoordinatorEffect::Rpc`] with [`TaskMessage::Trigger`](crate::route::TaskMessage::Trigger) | send the trigger RPC to that attempt | acks / declines |
 //! | [`CoordinatorEffect::Rpc`] with `NotifyComplete` / `NotifyAborted` | send the RPC to that attempt | nothing |
-//! | [`CoordinatorEffect::Discard`] | delete that state handle (asynchronously is fine) | nothing |
+//! | [`CoordinatorEffect::Discard`] | delete that state handle (asynchronously is fine; idempotently: a handle delivered again may be discarded again) | nothing |
 //! | [`CoordinatorEffect::Report`] | complete the user's future / statistics | nothing |
 //! | [`JobCommand::Fail`] | fail the job (tolerable failures exceeded) | usually [`CoordinatorEvent::TaskFailed`]s, a restore |
 //! | [`JobCommand::ResetIdCounter`] | move the counter forward (never back) | nothing |
@@ -80,7 +80,10 @@
 //! (recovered checkpoints that share a file, a savepoint restored from a
 //! retained checkpoint's files, a task that sends a handle again): it is
 //! never discarded while a live checkpoint (retained, in doubt, or pending
-//! with it acknowledged) holds it, and is discarded once, with the last.
+//! with it acknowledged) holds it, and is discarded with the last of them,
+//! at most once per step. A handle delivered again after the coordinator let
+//! go of it (a network-duplicated late ack whose handle no live checkpoint
+//! holds) is discarded again, each time: deletes must be idempotent.
 
 mod config;
 mod effect;
@@ -132,10 +135,12 @@ pub struct RequestId(pub u64);
 pub enum TriggerKind {
     /// A checkpoint from the periodic timer (never forced).
     Periodic,
-    /// A checkpoint requested by the user; `forced` skips the concurrency and
-    /// minimum-pause checks.
+    /// A checkpoint requested by the user; `forced` skips the concurrency
+    /// checks (one non-forced request queued or in flight at a time, at most
+    /// `max_concurrent` pending). The minimum pause holds back periodic
+    /// triggers only: a user checkpoint never waits for it, forced or not.
     Checkpoint {
-        /// Skip the concurrency and pause checks.
+        /// Skip the concurrency checks.
         forced: bool,
     },
     /// A savepoint into `target`: always forced, never subsumed.
@@ -162,7 +167,8 @@ pub enum TriggerKind {
 }
 
 impl TriggerKind {
-    /// Forced requests skip the concurrency and minimum-pause checks.
+    /// Forced requests skip the concurrency checks. (The minimum pause holds
+    /// back periodic requests only, which are never forced.)
     #[must_use]
     pub fn is_forced(&self) -> bool {
         match self {
@@ -232,8 +238,11 @@ pub enum JobStatus {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum RestoreSource {
-    /// The latest completed checkpoint; with `error_if_none`, having none is
-    /// an error rather than a no-op.
+    /// The latest completed checkpoint. Having none (and no finalize or
+    /// store outstanding) is `Rejected(NoCheckpointToRestore)` with
+    /// `error_if_none`; without it, the restore goes on from scratch: it
+    /// aborts the pending checkpoints like any `Latest` restore and emits
+    /// [`JobCommand::Restore`] `{ checkpoint: None }`.
     Latest {
         /// Whether an empty history is an error.
         error_if_none: bool,
@@ -251,7 +260,12 @@ pub enum RestoreSource {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum CoordinatorEvent {
-    /// Start periodic scheduling (restarts it when already on).
+    /// Start periodic scheduling. It first does what
+    /// [`StopScheduler`](Self::StopScheduler) does, even when scheduling was
+    /// off: every pending checkpoint not finalizing or storing is aborted
+    /// ([`AbortReason::SchedulerStopped`]) and the queued and in-flight
+    /// requests fail ([`Report::RequestFailed`]); then it arms the periodic
+    /// timer one interval from now.
     StartScheduler,
     /// Stop periodic scheduling: aborts every pending checkpoint still
     /// waiting for acks or hooks and clears the queued and in-flight
@@ -268,7 +282,12 @@ pub enum CoordinatorEvent {
         /// Which one.
         timer: Timer,
     },
-    /// The answer to [`IoRequest::AllocateId`].
+    /// The answer to [`IoRequest::AllocateId`]. An id not above
+    /// [`CoordinatorState::last_id`] is
+    /// `Rejected(`[`CoordinatorError::NonIncreasingId`]`)` and changes
+    /// nothing: the request stays in flight, and later triggers are queued
+    /// behind it or refused, until the host answers it again with an id
+    /// above `last_id()` or with a failure.
     CheckpointIdAllocated {
         /// The request it was allocated for.
         request: RequestId,
@@ -358,12 +377,15 @@ pub enum CoordinatorEvent {
         /// ignored as stale.
         attempt: AttemptNo,
     },
-    /// Restore state (latest checkpoint, or a savepoint). Ends every
-    /// pending checkpoint that is not finalizing or storing
+    /// Restore state (latest checkpoint, or a savepoint). `Latest` ends
+    /// every pending checkpoint that is not finalizing or storing
     /// ([`AbortReason::Restored`]): it belongs to the run before the
     /// restore. `Latest` while a finalize or store is outstanding waits for
     /// its outcome ([`Applied::RestoreDeferred`]): the checkpoint may be
     /// committed, and restoring an older one would rewind the job behind it.
+    /// `Savepoint` ends nothing: with any checkpoint pending or an id request
+    /// in flight (or a savepoint id not above the ids already used) it is
+    /// `Rejected(`[`CoordinatorError::SavepointRestoreConflict`]`)`.
     Restore {
         /// From where.
         source: RestoreSource,
@@ -718,7 +740,10 @@ pub enum CoordinatorError {
         /// The job named in the message.
         got: JobId,
     },
-    /// The id counter handed out an id not above every id seen.
+    /// The id counter handed out an id not above every id seen. The
+    /// [`IoRequest::AllocateId`] stays in flight: later triggers are queued
+    /// behind it or refused until the host answers it again with an id above
+    /// [`CoordinatorState::last_id`] or with a failure.
     #[error("checkpoint id {got} is not above the last id {last}")]
     NonIncreasingId {
         /// What the counter answered.
@@ -729,7 +754,9 @@ pub enum CoordinatorError {
     /// An id at `u64::MAX` leaves no successor.
     #[error("checkpoint id {0} leaves no successor (overflow)")]
     IdOverflow(CheckpointId),
-    /// A task id not in the configuration.
+    /// `TaskRunning`, `TaskFailed` or `TaskFinished` for a task id not in
+    /// the configuration. (An `Acknowledge` or `Decline` naming such a task
+    /// is `Ignored(`[`Ignored::UnknownTask`]`)` instead.)
     #[error("task {0} is not part of this job")]
     UnknownTask(TaskId),
     /// Restore of the latest checkpoint with none completed or completing.

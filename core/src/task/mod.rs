@@ -58,7 +58,8 @@
 //! * `Coordinator(Ack | Decline)`: RPC to the coordinator.
 //! * `Discard(handle)`: delete the state.
 //! * `Operators(Complete(N) | Aborted(N))`: operator hooks.
-//! * `Fail(reason)`: fail the task; the same step's effects after it are the
+//! * `Fail(reason)`: fail the task and report `TaskFailed` to the
+//!   coordinator; the same step's effects after it are the
 //!   teardown (every result removed, every async part cancelled), to be
 //!   carried out like every other effect, in order; then deliver `Close`
 //!   when the task shuts down.
@@ -227,8 +228,9 @@ pub enum TaskEvent {
     /// checkpoint does): it acknowledges it, and never discards it.
     ///
     /// The host rule for reuse: only the handle of the task attempt's own
-    /// last acknowledgement, only once the task was notified that this
-    /// checkpoint completed, only for a newer checkpoint, and never from or
+    /// last acknowledgement, only once the task was notified that the
+    /// earlier checkpoint whose handle it reuses completed, only for a newer
+    /// checkpoint, and never from or
     /// for a savepoint (savepoints are self-contained: the user may dispose
     /// of one at any time).
     AsyncPartReused {
@@ -513,7 +515,7 @@ pub enum IgnoreReason {
     AlreadyDrained,
 }
 
-/// Why a checkpoint mail or trigger was consumed without executing its
+/// Why a barrier, trigger or mail was consumed without executing its
 /// checkpoint (the event did change state; effects say what was cleaned up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum SkipReason {
@@ -542,7 +544,8 @@ pub enum TaskError {
 pub enum Outcome {
     /// The event was applied.
     Applied,
-    /// A mail / trigger was consumed without executing its checkpoint.
+    /// A barrier, trigger or mail was consumed without executing its
+    /// checkpoint.
     Skipped(SkipReason),
     /// Nothing changed, no effects.
     Ignored(IgnoreReason),

@@ -198,7 +198,7 @@ impl TaskState {
         &self.config
     }
 
-    /// Running, failed or closed.
+    /// Running, finished, failed or closed.
     #[must_use]
     pub fn lifecycle(&self) -> Lifecycle {
         self.lifecycle

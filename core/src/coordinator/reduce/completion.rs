@@ -1,11 +1,14 @@
-//! Completion: a fully acknowledged checkpoint is finalized, then stored, one at a time in id order; retention, subsumption, notifications, aborts and the failure counter.
+//! Completion: a fully acknowledged checkpoint is finalized, then stored, one at a time, lowest fully-acknowledged id first; retention, subsumption, notifications, aborts and the failure counter.
 
 use super::*;
 
 impl CoordinatorState {
     /// A checkpoint has every ack (and its hooks): it no longer waits on
-    /// anybody but us, so its timeout is cancelled; completions run one at a
-    /// time in id order, so completed checkpoint ids only increase.
+    /// anybody but us, so its timeout is cancelled. Completions run one at a
+    /// time, lowest fully-acknowledged id first, so completed checkpoint ids
+    /// increase; a savepoint (never subsumed) may complete after a newer
+    /// checkpoint, and "latest" is the highest id
+    /// ([`crate::commit::latest`]).
     pub(super) fn on_fully_acked(&mut self, id: CheckpointId, fx: &mut Fx) {
         self.disarm(Timer::Timeout(id), fx);
         if self.cold.config.semantics().is(LegacyBug::StopBeforeCommit) {
