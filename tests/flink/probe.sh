@@ -2,7 +2,7 @@
 # Task-side probe: constructs Flink's ChannelStateWriterImpl (1.11 and 1.20) from the main jars
 # alone and drives it (start, addInputData/addOutputData, finishInput/finishOutput,
 # getAndRemoveWriteResult, abort with and without cleanup, close). Not part of the protocol; it
-# answers whether a task-side conformance harness is possible (see PROTOCOL.md, "Task side").
+# answers whether a task-side conformance harness is possible (see FINDINGS.md, "Task side").
 #
 #   tests/flink/probe.sh            # both versions
 #   tests/flink/probe.sh 1.20

@@ -224,16 +224,21 @@ fn regressions() -> Vec<(PathBuf, Replay)> {
 }
 
 /// Every regression file is still recognized as what its `expect` says.
-/// A file is written at a divergence, as `gap:NAME`; when the reducer
+/// A file is written at a divergence, with its signature (`gap:NAME` for
+/// a known gap); when the reducer
 /// changes or the catalog reclassifies the difference, the file starts to
 /// agree and this test says which to update:
-/// - `gap:NAME`: the same gap is found at the same place, and allowing it
-///   explains the sequence;
+/// - `gap:NAME`: the same gap is found again (only the signature is
+///   compared, not the event it is found at), and allowing it explains the
+///   sequence;
 /// - `choice:NAME`: the gap became a named choice: the replay recognizes
 ///   it and finds no divergence;
 /// - `closed:NAME`: the reducer closed the gap: the name is gone from the
 ///   catalog and ckpt agrees with every recorded Flink decision, the one it
 ///   used to differ on included.
+///
+/// Any other `expect` (an unexplained divergence's `EVENT:fields`, a
+/// rerun's `agree`) fails: such a file is relabelled before it goes in.
 #[test]
 fn regression_files_replay_to_their_recorded_divergence() {
     for (path, r) in regressions() {

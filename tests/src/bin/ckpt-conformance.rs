@@ -5,7 +5,10 @@
 //! Exit status: 0 when every version compared something and nothing
 //! diverged unexplained; 1 on a divergence (shrunk, printed, written as a
 //! regression file); 2 when a run could not be done (no JVM, harness not
-//! built, a harness crash, a sequence the harness refused, bad arguments).
+//! built, a harness crash or unreadable line, a sequence the harness
+//! refused, a run that compared nothing, bad arguments). `--replay` and
+//! `--rerun`: 0 agree, 1 a divergence, 2 an unreadable file or a failed
+//! replay / run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +24,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 #[command(name = "ckpt-conformance", version)]
 struct Cli {
     /// The run's seed (printed); sequence i is generated from seed + i, so
-    /// a failing sequence's seed reruns it alone with --sequences 1.
+    /// a failing sequence's seed reruns it alone with --sequences 1 (and the
+    /// same --events-per-sequence and --finished-tasks; the printed rerun
+    /// hint has them).
     #[arg(long)]
     seed: Option<u64>,
     /// Sequences per version.
@@ -31,7 +36,7 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "1.11,1.20,2.3")]
     versions: Vec<String>,
     /// Events per sequence.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = conformance::DEFAULT_EVENTS_PER_SEQUENCE)]
     events_per_sequence: usize,
     /// Versions run at once, one JVM each (default: all of them).
     #[arg(long)]

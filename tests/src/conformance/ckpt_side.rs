@@ -738,8 +738,10 @@ fn abort(r: AbortReason) -> Abort {
         AbortReason::Declined(d) => Abort::Declined(flink_decline_name(d).to_owned()),
         AbortReason::Subsumed => Abort::Subsumed,
         AbortReason::TaskFailed => Abort::TaskFailure,
-        // No sequence feeds a `TaskFinished`; Flink names the same case
-        // (a task that is no longer running) by this reason.
+        // Sequences drawn with `--finished-tasks` feed `TaskFinished`.
+        // Flink's coordinator is not told of a finish and aborts nothing
+        // (`finish-aborts-waiting-checkpoints` takes ckpt's aborts out);
+        // the reason it gives for a task that is no longer running is this.
         AbortReason::TaskFinished => Abort::NotAllRequiredTasksRunning,
         AbortReason::Restored => Abort::Failover,
         AbortReason::MasterHooksFailed | AbortReason::IdAllocationFailed => Abort::TriggerFailure,

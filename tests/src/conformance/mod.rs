@@ -109,6 +109,9 @@ impl Replay {
     }
 }
 
+/// Events per sequence when `--events-per-sequence` is not given.
+pub const DEFAULT_EVENTS_PER_SEQUENCE: usize = 20;
+
 /// How a run is set up.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -145,6 +148,9 @@ pub struct Found {
     pub count: u64,
     /// The first seed that showed it.
     pub seed: u64,
+    /// The `ckpt-conformance` flags that run that seed's sequence alone
+    /// again ([`rerun_flags`]).
+    pub rerun: String,
     /// The regression file written (`None` beyond `--max-reports`: not shrunk).
     pub file: Option<PathBuf>,
     /// The divergence (shrunk when a file was written).
@@ -235,6 +241,26 @@ impl std::fmt::Display for Fatal {
     }
 }
 
+/// The `ckpt-conformance` flags that generate and compare the sequence of
+/// `seed` alone again against `version`: `--seed seed --sequences 1
+/// --versions V`, plus the flags of `opts` that are not the defaults and
+/// change the sequence (`--events-per-sequence`, `--finished-tasks`: a
+/// sequence comes back the same only with the same values) or what fails
+/// (`--allow`).
+pub fn rerun_flags(version: Version, seed: u64, opts: &Options) -> String {
+    let mut s = format!("--seed {seed} --sequences 1 --versions {}", version.short());
+    if opts.events != DEFAULT_EVENTS_PER_SEQUENCE {
+        s.push_str(&format!(" --events-per-sequence {}", opts.events));
+    }
+    if opts.draws.finishes {
+        s.push_str(" --finished-tasks");
+    }
+    for a in &opts.allow {
+        s.push_str(&format!(" --allow {a}"));
+    }
+    s
+}
+
 /// A file-name-safe form of a signature (`choice:a-b.c` -> `choice-a-b-c`).
 pub fn slug(s: &str) -> String {
     let mut out: String = s
@@ -302,6 +328,7 @@ pub fn run_version(
                             signature,
                             count: 1,
                             seed: seq.seed,
+                            rerun: rerun_flags(version, seq.seed, opts),
                             file: None,
                             divergence: d,
                             sequence: seq.clone(),
@@ -348,6 +375,7 @@ fn shrink_and_write(
         signature: divergence.signature(),
         count: 1,
         seed: seq.seed,
+        rerun: rerun_flags(profile.version, seq.seed, opts),
         file: Some(file),
         divergence,
         sequence: shrunk,
@@ -364,8 +392,8 @@ pub fn describe(f: &Found) -> String {
         None => "UNEXPLAINED divergence".to_owned(),
     };
     s.push_str(&format!(
-        "{what} at event {} ({}), fields {:?}; {} sequence(s); first seed {} (rerun: --seed {} --sequences 1)\n",
-        d.index, d.event, d.fields, f.count, f.seed, f.seed
+        "{what} at event {} ({}), fields {:?}; {} sequence(s); first seed {} (rerun: {})\n",
+        d.index, d.event, d.fields, f.count, f.seed, f.rerun
     ));
     if !d.explained.is_empty() {
         s.push_str(&format!(

@@ -9,10 +9,12 @@ use super::profile::FlinkProfile;
 
 /// Shrinks `seq`, which diverged as `found`, to a shortest sequence that
 /// diverges with the same [`Divergence::signature`]. Candidates that one
-/// side cannot take (a stale ack with no earlier attempt, a task failure
-/// for a task that is not running: the harness refuses them) do not count
-/// as reproducing. Returns the shrunk sequence and its run; a JVM crash is
-/// an error.
+/// side cannot take (a stale ack or decline with no earlier attempt: ckpt's
+/// side has none to address it to, and the harness refuses the attempt)
+/// do not count as reproducing. A task failure for a task that is already
+/// terminal is not such a candidate: the harness answers it (`ok: true`,
+/// `result.already`) and changes nothing. Returns the shrunk sequence and
+/// its run; a JVM crash is an error.
 pub fn shrink(
     flink: &mut dyn FlinkSource,
     profile: &FlinkProfile,

@@ -552,7 +552,7 @@ pub static CATALOG: &[Entry] = &[
         pattern: "a checkpoint that expires within the advance that created it (1.11 also: while its master hook is outstanding): it is gone from Flink's pending checkpoints, but the harness reports no abort (and, 1.11 with a hook outstanding, no notification)",
         flink: "every version disposes of the expired checkpoint; the harness's aborted list is read from the checkpoints pending around each timer firing and from completion futures, and a checkpoint created and expired inside one advance (or, 1.11, whose trigger still waits for a hook: FLINK-26394) is not in it",
         ckpt: "aborts it (Expired) and notifies the tasks",
-        why: "a reporting limit of the 1.11 harness, not a decision: the checkpoint ends on both sides at the same time; ckpt's notification for a checkpoint no task was triggered for is harmless (the task forgets an id it never started)",
+        why: "a reporting limit of the harness (in every version), not a decision: the checkpoint ends on both sides at the same time; ckpt's notification for a checkpoint no task was triggered for is harmless (the task forgets an id it never started)",
         after: After::Continue,
         recognize: expiry_unreported,
     },
