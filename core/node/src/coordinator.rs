@@ -246,20 +246,14 @@ pub async fn run(
             say(&format!(
                 "halting: {e}; the next start recovers from the store"
             ));
-            if let Some(m) = d.manager.take() {
-                drop(m.tx);
-                let _ = tokio::time::timeout(STOP_FLUSH, m.sending).await;
-            }
+            d.hang_up().await;
             return Err(CoordinatorError::Halted(e));
         }
         if let Some(e) = d.fenced.take() {
             say(&format!(
                 "fenced by the store ({e}): a newer leader runs; stopping"
             ));
-            if let Some(m) = d.manager.take() {
-                drop(m.tx);
-                let _ = tokio::time::timeout(STOP_FLUSH, m.sending).await;
-            }
+            d.hang_up().await;
             return Err(CoordinatorError::Fenced(e));
         }
         if d.finished {
@@ -719,6 +713,15 @@ impl Driver {
                 self.apply(CoordinatorEvent::TimerFired { timer }).await;
                 self.drain_answers().await;
             }
+        }
+    }
+
+    /// Closes the task manager's connection once what was queued for it is
+    /// sent (at most [`STOP_FLUSH`]).
+    async fn hang_up(&mut self) {
+        if let Some(m) = self.manager.take() {
+            drop(m.tx);
+            let _ = tokio::time::timeout(STOP_FLUSH, m.sending).await;
         }
     }
 

@@ -26,8 +26,8 @@ use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use tokio::net::{TcpListener, TcpStream};
 
-mod lost;
-use lost::LostAnswers;
+mod wrapped;
+use wrapped::{LoseAnswers, Wrapped};
 
 /// Bounds every scripted exchange (a hang fails the test).
 const STEP: Duration = Duration::from_secs(20);
@@ -169,6 +169,46 @@ async fn a_task_manager_refuses_a_coordinator_of_an_older_generation_and_reconne
     assert_eq!(report.refusals, 2);
 }
 
+/// Opens the store as leader `generation` of `job`, retaining one
+/// checkpoint, with no committed output and no state check.
+async fn open_leader(
+    objects: Arc<dyn ObjectStore>,
+    job: JobId,
+    generation: Generation,
+) -> Result<(ObjStore, ckpt_core::host::store::Recovery), StoreError> {
+    ObjStore::open(
+        objects,
+        OpenOptions {
+            job,
+            retained_max: 1,
+            generation,
+            committed: None,
+            check_state: None,
+        },
+    )
+    .await
+}
+
+/// A coordinator of `job`'s 3 tasks with a 20 ms checkpoint interval and
+/// its invariants checked, on `objects`, serving `listener`.
+fn spawn_fast_coordinator(
+    job: JobId,
+    objects: Arc<dyn ObjectStore>,
+    listener: TcpListener,
+) -> tokio::task::JoinHandle<Result<coordinator::CoordinatorReport, CoordinatorError>> {
+    let mut s = settings(job);
+    s.interval_ms = 20;
+    tokio::spawn(coordinator::run(
+        CoordinatorConfig {
+            settings: s,
+            tasks: 3,
+            check_invariants: true,
+        },
+        objects,
+        listener,
+    ))
+}
+
 fn settings(job: JobId) -> CoordinatorSettings {
     CoordinatorSettings::with_tasks(job, 3)
 }
@@ -255,17 +295,7 @@ async fn a_coordinator_whose_store_a_newer_leader_claimed_commits_nothing_more_a
     let addr = listener.local_addr().unwrap();
     let job = JobId(5);
     let objects: Arc<InMemory> = Arc::new(InMemory::new());
-    let mut s = settings(job);
-    s.interval_ms = 20;
-    let c = tokio::spawn(coordinator::run(
-        CoordinatorConfig {
-            settings: s,
-            tasks: 3,
-            check_invariants: true,
-        },
-        Arc::clone(&objects) as Arc<dyn ObjectStore>,
-        listener,
-    ));
+    let c = spawn_fast_coordinator(job, Arc::clone(&objects) as Arc<dyn ObjectStore>, listener);
     // A scripted task manager: handshake, Ready, the Deploy.
     let (mut r, mut w) = wire::split(TcpStream::connect(addr).await.unwrap()).unwrap();
     w.send(&ToCoordinatorMsg::Hello {
@@ -295,15 +325,10 @@ async fn a_coordinator_whose_store_a_newer_leader_claimed_commits_nothing_more_a
         other => panic!("expected the first Deploy, got {other:?}"),
     }
     // A new leader claims generation 2 in the same store.
-    let (_new, _) = ObjStore::open(
+    let (_new, _) = open_leader(
         Arc::clone(&objects) as Arc<dyn ObjectStore>,
-        OpenOptions {
-            job,
-            retained_max: 1,
-            generation: Generation(2),
-            committed: None,
-            check_state: None,
-        },
+        job,
+        Generation(2),
     )
     .await
     .unwrap();
@@ -363,20 +388,10 @@ async fn a_coordinator_whose_store_a_newer_leader_claimed_commits_nothing_more_a
 async fn a_coordinator_whose_commit_answer_is_lost_halts_and_the_next_leader_recovers_it() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let lost = Arc::new(LostAnswers::default());
-    lost.lose_answers(true);
+    let lost = Arc::new(Wrapped::<LoseAnswers>::default());
+    lost.hooks.lose_answers(true);
     let objects: Arc<dyn ObjectStore> = Arc::clone(&lost) as Arc<dyn ObjectStore>;
-    let mut s = settings(PIPELINE_JOB);
-    s.interval_ms = 20;
-    let c = tokio::spawn(coordinator::run(
-        CoordinatorConfig {
-            settings: s,
-            tasks: 3,
-            check_invariants: true,
-        },
-        Arc::clone(&objects),
-        listener,
-    ));
+    let c = spawn_fast_coordinator(PIPELINE_JOB, Arc::clone(&objects), listener);
     // The task manager's state objects in the same store, as deployed.
     let mut m = manager_config(addr);
     m.state_fs = Arc::new(ObjFs::new(Arc::clone(&objects)));
@@ -390,18 +405,9 @@ async fn a_coordinator_whose_commit_answer_is_lost_halts_and_the_next_leader_rec
         other => panic!("expected Halted, got {other:?}"),
     };
     tm.abort();
-    lost.lose_answers(false);
-    let (_, rec) = ObjStore::open(
-        objects,
-        OpenOptions {
-            job: PIPELINE_JOB,
-            retained_max: 1,
-            generation: Generation(2),
-            committed: None,
-            check_state: None,
-        },
-    )
-    .await
-    .unwrap();
+    lost.hooks.lose_answers(false);
+    let (_, rec) = open_leader(objects, PIPELINE_JOB, Generation(2))
+        .await
+        .unwrap();
     assert_eq!(rec.latest().map(|c| c.checkpoint), Some(committed));
 }

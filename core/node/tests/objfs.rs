@@ -14,10 +14,9 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Condvar, Mutex};
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use ckpt_core::coordinator::JobStatus;
 use ckpt_core::host::fs::{write_atomic, write_durable, Fs, MemFs, StdFs};
 use ckpt_core::host::pipeline::{pipeline_spec, verify_output, PipelineConfig};
@@ -25,14 +24,12 @@ use ckpt_core::host::runtime::{Job, JobOptions};
 use ckpt_core::host::store::{self, CHECKPOINT_DIR, STATE_DIR};
 use ckpt_core::StateHandle;
 use ckpt_node::{objstore, ObjFs};
-use futures::stream::BoxStream;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
-use object_store::path::Path;
-use object_store::{
-    GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::ObjectStore;
+
+mod wrapped;
+use wrapped::{Gate, Wrapped};
 
 fn temp_dir(name: &str) -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
@@ -317,91 +314,6 @@ fn state_files_are_the_objects_the_coordinators_store_reads() {
 // ---------------------------------------------------------------------------
 // Off the worker: an object store whose `get` waits until a gate opens.
 
-/// An in-memory store whose reads block their thread (at most a second)
-/// until [`Gated::open`]; it says when a read is waiting.
-#[derive(Debug, Default)]
-struct Gated {
-    inner: InMemory,
-    /// (open, a read is waiting)
-    state: Arc<(Mutex<(bool, bool)>, Condvar)>,
-}
-
-impl Gated {
-    fn open(&self) {
-        self.state.0.lock().unwrap().0 = true;
-        self.state.1.notify_all();
-    }
-    fn wait_entered(&self) {
-        let (state, cv) = &*self.state;
-        let _ = cv
-            .wait_timeout_while(state.lock().unwrap(), Duration::from_secs(1), |s| !s.1)
-            .unwrap();
-    }
-    /// Says a read is waiting, then waits for the gate; whether it opened.
-    fn pass(&self) -> bool {
-        let (state, cv) = &*self.state;
-        state.lock().unwrap().1 = true;
-        cv.notify_all();
-        let (state, _) = cv
-            .wait_timeout_while(state.lock().unwrap(), Duration::from_secs(1), |s| !s.0)
-            .unwrap();
-        state.0
-    }
-}
-
-impl fmt::Display for Gated {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Gated({})", self.inner)
-    }
-}
-
-#[async_trait]
-impl ObjectStore for Gated {
-    async fn put_opts(
-        &self,
-        location: &Path,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        self.inner.put_opts(location, payload, opts).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        if !self.pass() {
-            return Err(object_store::Error::Generic {
-                store: "Gated",
-                source: "the gate stayed shut".into(),
-            });
-        }
-        self.inner.get_opts(location, options).await
-    }
-    async fn delete(&self, location: &Path) -> object_store::Result<()> {
-        self.inner.delete(location).await
-    }
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy(&self, from: &Path, to: &Path) -> object_store::Result<()> {
-        self.inner.copy(from, to).await
-    }
-    async fn copy_if_not_exists(&self, from: &Path, to: &Path) -> object_store::Result<()> {
-        self.inner.copy_if_not_exists(from, to).await
-    }
-}
-
 /// On a runtime with one worker, a task blocks in `ObjFs::read` until a
 /// task spawned after it opens the gate: the second can run only if the
 /// first's call left the worker (as `OffWorkerFs`'s calls do).
@@ -411,14 +323,14 @@ fn a_blocking_call_leaves_the_worker_to_the_other_tasks() {
         .worker_threads(1)
         .build()
         .expect("runtime");
-    let gated = Arc::new(Gated::default());
+    let gated = Arc::new(Wrapped::<Gate>::default());
     let fs = ObjFs::new(Arc::clone(&gated) as Arc<dyn ObjectStore>);
     fs.write("f", b"behind the gate").expect("write");
     let read = rt.block_on(async move {
         let reader = tokio::spawn(async move { fs.read("f") });
-        gated.wait_entered();
+        gated.hooks.wait_entered();
         let opener = Arc::clone(&gated);
-        tokio::spawn(async move { opener.open() });
+        tokio::spawn(async move { opener.hooks.open() });
         reader.await.expect("reader")
     });
     assert_eq!(read.expect("the gate opened"), b"behind the gate");

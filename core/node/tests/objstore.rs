@@ -21,8 +21,8 @@ use object_store::memory::InMemory;
 use object_store::ObjectStore;
 use proptest::prelude::*;
 
-mod lost;
-use lost::LostAnswers;
+mod wrapped;
+use wrapped::{LoseAnswers, Wrapped};
 
 const JOB: JobId = JobId(7);
 const RETAINED: usize = 2;
@@ -635,7 +635,7 @@ fn a_commit_whose_append_answer_is_lost_is_an_unknown_outcome_and_recovered() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let lost = Arc::new(LostAnswers::default());
+        let lost = Arc::new(Wrapped::<LoseAnswers>::default());
         let objects: Arc<dyn ObjectStore> = Arc::clone(&lost) as Arc<dyn ObjectStore>;
         let g1 = Generation(1);
         let (mut store, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 2, g1))
@@ -649,13 +649,13 @@ fn a_commit_whose_append_answer_is_lost_is_an_unknown_outcome_and_recovered() {
             .finalize(g1, c1, false, Millis(1), &[StateHandle(1)])
             .await
             .expect("finalize");
-        lost.lose_answers(true);
+        lost.hooks.lose_answers(true);
         match store.store(g1, c1).await {
             Err(StoreError::OutcomeUnknown { checkpoint, .. }) => assert_eq!(checkpoint, c1),
             other => panic!("expected an unknown outcome, got {other:?}"),
         }
         assert_eq!(store.holdings().latest(), Some(c1));
-        lost.lose_answers(false);
+        lost.hooks.lose_answers(false);
         let (_, rec) = ObjStore::open(objects, OpenOptions::new(JOB, 2, Generation(2)))
             .await
             .expect("the next leader");
