@@ -24,7 +24,10 @@ pub fn open_store(
 
 /// A [`MemFs`] with injected I/O errors (other than `NotFound`, which
 /// means "already gone"): removes of paths under a prefix fail with
-/// permission denied and leave the file; and, while switched on, the sync
+/// permission denied and leave the file; while switched on, reads of paths
+/// under a prefix fail the same way (the file is there) and `exists` says
+/// `false` for them, as `Path::exists` does when the lookup fails; and, while
+/// switched on, the sync
 /// of a directory fails when the last rename into it made a name ending in
 /// a suffix (`.meta`: the file store's commit point), after the rename, as
 /// a real `fsync` of the directory fails: whether the rename is durable is
@@ -33,6 +36,8 @@ pub fn open_store(
 pub struct FaultyFs {
     inner: MemFs,
     fail_removes_under: Option<String>,
+    fail_reads_under: Option<String>,
+    reads_failing: AtomicBool,
     fail_syncs_after_renames_to: Option<String>,
     /// Per directory: whether the last rename into it matched the suffix.
     last_renames: Mutex<Vec<(String, bool)>>,
@@ -42,11 +47,14 @@ pub struct FaultyFs {
 impl FaultyFs {
     fn new(
         fail_removes_under: Option<String>,
+        fail_reads_under: Option<String>,
         fail_syncs_after_renames_to: Option<String>,
     ) -> Self {
         FaultyFs {
             inner: MemFs::new(),
             fail_removes_under,
+            fail_reads_under,
+            reads_failing: AtomicBool::new(false),
             fail_syncs_after_renames_to,
             last_renames: Mutex::new(Vec::new()),
             syncs_failing: AtomicBool::new(false),
@@ -56,19 +64,39 @@ impl FaultyFs {
     /// Removes of paths starting with `prefix` fail.
     #[must_use]
     pub fn failing_removes_under(prefix: &str) -> Self {
-        Self::new(Some(prefix.to_string()), None)
+        Self::new(Some(prefix.to_string()), None, None)
+    }
+
+    /// Once [`FaultyFs::fail_reads`] is on, reads of paths starting with
+    /// `prefix` fail.
+    #[must_use]
+    pub fn failing_reads_under(prefix: &str) -> Self {
+        Self::new(None, Some(prefix.to_string()), None)
+    }
+
+    /// Turns the failing reads on or off.
+    pub fn fail_reads(&self, on: bool) {
+        self.reads_failing.store(on, Ordering::SeqCst);
     }
 
     /// Once [`FaultyFs::fail_syncs`] is on, the directory sync after a
     /// rename to a name ending in `suffix` fails.
     #[must_use]
     pub fn failing_syncs_after_renames_to(suffix: &str) -> Self {
-        Self::new(None, Some(suffix.to_string()))
+        Self::new(None, None, Some(suffix.to_string()))
     }
 
     /// Turns the failing directory syncs on or off.
     pub fn fail_syncs(&self, on: bool) {
         self.syncs_failing.store(on, Ordering::SeqCst);
+    }
+
+    fn read_fails(&self, path: &str) -> bool {
+        self.reads_failing.load(Ordering::SeqCst)
+            && self
+                .fail_reads_under
+                .as_deref()
+                .is_some_and(|prefix| path.starts_with(prefix))
     }
 
     fn injected(what: &str) -> io::Error {
@@ -124,10 +152,13 @@ impl Fs for FaultyFs {
         self.inner.remove(path)
     }
     fn read(&self, path: &str) -> io::Result<Vec<u8>> {
+        if self.read_fails(path) {
+            return Err(Self::injected(path));
+        }
         self.inner.read(path)
     }
     fn exists(&self, path: &str) -> bool {
-        self.inner.exists(path)
+        !self.read_fails(path) && self.inner.exists(path)
     }
     fn list(&self, dir: &str) -> io::Result<Vec<String>> {
         self.inner.list(dir)

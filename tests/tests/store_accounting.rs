@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use ckpt_core::host::fs::{Fs, MemFs};
 use ckpt_core::host::store::{
-    meta_path, state_path, write_state, Discarded, FileStore, Metadata, MetadataError, StoreError,
-    CHECKPOINT_DIR, HANDLES_MAX, IDS_FILE, META_MAGIC, META_VERSION,
+    meta_path, state_path, write_state, Discarded, FileStore, Metadata, MetadataError, OpenOptions,
+    StoreError, CHECKPOINT_DIR, HANDLES_MAX, IDS_FILE, META_MAGIC, META_VERSION,
 };
 use ckpt_core::{CheckpointId, JobId, Millis, StateHandle};
 use ckpt_tests::host::{open_store, FaultyFs};
@@ -354,4 +354,66 @@ fn an_eviction_failure_after_the_commit_still_stores_the_checkpoint() {
         Ok(Discarded::Refused { checkpoint }) if checkpoint == cp(1)
     ));
     assert!(fs.exists(&state_path(h(1))));
+}
+
+/// A state file of the checkpoint to restore that cannot be read (an error
+/// other than "not found") fails the open and quarantines nothing: taken as
+/// damage, a transient error would quarantine the latest checkpoint for
+/// good and restore an older one. Once the error is gone the latest is
+/// restored.
+#[test]
+fn an_unreadable_state_file_fails_the_open_instead_of_condemning_the_checkpoint() {
+    let faulty = Arc::new(FaultyFs::failing_reads_under(&state_path(h(2))));
+    let fs: Arc<dyn Fs> = faulty.clone();
+    let mut store = open(&fs, 2);
+    commit(&mut store, &*fs, cp(1), &[h(1)]);
+    commit(&mut store, &*fs, cp(2), &[h(2)]);
+    drop(store);
+    let checked = |fs: &Arc<dyn Fs>| {
+        let generation = FileStore::next_generation(&**fs).unwrap();
+        let mut options = OpenOptions::new(JOB, 2, generation);
+        options.check_state = Some(Arc::new(|_, _, _| Ok(())));
+        FileStore::open(Arc::clone(fs), options)
+    };
+    faulty.fail_reads(true);
+    match checked(&fs) {
+        Err(StoreError::Io {
+            op: "read", path, ..
+        }) => assert_eq!(path, state_path(h(2))),
+        Err(e) => panic!("expected the read error, got {e:?}"),
+        Ok((_, recovery)) => panic!("expected the read error, got {recovery:?}"),
+    }
+    assert!(fs.exists(&meta_path(cp(2))), "nothing quarantined");
+    faulty.fail_reads(false);
+    let (_, recovery) = checked(&fs).unwrap();
+    assert_eq!(recovery.latest().map(|c| c.checkpoint), Some(cp(2)));
+    assert!(recovery.damaged.is_empty(), "{:?}", recovery.damaged);
+}
+
+/// An id counter that cannot be read (an error other than "not found")
+/// fails the open: taken as absent, the counter would restart from the ids
+/// named on disk and hand out again ids that were allocated but never
+/// committed.
+#[test]
+fn an_unreadable_id_counter_fails_the_open_instead_of_starting_over() {
+    let faulty = Arc::new(FaultyFs::failing_reads_under(IDS_FILE));
+    let fs: Arc<dyn Fs> = faulty.clone();
+    let mut store = open(&fs, 2);
+    let g = store.generation();
+    commit(&mut store, &*fs, cp(1), &[h(1)]);
+    for _ in 0..3 {
+        store.allocate_id(g).unwrap();
+    }
+    let next = store.next_id();
+    drop(store);
+    faulty.fail_reads(true);
+    match open_store(&fs, JOB, 2) {
+        Err(StoreError::Io {
+            op: "read", path, ..
+        }) => assert_eq!(path, IDS_FILE),
+        Err(e) => panic!("expected the read error, got {e:?}"),
+        Ok((s, _)) => panic!("expected the read error, got next id {:?}", s.next_id()),
+    }
+    faulty.fail_reads(false);
+    assert_eq!(open(&fs, 2).next_id(), next);
 }

@@ -22,7 +22,7 @@ use object_store::ObjectStore;
 use proptest::prelude::*;
 
 mod wrapped;
-use wrapped::{LoseAnswers, Wrapped};
+use wrapped::{FailReads, LoseAnswers, Wrapped};
 
 const JOB: JobId = JobId(7);
 const RETAINED: usize = 2;
@@ -660,5 +660,55 @@ fn a_commit_whose_append_answer_is_lost_is_an_unknown_outcome_and_recovered() {
             .await
             .expect("the next leader");
         assert_eq!(rec.latest().map(|c| c.checkpoint), Some(c1));
+    });
+}
+
+/// A metadata or state object of the latest checkpoint that cannot be read
+/// (an error other than "not found") fails the open and writes nothing:
+/// taken as damage, it would be quarantined in the log for good and an
+/// older checkpoint restored. Once the error is gone the latest is
+/// restored.
+#[test]
+fn an_unreadable_object_fails_the_open_instead_of_condemning_the_checkpoint() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let reads = Arc::new(Wrapped::<FailReads>::default());
+        let objects: Arc<dyn ObjectStore> = Arc::clone(&reads) as Arc<dyn ObjectStore>;
+        let g1 = Generation(1);
+        let (mut store, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 2, g1))
+            .await
+            .expect("open");
+        let mut last = CheckpointId(0);
+        for n in 1..=2 {
+            objstore::write_state(&*objects, StateHandle(n), vec![1])
+                .await
+                .expect("state");
+            last = store.allocate_id(g1).await.expect("id");
+            store
+                .finalize(g1, last, false, Millis(n), &[StateHandle(n)])
+                .await
+                .expect("finalize");
+            store.store(g1, last).await.expect("store");
+        }
+        let mut generation = 1;
+        for unreadable in [store::meta_path(last), store::state_path(StateHandle(2))] {
+            reads.hooks.fail(Some(&unreadable));
+            generation += 1;
+            let mut options = OpenOptions::new(JOB, 2, Generation(generation));
+            options.check_state = Some(Arc::new(|_, _, _| Ok(())));
+            match ObjStore::open(Arc::clone(&objects), options).await {
+                Err(StoreError::Io { op: "get", .. }) => {}
+                Err(e) => panic!("{unreadable}: expected the read error, got {e:?}"),
+                Ok((_, rec)) => panic!("{unreadable}: expected the read error, got {rec:?}"),
+            }
+        }
+        reads.hooks.fail(None);
+        let mut options = OpenOptions::new(JOB, 2, Generation(generation + 1));
+        options.check_state = Some(Arc::new(|_, _, _| Ok(())));
+        let (_, rec) = ObjStore::open(objects, options).await.expect("open");
+        assert_eq!(rec.latest().map(|c| c.checkpoint), Some(last));
+        assert!(rec.damaged.is_empty(), "{:?}", rec.damaged);
     });
 }

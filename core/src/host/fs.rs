@@ -27,9 +27,12 @@ pub trait Fs: Send + Sync + 'static {
     fn rename(&self, from: &str, to: &str) -> io::Result<()>;
     /// Removes a file (`NotFound` if it does not exist).
     fn remove(&self, path: &str) -> io::Result<()>;
-    /// Reads a whole file.
+    /// Reads a whole file (`NotFound` if it does not exist; any other
+    /// error says nothing about whether it exists).
     fn read(&self, path: &str) -> io::Result<Vec<u8>>;
-    /// Whether `path` exists.
+    /// Whether `path` exists (`false` also when that cannot be told: the
+    /// store's recovery never takes `false` as "missing", it reads or
+    /// lists instead).
     fn exists(&self, path: &str) -> bool;
     /// The file names in directory `dir`, sorted (empty if it does not exist).
     fn list(&self, dir: &str) -> io::Result<Vec<String>>;

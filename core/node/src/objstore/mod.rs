@@ -68,7 +68,10 @@
 //! appended at its end, then every stored checkpoint's metadata is read and
 //! checked (job, id, checksum) and every state object of it must exist; the
 //! checkpoint to restore (the newest) has its state objects read and
-//! checked by [`OpenOptions::check_state`]. A damaged checkpoint is not
+//! checked by [`OpenOptions::check_state`]. An object that cannot be read
+//! (any error but "not found") fails the open before anything is written
+//! but the claim: a transient error is not damage, and a quarantine entry
+//! is for good. A damaged checkpoint is not
 //! restored and the next newest tried; [`OpenOptions::committed`] refuses a
 //! restore behind an exactly-once sink's commit before anything but the
 //! claim is changed (the refused generation stays claimed).

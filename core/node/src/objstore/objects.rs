@@ -51,6 +51,21 @@ pub async fn read_state(
     read(store, &path).await
 }
 
+/// Reads `path`; `None` when the store says it does not exist (any other
+/// error says nothing about that, and is returned).
+pub(super) async fn read_found(
+    store: &dyn ObjectStore,
+    path: &Path,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let got = match store.get(path).await {
+        Ok(got) => got,
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(obj_err("get", path)(e)),
+    };
+    let bytes = got.bytes().await.map_err(obj_err("get", path))?;
+    Ok(Some(bytes.to_vec()))
+}
+
 pub(super) async fn read(store: &dyn ObjectStore, path: &Path) -> Result<Vec<u8>, StoreError> {
     let got = store.get(path).await.map_err(obj_err("get", path))?;
     let bytes = got.bytes().await.map_err(obj_err("get", path))?;

@@ -17,7 +17,7 @@ use object_store::path::Path;
 use object_store::ObjectStore;
 
 use super::log::{LogEntry, Replay};
-use super::objects::{delete, list, obj_err, parse_meta_name, parse_state_name, read, read_state};
+use super::objects::{delete, list, obj_err, parse_meta_name, parse_state_name, read, read_found};
 use super::ObjStore;
 
 /// Bytes before the handles in the metadata format written (version 2).
@@ -43,8 +43,8 @@ impl ObjStore {
             .collect();
         for id in &r.stored {
             let path = Path::from(meta_path(*id));
-            let meta = match read(objects, &path).await {
-                Ok(bytes) => Metadata::decode(&bytes).and_then(|m| {
+            let meta = match read_found(objects, &path).await? {
+                Some(bytes) => Metadata::decode(&bytes).and_then(|m| {
                     if m.job != self.job {
                         Err(MetadataError::WrongJob {
                             expected: self.job,
@@ -59,9 +59,11 @@ impl ObjStore {
                         Ok(m)
                     }
                 }),
-                // An absent or unreadable metadata object reads as zero
-                // bytes: shorter than any header.
-                Err(_) => Err(MetadataError::Truncated {
+                // An absent metadata object reads as zero bytes: shorter
+                // than any header. One that cannot be read fails the open
+                // (above): a transient error must not condemn a checkpoint
+                // that may be whole, which would restore an older one.
+                None => Err(MetadataError::Truncated {
                     len: 0,
                     needed: META_HEADER_BYTES,
                 }),
@@ -112,7 +114,7 @@ impl ObjStore {
         // one is damage and the next newest is tried.
         if let Some(check) = &options.check_state {
             while let Some(id) = commit::latest(valid.iter().map(|(id, e)| (*id, e.savepoint))) {
-                let bad = check_latest(objects, check, id, &valid[&id].handles).await;
+                let bad = check_latest(objects, check, id, &valid[&id].handles).await?;
                 if bad.is_empty() {
                     break;
                 }
@@ -251,23 +253,24 @@ async fn check_latest(
     check: &StateCheck,
     id: CheckpointId,
     handles: &[StateHandle],
-) -> Vec<(StateHandle, Damage)> {
+) -> Result<Vec<(StateHandle, Damage)>, StoreError> {
     let mut bad = Vec::new();
     for h in handles {
-        match read_state(objects, *h).await {
-            Ok(bytes) => {
+        // Unreadable is not damaged: the open fails instead.
+        match read_found(objects, &Path::from(state_path(*h))).await? {
+            Some(bytes) => {
                 if let Err(why) = check(id, *h, &bytes) {
                     bad.push((*h, Damage::DamagedState { handle: *h, why }));
                 }
             }
-            Err(e) => bad.push((
+            None => bad.push((
                 *h,
                 Damage::MissingState {
                     handle: *h,
-                    why: e.to_string(),
+                    why: "no such object".into(),
                 },
             )),
         }
     }
-    bad
+    Ok(bad)
 }

@@ -29,8 +29,8 @@ pub trait Hooks: fmt::Debug + Default + Send + Sync + 'static {
     fn lose_put_answer(&self, _location: &Path, _landed: bool) -> bool {
         false
     }
-    /// Called before a read; `false` fails it.
-    fn pass_get(&self) -> bool {
+    /// Called before a read of `location`; `false` fails it.
+    fn pass_get(&self, _location: &Path) -> bool {
         true
     }
 }
@@ -82,8 +82,8 @@ impl<H: Hooks> ObjectStore for Wrapped<H> {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
-        if !self.hooks.pass_get() {
-            return Err(injected("the gate stayed shut"));
+        if !self.hooks.pass_get(location) {
+            return Err(injected("the read was refused"));
         }
         self.inner.get_opts(location, options).await
     }
@@ -160,7 +160,7 @@ impl Gate {
 
 impl Hooks for Gate {
     /// Says a read is waiting, then waits for the gate; whether it opened.
-    fn pass_get(&self) -> bool {
+    fn pass_get(&self, _location: &Path) -> bool {
         let (state, cv) = &*self.state;
         state.lock().unwrap().1 = true;
         cv.notify_all();
@@ -168,5 +168,30 @@ impl Hooks for Gate {
             .wait_timeout_while(state.lock().unwrap(), Duration::from_secs(1), |s| !s.0)
             .unwrap();
         state.0
+    }
+}
+
+/// While [`FailReads::fail`] is on, reads of the paths starting with its
+/// prefix fail with an error other than "not found" (the objects are there).
+#[derive(Debug, Default)]
+pub struct FailReads {
+    prefix: std::sync::Mutex<String>,
+    failing: AtomicBool,
+}
+
+impl FailReads {
+    /// Fails the reads under `prefix` (`None`: none fail).
+    pub fn fail(&self, prefix: Option<&str>) {
+        *self.prefix.lock().unwrap() = prefix.unwrap_or_default().to_string();
+        self.failing.store(prefix.is_some(), Ordering::SeqCst);
+    }
+}
+
+impl Hooks for FailReads {
+    fn pass_get(&self, location: &Path) -> bool {
+        !(self.failing.load(Ordering::SeqCst)
+            && location
+                .as_ref()
+                .starts_with(self.prefix.lock().unwrap().as_str()))
     }
 }

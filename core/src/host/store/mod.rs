@@ -486,14 +486,18 @@ impl FileStore {
     }
 
     fn read_counter(fs: &dyn Fs, job: JobId) -> Result<u64, StoreError> {
-        if !fs.exists(IDS_FILE) {
-            return Ok(1);
-        }
+        // Only a counter that is not there is a fresh one: an error that
+        // cannot tell (`exists` says `false` for it too) would hand out
+        // ids again.
+        let b = match fs.read(IDS_FILE) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(1),
+            Err(e) => return Err(io_err("read", IDS_FILE)(e)),
+        };
         let bad = |why: String| StoreError::BadCounter {
             path: IDS_FILE.into(),
             why,
         };
-        let b = fs.read(IDS_FILE).map_err(io_err("read", IDS_FILE))?;
         if b.len() != 28 {
             return Err(bad(format!("{} bytes, expected 28", b.len())));
         }

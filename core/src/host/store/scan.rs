@@ -215,6 +215,15 @@ impl FileStore {
             }
         }
         // A stored checkpoint whose state is incomplete cannot be restored.
+        // A state file is missing when the listing, which must succeed,
+        // does not name it: an error that cannot tell (a permission, an
+        // I/O error) fails the open instead of condemning a checkpoint
+        // that may be whole, which would restore an older one.
+        let state_names = fs.list(STATE_DIR).map_err(io_err("list", STATE_DIR))?;
+        let present: BTreeSet<StateHandle> = state_names
+            .iter()
+            .filter_map(|n| parse_state_name(n))
+            .collect();
         let ids: Vec<CheckpointId> = scan.valid.keys().copied().collect();
         for id in ids {
             let handles = scan
@@ -225,7 +234,7 @@ impl FileStore {
             let missing: Vec<StateHandle> = handles
                 .iter()
                 .copied()
-                .filter(|h| !fs.exists(&state_path(*h)))
+                .filter(|h| !present.contains(h))
                 .collect();
             if !missing.is_empty() {
                 scan.mark_damaged(
@@ -259,13 +268,16 @@ impl FileStore {
                                 bad.push((h, Damage::DamagedState { handle: h, why }));
                             }
                         }
-                        Err(e) => bad.push((
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => bad.push((
                             h,
                             Damage::MissingState {
                                 handle: h,
                                 why: e.to_string(),
                             },
                         )),
+                        // Unreadable is not damaged: the open fails, and
+                        // nothing is quarantined on a transient error.
+                        Err(e) => return Err(io_err("read", &state_path(h))(e)),
                     }
                 }
                 if bad.is_empty() {
@@ -281,7 +293,7 @@ impl FileStore {
             .flat_map(|e| e.handles.iter().copied())
             .chain(scan.kept.iter().copied())
             .collect();
-        for name in fs.list(STATE_DIR).map_err(io_err("list", STATE_DIR))? {
+        for name in state_names {
             match parse_state_name(&name) {
                 Some(h) if referenced.contains(&h) => {}
                 Some(h) if undecodable_quarantine => scan.kept_unreferenced.push(h),
