@@ -585,3 +585,33 @@ fn a_commit_with_an_unknown_outcome_halts_the_job_and_the_next_start_recovers_it
         again.shutdown(JobStatus::Finished).await;
     });
 }
+
+/// An eviction that fails after a commit (the oldest checkpoint's metadata
+/// cannot be removed) leaves that checkpoint held by the store while the
+/// coordinator lets go of it: the store's guard defers the coordinator's
+/// deletes of its state, and the host does not report that as a broken
+/// rule. The job runs on, every later commit answered as stored.
+#[test]
+fn a_failed_eviction_defers_the_state_deletes_without_a_violation() {
+    use ckpt_core::host::store::meta_path;
+    let rt = runtime();
+    rt.block_on(async {
+        let fs: Arc<dyn Fs> =
+            Arc::new(FaultyFs::failing_removes_under(&meta_path(CheckpointId(1))));
+        let cfg = config(u64::MAX, 0);
+        let job = start(&cfg, &fs).await;
+        let mut waited_ms = 0;
+        while job.stats().completed < 5 && waited_ms < 20_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            waited_ms += 5;
+        }
+        let s = job.shutdown(JobStatus::Finished).await;
+        assert!(s.completed >= 5, "{s:?}");
+        assert!(s.violations.is_empty(), "{:?}", s.violations);
+        assert!(
+            s.store.guard_refusals > 0,
+            "the guard deferred nothing: {s:?}"
+        );
+        assert!(fs.exists(&meta_path(CheckpointId(1))));
+    });
+}

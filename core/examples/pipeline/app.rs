@@ -397,6 +397,16 @@ async fn run_dir(fs: Arc<dyn Fs>, args: &Args, sources: u32) -> Result<(), Fail>
         eprintln!();
     }
     let stats = job.shutdown(JobStatus::Finished).await;
+    // What the shutdown itself found (a violation, a halt) fails the run
+    // too; the trace is still written.
+    let ended_badly = if !stats.violations.is_empty() {
+        Some(format!("host violations: {:?}", stats.violations))
+    } else {
+        stats
+            .halted
+            .as_ref()
+            .map(|why| format!("the coordinator halted ({why}); run again to recover from DIR"))
+    };
     if let Some(path) = &args.trace {
         let written = File::create(path)
             .and_then(|f| ckpt_core::trace::write_trace(std::io::BufWriter::new(f), &live.trace()));
@@ -406,6 +416,9 @@ async fn run_dir(fs: Arc<dyn Fs>, args: &Args, sources: u32) -> Result<(), Fail>
                 format!("writing the trace {}: {e}", path.display()),
             ));
         }
+    }
+    if let Some(why) = ended_badly {
+        return Err(fail(EXIT_FAILED, why));
     }
     verifier.advance(&*fs).map_err(|e| {
         fail(

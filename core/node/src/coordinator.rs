@@ -124,9 +124,10 @@ pub enum CoordinatorError {
     /// leader has claimed the store, and this one stops.
     #[error("fenced by the store: {0}")]
     Fenced(StoreError),
-    /// A commit's outcome is unknown ([`StoreError::OutcomeUnknown`]): the
-    /// coordinator answered nothing and stopped, as after a crash; start a
-    /// new one, whose recovery reads the store.
+    /// A commit's outcome is unknown ([`StoreError::OutcomeUnknown`]), or
+    /// the id counter could not be reset: the coordinator carried out
+    /// nothing more and stopped, as after a crash; start a new one, whose
+    /// recovery reads the store.
     #[error("halted: {0}")]
     Halted(StoreError),
     /// The listener failed.
@@ -180,8 +181,9 @@ struct Driver {
     stopped_conn: Option<u64>,
     /// The store refused a write as from a deposed leader.
     fenced: Option<StoreError>,
-    /// A commit's outcome is unknown ([`StoreError::OutcomeUnknown`]): the
-    /// driver carries out nothing more and stops, as after a crash.
+    /// A commit's outcome is unknown ([`StoreError::OutcomeUnknown`]), or
+    /// the id counter could not be reset: the driver carries out nothing
+    /// more and stops, as after a crash.
     halted: Option<StoreError>,
     report: CoordinatorReport,
     inbox: mpsc::Sender<Inbound>,
@@ -840,9 +842,16 @@ impl Driver {
                     Some(s) => s.reset_counter(generation, next).await,
                     None => Err(StoreError::CounterExhausted),
                 };
+                // The crate docs: a counter that could not be reset may hand
+                // out an id again, so this coordinator stops (fenced, or
+                // halted) and the next one recovers from the store.
                 if let Err(e) = reset {
-                    self.violation(format!("id counter reset to {next} failed: {e}"));
-                    self.note_fence(e);
+                    say(&format!("id counter reset to {next} failed: {e}"));
+                    if matches!(e, StoreError::StaleGeneration { .. }) {
+                        self.note_fence(e);
+                    } else {
+                        self.halted = Some(e);
+                    }
                 }
             }
             CoordinatorEffect::Job(JobCommand::Restore {

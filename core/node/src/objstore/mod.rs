@@ -378,16 +378,30 @@ impl ObjStore {
     /// holds. The log already says they are gone, so a failure here leaves
     /// objects for the next start's clean-up, never a checkpoint.
     async fn delete_evicted(&mut self, evicted: &[CheckpointId]) -> Result<(), StoreError> {
+        // The log says they are gone: every one is let go of first, so a
+        // failed delete below leaves an object behind, never a checkpoint
+        // the store still holds (whose state its guard would keep).
+        let mut released = Vec::new();
         for old in evicted {
-            delete(&*self.objects, &Path::from(meta_path(*old))).await?;
             self.stats.evicted += 1;
             for h in self.holdings.forget(*old) {
                 if self.holdings.release_evicted(h) {
-                    self.delete_state(h).await?;
+                    released.push(h);
                 }
             }
         }
-        Ok(())
+        let mut first_error = None;
+        for old in evicted {
+            if let Err(e) = delete(&*self.objects, &Path::from(meta_path(*old))).await {
+                first_error.get_or_insert(e);
+            }
+        }
+        for h in released {
+            if let Err(e) = self.delete_state(h).await {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// The coordinator's (or a task's) `DiscardState`: deletes the state

@@ -41,8 +41,9 @@ pub(super) struct Driver {
     pub(super) stop: Option<CheckpointId>,
     /// The leader generation this driver claimed; every store write names it.
     pub(super) generation: Generation,
-    /// A commit's outcome is unknown (`StoreError::OutcomeUnknown`): the
-    /// driver stops before its next event, as after a crash.
+    /// A commit's outcome is unknown (`StoreError::OutcomeUnknown`), or the
+    /// id counter could not be reset: the driver stops before its next
+    /// event, as after a crash.
     pub(super) halted: Option<String>,
 }
 
@@ -243,9 +244,13 @@ impl Driver {
                     .violation("job finished, no task reported finished".into());
             }
             CoordinatorEffect::Job(JobCommand::ResetIdCounter { generation, next }) => {
+                // The crate docs: a counter that could not be reset may
+                // hand out an id again, so this coordinator stops and the
+                // next one recovers from the store.
                 if let Err(e) = self.store.reset_counter(generation, next) {
                     self.ctx
-                        .violation(format!("id counter reset to {next} failed: {e}"));
+                        .log(format!("halting: id counter reset to {next} failed: {e}"));
+                    self.halted = Some(format!("id counter reset to {next} failed: {e}"));
                 }
             }
             CoordinatorEffect::Job(JobCommand::Restore {
@@ -280,6 +285,22 @@ impl Driver {
                 "DiscardState of {} (checkpoint {checkpoint}) declined: savepoint {savepoint} holds it",
                 state_path(handle)
             )),
+            // The store still holds `held` because its eviction failed
+            // (`Committed::retention`): the coordinator let go of it, the
+            // store did not, and the next commit's eviction deletes the
+            // file. Not a broken rule.
+            Ok(Discarded::Refused { checkpoint: held })
+                if self
+                    .store
+                    .holdings()
+                    .beyond_retention(self.store.retained_max())
+                    .contains(&held) =>
+            {
+                self.ctx.log(format!(
+                    "DiscardState of {} (checkpoint {checkpoint}) deferred: checkpoint {held}, whose eviction failed, still holds it",
+                    state_path(handle)
+                ));
+            }
             Ok(Discarded::Refused { checkpoint: held }) => {
                 self.ctx.violation(format!(
                     "durability guard: DiscardState of {} (checkpoint {checkpoint}) refused: stored checkpoint {held} holds it",

@@ -55,7 +55,8 @@ pub struct HostStats {
     /// The stop-with-savepoint the job ended on, if it did.
     pub stopped_with: Option<CheckpointId>,
     /// Why the coordinator halted, if it did: a commit whose outcome is
-    /// unknown ([`StoreError::OutcomeUnknown`](crate::host::store::StoreError::OutcomeUnknown)).
+    /// unknown ([`StoreError::OutcomeUnknown`](crate::host::store::StoreError::OutcomeUnknown)),
+    /// or an id counter that could not be reset.
     /// The job stopped as after a crash (every attempt stopped, no
     /// shutdown, nothing discarded); start it again to recover from the
     /// store.

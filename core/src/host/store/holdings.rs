@@ -132,18 +132,19 @@ impl Holdings {
         self.stored.insert(id, entry);
     }
 
-    /// The oldest stored checkpoint (never a savepoint) while more than
-    /// `retained_max` checkpoints are stored: the next one retention evicts.
+    /// The stored checkpoints (never savepoints) beyond the newest
+    /// `retained_max`, oldest first: what the next eviction removes, or
+    /// what an eviction that failed left held.
     #[must_use]
-    pub fn oldest_beyond(&self, retained_max: usize) -> Option<CheckpointId> {
-        let checkpoints = self.stored.values().filter(|e| !e.savepoint).count();
-        if checkpoints <= retained_max {
-            return None;
-        }
-        self.stored
+    pub fn beyond_retention(&self, retained_max: usize) -> Vec<CheckpointId> {
+        let checkpoints: Vec<CheckpointId> = self
+            .stored
             .iter()
-            .find(|(_, e)| !e.savepoint)
+            .filter(|(_, e)| !e.savepoint)
             .map(|(id, _)| *id)
+            .collect();
+        let beyond = checkpoints.len().saturating_sub(retained_max);
+        checkpoints.into_iter().take(beyond).collect()
     }
 
     /// Drops stored checkpoint `id` (evicted, disposed of); returns its

@@ -262,11 +262,13 @@ pub enum Discarded {
 pub struct Committed {
     /// The checkpoints its eviction removed (never savepoints), oldest first.
     pub evicted: Vec<CheckpointId>,
-    /// The eviction's error, if it stopped on one after the commit point:
-    /// a checkpoint whose metadata could not be removed is still held
-    /// (restorable, its state guarded) until a later commit evicts it; a
-    /// state file that could not be deleted is left for the next start's
-    /// orphan clean-up. Report it; it changes nothing about the commit.
+    /// The eviction's error, if it met one after the commit point: a
+    /// checkpoint whose metadata could not be removed, or whose removal
+    /// could not be synced, is still held (its state guarded: the
+    /// coordinator's deletes of it are refused and deferred) until a later
+    /// commit evicts it; a state file that could not be deleted is left for
+    /// the next start's orphan clean-up. Report it; it changes nothing
+    /// about the commit.
     pub retention: Option<StoreError>,
 }
 
@@ -660,39 +662,65 @@ impl FileStore {
         Ok(Committed { evicted, retention })
     }
 
-    /// The eviction after a commit: the oldest checkpoints (never
-    /// savepoints) beyond `retained_max`, each into `evicted` once its
-    /// metadata is removed; then the directory's sync. Stops at the first
-    /// error (the checkpoint it could not remove stays held, and so
-    /// guarded).
+    /// The eviction after a commit: the metadata of the oldest checkpoints
+    /// (never savepoints) beyond `retained_max`, oldest first, then the
+    /// directory's sync; only then does the store let go of them (each
+    /// into `evicted`) and delete the state no other checkpoint holds. A
+    /// removal that fails stops the removals; a sync that fails lets go of
+    /// nothing, since a crash may bring the metadata back and it must find
+    /// its state. What the store did not let go of stays held, so its guard
+    /// keeps refusing to delete that state, until a later commit evicts it.
+    /// Returns the first error.
     fn evict_beyond_retention(
         &mut self,
         writer: Generation,
         evicted: &mut Vec<CheckpointId>,
     ) -> Result<(), StoreError> {
-        while let Some(old) = self.holdings.oldest_beyond(self.retained_max) {
+        let mut first_error = None;
+        let mut removed = Vec::new();
+        for old in self.holdings.beyond_retention(self.retained_max) {
             // A leader deposed after this commit leaves retention to the
             // new one (the commit itself stands).
             if self.fence(writer).is_err() {
                 break;
             }
             let path = meta_path(old);
-            self.fs.remove(&path).map_err(io_err("remove", &path))?;
-            self.stats.evicted += 1;
-            evicted.push(old);
-            let hs = self.holdings.forget(old);
-            for h in hs {
-                if self.holdings.release_evicted(h) {
-                    self.delete_state(h)?;
+            match self.fs.remove(&path) {
+                // Gone already: an earlier eviction removed it, and its
+                // directory's sync failed.
+                Ok(()) => removed.push(old),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => removed.push(old),
+                Err(e) => {
+                    first_error = Some(io_err("remove", &path)(e));
+                    break;
                 }
             }
         }
-        if !evicted.is_empty() {
-            self.fs
-                .sync_dir(CHECKPOINT_DIR)
-                .map_err(io_err("sync", CHECKPOINT_DIR))?;
+        if removed.is_empty() {
+            return first_error.map_or(Ok(()), Err);
         }
-        Ok(())
+        self.fs
+            .sync_dir(CHECKPOINT_DIR)
+            .map_err(io_err("sync", CHECKPOINT_DIR))?;
+        for old in removed {
+            self.stats.evicted += 1;
+            evicted.push(old);
+            for h in self.holdings.forget(old) {
+                if self.holdings.release_evicted(h) {
+                    if let Err(e) = self.delete_state(h) {
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// How many checkpoints (not savepoints) the store keeps: older ones
+    /// are evicted by the next commit ([`Holdings::beyond_retention`]).
+    #[must_use]
+    pub fn retained_max(&self) -> usize {
+        self.retained_max
     }
 
     /// The coordinator's (or a task's) `DiscardState`, on behalf of
