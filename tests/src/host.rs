@@ -32,7 +32,8 @@ pub fn open_store(
 /// a suffix (`.meta`: the file store's commit point), after the rename, as
 /// a real `fsync` of the directory fails: whether the rename is durable is
 /// then unknown. Other syncs (a finalize's prepared file, state files) go
-/// through.
+/// through. Or, while switched on, a rename to a name ending in the suffix
+/// lands and answers with an error (a network file system's lost answer).
 pub struct FaultyFs {
     inner: MemFs,
     fail_removes_under: Option<String>,
@@ -42,6 +43,8 @@ pub struct FaultyFs {
     /// Per directory: whether the last rename into it matched the suffix.
     last_renames: Mutex<Vec<(String, bool)>>,
     syncs_failing: AtomicBool,
+    /// The matching renames (rather than the syncs after them) fail.
+    renames_fail: bool,
 }
 
 impl FaultyFs {
@@ -58,6 +61,7 @@ impl FaultyFs {
             fail_syncs_after_renames_to,
             last_renames: Mutex::new(Vec::new()),
             syncs_failing: AtomicBool::new(false),
+            renames_fail: false,
         }
     }
 
@@ -86,7 +90,17 @@ impl FaultyFs {
         Self::new(None, None, Some(suffix.to_string()))
     }
 
-    /// Turns the failing directory syncs on or off.
+    /// Once [`FaultyFs::fail_syncs`] is on, a rename to a name ending in
+    /// `suffix` is made and answers with an error.
+    #[must_use]
+    pub fn losing_rename_answers_to(suffix: &str) -> Self {
+        FaultyFs {
+            renames_fail: true,
+            ..Self::new(None, None, Some(suffix.to_string()))
+        }
+    }
+
+    /// Turns the failing directory syncs (or rename answers) on or off.
     pub fn fail_syncs(&self, on: bool) {
         self.syncs_failing.store(on, Ordering::SeqCst);
     }
@@ -121,7 +135,8 @@ impl Fs for FaultyFs {
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .any(|(d, matched)| d == dir && *matched);
-        if self.syncs_failing.load(Ordering::SeqCst) && after_matching_rename {
+        if !self.renames_fail && self.syncs_failing.load(Ordering::SeqCst) && after_matching_rename
+        {
             return Err(Self::injected(dir));
         }
         self.inner.sync_dir(dir)
@@ -139,6 +154,9 @@ impl Fs for FaultyFs {
             .unwrap_or_else(PoisonError::into_inner);
         last.retain(|(d, _)| d != dir);
         last.push((dir.to_string(), matched));
+        if self.renames_fail && matched && self.syncs_failing.load(Ordering::SeqCst) {
+            return Err(Self::injected(to));
+        }
         Ok(())
     }
     fn remove(&self, path: &str) -> io::Result<()> {

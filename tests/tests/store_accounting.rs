@@ -289,8 +289,9 @@ fn discard_reports_a_state_file_removal_failure_other_than_not_found() {
 /// outcome unknown, which is not "definitely not stored": a coordinator
 /// answered with a failure would drop the checkpoint and, at its next
 /// failover, restore an older one than the store holds. The store says
-/// `OutcomeUnknown`, holds the checkpoint (its state guarded), and a new
-/// start recovers it as the latest.
+/// `OutcomeUnknown`, holds the checkpoint (its state guarded); a new start
+/// is refused while the directory still cannot be synced, and recovers it
+/// as the latest once it can.
 #[test]
 fn a_failed_directory_sync_after_the_rename_is_an_unknown_outcome_not_a_failure() {
     let faulty = Arc::new(FaultyFs::failing_syncs_after_renames_to(".meta"));
@@ -317,8 +318,15 @@ fn a_failed_directory_sync_after_the_rename_is_an_unknown_outcome_not_a_failure(
         Ok(Discarded::Refused { checkpoint }) if checkpoint == cp(2)
     ));
     assert!(fs.exists(&state_path(h(2))));
-    faulty.fail_syncs(false);
     drop(store);
+    // A start while the directory still cannot be synced is refused: it
+    // would restore checkpoint 2 from entries a crash may still undo.
+    match open_store(&fs, JOB, 2) {
+        Err(StoreError::Io { op: "sync", .. }) => {}
+        Err(e) => panic!("expected the sync error, got {e:?}"),
+        Ok((_, recovery)) => panic!("expected the sync error, got {recovery:?}"),
+    }
+    faulty.fail_syncs(false);
     let (again, recovery) = open_store(&fs, JOB, 2).unwrap();
     assert_eq!(recovery.latest().map(|c| c.checkpoint), Some(cp(2)));
     assert_eq!(again.holdings().latest(), Some(cp(2)));
@@ -416,4 +424,35 @@ fn an_unreadable_id_counter_fails_the_open_instead_of_starting_over() {
     }
     faulty.fail_reads(false);
     assert_eq!(open(&fs, 2).next_id(), next);
+}
+
+/// A rename that lands but answers with an error (a network file system,
+/// an object store's copy-then-delete) is not "definitely not stored":
+/// the metadata is in place, so the commit's outcome is unknown, the
+/// checkpoint held, and a new start recovers it.
+#[test]
+fn a_commit_rename_that_landed_despite_its_error_is_an_unknown_outcome() {
+    let faulty = Arc::new(FaultyFs::losing_rename_answers_to(".meta"));
+    let fs: Arc<dyn Fs> = faulty.clone();
+    let mut store = open(&fs, 2);
+    let g = store.generation();
+    commit(&mut store, &*fs, cp(1), &[h(1)]);
+    write_state(&*fs, h(2), b"state").unwrap();
+    store.finalize(g, cp(2), false, Millis(2), &[h(2)]).unwrap();
+    faulty.fail_syncs(true);
+    match store.store(g, cp(2)) {
+        Err(StoreError::OutcomeUnknown { checkpoint, source }) => {
+            assert_eq!(checkpoint, cp(2));
+            assert!(
+                matches!(*source, StoreError::Io { op: "rename", .. }),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected an unknown outcome, got {other:?}"),
+    }
+    assert_eq!(store.holdings().latest(), Some(cp(2)));
+    faulty.fail_syncs(false);
+    drop(store);
+    let (_, recovery) = open_store(&fs, JOB, 2).unwrap();
+    assert_eq!(recovery.latest().map(|c| c.checkpoint), Some(cp(2)));
 }

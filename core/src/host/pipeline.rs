@@ -358,20 +358,25 @@ impl TwoPhaseSink {
         }
     }
 
-    /// Commits one pre-committed transaction; committing twice is a no-op.
-    /// Returns whether this call committed it.
-    fn commit(&self, checkpoint: CheckpointId) -> Result<bool, OperatorError> {
+    /// Commits one pre-committed transaction of `records` records;
+    /// committing twice is a no-op. The records count as committed once
+    /// the rename is made, before the syncs: a sync that fails fails the
+    /// task, and the recovery commit then finds the transaction committed
+    /// and counts nothing, so counting later would lose them from the
+    /// count (and a bounded run would never end).
+    fn commit(&self, checkpoint: CheckpointId, records: u64) -> Result<(), OperatorError> {
         let fs = &*self.fs;
         let name = txn_name(checkpoint, self.task);
         let from = join(PENDING_DIR, &name);
         let to = join(COMMITTED_DIR, &name);
         if fs.exists(&from) {
             fs.rename(&from, &to).map_err(|e| oerr("commit", e))?;
+            self.committed.fetch_add(records, Ordering::Relaxed);
             fs.sync_dir(COMMITTED_DIR).map_err(|e| oerr("commit", e))?;
             fs.sync_dir(PENDING_DIR).map_err(|e| oerr("commit", e))?;
-            Ok(true)
+            Ok(())
         } else if fs.exists(&to) {
-            Ok(false)
+            Ok(())
         } else {
             Err(OperatorError(format!(
                 "pre-committed transaction {name} is neither pending nor committed"
@@ -431,9 +436,7 @@ impl Operator for TwoPhaseSink {
         }
         // Recovery commit of the restored checkpoint's transactions.
         for (c, n) in &restored {
-            if self.commit(*c)? {
-                self.committed.fetch_add(*n, Ordering::Relaxed);
-            }
+            self.commit(*c, *n)?;
         }
         // Every other pending transaction of this task belongs to an epoch
         // that never completed.
@@ -460,9 +463,8 @@ impl Operator for TwoPhaseSink {
             .map(|(c, n)| (*c, *n))
             .collect();
         for (c, n) in due {
-            self.commit(c)?;
+            self.commit(c, n)?;
             self.pending.remove(&c);
-            self.committed.fetch_add(n, Ordering::Relaxed);
         }
         Ok(())
     }

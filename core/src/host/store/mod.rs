@@ -430,14 +430,12 @@ impl FileStore {
     fn apply(&mut self, scan: &Scan) -> Result<(), StoreError> {
         self.fence(self.generation)?;
         let fs = Arc::clone(&self.fs);
-        let mut dirty = false;
         for path in &scan.partial {
             match fs.remove(path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io_err("remove", path)(e)),
             }
-            dirty = true;
         }
         for id in &scan.to_quarantine {
             let from = meta_path(*id);
@@ -448,12 +446,15 @@ impl FileStore {
                 n += 1;
             }
             fs.rename(&from, &to).map_err(io_err("rename", &from))?;
-            dirty = true;
         }
-        if dirty {
-            fs.sync_dir(CHECKPOINT_DIR)
-                .map_err(io_err("sync", CHECKPOINT_DIR))?;
-        }
+        // Always, changed or not: what this start read and restores must
+        // be durable before a job runs on it. A commit whose directory sync
+        // failed (the last run halted on `OutcomeUnknown`) can be in the
+        // page cache only; restored and built on (output committed for it),
+        // then lost in a crash, it would leave the output ahead of every
+        // checkpoint. A failure here fails the open.
+        fs.sync_dir(CHECKPOINT_DIR)
+            .map_err(io_err("sync", CHECKPOINT_DIR))?;
         for h in &scan.orphans {
             let path = state_path(*h);
             match fs.remove(&path) {
@@ -462,9 +463,7 @@ impl FileStore {
                 Err(e) => return Err(io_err("remove", &path)(e)),
             }
         }
-        if !scan.orphans.is_empty() {
-            fs.sync_dir(STATE_DIR).map_err(io_err("sync", STATE_DIR))?;
-        }
+        fs.sync_dir(STATE_DIR).map_err(io_err("sync", STATE_DIR))?;
         self.write_counter(self.next_id)
     }
 
@@ -621,7 +620,9 @@ impl FileStore {
     ///   checkpoint's files stay, and the store keeps holding what it could
     ///   not remove, so its guard still protects that state).
     /// * [`StoreError::OutcomeUnknown`]: the rename was made but the
-    ///   directory's sync failed, so a crash may still undo it. The
+    ///   directory's sync failed, so a crash may still undo it (or the
+    ///   rename reported an error and its target is there, or cannot be
+    ///   read to tell). The
     ///   checkpoint is held as stored; answer nothing and stop the
     ///   coordinator (see the variant).
     /// * Any other error: the commit point was not reached, the checkpoint
@@ -642,12 +643,28 @@ impl FileStore {
         }
         let to = meta_name(checkpoint, "meta");
         if let Err(e) = self.fs.rename(&from, &to) {
-            let _ = self.fs.remove(&from);
-            return Err(StoreError::Io {
+            let failed = StoreError::Io {
                 op: "rename",
-                path: from,
+                path: from.clone(),
                 source: e,
-            });
+            };
+            // A rename that reports an error may still have landed (a
+            // network file system; `ckpt-node`'s `ObjFs`, whose rename is
+            // a copy then a delete): only a target that is not there makes
+            // it "definitely not stored".
+            return match self.fs.read(&to) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let _ = self.fs.remove(&from);
+                    Err(failed)
+                }
+                Ok(_) | Err(_) => {
+                    self.holdings.hold(checkpoint, entry);
+                    Err(StoreError::OutcomeUnknown {
+                        checkpoint,
+                        source: Box::new(failed),
+                    })
+                }
+            };
         }
         self.holdings.hold(checkpoint, entry);
         self.stats.stored += 1;
