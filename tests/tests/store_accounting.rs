@@ -285,16 +285,12 @@ fn discard_reports_a_state_file_removal_failure_other_than_not_found() {
     assert_eq!(store.stats().deleted, 0);
 }
 
-/// A failed sync of the directory after the commit's rename leaves the
-/// outcome unknown, which is not "definitely not stored": a coordinator
-/// answered with a failure would drop the checkpoint and, at its next
-/// failover, restore an older one than the store holds. The store says
-/// `OutcomeUnknown`, holds the checkpoint (its state guarded); a new start
-/// is refused while the directory still cannot be synced, and recovers it
-/// as the latest once it can.
-#[test]
-fn a_failed_directory_sync_after_the_rename_is_an_unknown_outcome_not_a_failure() {
-    let faulty = Arc::new(FaultyFs::failing_syncs_after_renames_to(".meta"));
+/// Commits checkpoint 1 on `faulty`, finalizes checkpoint 2, switches the
+/// failure on and commits checkpoint 2: the answer must be
+/// `OutcomeUnknown` from the I/O operation `op`, the checkpoint held.
+/// Returns the file system (the failure still on) and the store.
+fn unknown_commit_of_2(faulty: FaultyFs, op: &str) -> (Arc<FaultyFs>, Arc<dyn Fs>, FileStore) {
+    let faulty = Arc::new(faulty);
     let fs: Arc<dyn Fs> = faulty.clone();
     let mut store = open(&fs, 2);
     let g = store.generation();
@@ -306,13 +302,28 @@ fn a_failed_directory_sync_after_the_rename_is_an_unknown_outcome_not_a_failure(
         Err(StoreError::OutcomeUnknown { checkpoint, source }) => {
             assert_eq!(checkpoint, cp(2));
             assert!(
-                matches!(*source, StoreError::Io { op: "sync", .. }),
+                matches!(&*source, StoreError::Io { op: o, .. } if *o == op),
                 "{source:?}"
             );
         }
         other => panic!("expected an unknown outcome, got {other:?}"),
     }
     assert_eq!(store.holdings().latest(), Some(cp(2)));
+    (faulty, fs, store)
+}
+
+/// A failed sync of the directory after the commit's rename leaves the
+/// outcome unknown, which is not "definitely not stored": a coordinator
+/// answered with a failure would drop the checkpoint and, at its next
+/// failover, restore an older one than the store holds. The store says
+/// `OutcomeUnknown`, holds the checkpoint (its state guarded); a new start
+/// is refused while the directory still cannot be synced, and recovers it
+/// as the latest once it can.
+#[test]
+fn a_failed_directory_sync_after_the_rename_is_an_unknown_outcome_not_a_failure() {
+    let (faulty, fs, mut store) =
+        unknown_commit_of_2(FaultyFs::failing_syncs_after_renames_to(".meta"), "sync");
+    let g = store.generation();
     assert!(matches!(
         store.discard(g, h(2)),
         Ok(Discarded::Refused { checkpoint }) if checkpoint == cp(2)
@@ -432,25 +443,8 @@ fn an_unreadable_id_counter_fails_the_open_instead_of_starting_over() {
 /// checkpoint held, and a new start recovers it.
 #[test]
 fn a_commit_rename_that_landed_despite_its_error_is_an_unknown_outcome() {
-    let faulty = Arc::new(FaultyFs::losing_rename_answers_to(".meta"));
-    let fs: Arc<dyn Fs> = faulty.clone();
-    let mut store = open(&fs, 2);
-    let g = store.generation();
-    commit(&mut store, &*fs, cp(1), &[h(1)]);
-    write_state(&*fs, h(2), b"state").unwrap();
-    store.finalize(g, cp(2), false, Millis(2), &[h(2)]).unwrap();
-    faulty.fail_syncs(true);
-    match store.store(g, cp(2)) {
-        Err(StoreError::OutcomeUnknown { checkpoint, source }) => {
-            assert_eq!(checkpoint, cp(2));
-            assert!(
-                matches!(*source, StoreError::Io { op: "rename", .. }),
-                "{source:?}"
-            );
-        }
-        other => panic!("expected an unknown outcome, got {other:?}"),
-    }
-    assert_eq!(store.holdings().latest(), Some(cp(2)));
+    let (faulty, fs, store) =
+        unknown_commit_of_2(FaultyFs::losing_rename_answers_to(".meta"), "rename");
     faulty.fail_syncs(false);
     drop(store);
     let (_, recovery) = open_store(&fs, JOB, 2).unwrap();
