@@ -450,3 +450,23 @@ fn a_commit_rename_that_landed_despite_its_error_is_an_unknown_outcome() {
     let (_, recovery) = open_store(&fs, JOB, 2).unwrap();
     assert_eq!(recovery.latest().map(|c| c.checkpoint), Some(cp(2)));
 }
+
+/// Once a savepoint's removal is durable, disposing of it succeeds even if
+/// a state file cannot be deleted: an error would make the host keep the
+/// coordinator holding a savepoint the store has let go of. The file is
+/// counted and left for the next start, which deletes it as unreferenced.
+#[test]
+fn a_disposal_whose_state_delete_fails_still_disposes_of_the_savepoint() {
+    let fs = failing_removes_under(&state_path(h(1)));
+    let mut store = open(&fs, 2);
+    let g = store.generation();
+    write_state(&*fs, h(1), b"state").unwrap();
+    store.finalize(g, cp(1), true, Millis(1), &[h(1)]).unwrap();
+    store.store(g, cp(1)).unwrap();
+    commit(&mut store, &*fs, cp(2), &[h(2)]);
+    assert_eq!(store.dispose_savepoint(g, cp(1)).unwrap(), []);
+    assert_eq!(store.stats().delete_failures, 1);
+    assert!(!store.holdings().stored_ids().contains(&cp(1)));
+    assert!(fs.exists(&state_path(h(1))));
+    assert!(!fs.exists(&meta_path(cp(1))));
+}

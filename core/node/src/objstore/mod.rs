@@ -438,15 +438,26 @@ impl ObjStore {
             savepoint,
         })
         .await?;
-        delete(&*self.objects, &Path::from(meta_path(savepoint))).await?;
+        // The log says it is gone: from here the call succeeds, and what it
+        // cannot delete is counted and left for the next start's clean-up
+        // (an error would keep the coordinator holding a savepoint the
+        // store has let go of).
         let handles = self.holdings.forget(savepoint);
+        if delete(&*self.objects, &Path::from(meta_path(savepoint)))
+            .await
+            .is_err()
+        {
+            self.stats.delete_failures += 1;
+        }
         let mut deleted = Vec::new();
         for h in handles {
             if !self.holdings.release_disposed(h) {
                 continue;
             }
-            if self.delete_state(h).await? == Discarded::Deleted {
-                deleted.push(h);
+            match self.delete_state(h).await {
+                Ok(Discarded::Deleted) => deleted.push(h),
+                Ok(_) => {}
+                Err(_) => self.stats.delete_failures += 1,
             }
         }
         Ok(deleted)

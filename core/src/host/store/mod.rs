@@ -284,7 +284,9 @@ pub struct StoreStats {
     /// State files deleted.
     pub deleted: u64,
     /// Discards refused because a stored checkpoint references the handle
-    /// (the durability rule's guard; each is a contract violation by the caller).
+    /// (the durability rule's guard; each is a contract violation by the
+    /// caller, unless that checkpoint is one whose eviction failed:
+    /// [`Committed::retention`]).
     pub guard_refusals: u64,
     /// The refused handles, with the stored checkpoint that protected each.
     pub refused: Vec<(StateHandle, CheckpointId)>,
@@ -292,6 +294,10 @@ pub struct StoreStats {
     pub savepoint_declines: u64,
     /// Writes refused because a newer generation was claimed.
     pub fenced: u64,
+    /// State files whose delete failed after the store had let go of their
+    /// savepoint ([`FileStore::dispose_savepoint`]): left for the next
+    /// start, which deletes state files nothing references.
+    pub delete_failures: u64,
 }
 
 /// The durable checkpoint store. Not thread-safe by itself: the coordinator
@@ -781,7 +787,13 @@ impl FileStore {
     /// files deleted.
     ///
     /// Refused for a checkpoint that is not stored, not a savepoint, or the
-    /// store's latest (the next start would restore an older one).
+    /// store's latest (the next start would restore an older one). An error
+    /// means the store still holds the savepoint (a removal or sync that
+    /// failed: a crash may bring the metadata back, and it must find its
+    /// state), so the host does not tell the coordinator; a retry goes on
+    /// from there. Once the removal is durable the call succeeds: a state
+    /// file it then cannot delete is counted
+    /// ([`StoreStats::delete_failures`]) and left for the next start.
     pub fn dispose_savepoint(
         &mut self,
         writer: Generation,
@@ -790,24 +802,31 @@ impl FileStore {
         self.fence(writer)?;
         self.holdings.check_disposable(savepoint)?;
         let path = meta_path(savepoint);
-        self.fs.remove(&path).map_err(io_err("remove", &path))?;
-        let handles = self.holdings.forget(savepoint);
+        match self.fs.remove(&path) {
+            // Gone already: an earlier call removed it and its sync failed.
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("remove", &path)(e)),
+        }
         self.fs
             .sync_dir(CHECKPOINT_DIR)
             .map_err(io_err("sync", CHECKPOINT_DIR))?;
+        let handles = self.holdings.forget(savepoint);
         let mut deleted = Vec::new();
         for h in handles {
             if !self.holdings.release_disposed(h) {
                 continue;
             }
-            if self.delete_state(h)? == Discarded::Deleted {
-                deleted.push(h);
+            match self.delete_state(h) {
+                Ok(Discarded::Deleted) => deleted.push(h),
+                Ok(_) => {}
+                Err(_) => self.stats.delete_failures += 1,
             }
         }
-        if !deleted.is_empty() {
-            self.fs
-                .sync_dir(STATE_DIR)
-                .map_err(io_err("sync", STATE_DIR))?;
+        if !deleted.is_empty() && self.fs.sync_dir(STATE_DIR).is_err() {
+            // The deletes may come back after a crash: unreferenced state
+            // files, which the next start deletes.
+            self.stats.delete_failures += 1;
         }
         Ok(deleted)
     }
