@@ -37,6 +37,7 @@ pub fn open_store(
 pub struct FaultyFs {
     inner: MemFs,
     fail_removes_under: Option<String>,
+    removes_failing: AtomicBool,
     fail_reads_under: Option<String>,
     reads_failing: AtomicBool,
     fail_syncs_after_renames_to: Option<String>,
@@ -56,6 +57,7 @@ impl FaultyFs {
         FaultyFs {
             inner: MemFs::new(),
             fail_removes_under,
+            removes_failing: AtomicBool::new(true),
             fail_reads_under,
             reads_failing: AtomicBool::new(false),
             fail_syncs_after_renames_to,
@@ -65,10 +67,16 @@ impl FaultyFs {
         }
     }
 
-    /// Removes of paths starting with `prefix` fail.
+    /// Removes of paths starting with `prefix` fail (from the start; see
+    /// [`FaultyFs::fail_removes`]).
     #[must_use]
     pub fn failing_removes_under(prefix: &str) -> Self {
         Self::new(Some(prefix.to_string()), None, None)
+    }
+
+    /// Turns the failing removes on or off.
+    pub fn fail_removes(&self, on: bool) {
+        self.removes_failing.store(on, Ordering::SeqCst);
     }
 
     /// Once [`FaultyFs::fail_reads`] is on, reads of paths starting with
@@ -160,10 +168,11 @@ impl Fs for FaultyFs {
         Ok(())
     }
     fn remove(&self, path: &str) -> io::Result<()> {
-        if self
-            .fail_removes_under
-            .as_deref()
-            .is_some_and(|prefix| path.starts_with(prefix))
+        if self.removes_failing.load(Ordering::SeqCst)
+            && self
+                .fail_removes_under
+                .as_deref()
+                .is_some_and(|prefix| path.starts_with(prefix))
         {
             return Err(Self::injected(path));
         }

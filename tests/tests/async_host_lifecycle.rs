@@ -586,32 +586,51 @@ fn a_commit_with_an_unknown_outcome_halts_the_job_and_the_next_start_recovers_it
     });
 }
 
-/// An eviction that fails after a commit (the oldest checkpoint's metadata
-/// cannot be removed) leaves that checkpoint held by the store while the
-/// coordinator lets go of it: the store's guard defers the coordinator's
-/// deletes of its state, and the host does not report that as a broken
-/// rule. The job runs on, every later commit answered as stored.
+/// Evictions that fail after their commits (no checkpoint metadata can be
+/// removed) leave those checkpoints held by the store while the
+/// coordinator lets go of them: the store's guard defers the
+/// coordinator's deletes of their state, and the host does not report that
+/// as a broken rule. The job runs on, every later commit answered as
+/// stored, and the store holds more than it retains.
 #[test]
 fn a_failed_eviction_defers_the_state_deletes_without_a_violation() {
-    use ckpt_core::host::store::meta_path;
+    use ckpt_core::host::store::CHECKPOINT_DIR;
     let rt = runtime();
     rt.block_on(async {
-        let fs: Arc<dyn Fs> =
-            Arc::new(FaultyFs::failing_removes_under(&meta_path(CheckpointId(1))));
+        let faulty = Arc::new(FaultyFs::failing_removes_under(&format!(
+            "{CHECKPOINT_DIR}/chk-"
+        )));
+        faulty.fail_removes(false);
+        let fs: Arc<dyn Fs> = faulty.clone();
         let cfg = config(u64::MAX, 0);
         let job = start(&cfg, &fs).await;
         let mut waited_ms = 0;
-        while job.stats().completed < 5 && waited_ms < 20_000 {
+        while job.stats().completed == 0 && waited_ms < 20_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            waited_ms += 5;
+        }
+        faulty.fail_removes(true);
+        let first = job.stats().completed;
+        while job.stats().completed < first + 4 && waited_ms < 40_000 {
             tokio::time::sleep(Duration::from_millis(5)).await;
             waited_ms += 5;
         }
         let s = job.shutdown(JobStatus::Finished).await;
-        assert!(s.completed >= 5, "{s:?}");
+        assert!(s.completed >= first + 4, "{s:?}");
         assert!(s.violations.is_empty(), "{:?}", s.violations);
         assert!(
             s.store.guard_refusals > 0,
             "the guard deferred nothing: {s:?}"
         );
-        assert!(fs.exists(&meta_path(CheckpointId(1))));
+        let metas = fs
+            .list(CHECKPOINT_DIR)
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".meta"))
+            .count();
+        assert!(
+            metas > usize::try_from(cfg.retained).unwrap(),
+            "{metas} metadata files"
+        );
     });
 }

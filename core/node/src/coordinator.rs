@@ -616,7 +616,13 @@ impl Driver {
     /// Deploys every task under its next attempt when the task manager is
     /// ready and nothing is deployed.
     async fn deploy_if_ready(&mut self) {
-        if self.deployed.is_some() || self.store.is_none() {
+        // Halted or fenced: nothing more goes out (a failover cut short by
+        // either left an old restore target behind).
+        if self.deployed.is_some()
+            || self.store.is_none()
+            || self.halted.is_some()
+            || self.fenced.is_some()
+        {
             return;
         }
         let Some(m) = self.manager.as_ref().filter(|m| m.ready) else {
@@ -667,6 +673,9 @@ impl Driver {
             return;
         };
         for (i, attempt) in deployed.into_iter().enumerate() {
+            if self.halted.is_some() {
+                break;
+            }
             let task = TaskId(u32::try_from(i).unwrap_or(u32::MAX));
             self.apply(CoordinatorEvent::TaskFailed { task, attempt })
                 .await;
@@ -710,6 +719,10 @@ impl Driver {
             .map(|(t, _)| *t)
             .collect();
         for timer in due {
+            // Halted: no event after the crash point.
+            if self.halted.is_some() {
+                break;
+            }
             if self.timers.get(&timer).is_some_and(|at| *at <= now) {
                 self.timers.remove(&timer);
                 self.apply(CoordinatorEvent::TimerFired { timer }).await;
@@ -774,8 +787,8 @@ impl Driver {
                 let answer = match self.io(generation, &req).await {
                     Ok(id) => IoAnswer::Ok { id },
                     // Neither answer is true: the request stays unanswered.
-                    Err(StoreError::OutcomeUnknown { checkpoint, source }) => {
-                        self.halted = Some(StoreError::OutcomeUnknown { checkpoint, source });
+                    Err(e @ StoreError::OutcomeUnknown { .. }) => {
+                        self.halted = Some(e);
                         return;
                     }
                     Err(e) => {

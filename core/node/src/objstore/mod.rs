@@ -315,7 +315,8 @@ impl ObjStore {
     /// [`IoRequest::Store`](ckpt_core::coordinator::IoRequest::Store): the
     /// commit order checked again, then the commit point (the log's
     /// [`LogEntry::Commit`], with the evictions beyond `retained_max`).
-    /// Returns the evicted ids.
+    /// Returns the evicted ids and the deletes' error, if any
+    /// ([`Committed`]).
     ///
     /// Refused by the fence (or before the append), a deposed leader
     /// changes nothing and the checkpoint is definitely not stored. Any

@@ -285,16 +285,15 @@ impl Driver {
                 "DiscardState of {} (checkpoint {checkpoint}) declined: savepoint {savepoint} holds it",
                 state_path(handle)
             )),
-            // The store still holds `held` because its eviction failed
-            // (`Committed::retention`): the coordinator let go of it, the
-            // store did not, and the next commit's eviction deletes the
-            // file. Not a broken rule.
+            // Every stored checkpoint that holds the file is one whose
+            // eviction failed (`Committed::retention`): the coordinator let
+            // go of them, the store did not, and a later commit's eviction
+            // deletes the file. Not a broken rule.
             Ok(Discarded::Refused { checkpoint: held })
                 if self
                     .store
                     .holdings()
-                    .beyond_retention(self.store.retained_max())
-                    .contains(&held) =>
+                    .held_only_beyond_retention(handle, self.store.retained_max()) =>
             {
                 self.ctx.log(format!(
                     "DiscardState of {} (checkpoint {checkpoint}) deferred: checkpoint {held}, whose eviction failed, still holds it",
@@ -347,6 +346,9 @@ impl Driver {
         let running = self.group.running();
         self.group.stop().await;
         for (task, attempt) in running {
+            if self.halted.is_some() {
+                break;
+            }
             self.apply(CoordinatorEvent::TaskFailed { task, attempt });
             self.drain_answers().await;
         }
@@ -444,6 +446,10 @@ impl Driver {
                         .map(|(t, _)| *t)
                         .collect();
                     for timer in due {
+                        // Halted: no event after the crash point.
+                        if self.halted.is_some() {
+                            break;
+                        }
                         if self.timers.get(&timer).is_some_and(|at| *at <= now) {
                             self.timers.remove(&timer);
                             self.apply(CoordinatorEvent::TimerFired { timer });

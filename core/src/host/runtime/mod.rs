@@ -451,7 +451,8 @@ impl JobHandle {
     }
 
     /// Shuts the job down (`Shutdown { status }`), stops every task and
-    /// waits for the driver.
+    /// waits for the driver. A driver that already stopped (it halted:
+    /// [`HostStats::halted`]) applies nothing more; the stats say why.
     pub async fn shutdown(mut self, status: JobStatus) -> HostStats {
         let (tx, rx) = oneshot::channel();
         if self

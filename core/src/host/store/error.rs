@@ -79,8 +79,10 @@ pub enum StoreError {
     /// The commit of `checkpoint` ([`FileStore::store`], or `ckpt-node`'s
     /// object store) passed its commit point as far as this process can
     /// tell, but whether that is durable is unknown: the file store's sync
-    /// of the directory after the rename failed, or the object store's log
-    /// append failed in a way that does not say whether it was written.
+    /// of the directory after the rename failed, or its rename reported an
+    /// error while the target is there (or cannot be read to tell), or the
+    /// object store's log append failed in a way that does not say whether
+    /// it was written.
     /// The store holds the checkpoint as stored (its state is guarded).
     ///
     /// This is neither answer to the coordinator's

@@ -147,6 +147,19 @@ impl Holdings {
         checkpoints.into_iter().take(beyond).collect()
     }
 
+    /// Whether every stored checkpoint or savepoint that holds `handle` is
+    /// a checkpoint beyond the newest `retained_max`: what is left held
+    /// only by evictions that failed.
+    #[must_use]
+    pub fn held_only_beyond_retention(&self, handle: StateHandle, retained_max: usize) -> bool {
+        let beyond = self.beyond_retention(retained_max);
+        self.holders.get(&handle).is_some_and(|set| {
+            set.iter()
+                .filter(|id| self.stored.contains_key(id))
+                .all(|id| beyond.contains(id))
+        })
+    }
+
     /// Drops stored checkpoint `id` (evicted, disposed of); returns its
     /// handles (empty when it was not stored).
     pub fn forget(&mut self, id: CheckpointId) -> Vec<StateHandle> {

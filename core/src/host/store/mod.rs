@@ -52,9 +52,10 @@
 //! * **The id counter** is persisted (atomically) *before* an id is handed
 //!   out, so an id is never reissued after a crash.
 //! * **Discard** deletes a state file, except one referenced by a stored
-//!   checkpoint: that is refused, counted as a contract violation
-//!   ([`StoreStats::guard_refusals`]) and deferred until the store itself
-//!   evicts the checkpoint. This is the durability rule: once a checkpoint is
+//!   checkpoint: that is refused, counted ([`StoreStats::guard_refusals`]:
+//!   a contract violation by the caller, unless every checkpoint holding
+//!   it is one whose eviction failed, [`Holdings::held_only_beyond_retention`])
+//!   and deferred until the store itself evicts the checkpoint. This is the durability rule: once a checkpoint is
 //!   out for storing, its state belongs to the outcome of that I/O; only the
 //!   store can say it is definitely not stored.
 //!
@@ -67,9 +68,12 @@
 //!    id); every state file of every stored checkpoint must exist; and every
 //!    state file of the checkpoint to restore (the newest, by
 //!    [`crate::commit::latest`]) is read and checked by
-//!    [`OpenOptions::check_state`]. A failure of any of these is one
-//!    [`Damaged`] entry naming the file; that checkpoint is not restored and
-//!    the next newest is tried.
+//!    [`OpenOptions::check_state`]. A file that is absent (the `state/`
+//!    listing does not name it, or reading it says "not found") or present
+//!    and wrong is one [`Damaged`] entry naming the file; that checkpoint
+//!    is not restored and the next newest is tried. A file that cannot be
+//!    read (any other error), or a listing that fails, fails the open:
+//!    a transient error is not damage.
 //! 2. **Exactly-once.** When [`OpenOptions::committed`] says an exactly-once
 //!    sink has already committed the output of checkpoint C, a restore of
 //!    anything older than C would commit that output again: the open is
@@ -87,6 +91,8 @@
 //! 4. Nothing is evicted on open: a store opened with a lower `retained_max`
 //!    than it was written with keeps every stored checkpoint until the next
 //!    commit evicts down to the bound.
+//! 5. `checkpoints/` and `state/` are synced, changed or not, so that what
+//!    the open restores is durable (a failed sync fails the open).
 //!
 //! [`Recovery::checkpoints`], [`Recovery::last_id`] and
 //! [`Recovery::generation`] are exactly what [`CoordinatorEvent::Recover`]
@@ -294,9 +300,10 @@ pub struct StoreStats {
     pub savepoint_declines: u64,
     /// Writes refused because a newer generation was claimed.
     pub fenced: u64,
-    /// State files whose delete failed after the store had let go of their
-    /// savepoint ([`FileStore::dispose_savepoint`]): left for the next
-    /// start, which deletes state files nothing references.
+    /// Files whose delete failed after the store had let go of their
+    /// savepoint ([`FileStore::dispose_savepoint`]; `ckpt-node`'s object
+    /// store also counts the savepoint's metadata object): left for the
+    /// next start, which deletes state files nothing references.
     pub delete_failures: u64,
 }
 
@@ -447,7 +454,15 @@ impl FileStore {
             let from = meta_path(*id);
             let mut to = format!("{from}.corrupt");
             let mut n = 2;
-            while fs.exists(&to) {
+            // A name is free only when reading it says "not found" (an
+            // `exists` that failed would have the rename replace an
+            // earlier quarantined file, whose state would lose its guard).
+            loop {
+                match fs.read(&to) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+                    Ok(_) => {}
+                    Err(e) => return Err(io_err("read", &to)(e)),
+                }
                 to = format!("{from}.{n}.corrupt");
                 n += 1;
             }
@@ -663,7 +678,7 @@ impl FileStore {
                     let _ = self.fs.remove(&from);
                     Err(failed)
                 }
-                Ok(_) | Err(_) => {
+                _ => {
                     self.holdings.hold(checkpoint, entry);
                     Err(StoreError::OutcomeUnknown {
                         checkpoint,
@@ -689,8 +704,8 @@ impl FileStore {
     /// (never savepoints) beyond `retained_max`, oldest first, then the
     /// directory's sync; only then does the store let go of them (each
     /// into `evicted`) and delete the state no other checkpoint holds. A
-    /// removal that fails stops the removals; a sync that fails lets go of
-    /// nothing, since a crash may bring the metadata back and it must find
+    /// checkpoint whose removal fails stays held (the newer ones go on); a
+    /// sync that fails lets go of nothing, since a crash may bring the metadata back and it must find
     /// its state. What the store did not let go of stays held, so its guard
     /// keeps refusing to delete that state, until a later commit evicts it.
     /// Returns the first error.
@@ -713,18 +728,20 @@ impl FileStore {
                 // directory's sync failed.
                 Ok(()) => removed.push(old),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => removed.push(old),
+                // One file that cannot be removed stays held; the newer
+                // ones go on (any subset of stored checkpoints is a legal
+                // commit order), so one stuck file does not stop retention.
                 Err(e) => {
-                    first_error = Some(io_err("remove", &path)(e));
-                    break;
+                    first_error.get_or_insert(io_err("remove", &path)(e));
                 }
             }
         }
         if removed.is_empty() {
             return first_error.map_or(Ok(()), Err);
         }
-        self.fs
-            .sync_dir(CHECKPOINT_DIR)
-            .map_err(io_err("sync", CHECKPOINT_DIR))?;
+        if let Err(e) = self.fs.sync_dir(CHECKPOINT_DIR) {
+            return Err(first_error.unwrap_or(io_err("sync", CHECKPOINT_DIR)(e)));
+        }
         for old in removed {
             self.stats.evicted += 1;
             evicted.push(old);
