@@ -544,6 +544,21 @@ fn a_full_inbox_refuses_a_trigger_and_the_job_runs_on() {
     });
 }
 
+/// Waits (at most 20 s) until `done` holds for the job's counters; whether
+/// it did.
+async fn wait_until(
+    job: &JobHandle,
+    done: impl Fn(&ckpt_core::host::runtime::HostStats) -> bool,
+) -> bool {
+    for _ in 0..4_000 {
+        if done(&job.stats()) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    done(&job.stats())
+}
+
 /// A commit whose directory sync fails has an unknown outcome. The host
 /// answers the coordinator nothing (a failure would make it drop the
 /// checkpoint, and its next failover would restore an older one than the
@@ -557,17 +572,12 @@ fn a_commit_with_an_unknown_outcome_halts_the_job_and_the_next_start_recovers_it
         let fs: Arc<dyn Fs> = faulty.clone();
         let cfg = config(u64::MAX, 0);
         let job = start(&cfg, &fs).await;
-        let mut waited_ms = 0;
-        while job.stats().completed == 0 && waited_ms < 20_000 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            waited_ms += 5;
-        }
-        assert!(job.stats().completed > 0, "no checkpoint completed");
+        assert!(
+            wait_until(&job, |s| s.completed > 0).await,
+            "no checkpoint completed"
+        );
         faulty.fail_syncs(true);
-        while job.stats().halted.is_none() && waited_ms < 40_000 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            waited_ms += 5;
-        }
+        wait_until(&job, |s| s.halted.is_some()).await;
         let s = job.stats();
         let why = s.halted.clone().expect("the job halted");
         assert!(why.contains("unknown outcome"), "{why}");
@@ -604,17 +614,10 @@ fn a_failed_eviction_defers_the_state_deletes_without_a_violation() {
         let fs: Arc<dyn Fs> = faulty.clone();
         let cfg = config(u64::MAX, 0);
         let job = start(&cfg, &fs).await;
-        let mut waited_ms = 0;
-        while job.stats().completed == 0 && waited_ms < 20_000 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            waited_ms += 5;
-        }
+        wait_until(&job, |s| s.completed > 0).await;
         faulty.fail_removes(true);
         let first = job.stats().completed;
-        while job.stats().completed < first + 4 && waited_ms < 40_000 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            waited_ms += 5;
-        }
+        wait_until(&job, |s| s.completed >= first + 4).await;
         let s = job.shutdown(JobStatus::Finished).await;
         assert!(s.completed >= first + 4, "{s:?}");
         assert!(s.violations.is_empty(), "{:?}", s.violations);
