@@ -1,8 +1,12 @@
 //! The durable checkpoint store's accounting and edge cases
 //! (`ckpt_core::host::store`): the exact counters after a known sequence of
 //! operations, the handle-count bound of the metadata decoder, the id counter
-//! when its file is lost, and deletes of files that are already gone versus
-//! deletes that fail.
+//! when its file is lost or unreadable, deletes of files that are already
+//! gone versus deletes that fail, and the I/O failures around a commit
+//! (`FaultyFs`): a failed sync or a rename that lands with an error is an
+//! unknown outcome, a failed eviction still stores, an unreadable state
+//! file fails the open instead of being taken for damage, and a disposal
+//! whose delete fails still disposes.
 #![cfg(not(loom))]
 
 use std::io;
