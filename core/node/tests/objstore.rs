@@ -624,6 +624,25 @@ fn damaged_checkpoint_is_quarantined_and_the_previous_restored() {
     });
 }
 
+/// Writes state object `n`, allocates the next id and finalizes that
+/// checkpoint (not a savepoint, timestamp `n`) with state `n`: the id.
+async fn finalize_with_state(
+    store: &mut ObjStore,
+    objects: &dyn ObjectStore,
+    g: Generation,
+    n: u64,
+) -> CheckpointId {
+    objstore::write_state(objects, StateHandle(n), vec![1])
+        .await
+        .expect("state");
+    let id = store.allocate_id(g).await.expect("id");
+    store
+        .finalize(g, id, false, Millis(n), &[StateHandle(n)])
+        .await
+        .expect("finalize");
+    id
+}
+
 /// A commit whose log append landed but whose answer was lost has an
 /// unknown outcome, which is not "definitely not stored" (a coordinator
 /// answered with a failure would drop the checkpoint and restore an older
@@ -641,14 +660,7 @@ fn a_commit_whose_append_answer_is_lost_is_an_unknown_outcome_and_recovered() {
         let (mut store, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 2, g1))
             .await
             .expect("open");
-        objstore::write_state(&*objects, StateHandle(1), vec![1])
-            .await
-            .expect("state");
-        let c1 = store.allocate_id(g1).await.expect("id");
-        store
-            .finalize(g1, c1, false, Millis(1), &[StateHandle(1)])
-            .await
-            .expect("finalize");
+        let c1 = finalize_with_state(&mut store, &*objects, g1, 1).await;
         lost.hooks.lose_answers(true);
         match store.store(g1, c1).await {
             Err(StoreError::OutcomeUnknown { checkpoint, .. }) => assert_eq!(checkpoint, c1),
@@ -682,14 +694,7 @@ fn an_unreadable_object_fails_the_open_instead_of_condemning_the_checkpoint() {
             .expect("open");
         let mut last = CheckpointId(0);
         for n in 1..=2 {
-            objstore::write_state(&*objects, StateHandle(n), vec![1])
-                .await
-                .expect("state");
-            last = store.allocate_id(g1).await.expect("id");
-            store
-                .finalize(g1, last, false, Millis(n), &[StateHandle(n)])
-                .await
-                .expect("finalize");
+            last = finalize_with_state(&mut store, &*objects, g1, n).await;
             store.store(g1, last).await.expect("store");
         }
         let mut generation = 1;

@@ -455,10 +455,9 @@ impl ObjStore {
             if !self.holdings.release_disposed(h) {
                 continue;
             }
-            match self.delete_state(h).await {
-                Ok(Discarded::Deleted) => deleted.push(h),
-                Ok(_) => {}
-                Err(_) => self.stats.delete_failures += 1,
+            let done = self.delete_state(h).await;
+            if self.stats.count_disposal_delete(done) {
+                deleted.push(h);
             }
         }
         Ok(deleted)

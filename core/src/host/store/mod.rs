@@ -307,6 +307,25 @@ pub struct StoreStats {
     pub delete_failures: u64,
 }
 
+impl StoreStats {
+    /// Counts the delete of a state file whose savepoint the store has let
+    /// go of (a disposal, the file store's or `ckpt-node`'s object
+    /// store's): whether it deleted the file. A failure is counted in
+    /// [`StoreStats::delete_failures`] and the file left for the next start.
+    pub fn count_disposal_delete(&mut self, done: Result<Discarded, StoreError>) -> bool {
+        match done {
+            Ok(Discarded::Deleted) => true,
+            Ok(
+                Discarded::AlreadyGone | Discarded::Savepoint { .. } | Discarded::Refused { .. },
+            ) => false,
+            Err(_) => {
+                self.delete_failures += 1;
+                false
+            }
+        }
+    }
+}
+
 /// The durable checkpoint store. Not thread-safe by itself: the coordinator
 /// driver owns it and calls it from one place.
 pub struct FileStore {
@@ -678,7 +697,7 @@ impl FileStore {
                     let _ = self.fs.remove(&from);
                     Err(failed)
                 }
-                _ => {
+                Ok(_) | Err(_) => {
                     self.holdings.hold(checkpoint, entry);
                     Err(StoreError::OutcomeUnknown {
                         checkpoint,
@@ -834,10 +853,9 @@ impl FileStore {
             if !self.holdings.release_disposed(h) {
                 continue;
             }
-            match self.delete_state(h) {
-                Ok(Discarded::Deleted) => deleted.push(h),
-                Ok(_) => {}
-                Err(_) => self.stats.delete_failures += 1,
+            let done = self.delete_state(h);
+            if self.stats.count_disposal_delete(done) {
+                deleted.push(h);
             }
         }
         if !deleted.is_empty() && self.fs.sync_dir(STATE_DIR).is_err() {
