@@ -46,6 +46,9 @@ pub struct FaultyFs {
     syncs_failing: AtomicBool,
     /// The matching renames (rather than the syncs after them) fail.
     renames_fail: bool,
+    /// Listings leave out the paths starting with this
+    /// ([`FaultyFs::hide_listed`]).
+    hidden_from_listings: Mutex<Option<String>>,
 }
 
 impl FaultyFs {
@@ -64,6 +67,7 @@ impl FaultyFs {
             last_renames: Mutex::new(Vec::new()),
             syncs_failing: AtomicBool::new(false),
             renames_fail: false,
+            hidden_from_listings: Mutex::new(None),
         }
     }
 
@@ -89,6 +93,16 @@ impl FaultyFs {
     /// Turns the failing reads on or off.
     pub fn fail_reads(&self, on: bool) {
         self.reads_failing.store(on, Ordering::SeqCst);
+    }
+
+    /// Listings leave out the paths starting with `prefix` (`None`: none),
+    /// as a file system over an eventually consistent object store may
+    /// miss the newest files; the files themselves stay readable.
+    pub fn hide_listed(&self, prefix: Option<&str>) {
+        *self
+            .hidden_from_listings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = prefix.map(str::to_string);
     }
 
     /// Once [`FaultyFs::fail_syncs`] is on, the directory sync after a
@@ -188,7 +202,16 @@ impl Fs for FaultyFs {
         !self.read_fails(path) && self.inner.exists(path)
     }
     fn list(&self, dir: &str) -> io::Result<Vec<String>> {
-        self.inner.list(dir)
+        let mut names = self.inner.list(dir)?;
+        let hidden = self
+            .hidden_from_listings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(prefix) = hidden {
+            names.retain(|n| !format!("{dir}/{n}").starts_with(&prefix));
+        }
+        Ok(names)
     }
     fn create_dir_all(&self, dir: &str) -> io::Result<()> {
         self.inner.create_dir_all(dir)

@@ -413,6 +413,30 @@ fn an_unreadable_state_file_fails_the_open_instead_of_condemning_the_checkpoint(
     assert!(recovery.damaged.is_empty(), "{:?}", recovery.damaged);
 }
 
+/// A state file the `state/` listing misses (a file system over an
+/// eventually consistent object store may list the newest files last) is
+/// read before it counts as missing: the latest checkpoint is restored,
+/// not quarantined for good behind an older one. A file that is absent
+/// for real is still damage.
+#[test]
+fn a_state_file_missing_from_the_listing_is_read_before_it_counts_as_missing() {
+    let faulty = Arc::new(FaultyFs::failing_reads_under("nothing fails"));
+    let fs: Arc<dyn Fs> = faulty.clone();
+    let mut store = open(&fs, 2);
+    commit(&mut store, &*fs, cp(1), &[h(1)]);
+    commit(&mut store, &*fs, cp(2), &[h(2)]);
+    drop(store);
+    faulty.hide_listed(Some(&state_path(h(2))));
+    let (_, recovery) = open_store(&fs, JOB, 2).unwrap();
+    assert_eq!(recovery.latest().map(|c| c.checkpoint), Some(cp(2)));
+    assert!(recovery.damaged.is_empty(), "{:?}", recovery.damaged);
+    faulty.hide_listed(None);
+    fs.remove(&state_path(h(2))).unwrap();
+    let (_, recovery) = open_store(&fs, JOB, 2).unwrap();
+    assert_eq!(recovery.latest().map(|c| c.checkpoint), Some(cp(1)));
+    assert_eq!(recovery.damaged.len(), 1, "{:?}", recovery.damaged);
+}
+
 /// An id counter that cannot be read (an error other than "not found")
 /// fails the open: taken as absent, the counter would restart from the ids
 /// named on disk and hand out again ids that were allocated but never

@@ -185,6 +185,11 @@ struct Driver {
     /// the id counter could not be reset: the driver carries out nothing
     /// more and stops, as after a crash.
     halted: Option<StoreError>,
+    /// A failover's restore target is not the store's latest checkpoint:
+    /// nothing is deployed, and the driver stops
+    /// ([`CoordinatorError::Recover`]) for a new start to recover from the
+    /// store.
+    refused: Option<String>,
     report: CoordinatorReport,
     inbox: mpsc::Sender<Inbound>,
     /// The writer queues of connections that have not said `Hello` yet.
@@ -230,6 +235,7 @@ pub async fn run(
         stopped_conn: None,
         fenced: None,
         halted: None,
+        refused: None,
         report: CoordinatorReport {
             generation,
             ..CoordinatorReport::default()
@@ -250,6 +256,13 @@ pub async fn run(
             ));
             d.hang_up().await;
             return Err(CoordinatorError::Halted(e));
+        }
+        if let Some(why) = d.refused.take() {
+            say(&format!(
+                "stopping: {why}; the next start recovers from the store"
+            ));
+            d.hang_up().await;
+            return Err(CoordinatorError::Recover(why));
         }
         if let Some(e) = d.fenced.take() {
             say(&format!(
@@ -451,11 +464,8 @@ impl Driver {
                 }
                 if self.store.is_none() {
                     self.open_store(committed).await?;
-                } else if committed > self.restore_target.as_ref().map(|(c, _)| *c) {
-                    self.violation(format!(
-                        "the sinks committed {committed:?}, beyond the checkpoint to restore {:?}",
-                        self.restore_target.as_ref().map(|(c, _)| *c)
-                    ));
+                } else if !self.may_redeploy(committed).await? {
+                    return Ok(());
                 }
                 if let Some(m) = self.manager.as_mut() {
                     m.ready = true;
@@ -613,6 +623,60 @@ impl Driver {
         Ok(())
     }
 
+    /// Whether a task manager that is `Ready` again (after a failover, a
+    /// reconnect, or a restart of its own) may get this coordinator's
+    /// restore target. Asked before every deploy but the first, which
+    /// opening the store checks.
+    ///
+    /// A task manager that restarted has forgotten the generation it
+    /// served, so its `Hello` cannot depose this leader; a newer leader may
+    /// have claimed the store since this one opened it, committed
+    /// checkpoints and had their output committed (or left pending in the
+    /// sink, which a restore deletes). So the store's log is read (no
+    /// write): a newer claim fences this coordinator (nothing deployed; it
+    /// stops, [`CoordinatorError::Fenced`]); a log that cannot be read
+    /// deploys nothing and closes the connection (the task manager
+    /// reconnects and asks again). With no newer leader, sinks committed
+    /// beyond the restore target mean the store has lost what they
+    /// committed: refused as on the first `Ready`
+    /// ([`StoreError::BehindCommitted`], exit 3), never deployed.
+    async fn may_redeploy(
+        &mut self,
+        committed: Option<CheckpointId>,
+    ) -> Result<bool, CoordinatorError> {
+        let Some(store) = self.store.as_mut() else {
+            return Ok(false);
+        };
+        match store.check_fence().await {
+            Ok(()) => {}
+            Err(e @ StoreError::StaleGeneration { .. }) => {
+                self.fenced = Some(e);
+                return Ok(false);
+            }
+            Err(e) => {
+                self.close_manager(&format!(
+                    "cannot read the store's log to check for a newer leader: {e}"
+                ))
+                .await;
+                return Ok(false);
+            }
+        }
+        let target = self.restore_target.as_ref().map(|(c, _)| *c);
+        if let Some(c) = committed.filter(|c| Some(*c) > target) {
+            say(&format!(
+                "the sinks committed {c}, beyond the checkpoint to restore {}: refusing to deploy",
+                show(target)
+            ));
+            self.hang_up().await;
+            return Err(CoordinatorError::Store(StoreError::BehindCommitted {
+                committed: c,
+                restorable: target,
+                damaged: Vec::new(),
+            }));
+        }
+        Ok(true)
+    }
+
     /// Deploys every task under its next attempt when the task manager is
     /// ready and nothing is deployed.
     async fn deploy_if_ready(&mut self) {
@@ -622,6 +686,7 @@ impl Driver {
             || self.store.is_none()
             || self.halted.is_some()
             || self.fenced.is_some()
+            || self.refused.is_some()
         {
             return;
         }
@@ -698,9 +763,10 @@ impl Driver {
         let restored = self.restore_target.as_ref().map(|(id, _)| *id);
         let latest = self.store.as_ref().and_then(|s| s.holdings().latest());
         if restored != latest {
-            self.violation(format!(
+            self.refused = Some(format!(
                 "failover restores {restored:?} but the store's latest is {latest:?}"
             ));
+            return;
         }
         say(&format!(
             "failover ({why}): restore checkpoint {} (store latest {})",

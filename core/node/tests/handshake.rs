@@ -196,8 +196,19 @@ fn spawn_fast_coordinator(
     objects: Arc<dyn ObjectStore>,
     listener: TcpListener,
 ) -> tokio::task::JoinHandle<Result<coordinator::CoordinatorReport, CoordinatorError>> {
+    spawn_coordinator(job, objects, listener, 20)
+}
+
+/// A coordinator of `job`'s 3 tasks checkpointing every `interval_ms`,
+/// with its invariants checked, on `objects`, serving `listener`.
+fn spawn_coordinator(
+    job: JobId,
+    objects: Arc<dyn ObjectStore>,
+    listener: TcpListener,
+    interval_ms: i64,
+) -> tokio::task::JoinHandle<Result<coordinator::CoordinatorReport, CoordinatorError>> {
     let mut s = settings(job);
-    s.interval_ms = 20;
+    s.interval_ms = interval_ms;
     tokio::spawn(coordinator::run(
         CoordinatorConfig {
             settings: s,
@@ -207,6 +218,48 @@ fn spawn_fast_coordinator(
         objects,
         listener,
     ))
+}
+
+/// Connects to the coordinator at `addr` as a task manager of `job` that
+/// served `seen` last, and expects `Welcome` under generation 1.
+async fn connect_welcomed(
+    addr: std::net::SocketAddr,
+    job: JobId,
+    seen: Option<Generation>,
+) -> (Reader, Writer) {
+    let (mut r, mut w) = wire::split(TcpStream::connect(addr).await.unwrap()).unwrap();
+    w.send(&ToCoordinatorMsg::Hello {
+        job,
+        tasks: 3,
+        generation: seen,
+        running: Vec::new(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        recv::<ToManagerMsg>(&mut r).await.unwrap(),
+        ToManagerMsg::Welcome {
+            job,
+            generation: Generation(1)
+        }
+    );
+    (r, w)
+}
+
+/// Says `Ready` with nothing committed and expects generation 1's first
+/// `Deploy`, restoring nothing.
+async fn ready_for_the_first_deploy(r: &mut Reader, w: &mut Writer) {
+    w.send(&ToCoordinatorMsg::Ready { committed: None })
+        .await
+        .unwrap();
+    match recv::<ToManagerMsg>(r).await.unwrap() {
+        ToManagerMsg::Deploy {
+            generation: Generation(1),
+            restore: None,
+            ..
+        } => {}
+        other => panic!("expected the first Deploy, got {other:?}"),
+    }
 }
 
 fn settings(job: JobId) -> CoordinatorSettings {
@@ -297,33 +350,8 @@ async fn a_coordinator_whose_store_a_newer_leader_claimed_commits_nothing_more_a
     let objects: Arc<InMemory> = Arc::new(InMemory::new());
     let c = spawn_fast_coordinator(job, Arc::clone(&objects) as Arc<dyn ObjectStore>, listener);
     // A scripted task manager: handshake, Ready, the Deploy.
-    let (mut r, mut w) = wire::split(TcpStream::connect(addr).await.unwrap()).unwrap();
-    w.send(&ToCoordinatorMsg::Hello {
-        job,
-        tasks: 3,
-        generation: None,
-        running: Vec::new(),
-    })
-    .await
-    .unwrap();
-    assert_eq!(
-        recv::<ToManagerMsg>(&mut r).await.unwrap(),
-        ToManagerMsg::Welcome {
-            job,
-            generation: Generation(1)
-        }
-    );
-    w.send(&ToCoordinatorMsg::Ready { committed: None })
-        .await
-        .unwrap();
-    match recv::<ToManagerMsg>(&mut r).await.unwrap() {
-        ToManagerMsg::Deploy {
-            generation: Generation(1),
-            restore: None,
-            ..
-        } => {}
-        other => panic!("expected the first Deploy, got {other:?}"),
-    }
+    let (mut r, mut w) = connect_welcomed(addr, job, None).await;
+    ready_for_the_first_deploy(&mut r, &mut w).await;
     // A new leader claims generation 2 in the same store.
     let (_new, _) = open_leader(
         Arc::clone(&objects) as Arc<dyn ObjectStore>,
@@ -410,4 +438,106 @@ async fn a_coordinator_whose_commit_answer_is_lost_halts_and_the_next_leader_rec
         .await
         .unwrap();
     assert_eq!(rec.latest().map(|c| c.checkpoint), Some(committed));
+}
+
+/// What a coordinator whose task manager restarted meets in the test below.
+#[derive(Clone, Copy, Debug)]
+enum WhileAway {
+    /// A newer leader claimed the store and committed checkpoint 1.
+    NewerLeaderCommitted,
+    /// Nothing: no other leader.
+    Nothing,
+}
+
+/// One coordinator (generation 1) deploys to a scripted task manager,
+/// which then dies; the coordinator fails over and waits. Meanwhile
+/// `away` happens. The task manager restarts (its `Hello` names no
+/// generation: it forgot the one it served) and says `Ready` with
+/// `committed`. Returns how the coordinator ended and whether it sent a
+/// `Deploy` on the second connection.
+async fn redeploy_after_restart(
+    away: WhileAway,
+    committed: Option<CheckpointId>,
+) -> (
+    Result<coordinator::CoordinatorReport, CoordinatorError>,
+    bool,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let job = JobId(5);
+    let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    // No periodic checkpoint within the test: the coordinator writes
+    // nothing to the store after opening it, so only the redeploy can
+    // notice a newer leader.
+    let c = spawn_coordinator(job, Arc::clone(&objects), listener, 3_600_000);
+    let (mut r, mut w) = connect_welcomed(addr, job, None).await;
+    ready_for_the_first_deploy(&mut r, &mut w).await;
+    // The task manager dies.
+    drop((r, w));
+    if let WhileAway::NewerLeaderCommitted = away {
+        let (mut store, _) = open_leader(Arc::clone(&objects), job, Generation(2))
+            .await
+            .unwrap();
+        let id = store.allocate_id(Generation(2)).await.unwrap();
+        store
+            .finalize(Generation(2), id, false, Millis(1), &[])
+            .await
+            .unwrap();
+        store.store(Generation(2), id).await.unwrap();
+        assert_eq!(id, CheckpointId(1));
+    }
+    // Restarted: it remembers no generation.
+    let (mut r, mut w) = connect_welcomed(addr, job, None).await;
+    w.send(&ToCoordinatorMsg::Ready { committed })
+        .await
+        .unwrap();
+    let mut deployed = false;
+    loop {
+        match recv::<ToManagerMsg>(&mut r).await {
+            Err(_) => break,
+            Ok(ToManagerMsg::Deploy { .. }) => deployed = true,
+            Ok(_) => {}
+        }
+    }
+    let ended = tokio::time::timeout(STEP, c)
+        .await
+        .expect("the coordinator stops")
+        .unwrap();
+    (ended, deployed)
+}
+
+/// A task manager that restarted forgets the generation it served, so its
+/// `Hello` cannot depose an old leader. Before it deploys a restore again,
+/// the coordinator reads the store's log: a newer leader's claim fences it
+/// (no `Deploy`: the restore of its old target would delete the sinks'
+/// pending transactions of the newer leader's checkpoints, whatever the
+/// task manager says it committed); with no newer leader, sinks committed
+/// beyond its restore target are refused as on the first `Ready`. It used
+/// to deploy in all three cases (recording a violation in the last two).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_deploys_no_restore_again_behind_a_newer_leader_or_committed_output() {
+    for committed in [Some(CheckpointId(1)), None] {
+        let (ended, deployed) =
+            redeploy_after_restart(WhileAway::NewerLeaderCommitted, committed).await;
+        assert!(
+            !deployed,
+            "committed {committed:?}: deployed a stale restore"
+        );
+        match ended {
+            Err(CoordinatorError::Fenced(StoreError::StaleGeneration { writer, current })) => {
+                assert_eq!((writer, current), (Generation(1), Generation(2)));
+            }
+            other => panic!("committed {committed:?}: expected Fenced, got {other:?}"),
+        }
+    }
+    let (ended, deployed) = redeploy_after_restart(WhileAway::Nothing, Some(CheckpointId(7))).await;
+    assert!(!deployed, "deployed a restore behind the committed output");
+    match ended {
+        Err(CoordinatorError::Store(StoreError::BehindCommitted {
+            committed,
+            restorable,
+            ..
+        })) => assert_eq!((committed, restorable), (CheckpointId(7), None)),
+        other => panic!("expected BehindCommitted, got {other:?}"),
+    }
 }

@@ -22,7 +22,7 @@ use object_store::ObjectStore;
 use proptest::prelude::*;
 
 mod wrapped;
-use wrapped::{FailReads, LoseAnswers, Wrapped};
+use wrapped::{FailReads, HideListed, LoseAnswers, Wrapped};
 
 const JOB: JobId = JobId(7);
 const RETAINED: usize = 2;
@@ -675,6 +675,22 @@ fn a_commit_whose_append_answer_is_lost_is_an_unknown_outcome_and_recovered() {
     });
 }
 
+/// Opens the store as generation 1 (retaining two) and commits
+/// checkpoints 1 and 2, each with one state object (handles 1 and 2);
+/// returns the second.
+async fn two_committed(objects: &Arc<dyn ObjectStore>) -> CheckpointId {
+    let g1 = Generation(1);
+    let (mut store, _) = ObjStore::open(Arc::clone(objects), OpenOptions::new(JOB, 2, g1))
+        .await
+        .expect("open");
+    let mut last = CheckpointId(0);
+    for n in 1..=2 {
+        last = finalize_with_state(&mut store, &**objects, g1, n).await;
+        store.store(g1, last).await.expect("store");
+    }
+    last
+}
+
 /// A metadata or state object of the latest checkpoint that cannot be read
 /// (an error other than "not found") fails the open and writes nothing:
 /// taken as damage, it would be quarantined in the log for good and an
@@ -688,15 +704,7 @@ fn an_unreadable_object_fails_the_open_instead_of_condemning_the_checkpoint() {
     rt.block_on(async {
         let reads = Arc::new(Wrapped::<FailReads>::default());
         let objects: Arc<dyn ObjectStore> = Arc::clone(&reads) as Arc<dyn ObjectStore>;
-        let g1 = Generation(1);
-        let (mut store, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 2, g1))
-            .await
-            .expect("open");
-        let mut last = CheckpointId(0);
-        for n in 1..=2 {
-            last = finalize_with_state(&mut store, &*objects, g1, n).await;
-            store.store(g1, last).await.expect("store");
-        }
+        let last = two_committed(&objects).await;
         let mut generation = 1;
         for unreadable in [store::meta_path(last), store::state_path(StateHandle(2))] {
             reads.hooks.fail(Some(&unreadable));
@@ -715,5 +723,46 @@ fn an_unreadable_object_fails_the_open_instead_of_condemning_the_checkpoint() {
         let (_, rec) = ObjStore::open(objects, options).await.expect("open");
         assert_eq!(rec.latest().map(|c| c.checkpoint), Some(last));
         assert!(rec.damaged.is_empty(), "{:?}", rec.damaged);
+    });
+}
+
+/// A listing that misses the latest checkpoint's state object (an
+/// eventually consistent store's listing may miss the newest objects) does
+/// not condemn the checkpoint: the object itself is asked for, found, and
+/// the checkpoint restored. Taken from the listing alone, it was
+/// quarantined in the log for good and an older one restored, behind a
+/// checkpoint whose output a sink may have committed.
+#[test]
+fn a_state_object_missing_from_the_listing_is_asked_for_before_it_counts_as_missing() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let hidden = Arc::new(Wrapped::<HideListed>::default());
+        let objects: Arc<dyn ObjectStore> = Arc::clone(&hidden) as Arc<dyn ObjectStore>;
+        let last = two_committed(&objects).await;
+        hidden.hooks.hide(Some(&store::state_path(StateHandle(2))));
+        let (_, rec) = ObjStore::open(
+            Arc::clone(&objects),
+            OpenOptions::new(JOB, 2, Generation(2)),
+        )
+        .await
+        .expect("open");
+        assert_eq!(rec.latest().map(|c| c.checkpoint), Some(last));
+        assert!(rec.damaged.is_empty(), "{:?}", rec.damaged);
+        // Absent for real, it is missing: damage, and the older one is
+        // restored.
+        hidden.hooks.hide(None);
+        objects
+            .delete(&object_store::path::Path::from(store::state_path(
+                StateHandle(2),
+            )))
+            .await
+            .expect("delete");
+        let (_, rec) = ObjStore::open(objects, OpenOptions::new(JOB, 2, Generation(3)))
+            .await
+            .expect("open");
+        assert_eq!(rec.latest().map(|c| c.checkpoint), Some(CheckpointId(1)));
+        assert_eq!(rec.damaged.len(), 1, "{:?}", rec.damaged);
     });
 }

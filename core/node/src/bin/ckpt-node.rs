@@ -35,6 +35,7 @@ use ckpt_core::host::pipeline::{
     SourcesError, PIPELINE_JOB, SOURCES_MAX,
 };
 use ckpt_core::host::runtime::{GroupSpec, JobOptions};
+use ckpt_core::host::store::StoreError;
 use ckpt_node::coordinator::{self, CoordinatorConfig, CoordinatorError};
 use ckpt_node::manager::{self, Backoff, ManagerConfig};
 use ckpt_node::ObjFs;
@@ -248,6 +249,10 @@ async fn run_coordinator(
     )
     .await
     .map_err(|e| match e {
+        // The store could not be read or written, or cannot tell whether
+        // a write landed: transient as far as this process knows, so a
+        // restart (exit 1) is the answer, not a human (exit 3).
+        CoordinatorError::Store(ref s) if transient(s) => (EXIT_FAILED, e.to_string()),
         CoordinatorError::Deposed(_) | CoordinatorError::Fenced(_) | CoordinatorError::Store(_) => {
             (EXIT_REFUSED, e.to_string())
         }
@@ -264,6 +269,18 @@ async fn run_coordinator(
         report.generation, report.completed, report.failovers, report.dropped_stale
     );
     Ok(())
+}
+
+/// A store error that a restart may not meet again: an object that could
+/// not be read or written (not one that was read and is damaged, which
+/// needs a human), or a write whose outcome is unknown, which the next
+/// start's recovery settles.
+fn transient(e: &StoreError) -> bool {
+    match e {
+        StoreError::Io { source, .. } => source.kind() != std::io::ErrorKind::InvalidData,
+        StoreError::OutcomeUnknown { .. } | StoreError::DisposalOutcomeUnknown { .. } => true,
+        _ => false,
+    }
 }
 
 /// The task manager's lock on its directory: the sink's output has one

@@ -243,6 +243,17 @@ impl ObjStore {
         Ok(CheckpointId(id))
     }
 
+    /// Reads the log, writing nothing: `Ok` when no leader newer than this
+    /// handle's has claimed the store (as far as the log shows now),
+    /// [`StoreError::StaleGeneration`] when one has, another error when the
+    /// log cannot be read. The check every write makes before it appends,
+    /// for a caller about to act on what it holds without writing (the
+    /// coordinator before it deploys a restore again).
+    pub async fn check_fence(&mut self) -> Result<(), StoreError> {
+        let generation = self.generation;
+        self.fence(generation).await
+    }
+
     fn fence_id(&self, writer: Generation) -> Result<(), StoreError> {
         if writer == self.generation {
             Ok(())
@@ -427,6 +438,13 @@ impl ObjStore {
     /// [`LogEntry::Dispose`], then its metadata object and every state
     /// object no other stored or quarantined checkpoint references.
     /// Returns the state objects deleted.
+    ///
+    /// Refused by the fence, nothing changes. Any other error of the
+    /// append leaves the outcome unknown (the entry may have landed, its
+    /// answer lost): [`StoreError::DisposalOutcomeUnknown`], the savepoint still
+    /// held and its objects kept; the log may already say it is disposed,
+    /// which the next open follows. Calling again settles it (a second
+    /// `Dispose` entry is harmless).
     pub async fn dispose_savepoint(
         &mut self,
         writer: Generation,
@@ -434,11 +452,22 @@ impl ObjStore {
     ) -> Result<Vec<StateHandle>, StoreError> {
         self.fence_id(writer)?;
         self.holdings.check_disposable(savepoint)?;
-        self.append(LogEntry::Dispose {
-            generation: writer,
-            savepoint,
-        })
-        .await?;
+        match self
+            .append(LogEntry::Dispose {
+                generation: writer,
+                savepoint,
+            })
+            .await
+        {
+            Ok(()) => {}
+            Err(e @ StoreError::StaleGeneration { .. }) => return Err(e),
+            Err(e) => {
+                return Err(StoreError::DisposalOutcomeUnknown {
+                    savepoint,
+                    source: Box::new(e),
+                })
+            }
+        }
         // The log says it is gone: from here the call succeeds, and what it
         // cannot delete is counted and left for the next start's clean-up
         // (an error would keep the coordinator holding a savepoint the

@@ -66,6 +66,18 @@ pub(super) async fn read_found(
     Ok(Some(bytes.to_vec()))
 }
 
+/// Whether the object at `path` exists, asked of the object itself (a
+/// listing of an eventually consistent store may miss the newest objects):
+/// `false` only when the store answers "not found"; any other error is
+/// returned, since a transient error must not read as absence.
+pub(super) async fn found(store: &dyn ObjectStore, path: &Path) -> Result<bool, StoreError> {
+    match store.head(path).await {
+        Ok(_) => Ok(true),
+        Err(object_store::Error::NotFound { .. }) => Ok(false),
+        Err(e) => Err(obj_err("head", path)(e)),
+    }
+}
+
 pub(super) async fn read(store: &dyn ObjectStore, path: &Path) -> Result<Vec<u8>, StoreError> {
     let got = store.get(path).await.map_err(obj_err("get", path))?;
     let bytes = got.bytes().await.map_err(obj_err("get", path))?;

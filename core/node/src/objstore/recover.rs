@@ -17,7 +17,9 @@ use object_store::path::Path;
 use object_store::ObjectStore;
 
 use super::log::{LogEntry, Replay};
-use super::objects::{delete, list, obj_err, parse_meta_name, parse_state_name, read, read_found};
+use super::objects::{
+    delete, found, list, obj_err, parse_meta_name, parse_state_name, read, read_found,
+};
 use super::ObjStore;
 
 /// Bytes before the handles in the metadata format written (version 2).
@@ -70,12 +72,16 @@ impl ObjStore {
             };
             match meta {
                 Ok(m) => {
-                    let missing: Vec<StateHandle> = m
-                        .handles
-                        .iter()
-                        .filter(|h| !state_names.contains(h))
-                        .copied()
-                        .collect();
+                    // A handle the listing lacks is asked of its object: a
+                    // listing may miss the newest objects (eventually
+                    // consistent stores), and those are the latest
+                    // checkpoint's, which must not be condemned for it.
+                    let mut missing: Vec<StateHandle> = Vec::new();
+                    for h in m.handles.iter().filter(|h| !state_names.contains(h)) {
+                        if !found(objects, &Path::from(state_path(*h))).await? {
+                            missing.push(*h);
+                        }
+                    }
                     if missing.is_empty() {
                         valid.insert(
                             *id,

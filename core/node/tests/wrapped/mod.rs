@@ -33,6 +33,12 @@ pub trait Hooks: fmt::Debug + Default + Send + Sync + 'static {
     fn pass_get(&self, _location: &Path) -> bool {
         true
     }
+    /// Called for each object `list_with_delimiter` returns (the listing
+    /// the stores' recovery reads); `false` leaves it out (the object
+    /// itself stays readable).
+    fn listed(&self, _location: &Path) -> bool {
+        true
+    }
 }
 
 /// An [`InMemory`] store with [`Hooks`].
@@ -94,7 +100,9 @@ impl<H: Hooks> ObjectStore for Wrapped<H> {
         self.inner.list(prefix)
     }
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
+        let mut got = self.inner.list_with_delimiter(prefix).await?;
+        got.objects.retain(|m| self.hooks.listed(&m.location));
+        Ok(got)
     }
     async fn copy(&self, from: &Path, to: &Path) -> object_store::Result<()> {
         self.inner.copy(from, to).await
@@ -193,5 +201,30 @@ impl Hooks for FailReads {
             && location
                 .as_ref()
                 .starts_with(self.prefix.lock().unwrap().as_str()))
+    }
+}
+
+/// While [`HideListed::hide`] is on, listings leave out the objects whose
+/// paths start with its prefix (as an eventually consistent listing may
+/// miss the newest objects); reads of them still succeed.
+#[derive(Debug, Default)]
+pub struct HideListed {
+    prefix: std::sync::Mutex<Option<String>>,
+}
+
+impl HideListed {
+    /// Hides the objects under `prefix` from listings (`None`: none).
+    pub fn hide(&self, prefix: Option<&str>) {
+        *self.prefix.lock().unwrap() = prefix.map(str::to_string);
+    }
+}
+
+impl Hooks for HideListed {
+    fn listed(&self, location: &Path) -> bool {
+        self.prefix
+            .lock()
+            .unwrap()
+            .as_deref()
+            .is_none_or(|p| !location.as_ref().starts_with(p))
     }
 }

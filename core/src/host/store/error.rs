@@ -102,6 +102,20 @@ pub enum StoreError {
         #[source]
         source: Box<StoreError>,
     },
+    /// The disposal of savepoint `savepoint` (`ckpt-node`'s object store)
+    /// may or may not have been made: its log append failed in a way that
+    /// does not say whether it was written. The store still holds the
+    /// savepoint and keeps its objects; the log may already say it is
+    /// disposed, which the next open follows. Disposing of it again
+    /// settles it.
+    #[error("the disposal of savepoint {savepoint} has an unknown outcome: {source}")]
+    DisposalOutcomeUnknown {
+        /// The savepoint.
+        savepoint: CheckpointId,
+        /// The append's error.
+        #[source]
+        source: Box<StoreError>,
+    },
     /// [`FileStore::dispose_savepoint`] of a checkpoint the store does not hold.
     #[error("checkpoint {0} is not stored")]
     NotStored(CheckpointId),

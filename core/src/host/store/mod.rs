@@ -68,8 +68,9 @@
 //!    id); every state file of every stored checkpoint must exist; and every
 //!    state file of the checkpoint to restore (the newest, by
 //!    [`crate::commit::latest`]) is read and checked by
-//!    [`OpenOptions::check_state`]. A file that is absent (the `state/`
-//!    listing does not name it, or reading it says "not found") or present
+//!    [`OpenOptions::check_state`]. A file that is absent (reading it says
+//!    "not found"; a file the `state/` listing names is taken as present,
+//!    and one it does not name is read to tell) or present
 //!    and wrong is one [`Damaged`] entry naming the file; that checkpoint
 //!    is not restored and the next newest is tried. A file that cannot be
 //!    read (any other error), or a listing that fails, fails the open:

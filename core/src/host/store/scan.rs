@@ -216,9 +216,10 @@ impl FileStore {
         }
         // A stored checkpoint whose state is incomplete cannot be restored.
         // A state file is missing when the listing, which must succeed,
-        // does not name it: an error that cannot tell (a permission, an
-        // I/O error) fails the open instead of condemning a checkpoint
-        // that may be whole, which would restore an older one.
+        // does not name it and reading it says "not found": an error that
+        // cannot tell (a permission, an I/O error) fails the open instead
+        // of condemning a checkpoint that may be whole, which would
+        // restore an older one.
         let state_names = fs.list(STATE_DIR).map_err(io_err("list", STATE_DIR))?;
         let present: BTreeSet<StateHandle> = state_names
             .iter()
@@ -231,11 +232,18 @@ impl FileStore {
                 .get(&id)
                 .map(|e| e.handles.clone())
                 .unwrap_or_default();
-            let missing: Vec<StateHandle> = handles
-                .iter()
-                .copied()
-                .filter(|h| !present.contains(h))
-                .collect();
+            // A handle the listing lacks is read before it counts as
+            // missing: a file system over an object store may list
+            // eventually (the newest files, the latest checkpoint's, last).
+            let mut missing: Vec<StateHandle> = Vec::new();
+            for h in handles.iter().copied().filter(|h| !present.contains(h)) {
+                let path = state_path(h);
+                match fs.read(&path) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(h),
+                    Err(e) => return Err(io_err("read", &path)(e)),
+                }
+            }
             if !missing.is_empty() {
                 scan.mark_damaged(
                     id,
