@@ -43,10 +43,23 @@ if [ -z "${CKPT_FUZZ_BIN_DIR:-}" ]; then
     for t in "${targets[@]}"; do
         cargo "${toolchain[@]}" fuzz build --sanitizer "$sanitizer" "${build[@]}" --target-dir "$tdir" "$t" >/dev/null
     done
-    bin_dir="$tdir/$triple/release"
+    # cargo-fuzz puts a --dev (-D) build in debug/, any other in release/.
+    profile=release
+    for f in "${build[@]}"; do
+        case "$f" in
+            --dev | -D) profile=debug ;;
+        esac
+    done
+    bin_dir="$tdir/$triple/$profile"
 else
     bin_dir="$CKPT_FUZZ_BIN_DIR"
 fi
+for t in "${targets[@]}"; do
+    if [ ! -f "$bin_dir/$t" ] || [ ! -x "$bin_dir/$t" ]; then
+        echo "rate.sh: no fuzz binary $bin_dir/$t (not an executable file)" >&2
+        exit 1
+    fi
+done
 mkdir -p logs
 # shellcheck disable=SC2206
 extra=(${CKPT_FUZZ_FLAGS:-})

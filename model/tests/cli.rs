@@ -145,6 +145,42 @@ fn semantics_all_switches_legacy_cancel_to_a_join_and_says_so() {
     assert!(row.contains("violated"), "{row}");
 }
 
+/// `dist` with a knob in a world too small for its bug: no violation in the
+/// whole space is no verdict, as in `check` (exit 3), never "holds".
+#[test]
+fn dist_never_answers_holds_for_a_knob_it_did_not_catch() {
+    // One task: no second handle shares a physical file (333 unique states).
+    let knob = [
+        "--semantics",
+        "legacy-double-release",
+        "--tasks",
+        "1",
+        "--checkpoints",
+        "1",
+        "--network",
+        "reorder-dup-drop",
+        "--faults",
+        "1",
+        "--no-io-faults",
+        "--no-task-faults",
+        "--shared-files",
+        "--quiet",
+    ];
+    let check = run(&[&["check"][..], &knob].concat());
+    assert_eq!(code(&check), 3, "{}", stdout(&check));
+    let o = run(&[&["dist", "--threads", "1"][..], &knob].concat());
+    let out = stdout(&o);
+    assert_eq!(code(&o), 3, "{out}{}", stderr(&o));
+    assert!(!out.contains("holds"), "{out}");
+    assert!(
+        out.contains(
+            "verdict: inconclusive: no violation found, but --semantics legacy-double-release \
+             is known to be buggy: this configuration did not reach its bug"
+        ),
+        "{out}"
+    );
+}
+
 // ----- long runs ----------------------------------------------------------------
 
 #[test]
@@ -530,6 +566,37 @@ fn a_directory_as_an_output_is_refused_before_the_search() {
         assert!(stdout(&o).is_empty(), "searched anyway: {}", stdout(&o));
     }
     assert!(d.is_dir());
+}
+
+/// `zoo --traces DIR` checks every row's file before the first search: a
+/// file it cannot write (here a directory where the last row's trace goes;
+/// permissions would not stop root) or a DIR under a regular file is exit
+/// 2 with nothing searched, not a table followed by an error.
+#[test]
+fn zoo_traces_are_checked_before_any_search() {
+    let d = scratch("zoo-traces");
+    // The two FLINK-17869 rows (about a second of searching); the second
+    // one's file is in the way.
+    std::fs::create_dir(d.join("zoo_flink_17869_legacy_cancel.jsonl"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let blocked = d.to_string_lossy().into_owned();
+    std::fs::write(d.join("a-file"), b"").unwrap_or_else(|e| panic!("{e}"));
+    let under_a_file = d.join("a-file").join("traces");
+    let under_a_file = under_a_file.to_string_lossy().into_owned();
+    for dir in [&blocked, &under_a_file] {
+        let o = run(&["zoo", "--only", "FLINK-17869", "--traces", dir]);
+        assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).is_empty(), "searched anyway: {}", stdout(&o));
+        assert!(stderr(&o).contains("cannot "), "{}", stderr(&o));
+    }
+    // Nothing was written, and no temporary file was left behind.
+    let mut left: Vec<String> = std::fs::read_dir(&d)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("{e}"));
+    left.sort();
+    assert_eq!(left, ["a-file", "zoo_flink_17869_legacy_cancel.jsonl"]);
 }
 
 // ----- replay ---------------------------------------------------------------------
@@ -1434,4 +1501,47 @@ fn a_closed_stdout_ends_the_run_with_141_and_no_panic() {
     assert!(first.starts_with("| race |"), "first line: {first}");
     assert_eq!(code(&o), 141, "stderr: {}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "stderr: {}", stderr(&o));
+}
+
+/// `replay` buffers its stdout; a write or the flush that fails ends it
+/// with 141 as every other command does (`/dev/full`: the error is named;
+/// a pipe whose reader is gone: silent), not with the replay's own status.
+#[test]
+fn replay_ends_with_141_when_stdout_cannot_be_written() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/traces/flink_17869_legacy.jsonl"
+    );
+    for quiet in [false, true] {
+        let mut args = vec!["replay", trace];
+        if quiet {
+            args.push("--quiet");
+        }
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap_or_else(|e| panic!("/dev/full: {e}"));
+        let o = bin()
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(full)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run ckpt-model: {e}"));
+        assert_eq!(code(&o), 141, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("error: writing to stdout"),
+            "{}",
+            stderr(&o)
+        );
+        let (reader, writer) = std::io::pipe().unwrap_or_else(|e| panic!("{e}"));
+        drop(reader);
+        let o = bin()
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run ckpt-model: {e}"));
+        assert_eq!(code(&o), 141, "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
 }

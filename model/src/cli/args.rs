@@ -52,7 +52,8 @@ pub enum Cmd {
     /// by the worker its fingerprint hashes to: threads (`--threads`), or
     /// processes on one machine or many (`--processes`, `--local-processes`);
     /// resumable (`--checkpoint-dir`, `--resume`). Exit 0 holds, 1 violated,
-    /// 2 usage or a refused checkpoint, 3 stopped early.
+    /// 2 usage or a refused checkpoint, 3 stopped early or a legacy knob
+    /// whose bug the search did not find (never "holds").
     Dist(DistArgs),
     /// Print the JSON Schema of a `--json` output (the files under
     /// model/schema/).

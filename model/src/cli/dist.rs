@@ -13,7 +13,9 @@ use ckpt_model::search::dist::engine::{
 use ckpt_model::search::dist::twophase::{self, TwoPhase};
 use ckpt_model::search::engine::{self, fingerprint, EngineOptions, Plain};
 use ckpt_model::search::memory::peak_rss_mb;
+use ckpt_model::search::report::Question;
 use ckpt_model::search::symmetry::orbit_min_fingerprint;
+use ckpt_model::world::semantics_name;
 use ckpt_model::zoo::validate;
 use ckpt_model::{Reduction, SysModel};
 use stateright::{Checker, Model};
@@ -99,6 +101,7 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             let status = report(
                 &opts,
                 process,
+                None,
                 search(Arc::new(model.clone()), key, Some(codec), &opts),
                 |p| format!("{:?}", replay(&model, p).and_then(|s| s.last().cloned())),
             );
@@ -132,9 +135,14 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             let model = Arc::new(model);
             let m = Arc::clone(&model);
             let codec = Arc::new(Codec::world());
+            // A knob asks whether its bug is found: a search that ends
+            // without it is no verdict, never "holds" (as in `check`).
+            let knob = (Question::of(cfg.semantics) == Question::BugIsFound)
+                .then(|| semantics_name(cfg.semantics));
             report(
                 &opts,
                 process,
+                knob,
                 search(model, key, Some(codec), &opts),
                 move |p| actions(&m, p),
             )
@@ -193,10 +201,12 @@ fn start_children(p: u16, port: u16) -> Result<Vec<Child>, String> {
         .collect()
 }
 
-/// Prints the run's report (process 0) and decides the exit status.
+/// Prints the run's report (process 0) and decides the exit status;
+/// `knob` is the legacy semantics searched for its bug, if one is.
 fn report(
     opts: &DistOptions,
     process: u16,
+    knob: Option<&str>,
     r: Result<DistReport, String>,
     path_text: impl Fn(&[u32]) -> String,
 ) -> ExitStatus {
@@ -210,7 +220,7 @@ fn report(
     let peak = peak_rss_mb().map_or_else(|| "?".into(), |m| format!("{m:.0} MiB"));
     if process != 0 {
         eprintln!("process {process}: done, peak memory {peak}");
-        return status_of(&r);
+        return status_of(&r, knob.is_some());
     }
     let secs = r.elapsed.as_secs_f64();
     let workers = r.shares.len();
@@ -231,7 +241,16 @@ fn report(
             "verdict: stopped after level {} (resume to finish)",
             r.max_depth
         ),
-        None => outln!("verdict: holds"),
+        None => match knob {
+            // `check`'s wording for the same case (`CheckReport`'s note),
+            // which points to `check`: `dist` has no `--semantics all`.
+            Some(name) => outln!(
+                "verdict: inconclusive: no violation found, but --semantics {name} is known to \
+                 be buggy: this configuration did not reach its bug, so this is no verdict (try \
+                 the defaults, or `check --semantics all`)"
+            ),
+            None => outln!("verdict: holds"),
+        },
     }
     outln!("unique states: {} (summed over {workers} owners)", r.unique);
     outln!(
@@ -271,13 +290,15 @@ fn report(
         );
     }
     outln!("peak memory (process 0): {peak}");
-    status_of(&r)
+    status_of(&r, knob.is_some())
 }
 
-fn status_of(r: &DistReport) -> ExitStatus {
+/// The exit status of a report; `knob`: the search looked for a legacy
+/// semantics' bug, so finishing without it is inconclusive, not "holds".
+fn status_of(r: &DistReport, knob: bool) -> ExitStatus {
     if r.violation.is_some() {
         ExitStatus::Violated
-    } else if r.stopped {
+    } else if r.stopped || knob {
         ExitStatus::Inconclusive
     } else {
         ExitStatus::Ok

@@ -2,7 +2,7 @@
 //! every invariant checked at every step, streamed (memory bounded by the
 //! machines' live state, whatever the trace's length).
 
-use std::io::Write;
+use std::io::{BufWriter, StdoutLock, Write};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -16,6 +16,33 @@ use crate::cli::args::{default_progress_every, ReplayArgs};
 use crate::cli::exit::usage_error;
 use crate::cli::exit::ExitStatus;
 use crate::cli::interrupt::interrupt_flag;
+use crate::cli::stdout_failed;
+
+/// Stdout, buffered (a long trace prints a line per step); a write or a
+/// flush that fails ends the run at once with
+/// [`ExitStatus::OutputFailed`], as `outln!` does for the other commands.
+struct Out(BufWriter<StdoutLock<'static>>);
+
+impl Out {
+    fn new() -> Out {
+        Out(BufWriter::with_capacity(1 << 16, std::io::stdout().lock()))
+    }
+
+    /// What `write!` and `writeln!` call: writes `args`, and never returns
+    /// an error (a failed write ends the process).
+    fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) {
+        if let Err(e) = self.0.write_fmt(args) {
+            stdout_failed(&e);
+        }
+    }
+
+    /// Flushes what is buffered.
+    fn flush(&mut self) {
+        if let Err(e) = self.0.flush() {
+            stdout_failed(&e);
+        }
+    }
+}
 
 /// Runs `replay`.
 pub fn run(args: &ReplayArgs) -> ExitStatus {
@@ -62,8 +89,7 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
         Err(e) => return usage_error(&format!("{}: {e}", file.display())),
     };
     let interrupt = interrupt_flag();
-    let out = std::io::stdout().lock();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let mut out = Out::new();
     let start = Instant::now();
     let mut progress = Progress::new(args.progress_every.unwrap_or_else(default_progress_every));
     let mut last = (Instant::now(), 0usize);
@@ -74,7 +100,7 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
         let line = match line {
             Ok(l) => l,
             Err(e) => {
-                let _ = out.flush();
+                out.flush();
                 progress.finish();
                 return usage_error(&format!(
                     "{}: {e} (after {})",
@@ -86,13 +112,13 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
         let s = match replayer.step(&line) {
             Ok(s) => s,
             Err(e) => {
-                let _ = out.flush();
+                out.flush();
                 progress.finish();
                 return usage_error(&format!("{}: {e}", file.display()));
             }
         };
         if !args.quiet {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{:>5}  {} <- {}  => {}",
                 s.step,
@@ -101,12 +127,12 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
                 plain_debug(&s.outcome)
             );
             for e in &s.effects {
-                let _ = writeln!(out, "         {}", plain_debug(e));
+                writeln!(out, "         {}", plain_debug(e));
             }
         }
         if let Some(r) = &s.rejected {
             if !args.quiet {
-                let _ = writeln!(out, "         HOST MISUSE: {r}");
+                writeln!(out, "         HOST MISUSE: {r}");
             }
             rejected.push((s.step, s.machine.clone(), r.clone()));
         }
@@ -116,7 +142,7 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
             // after its violation is still an input error.
             for rest in reader.by_ref() {
                 if let Err(e) = rest {
-                    let _ = out.flush();
+                    out.flush();
                     progress.finish();
                     return usage_error(&format!("{}: {e}", file.display()));
                 }
@@ -129,7 +155,7 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
                 break;
             }
             if progress.due() {
-                let _ = out.flush();
+                out.flush();
                 let n = replayer.steps();
                 let rate = (n - last.1) as f64 / last.0.elapsed().as_secs_f64().max(1e-9);
                 last = (Instant::now(), n);
@@ -183,13 +209,13 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
         _ => None,
     };
     let code = if let Some((n, machine, v)) = &violation {
-        let _ = writeln!(out, "step {n} ({machine}): {v}");
+        writeln!(out, "step {n} ({machine}): {v}");
         if !misuse.is_empty() {
-            let _ = writeln!(out, "also: {misuse}");
+            writeln!(out, "also: {misuse}");
         }
         ExitStatus::Violated
     } else if interrupt.load(Ordering::SeqCst) {
-        let _ = writeln!(
+        writeln!(
             out,
             "interrupted after {}: no invariant violated so far (inconclusive)",
             plural(steps, "step", "steps")
@@ -197,14 +223,14 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
         ExitStatus::Interrupted
     } else if !misuse.is_empty() {
         if args.allow_rejected {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{}, every invariant holds; {misuse} (allowed by --allow-rejected)",
                 plural(steps, "step", "steps")
             );
             ExitStatus::Ok
         } else {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{}, every invariant holds, but {misuse}: a recorded trace should have none \
                  (--allow-rejected accepts them)",
@@ -213,7 +239,7 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
             ExitStatus::Violated
         }
     } else {
-        let _ = writeln!(
+        writeln!(
             out,
             "{}, every invariant holds",
             plural(steps, "step", "steps")
@@ -221,9 +247,9 @@ pub fn run(args: &ReplayArgs) -> ExitStatus {
         ExitStatus::Ok
     };
     if let Some(c) = &comparison {
-        let _ = writeln!(out, "{c}");
+        writeln!(out, "{c}");
     }
-    let _ = out.flush();
+    out.flush();
     if secs >= 1.0 {
         eprintln!(
             "replayed {} in {secs:.2} s ({:.0} steps/s)",

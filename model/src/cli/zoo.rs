@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use ckpt_core::task::LegacyBug;
 use ckpt_model::render::flags::world_flags;
 use ckpt_model::render::replay::Replay;
 use ckpt_model::search::report::Verdict;
@@ -12,7 +13,7 @@ use ckpt_model::zoo::{check_entry_reduced, entries, trace_name};
 use crate::cli::args::ZooArgs;
 use crate::cli::exit::usage_error;
 use crate::cli::exit::ExitStatus;
-use crate::cli::output::write_file;
+use crate::cli::output::{write_file, Output};
 
 /// Runs `zoo`.
 pub fn run(args: &ZooArgs) -> ExitStatus {
@@ -21,9 +22,30 @@ pub fn run(args: &ZooArgs) -> ExitStatus {
     } else {
         Reduction::Off
     };
+    let rows: Vec<_> = entries()
+        .into_iter()
+        .filter(|entry| {
+            args.only.as_ref().is_none_or(|only| {
+                entry.bug.tickets().contains(only.as_str())
+                    || legacy_name(entry.bug).contains(only.as_str())
+            })
+        })
+        .collect();
+    // Every row's trace file is checked before the first search (as
+    // `check --trace-out` is): an unwritable one is a usage error now, not
+    // after minutes of searching. The check's temporary file goes at once
+    // (dropped): held through the whole table, the files of rows not yet
+    // written would be left behind by a Ctrl-C or a closed stdout, which
+    // end the process without dropping anything. Each is written, under
+    // the same rule, after its row.
     if let Some(dir) = &args.traces {
         if let Err(e) = std::fs::create_dir_all(dir) {
             return usage_error(&format!("cannot create {}: {e}", dir.display()));
+        }
+        for entry in &rows {
+            if let Err(e) = Output::prepare(&dir.join(trace_file(entry.bug))) {
+                return usage_error(&e);
+            }
         }
     }
     let limit = Duration::from_secs(args.limit);
@@ -32,13 +54,8 @@ pub fn run(args: &ZooArgs) -> ExitStatus {
         "| race | knob | what went wrong | property broken | world (flags) | fixed | actions | steps | time to find |"
     );
     outln!("|---|---|---|---|---|---|---:|---:|---:|");
-    for entry in entries() {
+    for entry in rows {
         let name = legacy_name(entry.bug);
-        if let Some(only) = &args.only {
-            if !entry.bug.tickets().contains(only.as_str()) && !name.contains(only.as_str()) {
-                continue;
-            }
-        }
         let row = check_entry_reduced(&entry, usize::from(args.threads), limit, reduction);
         let replay = row
             .found
@@ -74,7 +91,7 @@ pub fn run(args: &ZooArgs) -> ExitStatus {
             row.seconds
         );
         let Some(r) = &replay else { continue };
-        let file = format!("{}.jsonl", trace_name(entry.bug));
+        let file = trace_file(entry.bug);
         if let Some(dir) = &args.traces {
             if let Err(e) = write_file(&dir.join(&file), &r.trace_bytes(), "counterexample trace") {
                 eprintln!("{e}");
@@ -96,4 +113,10 @@ pub fn run(args: &ZooArgs) -> ExitStatus {
         }
     }
     code
+}
+
+/// The file a knob's counterexample trace is written to under `--traces
+/// DIR` (and compared with under `--check-traces DIR`).
+fn trace_file(bug: LegacyBug) -> String {
+    format!("{}.jsonl", trace_name(bug))
 }
