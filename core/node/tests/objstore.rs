@@ -22,7 +22,7 @@ use object_store::ObjectStore;
 use proptest::prelude::*;
 
 mod wrapped;
-use wrapped::{FailReads, HideListed, LoseAnswers, Wrapped};
+use wrapped::{FailReads, HideListed, LoseAnswers, LoseNextLogAnswer, Wrapped};
 
 const JOB: JobId = JobId(7);
 const RETAINED: usize = 2;
@@ -764,5 +764,54 @@ fn a_state_object_missing_from_the_listing_is_asked_for_before_it_counts_as_miss
             .expect("open");
         assert_eq!(rec.latest().map(|c| c.checkpoint), Some(CheckpointId(1)));
         assert_eq!(rec.damaged.len(), 1, "{:?}", rec.damaged);
+    });
+}
+
+/// A savepoint disposal whose log append lands but loses its answer has an
+/// unknown outcome (`DisposalOutcomeUnknown`, not an I/O error, which
+/// would say the store still holds it): the savepoint stays held and its
+/// objects kept; disposing again settles it, and the next leader does not
+/// hold it.
+#[test]
+fn a_disposal_whose_append_answer_is_lost_is_an_unknown_outcome_settled_by_a_retry() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let lossy = Arc::new(Wrapped::<LoseNextLogAnswer>::default());
+        let objects: Arc<dyn ObjectStore> = Arc::clone(&lossy) as Arc<dyn ObjectStore>;
+        let g1 = Generation(1);
+        let (mut store, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 2, g1))
+            .await
+            .expect("open");
+        objstore::write_state(&*objects, StateHandle(1), vec![1])
+            .await
+            .expect("state");
+        let savepoint = store.allocate_id(g1).await.expect("id");
+        store
+            .finalize(g1, savepoint, true, Millis(1), &[StateHandle(1)])
+            .await
+            .expect("finalize");
+        store.store(g1, savepoint).await.expect("store");
+        let newer = finalize_with_state(&mut store, &*objects, g1, 2).await;
+        store.store(g1, newer).await.expect("store");
+        lossy.hooks.arm();
+        match store.dispose_savepoint(g1, savepoint).await {
+            Err(StoreError::DisposalOutcomeUnknown { savepoint: s, .. }) => {
+                assert_eq!(s, savepoint);
+            }
+            other => panic!("expected DisposalOutcomeUnknown, got {other:?}"),
+        }
+        assert!(store.holdings().stored_ids().contains(&savepoint));
+        assert_eq!(
+            store.dispose_savepoint(g1, savepoint).await.expect("retry"),
+            vec![StateHandle(1)]
+        );
+        assert!(!store.holdings().stored_ids().contains(&savepoint));
+        drop(store);
+        let (next, _) = ObjStore::open(objects, OpenOptions::new(JOB, 2, Generation(2)))
+            .await
+            .expect("open");
+        assert_eq!(next.holdings().stored_ids(), vec![newer]);
     });
 }

@@ -372,3 +372,32 @@ async fn run_task(
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ckpt_core::CheckpointId;
+
+    /// What a restart may cure exits 1; what needs a human exits 3.
+    #[test]
+    fn store_errors_that_a_restart_may_cure_are_transient() {
+        let io = |kind| StoreError::Io {
+            op: "get",
+            path: "log/1".into(),
+            source: std::io::Error::new(kind, "x"),
+        };
+        assert!(transient(&io(std::io::ErrorKind::Other)));
+        assert!(transient(&io(std::io::ErrorKind::NotFound)));
+        // A log entry that was read and does not decode: damage.
+        assert!(!transient(&io(std::io::ErrorKind::InvalidData)));
+        assert!(transient(&StoreError::OutcomeUnknown {
+            checkpoint: CheckpointId(1),
+            source: Box::new(io(std::io::ErrorKind::Other)),
+        }));
+        assert!(!transient(&StoreError::BehindCommitted {
+            committed: CheckpointId(2),
+            restorable: Some(CheckpointId(1)),
+            damaged: Vec::new(),
+        }));
+    }
+}

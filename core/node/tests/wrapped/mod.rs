@@ -228,3 +228,24 @@ impl Hooks for HideListed {
             .is_none_or(|p| !location.as_ref().starts_with(p))
     }
 }
+
+/// Once [`LoseNextLogAnswer::arm`] is called, the next put under the log
+/// that lands answers with an error (once): whatever the entry was, its
+/// writer cannot tell whether it was made.
+#[derive(Debug, Default)]
+pub struct LoseNextLogAnswer {
+    armed: AtomicBool,
+}
+
+impl LoseNextLogAnswer {
+    /// Loses the next landed log put's answer.
+    pub fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Hooks for LoseNextLogAnswer {
+    fn lose_put_answer(&self, location: &Path, landed: bool) -> bool {
+        location.as_ref().starts_with(LOG_DIR) && landed && self.armed.swap(false, Ordering::SeqCst)
+    }
+}
