@@ -420,13 +420,23 @@ fn an_unreadable_state_file_fails_the_open_instead_of_condemning_the_checkpoint(
 /// for real is still damage.
 #[test]
 fn a_state_file_missing_from_the_listing_is_read_before_it_counts_as_missing() {
-    let faulty = Arc::new(FaultyFs::failing_reads_under("nothing fails"));
+    let faulty = Arc::new(FaultyFs::failing_reads_under(&state_path(h(2))));
     let fs: Arc<dyn Fs> = faulty.clone();
     let mut store = open(&fs, 2);
     commit(&mut store, &*fs, cp(1), &[h(1)]);
     commit(&mut store, &*fs, cp(2), &[h(2)]);
     drop(store);
     faulty.hide_listed(Some(&state_path(h(2))));
+    // Missed by the listing and unreadable: the open cannot tell.
+    faulty.fail_reads(true);
+    match open_store(&fs, JOB, 2) {
+        Err(StoreError::Io {
+            op: "read", path, ..
+        }) => assert_eq!(path, state_path(h(2))),
+        Err(e) => panic!("expected the read error, got {e:?}"),
+        Ok((_, recovery)) => panic!("expected the read error, got {recovery:?}"),
+    }
+    faulty.fail_reads(false);
     let (_, recovery) = open_store(&fs, JOB, 2).unwrap();
     assert_eq!(recovery.latest().map(|c| c.checkpoint), Some(cp(2)));
     assert!(recovery.damaged.is_empty(), "{:?}", recovery.damaged);

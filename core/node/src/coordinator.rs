@@ -26,8 +26,10 @@
 //! **Failover** is global. A lost connection to the task manager (it died,
 //! or the network broke) fails every attempt (`TaskFailed` each), restores
 //! the latest completed checkpoint (`Restore { Latest }`, checked against
-//! the store's latest) and waits for a task manager to say `Ready` again;
-//! it then deploys every task under the next attempt (`TaskRunning` each).
+//! the store's latest: if they differ nothing is deployed and [`run`]
+//! returns [`CoordinatorError::Recover`]) and waits for a task manager to
+//! say `Ready` again; it then deploys every task under the next attempt
+//! (`TaskRunning` each).
 //! A failure report (`Failed`) from a connected task manager does the same
 //! without waiting. A checkpoint in flight when the connection is lost is
 //! aborted by the reducer (its tasks failed); one already finalizing or
@@ -41,6 +43,14 @@
 //! of this generation is refused (`StoreError::StaleGeneration`), and the
 //! first such refusal stops the driver ([`CoordinatorError::Fenced`]: the
 //! task manager's connection is closed; nothing more is committed).
+//!
+//! A task manager that restarted has forgotten the generation it served,
+//! so its `Hello` cannot depose an old leader. So on every `Ready` after
+//! the first the driver reads the log (writing nothing) before it deploys
+//! its restore target again: a newer claim fences it as a refused write
+//! does; a log it cannot read stops it ([`CoordinatorError::Store`]); and
+//! output committed beyond the restore target is refused
+//! (`StoreError::BehindCommitted`), as the first `Ready`'s open refuses it.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -111,17 +121,24 @@ pub enum CoordinatorError {
     #[error("invalid coordinator settings: {0}")]
     Config(#[from] ckpt_core::coordinator::ConfigError),
     /// The store refused to open or recover (another leader claimed the
-    /// generation first, a restore behind the committed output, damage).
+    /// generation first, a restore behind the committed output, damage),
+    /// could not be read or written (at the open, or in the check before a
+    /// redeploy), or a later `Ready` reported output committed beyond the
+    /// checkpoint to restore (`BehindCommitted`). The binary exits 1 for
+    /// the store errors a restart may cure (an object that could not be
+    /// read or written, an unknown outcome), 3 for the others.
     #[error("checkpoint store: {0}")]
     Store(#[from] StoreError),
-    /// The coordinator refused what the store recovered.
+    /// The coordinator refused what the store recovered, or a failover's
+    /// restore target was not the store's latest checkpoint.
     #[error("the coordinator refused the recovered checkpoints: {0}")]
     Recover(String),
     /// A task manager served a newer leader: this one is deposed.
     #[error("deposed: {0}")]
     Deposed(Refusal),
-    /// The store refused a write of this coordinator's generation: a newer
-    /// leader has claimed the store, and this one stops.
+    /// The store refused a write of this coordinator's generation, or the
+    /// check before a redeploy read a newer claim: a newer leader has
+    /// claimed the store, and this one stops.
     #[error("fenced by the store: {0}")]
     Fenced(StoreError),
     /// A commit's outcome is unknown ([`StoreError::OutcomeUnknown`]), or
@@ -179,7 +196,8 @@ struct Driver {
     /// ended: the coordinator exits once it hung up (or after
     /// [`STOP_FLUSH`]).
     stopped_conn: Option<u64>,
-    /// The store refused a write as from a deposed leader.
+    /// The store refused a write as from a deposed leader, or the check
+    /// before a redeploy found a newer leader's claim.
     fenced: Option<StoreError>,
     /// A commit's outcome is unknown ([`StoreError::OutcomeUnknown`]), or
     /// the id counter could not be reset: the driver carries out nothing
@@ -188,7 +206,9 @@ struct Driver {
     /// A failover's restore target is not the store's latest checkpoint:
     /// nothing is deployed, and the driver stops
     /// ([`CoordinatorError::Recover`]) for a new start to recover from the
-    /// store.
+    /// store. Not reached by a correct reducer and store (both hold the
+    /// same commits: the driver applies a commit's answer only once the
+    /// store has made it); a disagreement is not deployed on a guess.
     refused: Option<String>,
     report: CoordinatorReport,
     inbox: mpsc::Sender<Inbound>,
@@ -625,8 +645,10 @@ impl Driver {
 
     /// Whether a task manager that is `Ready` again (after a failover, a
     /// reconnect, or a restart of its own) may get this coordinator's
-    /// restore target. Asked before every deploy but the first, which
-    /// opening the store checks.
+    /// restore target. Asked on every `Ready` after the first, whose open
+    /// of the store checks the same. (A failover within one task manager's
+    /// session deploys without asking: a newer leader needs that task
+    /// manager's `Ready` to get anywhere.)
     ///
     /// A task manager that restarted has forgotten the generation it
     /// served, so its `Hello` cannot depose this leader; a newer leader may
@@ -635,8 +657,10 @@ impl Driver {
     /// sink, which a restore deletes). So the store's log is read (no
     /// write): a newer claim fences this coordinator (nothing deployed; it
     /// stops, [`CoordinatorError::Fenced`]); a log that cannot be read
-    /// deploys nothing and closes the connection (the task manager
-    /// reconnects and asks again). With no newer leader, sinks committed
+    /// deploys nothing and stops the coordinator
+    /// ([`CoordinatorError::Store`]: it cannot tell whether it still
+    /// leads; the next start recovers from the store). With no newer
+    /// leader, sinks committed
     /// beyond the restore target mean the store has lost what they
     /// committed: refused as on the first `Ready`
     /// ([`StoreError::BehindCommitted`], exit 3), never deployed.
@@ -654,11 +678,11 @@ impl Driver {
                 return Ok(false);
             }
             Err(e) => {
-                self.close_manager(&format!(
-                    "cannot read the store's log to check for a newer leader: {e}"
-                ))
-                .await;
-                return Ok(false);
+                say(&format!(
+                    "cannot read the store's log to check for a newer leader: {e}; stopping"
+                ));
+                self.hang_up().await;
+                return Err(CoordinatorError::Store(e));
             }
         }
         let target = self.restore_target.as_ref().map(|(c, _)| *c);
@@ -680,8 +704,8 @@ impl Driver {
     /// Deploys every task under its next attempt when the task manager is
     /// ready and nothing is deployed.
     async fn deploy_if_ready(&mut self) {
-        // Halted or fenced: nothing more goes out (a failover cut short by
-        // either left an old restore target behind).
+        // Halted, fenced or refused: nothing more goes out (a failover cut
+        // short by any of them left an old restore target behind).
         if self.deployed.is_some()
             || self.store.is_none()
             || self.halted.is_some()

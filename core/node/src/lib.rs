@@ -68,7 +68,11 @@ pub trait CheckpointStore {
         writer: Generation,
         handle: StateHandle,
     ) -> impl Future<Output = Result<Discarded, StoreError>> + Send;
-    /// Removes a stored savepoint (the user's act); returns the handles deleted.
+    /// Removes a stored savepoint (the user's act); returns the handles
+    /// deleted. An error that cannot tell whether the removal was made is
+    /// [`StoreError::DisposalOutcomeUnknown`] (the savepoint still held;
+    /// disposing again settles it); any other error leaves the savepoint
+    /// stored.
     fn dispose_savepoint(
         &mut self,
         writer: Generation,

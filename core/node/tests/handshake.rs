@@ -27,7 +27,7 @@ use object_store::ObjectStore;
 use tokio::net::{TcpListener, TcpStream};
 
 mod wrapped;
-use wrapped::{LoseAnswers, Wrapped};
+use wrapped::{FailReads, LoseAnswers, Wrapped};
 
 /// Bounds every scripted exchange (a hang fails the test).
 const STEP: Duration = Duration::from_secs(20);
@@ -447,6 +447,8 @@ enum WhileAway {
     NewerLeaderCommitted,
     /// Nothing: no other leader.
     Nothing,
+    /// The store's log cannot be read (an error other than "not found").
+    LogUnreadable,
 }
 
 /// One coordinator (generation 1) deploys to a scripted task manager,
@@ -465,7 +467,8 @@ async fn redeploy_after_restart(
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let job = JobId(5);
-    let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let reads = Arc::new(Wrapped::<FailReads>::default());
+    let objects: Arc<dyn ObjectStore> = Arc::clone(&reads) as Arc<dyn ObjectStore>;
     // No periodic checkpoint within the test: the coordinator writes
     // nothing to the store after opening it, so only the redeploy can
     // notice a newer leader.
@@ -474,6 +477,9 @@ async fn redeploy_after_restart(
     ready_for_the_first_deploy(&mut r, &mut w).await;
     // The task manager dies.
     drop((r, w));
+    if let WhileAway::LogUnreadable = away {
+        reads.hooks.fail(Some(&format!("{LOG_DIR}/")));
+    }
     if let WhileAway::NewerLeaderCommitted = away {
         let (mut store, _) = open_leader(Arc::clone(&objects), job, Generation(2))
             .await
@@ -512,8 +518,9 @@ async fn redeploy_after_restart(
 /// (no `Deploy`: the restore of its old target would delete the sinks'
 /// pending transactions of the newer leader's checkpoints, whatever the
 /// task manager says it committed); with no newer leader, sinks committed
-/// beyond its restore target are refused as on the first `Ready`. It used
-/// to deploy in all three cases (recording a violation in the last two).
+/// beyond its restore target are refused as on the first `Ready`; a log it
+/// cannot read stops it (it cannot tell whether it still leads). It used
+/// to deploy in all four cases (recording a violation in two).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_coordinator_deploys_no_restore_again_behind_a_newer_leader_or_committed_output() {
     for committed in [Some(CheckpointId(1)), None] {
@@ -539,5 +546,11 @@ async fn a_coordinator_deploys_no_restore_again_behind_a_newer_leader_or_committ
             ..
         })) => assert_eq!((committed, restorable), (CheckpointId(7), None)),
         other => panic!("expected BehindCommitted, got {other:?}"),
+    }
+    let (ended, deployed) = redeploy_after_restart(WhileAway::LogUnreadable, None).await;
+    assert!(!deployed, "deployed without checking the log");
+    match ended {
+        Err(CoordinatorError::Store(StoreError::Io { op: "get", .. })) => {}
+        other => panic!("expected the log's read error, got {other:?}"),
     }
 }

@@ -22,7 +22,7 @@ use object_store::ObjectStore;
 use proptest::prelude::*;
 
 mod wrapped;
-use wrapped::{FailReads, HideListed, LoseAnswers, LoseNextLogAnswer, Wrapped};
+use wrapped::{FailReads, HideAndFail, LoseAnswers, LoseNextLogAnswer, Wrapped};
 
 const JOB: JobId = JobId(7);
 const RETAINED: usize = 2;
@@ -738,13 +738,27 @@ fn a_state_object_missing_from_the_listing_is_asked_for_before_it_counts_as_miss
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let hidden = Arc::new(Wrapped::<HideListed>::default());
+        let hidden = Arc::new(Wrapped::<HideAndFail>::default());
         let objects: Arc<dyn ObjectStore> = Arc::clone(&hidden) as Arc<dyn ObjectStore>;
         let last = two_committed(&objects).await;
-        hidden.hooks.hide(Some(&store::state_path(StateHandle(2))));
-        let (_, rec) = ObjStore::open(
+        let path = store::state_path(StateHandle(2));
+        hidden.hooks.hide.hide(Some(&path));
+        // Missed by the listing and unreadable: the open cannot tell.
+        hidden.hooks.fail.fail(Some(&path));
+        match ObjStore::open(
             Arc::clone(&objects),
             OpenOptions::new(JOB, 2, Generation(2)),
+        )
+        .await
+        {
+            Err(StoreError::Io { op: "head", .. }) => {}
+            Err(e) => panic!("expected the head's error, got {e:?}"),
+            Ok((_, rec)) => panic!("expected the head's error, got {rec:?}"),
+        }
+        hidden.hooks.fail.fail(None);
+        let (_, rec) = ObjStore::open(
+            Arc::clone(&objects),
+            OpenOptions::new(JOB, 2, Generation(3)),
         )
         .await
         .expect("open");
@@ -752,14 +766,14 @@ fn a_state_object_missing_from_the_listing_is_asked_for_before_it_counts_as_miss
         assert!(rec.damaged.is_empty(), "{:?}", rec.damaged);
         // Absent for real, it is missing: damage, and the older one is
         // restored.
-        hidden.hooks.hide(None);
+        hidden.hooks.hide.hide(None);
         objects
             .delete(&object_store::path::Path::from(store::state_path(
                 StateHandle(2),
             )))
             .await
             .expect("delete");
-        let (_, rec) = ObjStore::open(objects, OpenOptions::new(JOB, 2, Generation(3)))
+        let (_, rec) = ObjStore::open(objects, OpenOptions::new(JOB, 2, Generation(4)))
             .await
             .expect("open");
         assert_eq!(rec.latest().map(|c| c.checkpoint), Some(CheckpointId(1)));

@@ -17,11 +17,14 @@
 //! ```
 //!
 //! Exit status: 0 the job finished (the task manager also checked that
-//! every record is committed exactly once), 1 it failed, 2 usage, 3
-//! refused (a deposed or fenced coordinator, a store that refuses to
-//! open, a second task manager on a directory whose `task.lock` is held,
-//! a task manager's `--sources` other than its directory's). A task
-//! manager the coordinator refuses (another job or task count) exits 1.
+//! every record is committed exactly once), 1 it failed (for the
+//! coordinator also: a store it could not read or write, or a write whose
+//! outcome is unknown; start it again), 2 usage, 3 refused (a deposed or
+//! fenced coordinator, a store that refuses to open, output committed
+//! beyond the checkpoint to restore, a damaged log, a second task manager
+//! on a directory whose `task.lock` is held, a task manager's `--sources`
+//! other than its directory's). A task manager the coordinator refuses
+//! (another job or task count) exits 1.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -392,6 +395,10 @@ mod tests {
         assert!(!transient(&io(std::io::ErrorKind::InvalidData)));
         assert!(transient(&StoreError::OutcomeUnknown {
             checkpoint: CheckpointId(1),
+            source: Box::new(io(std::io::ErrorKind::Other)),
+        }));
+        assert!(transient(&StoreError::DisposalOutcomeUnknown {
+            savepoint: CheckpointId(1),
             source: Box::new(io(std::io::ErrorKind::Other)),
         }));
         assert!(!transient(&StoreError::BehindCommitted {

@@ -60,6 +60,9 @@
 //! write having landed and moves on. A failure of the deletes after a
 //! commit (the evicted checkpoints' objects) is returned beside the
 //! commit, in [`Committed::retention`]: the log already holds the commit.
+//! A savepoint disposal's append with an unknown outcome is
+//! [`StoreError::DisposalOutcomeUnknown`]: the savepoint stays held until
+//! a retry or the next open settles it.
 //!
 //! # Recovery ([`ObjStore::open`])
 //!
@@ -460,7 +463,15 @@ impl ObjStore {
             .await
         {
             Ok(()) => {}
+            // Refused by the fence, or a log entry that was read and is
+            // damaged (the position held another's entry): not written.
             Err(e @ StoreError::StaleGeneration { .. }) => return Err(e),
+            Err(e)
+                if matches!(&e, StoreError::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::InvalidData) =>
+            {
+                return Err(e)
+            }
             Err(e) => {
                 return Err(StoreError::DisposalOutcomeUnknown {
                     savepoint,

@@ -219,6 +219,25 @@ impl HideListed {
     }
 }
 
+/// [`HideListed`] and [`FailReads`] together: an object a listing misses
+/// and that cannot be read either.
+#[derive(Debug, Default)]
+pub struct HideAndFail {
+    /// The listings' part.
+    pub hide: HideListed,
+    /// The reads' part.
+    pub fail: FailReads,
+}
+
+impl Hooks for HideAndFail {
+    fn pass_get(&self, location: &Path) -> bool {
+        self.fail.pass_get(location)
+    }
+    fn listed(&self, location: &Path) -> bool {
+        self.hide.listed(location)
+    }
+}
+
 impl Hooks for HideListed {
     fn listed(&self, location: &Path) -> bool {
         self.prefix

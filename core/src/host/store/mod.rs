@@ -74,7 +74,14 @@
 //!    and wrong is one [`Damaged`] entry naming the file; that checkpoint
 //!    is not restored and the next newest is tried. A file that cannot be
 //!    read (any other error), or a listing that fails, fails the open:
-//!    a transient error is not damage.
+//!    a transient error is not damage. The stored checkpoints are the
+//!    `*.meta` files the `checkpoints/` listing names, so that listing
+//!    must show every file renamed into the directory before it
+//!    (read-after-write consistent, as a POSIX file system's is): a file
+//!    system whose listing lags its renames would make recovery miss the
+//!    newest checkpoint and delete its state as unreferenced. The
+//!    object store of `ckpt-node` finds its checkpoints in its log
+//!    instead.
 //! 2. **Exactly-once.** When [`OpenOptions::committed`] says an exactly-once
 //!    sink has already committed the output of checkpoint C, a restore of
 //!    anything older than C would commit that output again: the open is

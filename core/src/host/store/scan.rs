@@ -233,8 +233,10 @@ impl FileStore {
                 .map(|e| e.handles.clone())
                 .unwrap_or_default();
             // A handle the listing lacks is read before it counts as
-            // missing: a file system over an object store may list
-            // eventually (the newest files, the latest checkpoint's, last).
+            // missing: a listing that lags its files (a file system over
+            // an object store) must not condemn the latest checkpoint.
+            // (The checkpoints themselves are found by listing
+            // `checkpoints/`, which must not lag: see the module docs.)
             let mut missing: Vec<StateHandle> = Vec::new();
             for h in handles.iter().copied().filter(|h| !present.contains(h)) {
                 let path = state_path(h);
