@@ -39,6 +39,7 @@ pub mod zoo;
 
 use args::{Cli, Cmd};
 use exit::{usage_error, ExitStatus};
+use output::stdout_failed;
 
 /// Runs the command `cli` names; `started` is when the process started.
 pub fn run(cli: Cli, started: Instant) -> ExitStatus {
@@ -64,17 +65,6 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
     if let Err(e) = stdout.write_fmt(args) {
         stdout_failed(&e);
     }
-}
-
-/// Ends the process after a failed write to stdout, as [`write_stdout`]
-/// does (for a command that buffers stdout itself, as `replay` does): a
-/// closed pipe silently, any other error named on stderr, both with
-/// [`ExitStatus::OutputFailed`].
-pub fn stdout_failed(e: &std::io::Error) -> ! {
-    if e.kind() != std::io::ErrorKind::BrokenPipe {
-        eprintln!("error: writing to stdout: {e}");
-    }
-    std::process::exit(i32::from(ExitStatus::OutputFailed.code()));
 }
 
 /// Prints the JSON Schema of one `--json` output.

@@ -242,3 +242,14 @@ fn temp_beside(
 pub fn write_file(path: &Path, bytes: &[u8], label: &str) -> Result<String, String> {
     Output::prepare(path)?.write(bytes, label)
 }
+
+/// Ends the process after a failed write to stdout, as `write_stdout`
+/// (`cli/mod.rs`) does (for a command that buffers stdout itself, as `replay` does): a
+/// closed pipe silently, any other error named on stderr, both with
+/// [`ExitStatus::OutputFailed`](crate::cli::exit::ExitStatus::OutputFailed).
+pub fn stdout_failed(e: &std::io::Error) -> ! {
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        eprintln!("error: writing to stdout: {e}");
+    }
+    std::process::exit(i32::from(crate::cli::exit::ExitStatus::OutputFailed.code()));
+}

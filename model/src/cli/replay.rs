@@ -16,7 +16,7 @@ use crate::cli::args::{default_progress_every, ReplayArgs};
 use crate::cli::exit::usage_error;
 use crate::cli::exit::ExitStatus;
 use crate::cli::interrupt::interrupt_flag;
-use crate::cli::stdout_failed;
+use crate::cli::output::stdout_failed;
 
 /// Stdout, buffered (a long trace prints a line per step); a write or a
 /// flush that fails ends the run at once with
