@@ -170,8 +170,8 @@
 //!
 //! * **`Discard`** (either machine): the reducer has already let go
 //!   of the handle, and nothing refers to it. A failed delete only leaks
-//!   storage: log it and retry later, or leave it to a cleaner that deletes
-//!   files no retained checkpoint references. Never delete a handle a
+//!   storage: log it and retry later, or leave it to a cleaner (what it
+//!   may delete is below, "What a cleaner may delete"). Never delete a handle a
 //!   stored checkpoint holds; a store that refuses such a discard (the
 //!   async host's durability guard) has found a bug, not a transient error.
 //!   The coordinator discards a handle at most once per step, but a handle
@@ -214,9 +214,13 @@
 //! ## After `JobCommand::Fail`, step by step
 //!
 //! `JobCommand::Fail` (too many consecutive counted checkpoint failures) is emitted
-//! once; the coordinator keeps running and waits for the host. What the
-//! async host and the model's world do, and what every host should do
-//! unless it stops the job for good (then `Shutdown { status: Failed }`):
+//! once; the coordinator keeps running and waits for the host. A host may
+//! stop the job for good (`Shutdown { status: Failed }`), or run on as if
+//! it had not heard it (what the model's world does once its
+//! `--job-failovers` budget is spent: the coordinator goes on
+//! checkpointing, and `Fail` comes again only after a completion has reset
+//! the count). What the async host and the model's world do otherwise,
+//! and what every host that fails the job over should do:
 //!
 //! 1. Stop every running task attempt. Messages still in flight from them
 //!    are stale from now on (the coordinator ignores an old attempt's acks).
@@ -279,6 +283,27 @@
 //! The reducers' states also serialize with serde as validated, versioned
 //! snapshots, for a hand-over or a debugger, not as a replacement for the
 //! store: see [`snapshot`].
+//!
+//! ## Starting from a savepoint
+//!
+//! `Restore { source: Savepoint { checkpoint, handles } }` makes the
+//! savepoint the coordinator's latest completed checkpoint, and tasks
+//! restored from it may commit the output it holds (a two-phase-commit
+//! sink commits its pending transactions on restore). So a crash after it
+//! must recover that savepoint, not an older checkpoint: what the model's
+//! world does (`--savepoint-restore`), in this order:
+//!
+//! 1. Add the savepoint to the completed-checkpoint store (its id, its
+//!    handles, marked a savepoint), durably.
+//! 2. After `Recover` (or on a fresh coordinator), send the `Restore`, and
+//!    start the tasks from the `JobCommand::Restore` it emits.
+//! 3. Carry out the `JobCommand::ResetIdCounter` it emits (the counter
+//!    moves past the savepoint's id). If that fails, stop and recover a new
+//!    coordinator from the store (above): the store's `last_id` in
+//!    `Recover` must be at least the highest id it holds, the savepoint's
+//!    included (`Recover` refuses a stored checkpoint above it,
+//!    `RecoverProblem::IdAboveCounter`); the reference store's is
+//!    (`host::store::Recovery::last_id`).
 //!
 //! ## Savepoints are the user's
 //!
@@ -370,11 +395,19 @@
 //!
 //! ## What a cleaner may delete
 //!
-//! A file no checkpoint the store holds references and that
+//! A file no checkpoint the store holds references, that
 //! [`coordinator::CoordinatorState::owned_handles`] does not list (pending
-//! acks, retained checkpoints and savepoints, a checkpoint in doubt): an
-//! ack's file whose message was lost, or one the coordinator refused after
-//! shutdown.
+//! acks, retained checkpoints and savepoints, a checkpoint in doubt), **and
+//! whose ack can no longer reach the coordinator**: an ack's file whose
+//! message the host knows is lost (the attempt that wrote it is stopped and
+//! nothing it sent is delivered any more), one the coordinator refused
+//! (`Ignored` after shutdown, `Rejected`), and at a start, before any task
+//! runs, every file the store does not reference (as
+//! `host::store::FileStore::open` does). `owned_handles` lists only acks
+//! the coordinator has applied: a file whose ack is still on its way, or
+//! not yet sent, is listed nowhere, and its checkpoint may still complete
+//! with it, so "referenced by nothing" alone is not enough while tasks
+//! run.
 //!
 //! ## Methods by kind (quinn-proto style)
 //!

@@ -107,9 +107,15 @@ pub struct CoordinatorReport {
     pub completed: u64,
     /// Failovers (lost connections and failure reports).
     pub failovers: u64,
-    /// Messages from the task manager dropped: another generation, an
-    /// attempt that is not current.
+    /// Messages from the task manager dropped: another generation's (the
+    /// state an ack of another generation carries is not this leader's to
+    /// delete: a newer leader may hold it, and an older one's is cleaned up
+    /// by the next start).
     pub dropped_stale: u64,
+    /// Acks and declines of an attempt of this generation that is no
+    /// longer current, applied: the reducer ignores them and discards the
+    /// state they carry.
+    pub stale_applied: u64,
     /// Invariant and host-contract violations, in order (must be empty).
     pub violations: Vec<String>,
 }
@@ -510,10 +516,16 @@ impl Driver {
                     _ => None,
                 };
                 match sender {
-                    Some((task, attempt)) if self.is_current(task, attempt) => {
+                    Some((task, attempt)) => {
+                        // An ack of an attempt that is no longer current is
+                        // applied too: the reducer ignores it and discards
+                        // the state it carries (dropped here, that state
+                        // object stayed until the next start's clean-up).
+                        if !self.is_current(task, attempt) {
+                            self.report.stale_applied += 1;
+                        }
                         self.apply(event).await;
                     }
-                    Some(_) => self.report.dropped_stale += 1,
                     None => {
                         self.close_manager(&format!(
                             "not an ack or decline of this job: {event:?}"

@@ -46,8 +46,9 @@
 //! the coordinator still holds an older connection of the task manager
 //! replaces it: the old connection's attempts are failed over.) Attempts from an older
 //! generation are simply stopped after `Welcome`. Acks and declines of an
-//! attempt that is not current are dropped by the coordinator (the reducer
-//! would ignore them as well), as the in-process host's network does.
+//! attempt of the coordinator's generation that is not current are applied
+//! (the reducer ignores them and discards the state they carry), as the
+//! in-process host does; those of another generation are dropped.
 
 use std::io;
 

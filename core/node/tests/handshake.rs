@@ -9,16 +9,16 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ckpt_core::coordinator::CoordinatorSettings;
+use ckpt_core::coordinator::{CoordinatorEvent, CoordinatorSettings};
 use ckpt_core::host::fs::{Fs, MemFs};
 use ckpt_core::host::pipeline::{pipeline_spec, PipelineConfig, PIPELINE_JOB};
 use ckpt_core::host::runtime::{GroupSpec, JobOptions};
 use ckpt_core::host::store::{OpenOptions, StoreError};
 use ckpt_core::task::TaskMessage;
-use ckpt_core::{AttemptNo, CheckpointId, Generation, JobId, Millis, TaskId};
+use ckpt_core::{AttemptNo, CheckpointId, Generation, JobId, Millis, StateHandle, TaskId};
 use ckpt_node::coordinator::{self, CoordinatorConfig, CoordinatorError};
 use ckpt_node::manager::{self, Backoff, ManagerConfig};
-use ckpt_node::objstore::{LogEntry, LOG_DIR};
+use ckpt_node::objstore::{self, LogEntry, LOG_DIR};
 use ckpt_node::wire::{self, Reader, Refusal, ToCoordinatorMsg, ToManagerMsg, Writer};
 use ckpt_node::{ObjFs, ObjStore};
 use futures::StreamExt;
@@ -553,4 +553,72 @@ async fn a_coordinator_deploys_no_restore_again_behind_a_newer_leader_or_committ
         Err(CoordinatorError::Store(StoreError::Io { op: "get", .. })) => {}
         other => panic!("expected the log's read error, got {other:?}"),
     }
+}
+
+/// An ack of a failed-over attempt of this generation is applied, not
+/// dropped: the reducer ignores it and discards the state it carries, so
+/// the driver deletes that state object (dropped, it stayed in the store
+/// until the next start's clean-up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_ack_of_a_failed_over_attempt_has_its_state_deleted() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let job = JobId(5);
+    let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let c = spawn_fast_coordinator(job, Arc::clone(&objects), listener);
+    let (mut r, mut w) = connect_welcomed(addr, job, None).await;
+    ready_for_the_first_deploy(&mut r, &mut w).await;
+    // The first trigger, to some task's attempt 0.
+    let (task, checkpoint) = loop {
+        if let ToManagerMsg::Rpc {
+            task,
+            message: TaskMessage::Trigger { checkpoint, .. },
+            ..
+        } = recv::<ToManagerMsg>(&mut r).await.unwrap()
+        {
+            break (task, checkpoint);
+        }
+    };
+    // That attempt fails; the coordinator fails over and deploys attempt 1.
+    w.send(&ToCoordinatorMsg::Failed {
+        generation: Generation(1),
+        task,
+        attempt: AttemptNo(0),
+    })
+    .await
+    .unwrap();
+    loop {
+        if let ToManagerMsg::Deploy { .. } = recv::<ToManagerMsg>(&mut r).await.unwrap() {
+            break;
+        }
+    }
+    // Attempt 0's ack arrives late, with the state it wrote.
+    let handle = StateHandle(0xfeed);
+    objstore::write_state(&*objects, handle, vec![1, 2, 3])
+        .await
+        .unwrap();
+    let path = object_store::path::Path::from(ckpt_core::host::store::state_path(handle));
+    w.send(&ToCoordinatorMsg::Rpc {
+        generation: Generation(1),
+        event: CoordinatorEvent::Acknowledge {
+            job,
+            task,
+            attempt: AttemptNo(0),
+            checkpoint,
+            state: Some(handle),
+        },
+    })
+    .await
+    .unwrap();
+    let deleted = tokio::time::timeout(STEP, async {
+        while objects.head(&path).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(
+        deleted.is_ok(),
+        "the stale ack's state object is still there"
+    );
+    c.abort();
 }

@@ -248,6 +248,9 @@ pub enum RestoreSource {
         error_if_none: bool,
     },
     /// A savepoint the host loaded: its id and the state handles it holds.
+    /// The coordinator counts it completed and the latest from then on, so
+    /// the host adds it to its completed-checkpoint store first (the crate
+    /// docs, "Starting from a savepoint").
     Savepoint {
         /// The savepoint's checkpoint id.
         checkpoint: CheckpointId,

@@ -268,8 +268,8 @@ async fn run_coordinator(
         return Err((EXIT_FAILED, format!("violations: {:?}", report.violations)));
     }
     println!(
-        "coordinator: done: generation {}, {} checkpoints committed, {} failovers, {} stale messages dropped",
-        report.generation, report.completed, report.failovers, report.dropped_stale
+        "coordinator: done: generation {}, {} checkpoints committed, {} failovers, {} stale messages dropped, {} stale acks applied",
+        report.generation, report.completed, report.failovers, report.dropped_stale, report.stale_applied
     );
     Ok(())
 }
