@@ -219,7 +219,7 @@
 //! it had not heard it (what the model's world does once its
 //! `--job-failovers` budget is spent: the coordinator goes on
 //! checkpointing, and `Fail` comes again only after a completion has reset
-//! the count). What the async host and the model's world do otherwise,
+//! the count, or from a new coordinator recovered from the store). What the async host and the model's world do otherwise,
 //! and what every host that fails the job over should do:
 //!
 //! 1. Stop every running task attempt. Messages still in flight from them
@@ -290,20 +290,31 @@
 //! savepoint the coordinator's latest completed checkpoint, and tasks
 //! restored from it may commit the output it holds (a two-phase-commit
 //! sink commits its pending transactions on restore). So a crash after it
-//! must recover that savepoint, not an older checkpoint: what the model's
-//! world does (`--savepoint-restore`), in this order:
+//! must recover that savepoint, not an older checkpoint. In this order
+//! (the model's world, `--savepoint-restore`, does it on a fresh
+//! coordinator):
 //!
-//! 1. Add the savepoint to the completed-checkpoint store (its id, its
+//! 1. Start the coordinator as usual: a fresh one for a new job, or
+//!    `Recover` from the store (above), which may clean up files the store
+//!    does not reference, so put the savepoint's files in place after it.
+//!    Do not send `StartScheduler` yet: the reducer takes the savepoint
+//!    only with nothing pending and no id request out, and only with an
+//!    id above the last one handed out (`Recover`'s `last_id`); anything
+//!    else is `Rejected(SavepointRestoreConflict)`. (A savepoint the store
+//!    already holds, whose id is the highest, is `Restore { Latest }`'s.)
+//! 2. Add the savepoint to the completed-checkpoint store (its id, its
 //!    handles, marked a savepoint), durably.
-//! 2. After `Recover` (or on a fresh coordinator), send the `Restore`, and
-//!    start the tasks from the `JobCommand::Restore` it emits.
-//! 3. Carry out the `JobCommand::ResetIdCounter` it emits (the counter
-//!    moves past the savepoint's id). If that fails, stop and recover a new
-//!    coordinator from the store (above): the store's `last_id` in
-//!    `Recover` must be at least the highest id it holds, the savepoint's
-//!    included (`Recover` refuses a stored checkpoint above it,
-//!    `RecoverProblem::IdAboveCounter`); the reference store's is
-//!    (`host::store::Recovery::last_id`).
+//! 3. Send the `Restore`. If it is rejected, remove the savepoint from the
+//!    store again. Otherwise carry out its effects in order: first
+//!    `JobCommand::ResetIdCounter` (the counter moves past the savepoint's
+//!    id; if that fails, stop and recover a new coordinator from the
+//!    store, whose `last_id` must be at least every id it holds, the
+//!    savepoint's included, or `Recover` refuses it,
+//!    `RecoverProblem::IdAboveCounter`; the reference store's is,
+//!    `host::store::Recovery::last_id`, and that recovery restores the
+//!    savepoint as the latest), then start the tasks from
+//!    `JobCommand::Restore`.
+//! 4. `StartScheduler`.
 //!
 //! ## Savepoints are the user's
 //!

@@ -107,14 +107,15 @@ pub struct CoordinatorReport {
     pub completed: u64,
     /// Failovers (lost connections and failure reports).
     pub failovers: u64,
-    /// Messages from the task manager dropped: another generation's (the
-    /// state an ack of another generation carries is not this leader's to
-    /// delete: a newer leader may hold it, and an older one's is cleaned up
-    /// by the next start).
+    /// `Rpc` messages of another generation dropped on the task manager's
+    /// connection (the state an ack of another generation carries is not
+    /// this leader's to delete: a newer leader may hold it, and an older
+    /// one's is cleaned up by the next start). Messages on a connection
+    /// that is no longer the task manager's are dropped uncounted.
     pub dropped_stale: u64,
-    /// Acks and declines of an attempt of this generation that is no
-    /// longer current, applied: the reducer ignores them and discards the
-    /// state they carry.
+    /// Acks and declines of an attempt of this generation that is not
+    /// current (failed over, or never deployed), applied: the reducer
+    /// ignores them and discards the state an ack carries.
     pub stale_applied: u64,
     /// Invariant and host-contract violations, in order (must be empty).
     pub violations: Vec<String>,

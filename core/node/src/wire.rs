@@ -45,10 +45,12 @@
 //! them and says `Hello` again with none. (A `Hello` that arrives while
 //! the coordinator still holds an older connection of the task manager
 //! replaces it: the old connection's attempts are failed over.) Attempts from an older
-//! generation are simply stopped after `Welcome`. Acks and declines of an
-//! attempt of the coordinator's generation that is not current are applied
-//! (the reducer ignores them and discards the state they carry), as the
-//! in-process host does; those of another generation are dropped.
+//! generation are simply stopped after `Welcome`. On the task manager's
+//! current connection, acks and declines of an attempt of the
+//! coordinator's generation that is not current are applied (the reducer
+//! ignores them and discards the state an ack carries), as the in-process
+//! host does; messages of another generation, and anything on a
+//! connection a newer `Hello` replaced, are dropped.
 
 use std::io;
 
