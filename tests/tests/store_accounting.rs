@@ -379,6 +379,18 @@ fn an_eviction_failure_after_the_commit_still_stores_the_checkpoint() {
     assert!(fs.exists(&state_path(h(1))));
 }
 
+/// A store retaining two with checkpoints 1 and 2 committed (state files
+/// `h(1)` and `h(2)`), on a file system whose reads of `h(2)`'s file fail
+/// once [`FaultyFs::fail_reads`] is on.
+fn two_committed_with_state_2_unreadable() -> (Arc<FaultyFs>, Arc<dyn Fs>) {
+    let faulty = Arc::new(FaultyFs::failing_reads_under(&state_path(h(2))));
+    let fs: Arc<dyn Fs> = faulty.clone();
+    let mut store = open(&fs, 2);
+    commit(&mut store, &*fs, cp(1), &[h(1)]);
+    commit(&mut store, &*fs, cp(2), &[h(2)]);
+    (faulty, fs)
+}
+
 /// A state file of the checkpoint to restore that cannot be read (an error
 /// other than "not found") fails the open and quarantines nothing: taken as
 /// damage, a transient error would quarantine the latest checkpoint for
@@ -386,12 +398,7 @@ fn an_eviction_failure_after_the_commit_still_stores_the_checkpoint() {
 /// restored.
 #[test]
 fn an_unreadable_state_file_fails_the_open_instead_of_condemning_the_checkpoint() {
-    let faulty = Arc::new(FaultyFs::failing_reads_under(&state_path(h(2))));
-    let fs: Arc<dyn Fs> = faulty.clone();
-    let mut store = open(&fs, 2);
-    commit(&mut store, &*fs, cp(1), &[h(1)]);
-    commit(&mut store, &*fs, cp(2), &[h(2)]);
-    drop(store);
+    let (faulty, fs) = two_committed_with_state_2_unreadable();
     let checked = |fs: &Arc<dyn Fs>| {
         let generation = FileStore::next_generation(&**fs).unwrap();
         let mut options = OpenOptions::new(JOB, 2, generation);
@@ -420,12 +427,7 @@ fn an_unreadable_state_file_fails_the_open_instead_of_condemning_the_checkpoint(
 /// for real is still damage.
 #[test]
 fn a_state_file_missing_from_the_listing_is_read_before_it_counts_as_missing() {
-    let faulty = Arc::new(FaultyFs::failing_reads_under(&state_path(h(2))));
-    let fs: Arc<dyn Fs> = faulty.clone();
-    let mut store = open(&fs, 2);
-    commit(&mut store, &*fs, cp(1), &[h(1)]);
-    commit(&mut store, &*fs, cp(2), &[h(2)]);
-    drop(store);
+    let (faulty, fs) = two_committed_with_state_2_unreadable();
     faulty.hide_listed(Some(&state_path(h(2))));
     // Missed by the listing and unreadable: the open cannot tell.
     faulty.fail_reads(true);
