@@ -350,6 +350,15 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// Runs `f` to completion on a current-thread runtime of its own (each
+/// test here is one scripted sequence of store calls).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -487,20 +496,14 @@ async fn deposed_leader_is_refused(objects: Arc<dyn ObjectStore>) {
 
 #[test]
 fn deposed_leader_is_refused_in_memory() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(deposed_leader_is_refused(Arc::new(InMemory::new())));
+    block_on(deposed_leader_is_refused(Arc::new(InMemory::new())));
 }
 
 #[test]
 fn deposed_leader_is_refused_on_local_file_system() {
     let dir = temp_dir("fence");
     let objects = Arc::new(LocalFileSystem::new_with_prefix(&dir).expect("local file system"));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(deposed_leader_is_refused(objects));
+    block_on(deposed_leader_is_refused(objects));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -538,10 +541,7 @@ fn concurrent_claims_of_one_generation_one_wins() {
 /// and its other objects kept; later starts agree.
 #[test]
 fn damaged_checkpoint_is_quarantined_and_the_previous_restored() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    block_on(async {
         let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
         let g1 = Generation(1);
         let (mut s, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 2, g1))
@@ -650,10 +650,7 @@ async fn finalize_with_state(
 /// the next leader recovers it as the latest.
 #[test]
 fn a_commit_whose_append_answer_is_lost_is_an_unknown_outcome_and_recovered() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    block_on(async {
         let lost = Arc::new(Wrapped::<LoseAnswers>::default());
         let objects: Arc<dyn ObjectStore> = Arc::clone(&lost) as Arc<dyn ObjectStore>;
         let g1 = Generation(1);
@@ -698,10 +695,7 @@ async fn two_committed(objects: &Arc<dyn ObjectStore>) -> CheckpointId {
 /// restored.
 #[test]
 fn an_unreadable_object_fails_the_open_instead_of_condemning_the_checkpoint() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    block_on(async {
         let reads = Arc::new(Wrapped::<FailReads>::default());
         let objects: Arc<dyn ObjectStore> = Arc::clone(&reads) as Arc<dyn ObjectStore>;
         let last = two_committed(&objects).await;
@@ -734,10 +728,7 @@ fn an_unreadable_object_fails_the_open_instead_of_condemning_the_checkpoint() {
 /// checkpoint whose output a sink may have committed.
 #[test]
 fn a_state_object_missing_from_the_listing_is_asked_for_before_it_counts_as_missing() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    block_on(async {
         let hidden = Arc::new(Wrapped::<HideAndFail>::default());
         let objects: Arc<dyn ObjectStore> = Arc::clone(&hidden) as Arc<dyn ObjectStore>;
         let last = two_committed(&objects).await;
@@ -788,10 +779,7 @@ fn a_state_object_missing_from_the_listing_is_asked_for_before_it_counts_as_miss
 /// hold it.
 #[test]
 fn a_disposal_whose_append_answer_is_lost_is_an_unknown_outcome_settled_by_a_retry() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
+    block_on(async {
         let lossy = Arc::new(Wrapped::<LoseNextLogAnswer>::default());
         let objects: Arc<dyn ObjectStore> = Arc::clone(&lossy) as Arc<dyn ObjectStore>;
         let g1 = Generation(1);

@@ -13,7 +13,7 @@ use ckpt_model::search::dist::engine::{
 use ckpt_model::search::dist::twophase::{self, TwoPhase};
 use ckpt_model::search::engine::{self, fingerprint, EngineOptions, Plain};
 use ckpt_model::search::memory::peak_rss_mb;
-use ckpt_model::search::report::Question;
+use ckpt_model::search::report::{bug_not_reached, Question};
 use ckpt_model::search::symmetry::orbit_min_fingerprint;
 use ckpt_model::world::semantics_name;
 use ckpt_model::zoo::validate;
@@ -242,12 +242,11 @@ fn report(
             r.max_depth
         ),
         None => match knob {
-            // `check`'s wording for the same case (`CheckReport`'s note),
-            // which points to `check`: `dist` has no `--semantics all`.
+            // `check`'s note for the same case, pointing to `check`:
+            // `dist` has no `--semantics all`.
             Some(name) => outln!(
-                "verdict: inconclusive: no violation found, but --semantics {name} is known to \
-                 be buggy: this configuration did not reach its bug, so this is no verdict (try \
-                 the defaults, or `check --semantics all`)"
+                "verdict: inconclusive: {}",
+                bug_not_reached(name, "`check --semantics all`")
             ),
             None => outln!("verdict: holds"),
         },

@@ -324,16 +324,25 @@ impl CheckReport {
              the split depth was checked, as every shard checks them)"
                 .into()
         } else if self.question == Question::BugIsFound {
-            format!(
-                "no violation found, but --semantics {} is known to be buggy: this configuration \
-                 did not reach its bug, so this is no verdict (try the defaults, or --semantics \
-                 all)",
-                crate::world::semantics_name(self.config.semantics)
+            bug_not_reached(
+                crate::world::semantics_name(self.config.semantics),
+                "--semantics all",
             )
         } else {
             String::new()
         }
     }
+}
+
+/// What a search that looked for legacy semantics `name`'s bug and ended
+/// without it says: no verdict, never "holds". `all` names the way to run
+/// every knob's own configuration (`check`'s `--semantics all`).
+#[must_use]
+pub fn bug_not_reached(name: &str, all: &str) -> String {
+    format!(
+        "no violation found, but --semantics {name} is known to be buggy: this configuration did \
+         not reach its bug, so this is no verdict (try the defaults, or {all})"
+    )
 }
 
 #[cfg(test)]

@@ -282,7 +282,20 @@ fn transient(e: &StoreError) -> bool {
     match e {
         StoreError::Io { source, .. } => source.kind() != std::io::ErrorKind::InvalidData,
         StoreError::OutcomeUnknown { .. } | StoreError::DisposalOutcomeUnknown { .. } => true,
-        _ => false,
+        // Named one by one, so that a new kind of error is classified here
+        // rather than taken for one that needs a human by default.
+        StoreError::BadCounter { .. }
+        | StoreError::CounterExhausted
+        | StoreError::NotPrepared(_)
+        | StoreError::CommitOrder(_)
+        | StoreError::StaleGeneration { .. }
+        | StoreError::NotThisGeneration { .. }
+        | StoreError::ClaimLost(_)
+        | StoreError::GenerationTaken { .. }
+        | StoreError::BehindCommitted { .. }
+        | StoreError::NotStored(_)
+        | StoreError::NotASavepoint(_)
+        | StoreError::LatestSavepoint(_) => false,
     }
 }
 
