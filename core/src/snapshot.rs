@@ -439,11 +439,6 @@ impl CoordinatorState {
             cold,
             pending,
             completing,
-            last_id,
-            last_completion,
-            latest_completed,
-            consecutive_trigger_failures,
-            failures,
         } = self;
         let Cold {
             config,
@@ -458,6 +453,11 @@ impl CoordinatorState {
             generation,
             stop,
             finish,
+            last_id,
+            last_completion,
+            latest_completed,
+            consecutive_trigger_failures,
+            failures,
         } = &**cold;
         let FailureCounter { count, job_failed } = failures;
         CoordinatorSnapshot {
@@ -595,20 +595,20 @@ impl CoordinatorState {
                     attempts: p.attempts.len(),
                 }));
             }
+            // As many slots as the configuration waits for: at most
+            // `TASK_ID_MAX` (16 Mi), so 32 bits.
             let remaining = p.acks.iter().filter(|a| **a == AckSlot::Waiting).count();
-            pending_map.insert(
-                p.id,
-                Pending {
-                    id: p.id,
-                    request: p.request,
-                    kind: p.kind,
-                    timestamp: p.timestamp,
-                    attempts: p.attempts.into(),
-                    acks: p.acks.into_iter().collect(),
-                    remaining,
-                    phase: p.phase,
-                },
-            );
+            let remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
+            pending_map.insert(Pending {
+                id: p.id,
+                request: p.request,
+                kind: p.kind,
+                timestamp: p.timestamp,
+                attempts: p.attempts.into(),
+                acks: p.acks.into_iter().collect(),
+                remaining,
+                phase: p.phase,
+            });
         }
         if restore_deferred && completing.is_none() {
             return Err(corrupt(Corruption::RestoreDeferredWithoutCompletion));
@@ -645,17 +645,17 @@ impl CoordinatorState {
                 generation,
                 stop,
                 finish,
+                last_id,
+                last_completion,
+                latest_completed,
+                consecutive_trigger_failures,
+                failures: FailureCounter {
+                    count: counted_failures,
+                    job_failed,
+                },
             }),
             pending: pending_map,
             completing,
-            last_id,
-            last_completion,
-            latest_completed,
-            consecutive_trigger_failures,
-            failures: FailureCounter {
-                count: counted_failures,
-                job_failed,
-            },
         };
         Ok(state)
     }

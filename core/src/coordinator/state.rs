@@ -70,7 +70,10 @@ pub struct Pending {
     /// Attempt expected from each ack slot, captured at trigger time.
     pub(crate) attempts: PlannedAttempts,
     pub(crate) acks: AckTable,
-    pub(crate) remaining: usize,
+    /// Acks still missing: at most the number of slots, which the
+    /// configuration bounds by `TASK_ID_MAX` (16 Mi distinct task ids), so
+    /// 32 bits (beside `phase`: 8 bytes less per state than a `usize`).
+    pub(crate) remaining: u32,
     pub(crate) phase: PendingPhase,
 }
 
@@ -115,8 +118,9 @@ impl Hash for Pending {
 pub(crate) enum PlannedAttempts {
     /// Every one of `slots` slots (at least one) expects `attempt`.
     Same {
-        /// The number of slots.
-        slots: usize,
+        /// The number of slots (at most `TASK_ID_MAX`, so 32 bits: the
+        /// enum is then two words, as the `Each` pointer).
+        slots: u32,
         /// The attempt each expects.
         attempt: AttemptNo,
     },
@@ -129,7 +133,7 @@ impl PlannedAttempts {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
-            PlannedAttempts::Same { slots, .. } => *slots,
+            PlannedAttempts::Same { slots, .. } => usize::try_from(*slots).unwrap_or(usize::MAX),
             PlannedAttempts::Each(each) => each.len(),
         }
     }
@@ -137,7 +141,9 @@ impl PlannedAttempts {
     #[inline]
     pub(crate) fn get(&self, slot: usize) -> Option<AttemptNo> {
         match self {
-            PlannedAttempts::Same { slots, attempt } => (slot < *slots).then_some(*attempt),
+            PlannedAttempts::Same { slots, attempt } => u32::try_from(slot)
+                .is_ok_and(|s| s < *slots)
+                .then_some(*attempt),
             PlannedAttempts::Each(each) => each.get(slot).copied(),
         }
     }
@@ -154,11 +160,15 @@ impl PlannedAttempts {
 
 impl From<Vec<AttemptNo>> for PlannedAttempts {
     fn from(each: Vec<AttemptNo>) -> Self {
-        match each.split_first() {
-            Some((first, rest)) if rest.iter().all(|a| a == first) => PlannedAttempts::Same {
-                slots: each.len(),
-                attempt: *first,
-            },
+        // A list too long for 32 bits (never: the configuration bounds the
+        // slots) keeps its per-slot form.
+        match (each.split_first(), u32::try_from(each.len())) {
+            (Some((first, rest)), Ok(slots)) if rest.iter().all(|a| a == first) => {
+                PlannedAttempts::Same {
+                    slots,
+                    attempt: *first,
+                }
+            }
             _ => PlannedAttempts::Each(each.into()),
         }
     }
@@ -201,7 +211,8 @@ impl Pending {
     }
     /// Acks still missing.
     pub fn remaining(&self) -> usize {
-        self.remaining
+        // Lossless: `usize` is at least 32 bits wherever this builds.
+        usize::try_from(self.remaining).unwrap_or(usize::MAX)
     }
     /// The phase.
     pub fn phase(&self) -> PendingPhase {
@@ -312,7 +323,7 @@ impl Completed {
 /// behind their own `Arc`s again, it copies one (`benches/ACK-2026-12-06.md`).
 pub(crate) enum PendingMap {
     /// Exactly one checkpoint.
-    One((CheckpointId, Pending)),
+    One(Pending),
     /// None, or more than one (sorted by id).
     Many(triomphe::Arc<[Entry]>),
 }
@@ -334,7 +345,7 @@ impl Clone for PendingMap {
 /// cloning a state with any other number pending stays one count bump,
 /// inlined).
 #[inline(never)]
-fn clone_one(one: &(CheckpointId, Pending)) -> (CheckpointId, Pending) {
+fn clone_one(one: &Pending) -> Pending {
     one.clone()
 }
 
@@ -347,7 +358,7 @@ impl Default for PendingMap {
 /// The checkpoints of a [`PendingMap`] in id order.
 pub(crate) enum PendingIter<'a> {
     /// [`PendingMap::One`]'s checkpoint, until taken.
-    One(Option<&'a (CheckpointId, Pending)>),
+    One(Option<&'a Pending>),
     /// [`PendingMap::Many`]'s.
     Many(std::slice::Iter<'a, Entry>),
 }
@@ -357,7 +368,7 @@ impl<'a> Iterator for PendingIter<'a> {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match self {
-            PendingIter::One(one) => one.take().map(|(k, p)| (k, p)),
+            PendingIter::One(one) => one.take().map(|p| (&p.id, p)),
             PendingIter::Many(many) => many.next().map(|(k, p)| (k, &**p)),
         }
     }
@@ -372,7 +383,7 @@ impl DoubleEndedIterator for PendingIter<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         match self {
-            PendingIter::One(one) => one.take().map(|(k, p)| (k, p)),
+            PendingIter::One(one) => one.take().map(|p| (&p.id, p)),
             PendingIter::Many(many) => many.next_back().map(|(k, p)| (k, &**p)),
         }
     }
@@ -392,9 +403,7 @@ impl PendingMap {
     /// Builds the map from entries sorted by id.
     fn from_sorted(mut v: Vec<Entry>) -> PendingMap {
         match v.pop() {
-            Some((id, one)) if v.is_empty() => {
-                PendingMap::One((id, triomphe::Arc::unwrap_or_clone(one)))
-            }
+            Some((_, one)) if v.is_empty() => PendingMap::One(triomphe::Arc::unwrap_or_clone(one)),
             Some(last) => {
                 v.push(last);
                 PendingMap::Many(v.into())
@@ -405,14 +414,14 @@ impl PendingMap {
     /// The entries, the checkpoints shared (one inline is copied).
     fn to_entries(&self) -> Vec<Entry> {
         match self {
-            PendingMap::One((id, p)) => vec![(*id, triomphe::Arc::new(p.clone()))],
+            PendingMap::One(p) => vec![(p.id, triomphe::Arc::new(p.clone()))],
             PendingMap::Many(many) => many.to_vec(),
         }
     }
     #[inline]
     fn find(&self, id: &CheckpointId) -> Result<usize, usize> {
         match self {
-            PendingMap::One((k, _)) => match k.cmp(id) {
+            PendingMap::One(p) => match p.id.cmp(id) {
                 std::cmp::Ordering::Equal => Ok(0),
                 std::cmp::Ordering::Less => Err(1),
                 std::cmp::Ordering::Greater => Err(0),
@@ -456,7 +465,7 @@ impl PendingMap {
     #[inline]
     fn at(&self, i: usize) -> Option<&Pending> {
         match self {
-            PendingMap::One((_, p)) => (i == 0).then_some(p),
+            PendingMap::One(p) => (i == 0).then_some(p),
             PendingMap::Many(many) => many.get(i).map(|(_, p)| &**p),
         }
     }
@@ -465,14 +474,17 @@ impl PendingMap {
     #[inline]
     fn at_mut(&mut self, i: usize) -> Option<&mut Pending> {
         match self {
-            PendingMap::One((_, p)) => (i == 0).then_some(p),
+            PendingMap::One(p) => (i == 0).then_some(p),
             PendingMap::Many(many) => many_at_mut(many, i),
         }
     }
-    /// Inserts or replaces; returns the replaced value.
-    pub(crate) fn insert(&mut self, id: CheckpointId, p: Pending) -> Option<Pending> {
+    /// Inserts `p` under its own id, or replaces the checkpoint of that id;
+    /// returns the replaced one. (Keyed by `p.id` alone: a key apart from
+    /// the checkpoint could disagree with it.)
+    pub(crate) fn insert(&mut self, p: Pending) -> Option<Pending> {
+        let id = p.id;
         if self.is_empty() {
-            *self = PendingMap::One((id, p));
+            *self = PendingMap::One(p);
             return None;
         }
         let mut v = self.to_entries();
@@ -488,13 +500,13 @@ impl PendingMap {
         old.map(triomphe::Arc::unwrap_or_clone)
     }
     pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
-        if let PendingMap::One((k, _)) = self {
-            if k != id {
+        if let PendingMap::One(p) = self {
+            if p.id != *id {
                 return None;
             }
             // The one checkpoint moves out: no copy.
             return match std::mem::take(self) {
-                PendingMap::One((_, p)) => Some(p),
+                PendingMap::One(p) => Some(p),
                 many @ PendingMap::Many(_) => {
                     *self = many;
                     None
@@ -637,6 +649,15 @@ impl Hash for FailureCounter {
 }
 
 /// The whole coordinator. Cheap to clone (persistent collections).
+///
+/// 152 bytes on a 64-bit target ([`STATE_BYTES_MAX`]): the fields an ack,
+/// a trigger or a completion write are here; every other field is behind
+/// the one `cold` pointer, and the fields written only together with one of
+/// those (the last id, the latest completion, the failure counters) are
+/// there too. An embedder or a model checker that keeps every state writes
+/// a whole state per event: at 248 bytes (before 2026-12-07) that was four
+/// cache lines per kept ack, at 152 it is between two and three
+/// (`benches/ACK-2026-12-07c.md`).
 #[derive(Debug)]
 pub struct CoordinatorState {
     pub(crate) now: Millis,
@@ -644,16 +665,16 @@ pub struct CoordinatorState {
     pub(crate) periodic: bool,
     pub(crate) next_request: u64,
     /// The configuration, timers, tasks, requests, retained checkpoints,
-    /// recent ids and the in-doubt checkpoint ([`Cold`]).
+    /// recent ids, the in-doubt checkpoint and the fields written only with
+    /// one of them ([`Cold`]).
     pub(crate) cold: Shared<Cold>,
     pub(crate) pending: PendingMap,
     pub(crate) completing: Option<CheckpointId>,
-    pub(crate) last_id: Option<CheckpointId>,
-    pub(crate) last_completion: Option<Millis>,
-    pub(crate) latest_completed: Option<CheckpointId>,
-    pub(crate) consecutive_trigger_failures: u64,
-    pub(crate) failures: FailureCounter,
 }
+
+/// The most bytes a [`CoordinatorState`] takes on a 64-bit target (a test
+/// holds it there: a field added to the hot part costs every kept state).
+pub const STATE_BYTES_MAX: usize = 152;
 
 impl Clone for CoordinatorState {
     /// Field by field, inlined into `reduce` (the derived clone, with the
@@ -670,11 +691,6 @@ impl Clone for CoordinatorState {
             cold,
             pending,
             completing,
-            last_id,
-            last_completion,
-            latest_completed,
-            consecutive_trigger_failures,
-            failures,
         } = self;
         CoordinatorState {
             now: *now,
@@ -684,11 +700,6 @@ impl Clone for CoordinatorState {
             cold: cold.clone(),
             pending: pending.clone(),
             completing: *completing,
-            last_id: *last_id,
-            last_completion: *last_completion,
-            latest_completed: *latest_completed,
-            consecutive_trigger_failures: *consecutive_trigger_failures,
-            failures: failures.clone(),
         }
     }
 }
@@ -1027,11 +1038,14 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SharedVec<T> {
 
 /// The parts of the coordinator's state that change at most a few times
 /// per checkpoint (never on an ack): the configuration, the timers, the
-/// tasks, requests, the retained completed checkpoints, the recent ids and
-/// the in-doubt checkpoint. Behind one pointer ([`Shared`]): the pure
-/// reducer clones the whole state for every event (every ack), and these
-/// fields are most of its bytes (about 370 of 490) and four of its five
-/// reference counts; an ack now copies 8 of those bytes and bumps one
+/// tasks, requests, the retained completed checkpoints, the recent ids,
+/// the in-doubt checkpoint, and the fields only ever written in a step
+/// that writes one of those already (the last id, the latest completion
+/// and its time, the failure counters: moving them here copies nothing
+/// more, and took 72 bytes off every state, 2026-12-07). Behind one
+/// pointer ([`Shared`]): the pure reducer clones the whole state for every
+/// event (every ack), and these fields are most of its bytes and four of
+/// its five reference counts; an ack copies 8 of those bytes and bumps one
 /// count, and a step that writes one of them copies them once.
 #[derive(Clone, Debug)]
 pub(crate) struct Cold {
@@ -1059,6 +1073,21 @@ pub(crate) struct Cold {
     /// Every task finished: the final checkpoint is pending, or the job
     /// finished.
     pub(crate) finish: Option<super::FinishPhase>,
+    /// The last checkpoint id handed out (written with `in_flight`, or by a
+    /// restore or recovery).
+    pub(crate) last_id: Option<CheckpointId>,
+    /// When the last checkpoint completed (written with `completed`).
+    pub(crate) last_completion: Option<Millis>,
+    /// The latest completed checkpoint (written with `completed`, or by a
+    /// restore or recovery).
+    pub(crate) latest_completed: Option<CheckpointId>,
+    /// Id allocations that failed in a row (written with `in_flight`,
+    /// reset only when not already 0).
+    pub(crate) consecutive_trigger_failures: u64,
+    /// The tolerable-failure counter (written with `recent` on an abort,
+    /// with `in_flight` on a failed allocation, with `completed` on a
+    /// success).
+    pub(crate) failures: FailureCounter,
 }
 
 impl PartialEq for Cold {
@@ -1077,8 +1106,18 @@ impl PartialEq for Cold {
             generation,
             stop,
             finish,
+            last_id,
+            last_completion,
+            latest_completed,
+            consecutive_trigger_failures,
+            failures,
         } = self;
-        *restore_deferred == other.restore_deferred
+        *last_id == other.last_id
+            && *last_completion == other.last_completion
+            && *latest_completed == other.latest_completed
+            && *consecutive_trigger_failures == other.consecutive_trigger_failures
+            && *failures == other.failures
+            && *restore_deferred == other.restore_deferred
             && *generation == other.generation
             && *stop == other.stop
             && *finish == other.finish
@@ -1135,21 +1174,11 @@ impl CoordinatorState {
             cold,
             pending,
             completing,
-            last_id,
-            last_completion,
-            latest_completed,
-            consecutive_trigger_failures,
-            failures,
         } = self;
         *shutdown == other.shutdown
             && *periodic == other.periodic
             && *next_request == other.next_request
             && *completing == other.completing
-            && *last_id == other.last_id
-            && *last_completion == other.last_completion
-            && *latest_completed == other.latest_completed
-            && *consecutive_trigger_failures == other.consecutive_trigger_failures
-            && *failures == other.failures
             && *cold == other.cold
             && *pending == other.pending
     }
@@ -1174,11 +1203,6 @@ impl Hash for CoordinatorState {
             cold,
             pending,
             completing,
-            last_id,
-            last_completion,
-            latest_completed,
-            consecutive_trigger_failures,
-            failures,
         } = self;
         let Cold {
             config: _,
@@ -1193,6 +1217,11 @@ impl Hash for CoordinatorState {
             generation,
             stop,
             finish,
+            last_id,
+            last_completion,
+            latest_completed,
+            consecutive_trigger_failures,
+            failures,
         } = &**cold;
         now.hash(h);
         shutdown.hash(h);
@@ -1248,14 +1277,14 @@ impl CoordinatorState {
                 generation: Generation(0),
                 stop: None,
                 finish: None,
+                last_id: None,
+                last_completion: None,
+                latest_completed: None,
+                consecutive_trigger_failures: 0,
+                failures: FailureCounter::default(),
             }),
             pending: PendingMap::default(),
             completing: None,
-            last_id: None,
-            last_completion: None,
-            latest_completed: None,
-            consecutive_trigger_failures: 0,
-            failures: FailureCounter::default(),
         }
     }
 
@@ -1341,7 +1370,7 @@ impl CoordinatorState {
     }
     /// The latest completed checkpoint id (notify-aborted carries it).
     pub fn latest_completed(&self) -> Option<CheckpointId> {
-        self.latest_completed
+        self.cold.latest_completed
     }
     /// The request allocating its id, if any.
     pub fn in_flight(&self) -> Option<&Request> {
@@ -1361,20 +1390,20 @@ impl CoordinatorState {
     }
     /// Highest checkpoint id seen.
     pub fn last_id(&self) -> Option<CheckpointId> {
-        self.last_id
+        self.cold.last_id
     }
     /// Consecutive unsuccessful triggers (the seed's counter).
     pub fn consecutive_trigger_failures(&self) -> u64 {
-        self.consecutive_trigger_failures
+        self.cold.consecutive_trigger_failures
     }
     /// Consecutive counted checkpoint failures (tolerable-failure counter).
     pub fn counted_failures(&self) -> u64 {
-        self.failures.count
+        self.cold.failures.count
     }
     /// Whether [`JobCommand::Fail`](super::JobCommand::Fail) was emitted and
     /// not yet reset by a success.
     pub fn job_failed(&self) -> bool {
-        self.failures.job_failed
+        self.cold.failures.job_failed
     }
     /// A task's status.
     pub fn task_status(&self, task: crate::types::TaskId) -> Option<TaskStatus> {
@@ -1492,5 +1521,20 @@ mod planned_attempts_tests {
             );
             assert_eq!(p, PlannedAttempts::from(list.clone()));
         }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::{CoordinatorState, STATE_BYTES_MAX};
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_state_is_at_most_its_byte_budget() {
+        assert!(
+            std::mem::size_of::<CoordinatorState>() <= STATE_BYTES_MAX,
+            "{} bytes",
+            std::mem::size_of::<CoordinatorState>()
+        );
     }
 }

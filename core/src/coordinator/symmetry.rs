@@ -73,7 +73,7 @@ impl CoordinatorState {
             *tasks.get_mut(image)? = *status;
         }
         next.cold.tasks = tasks.into_iter().collect();
-        for (id, p) in &self.pending {
+        for p in self.pending.values() {
             let mut q = p.clone();
             let mut attempts: Vec<AttemptNo> = p.attempts.iter().collect();
             for (s, a) in p.attempts.iter().enumerate() {
@@ -83,7 +83,7 @@ impl CoordinatorState {
             for (s, a) in p.acks.iter().enumerate() {
                 q.acks.set(*new_slot.get(s)?, renamed(a, rename))?;
             }
-            next.pending.insert(*id, q);
+            next.pending.insert(q);
         }
         let move_slots = |c: &Completed| -> Option<Completed> {
             let mut d = c.clone();

@@ -136,7 +136,7 @@ impl CoordinatorState {
             AckSlot::Waiting if !completing => {
                 cell.set(AckSlot::Acked(handle));
                 p.remaining = p.remaining.saturating_sub(1);
-                let remaining = p.remaining;
+                let remaining = p.remaining();
                 let ready = remaining == 0 && p.phase == PendingPhase::AwaitingAcks;
                 if ready {
                     self.on_fully_acked(id, fx);

@@ -170,8 +170,8 @@ impl CoordinatorState {
         // notify-aborted of a subsumed checkpoint carries the checkpoint that
         // subsumed it (modern Flink adds the completed checkpoint to the store
         // before dropping subsumed ones); it used to carry the previous one.
-        if self.latest_completed.is_none_or(|l| l < id) {
-            self.latest_completed = Some(id);
+        if self.cold.latest_completed.is_none_or(|l| l < id) {
+            self.cold.latest_completed = Some(id);
         }
         // Subsume every older pending checkpoint that may be subsumed.
         let older: Vec<CheckpointId> = self
@@ -183,9 +183,9 @@ impl CoordinatorState {
         for q in older {
             self.abort(q, AbortReason::Subsumed, fx);
         }
-        self.last_completion = Some(self.now);
-        self.failures.count = 0;
-        self.failures.job_failed = false;
+        self.cold.last_completion = Some(self.now);
+        self.cold.failures.count = 0;
+        self.cold.failures.job_failed = false;
         fx.push(E::Report(Report::Completed {
             checkpoint: id,
             request: p.request,
@@ -278,7 +278,7 @@ impl CoordinatorState {
                             generation: self.cold.generation,
                             message: TaskMessage::NotifyAborted {
                                 checkpoint: id,
-                                latest_completed: self.latest_completed,
+                                latest_completed: self.cold.latest_completed,
                                 timestamp: p.timestamp(),
                             },
                         });
@@ -297,12 +297,14 @@ impl CoordinatorState {
         if savepoint || !reason.counts_as_failure() {
             return;
         }
-        self.failures.count = self.failures.count.saturating_add(1);
-        if self.failures.count > self.cold.config.tolerable_failures && !self.failures.job_failed {
-            self.failures.job_failed = true;
+        self.cold.failures.count = self.cold.failures.count.saturating_add(1);
+        if self.cold.failures.count > self.cold.config.tolerable_failures
+            && !self.cold.failures.job_failed
+        {
+            self.cold.failures.job_failed = true;
             fx.push(E::Job(JobCommand::Fail(
                 FailJobReason::TolerableFailuresExceeded {
-                    failures: self.failures.count,
+                    failures: self.cold.failures.count,
                 },
             )));
         }

@@ -226,7 +226,7 @@ impl CoordinatorState {
                 };
                 let conflict = !self.pending.is_empty()
                     || self.cold.in_flight.is_some()
-                    || self.last_id.is_some_and(|l| checkpoint <= l);
+                    || self.cold.last_id.is_some_and(|l| checkpoint <= l);
                 if conflict {
                     return Outcome::Rejected(CoordinatorError::SavepointRestoreConflict(
                         checkpoint,
@@ -236,12 +236,12 @@ impl CoordinatorState {
                     generation: self.cold.generation,
                     next,
                 }));
-                self.last_id = Some(checkpoint);
+                self.cold.last_id = Some(checkpoint);
                 // FIX: the restored savepoint is now the latest completed
                 // checkpoint (it is in the completed store), so a later
                 // notify-aborted must carry it; it used to stay `None`.
-                if self.latest_completed.is_none_or(|l| l < checkpoint) {
-                    self.latest_completed = Some(checkpoint);
+                if self.cold.latest_completed.is_none_or(|l| l < checkpoint) {
+                    self.cold.latest_completed = Some(checkpoint);
                 }
                 self.remember(checkpoint);
                 self.cold.completed.push_back(Completed {
@@ -274,7 +274,7 @@ impl CoordinatorState {
         // `Recover` could otherwise lower the fencing token of a leader that
         // already claimed one); a task's status or a restore from scratch
         // leave no trace here, which is why the docs ask for `Recover` first.
-        let fresh = self.last_id.is_none()
+        let fresh = self.cold.last_id.is_none()
             && self.cold.completed.is_empty()
             && self.pending.is_empty()
             && self.cold.in_flight.is_none()
@@ -299,7 +299,7 @@ impl CoordinatorState {
         if let Some(p) = problem {
             return Outcome::Rejected(CoordinatorError::RecoverConflict(p));
         }
-        self.last_id = last_id;
+        self.cold.last_id = last_id;
         // Legacy: the new leader writes under the same token as the one it
         // replaced, so nothing can tell a deposed leader's writes apart.
         if !self.cold.config.semantics().is(LegacyBug::NoFencing) {
@@ -309,8 +309,8 @@ impl CoordinatorState {
             self.remember(c.checkpoint);
             // The newest completion, as the running coordinator keeps it: a
             // savepoint committed after a newer checkpoint does not lower it.
-            if self.latest_completed.is_none_or(|l| l < c.checkpoint) {
-                self.latest_completed = Some(c.checkpoint);
+            if self.cold.latest_completed.is_none_or(|l| l < c.checkpoint) {
+                self.cold.latest_completed = Some(c.checkpoint);
             }
             self.cold.completed.push_back(Completed {
                 id: c.checkpoint,
@@ -321,7 +321,7 @@ impl CoordinatorState {
             });
         }
         Outcome::Applied(Applied::Recovered {
-            latest: self.latest_completed,
+            latest: self.cold.latest_completed,
         })
     }
 

@@ -58,7 +58,11 @@ impl CoordinatorState {
         for id in &ids {
             self.abort(*id, AbortReason::SchedulerStopped, fx);
         }
-        self.consecutive_trigger_failures = 0;
+        // Written only when it changes: a write to the shared cold part
+        // copies it.
+        if self.cold.consecutive_trigger_failures != 0 {
+            self.cold.consecutive_trigger_failures = 0;
+        }
         ids.len()
     }
 

@@ -113,7 +113,7 @@ impl CoordinatorState {
     /// Earliest time the minimum pause allows a periodic trigger, when that
     /// is still in the future.
     pub(super) fn pause_until(&self) -> Option<Millis> {
-        let last = self.last_completion?;
+        let last = self.cold.last_completion?;
         let earliest = last.saturating_add(self.cold.config.min_pause_ms);
         (earliest > self.now).then_some(earliest)
     }
@@ -275,8 +275,8 @@ impl CoordinatorState {
                     .in_flight
                     .take()
                     .is_some_and(|r| r.kind.is_savepoint());
-                self.consecutive_trigger_failures =
-                    self.consecutive_trigger_failures.saturating_add(1);
+                self.cold.consecutive_trigger_failures =
+                    self.cold.consecutive_trigger_failures.saturating_add(1);
                 let reason = AbortReason::IdAllocationFailed;
                 fx.push(E::Report(Report::RequestFailed { request, reason }));
                 self.count_failure(reason, savepoint, fx);
@@ -284,7 +284,7 @@ impl CoordinatorState {
                 return Outcome::Applied(Applied::RequestEnded { request, reason });
             }
         };
-        if let Some(last) = self.last_id {
+        if let Some(last) = self.cold.last_id {
             if id <= last {
                 return Outcome::Rejected(CoordinatorError::NonIncreasingId { got: id, last });
             }
@@ -292,7 +292,7 @@ impl CoordinatorState {
         let Some(req) = self.cold.in_flight.take() else {
             return unreachable_branch(Unreachable::InFlightVanished);
         };
-        self.last_id = Some(id);
+        self.cold.last_id = Some(id);
         // The re-check after the id arrived (the seed's second lock).
         if let Some(reason) = self.recheck(&req, fx) {
             match reason {
@@ -326,7 +326,11 @@ impl CoordinatorState {
             ..req.clone()
         });
         self.create_pending(req, id, fx);
-        self.consecutive_trigger_failures = 0;
+        // Written only when it changes: a write to the shared cold part
+        // copies it.
+        if self.cold.consecutive_trigger_failures != 0 {
+            self.cold.consecutive_trigger_failures = 0;
+        }
         if marker.is_some() {
             // Legacy (FLINK-26394): the trigger counts as in progress until
             // the hooks answer; an expiry in between never clears it.
@@ -380,7 +384,8 @@ impl CoordinatorState {
         let slots = attempts.len();
         let hooks = self.cold.config.master_hooks > 0;
         let mut acks = AckTable::filled(slots, AckSlot::Waiting);
-        let mut remaining = slots;
+        // The configuration bounds the slots by `TASK_ID_MAX` (16 Mi).
+        let mut remaining = u32::try_from(slots).unwrap_or(u32::MAX);
         // A finished task is planned as finished (FLIP-147): its slot holds
         // its final state, no state handle, from the start. Legacy
         // (FLINK-40482): so is a task that is down.
@@ -410,7 +415,7 @@ impl CoordinatorState {
             },
         };
         let timestamp = pending.timestamp;
-        self.pending.insert(id, pending);
+        self.pending.insert(pending);
         self.note_final(id);
         let at = self.now.saturating_add(self.cold.config.timeout_ms);
         self.arm(Timer::Timeout(id), at, fx);

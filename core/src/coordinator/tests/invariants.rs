@@ -50,7 +50,7 @@ fn invariant_pending_bounded_can_fail() {
     for id in [2, 3] {
         let mut p = s.pending_checkpoint(cp(1)).expect("pending").clone();
         p.id = cp(id);
-        s.pending.insert(cp(id), p);
+        s.pending.insert(p);
         s.cold.timers.insert(Timer::Timeout(cp(id)), ms(1));
     }
     assert_eq!(violated(check_state(&s)), names::PENDING_BOUNDED);
@@ -203,8 +203,8 @@ fn invariant_completed_retained_ordered_can_fail() {
     // The same id twice is out of order too (each id completes once), even
     // where every other bound holds.
     let mut s = base().s;
-    s.last_id = Some(cp(4));
-    s.latest_completed = Some(cp(4));
+    s.cold.last_id = Some(cp(4));
+    s.cold.latest_completed = Some(cp(4));
     s.pending = PendingMap::default();
     s.cold.timers.remove(&Timer::Timeout(cp(1)));
     s.cold.completed.push_back(fake_completed(4, false));

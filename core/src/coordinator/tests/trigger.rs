@@ -426,9 +426,9 @@ fn recheck_queue_state() -> H {
     let mut other = H::new();
     other.user_cp(0, 9);
     let p = other.s.pending_checkpoint(cp(9)).expect("pending").clone();
-    h.s.pending.insert(cp(9), p);
+    h.s.pending.insert(p);
     h.s.cold.timers.insert(Timer::Timeout(cp(9)), ms(10_000));
-    h.s.last_id = Some(cp(9));
+    h.s.cold.last_id = Some(cp(9));
     h
 }
 
