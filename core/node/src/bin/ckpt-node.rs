@@ -275,12 +275,16 @@ async fn run_coordinator(
 }
 
 /// A store error that a restart may not meet again: an object that could
-/// not be read or written (not one that was read and is damaged, which
-/// needs a human), or a write whose outcome is unknown, which the next
-/// start's recovery settles.
+/// not be read or written (not one that was read and is damaged, nor
+/// access the store refuses: both need a human, and a supervisor that
+/// restarts on exit 1 would loop on them), or a write whose outcome is
+/// unknown, which the next start's recovery settles.
 fn transient(e: &StoreError) -> bool {
     match e {
-        StoreError::Io { source, .. } => source.kind() != std::io::ErrorKind::InvalidData,
+        StoreError::Io { source, .. } => !matches!(
+            source.kind(),
+            std::io::ErrorKind::InvalidData | std::io::ErrorKind::PermissionDenied
+        ),
         StoreError::OutcomeUnknown { .. } | StoreError::DisposalOutcomeUnknown { .. } => true,
         // Named one by one, so that a new kind of error is classified here
         // rather than taken for one that needs a human by default.
@@ -406,6 +410,9 @@ mod tests {
         assert!(transient(&io(std::io::ErrorKind::NotFound)));
         // A log entry that was read and does not decode: damage.
         assert!(!transient(&io(std::io::ErrorKind::InvalidData)));
+        // Access refused (a file system's, or an object store's, which
+        // `obj_err` maps to this kind): a restart will not grant it.
+        assert!(!transient(&io(std::io::ErrorKind::PermissionDenied)));
         assert!(transient(&StoreError::OutcomeUnknown {
             checkpoint: CheckpointId(1),
             source: Box::new(io(std::io::ErrorKind::Other)),

@@ -9,14 +9,26 @@ use ckpt_core::{CheckpointId, StateHandle};
 use object_store::path::Path;
 use object_store::{ObjectStore, PutPayload};
 
+/// An object store's error in the store's terms: an `Io` error whose kind
+/// says what a caller may do about it. Access the store refuses
+/// (`PermissionDenied`, `Unauthenticated`) is `io::ErrorKind::PermissionDenied`,
+/// which a restart will not cure (ckpt-node exits 3 on it, not 1: a
+/// supervisor restarting it would loop); everything else is `Other`.
 pub(super) fn obj_err<'a>(
     op: &'static str,
     path: &'a Path,
 ) -> impl FnOnce(object_store::Error) -> StoreError + 'a {
-    move |e| StoreError::Io {
-        op,
-        path: path.to_string(),
-        source: io::Error::other(e),
+    move |e| {
+        let kind = match e {
+            object_store::Error::PermissionDenied { .. }
+            | object_store::Error::Unauthenticated { .. } => io::ErrorKind::PermissionDenied,
+            _ => io::ErrorKind::Other,
+        };
+        StoreError::Io {
+            op,
+            path: path.to_string(),
+            source: io::Error::new(kind, e),
+        }
     }
 }
 
@@ -136,5 +148,46 @@ pub(super) async fn delete(objects: &dyn ObjectStore, path: &Path) -> Result<(),
     match objects.delete(path).await {
         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
         Err(e) => Err(obj_err("delete", path)(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind_of(e: object_store::Error) -> io::ErrorKind {
+        match obj_err("get", &Path::from("log/1"))(e) {
+            StoreError::Io { source, .. } => source.kind(),
+            other => panic!("not an Io error: {other}"),
+        }
+    }
+
+    #[test]
+    fn refused_access_is_permission_denied_and_every_other_error_other() {
+        let why = || Box::new(io::Error::other("no")) as Box<_>;
+        for e in [
+            object_store::Error::PermissionDenied {
+                path: "log/1".into(),
+                source: why(),
+            },
+            object_store::Error::Unauthenticated {
+                path: "log/1".into(),
+                source: why(),
+            },
+        ] {
+            assert_eq!(kind_of(e), io::ErrorKind::PermissionDenied);
+        }
+        for e in [
+            object_store::Error::Generic {
+                store: "test",
+                source: why(),
+            },
+            object_store::Error::NotFound {
+                path: "log/1".into(),
+                source: why(),
+            },
+        ] {
+            assert_eq!(kind_of(e), io::ErrorKind::Other);
+        }
     }
 }
