@@ -180,7 +180,8 @@
 //! * **RPC sends** (an `Rpc`: trigger, notify complete, notify aborted; a
 //!   task's ack or decline): drop the message, as a lossy network would.
 //!   A lost trigger or ack ends as the checkpoint's timeout (`Expired`,
-//!   counted towards the tolerable failures); a lost notify-complete means
+//!   counted towards the tolerable failures unless it is a savepoint's:
+//!   no savepoint failure counts, as in Flink); a lost notify-complete means
 //!   the task commits at the next one (`OperatorNotice::Complete` of a
 //!   later id covers the earlier ones, as a two-phase-commit sink commits
 //!   every pending transaction up to it); a lost notify-aborted means the
@@ -312,7 +313,10 @@
 //!    savepoint's included, or `Recover` refuses it,
 //!    `RecoverProblem::IdAboveCounter`; the reference store's is,
 //!    `host::store::Recovery::last_id`, and that recovery restores the
-//!    savepoint as the latest), then start the tasks from
+//!    savepoint as the latest), then any `Discard`s (the savepoint counts
+//!    as a commit for retention: checkpoints beyond `retained_max` that a
+//!    `Recover` brought are evicted, as the store evicted them when it
+//!    committed the savepoint), then start the tasks from
 //!    `JobCommand::Restore`.
 //! 4. `StartScheduler`.
 //!

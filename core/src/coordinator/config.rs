@@ -65,7 +65,9 @@ pub struct CoordinatorSettings {
     /// a forced one skips the check but counts towards it.
     pub max_concurrent: i64,
     /// Number of consecutive counted checkpoint failures tolerated before the
-    /// job is failed (>= 0).
+    /// job is failed (>= 0). Counted: a checkpoint's failure whose reason
+    /// [`AbortReason::counts_as_failure`](super::AbortReason::counts_as_failure),
+    /// each id once; never a savepoint's.
     pub tolerable_failures: i64,
     /// Completed checkpoints retained; older ones are discarded (>= 1).
     /// Savepoints do not count: they are the user's ([`Self::savepoints_max`]).

@@ -242,7 +242,11 @@ pub enum RestoreSource {
     /// store outstanding) is `Rejected(NoCheckpointToRestore)` with
     /// `error_if_none`; without it, the restore goes on from scratch: it
     /// aborts the pending checkpoints like any `Latest` restore and emits
-    /// [`JobCommand::Restore`] `{ checkpoint: None }`.
+    /// [`JobCommand::Restore`] `{ checkpoint: None }`. `error_if_none` is
+    /// judged when the event arrives: a restore deferred behind an
+    /// outstanding finalize or store ([`Applied::RestoreDeferred`]) whose
+    /// checkpoint then fails, with nothing else retained, goes on from
+    /// scratch (`Restore { checkpoint: None }`) whatever the flag.
     Latest {
         /// Whether an empty history is an error.
         error_if_none: bool,
@@ -290,7 +294,10 @@ pub enum CoordinatorEvent {
     /// `Rejected(`[`CoordinatorError::NonIncreasingId`]`)` and changes
     /// nothing: the request stays in flight, and later triggers are queued
     /// behind it or refused, until the host answers it again with an id
-    /// above `last_id()` or with a failure.
+    /// above `last_id()` or with a failure. The id `u64::MAX` is taken like
+    /// any other, but no id is above it: every later answer is
+    /// `NonIncreasingId`, so a host's counter must never hand it out
+    /// (Flink's ids start at 1 and count up by one).
     CheckpointIdAllocated {
         /// The request it was allocated for.
         request: RequestId,
@@ -388,7 +395,12 @@ pub enum CoordinatorEvent {
     /// committed, and restoring an older one would rewind the job behind it.
     /// `Savepoint` ends nothing: with any checkpoint pending or an id request
     /// in flight (or a savepoint id not above the ids already used) it is
-    /// `Rejected(`[`CoordinatorError::SavepointRestoreConflict`]`)`.
+    /// `Rejected(`[`CoordinatorError::SavepointRestoreConflict`]`)`. The
+    /// savepoint joins the retained checkpoints as a commit does, so
+    /// retention runs: checkpoints beyond `retained_max` (a `Recover`'s
+    /// surplus) are evicted, their state discarded (`Discard` effects
+    /// between the `ResetIdCounter` and the `Restore`), as the store
+    /// evicted them when it committed the savepoint.
     Restore {
         /// From where.
         source: RestoreSource,
@@ -400,8 +412,8 @@ pub enum CoordinatorEvent {
     /// recovered checkpoints are retained (their state is owned from now on)
     /// and ids continue above `last_id`. More checkpoints than
     /// `retained_max` are accepted (a host that lowered retention across a
-    /// restart): the next completion evicts down to the bound, as the store
-    /// does at its next commit.
+    /// restart): the next completion (or savepoint restore) evicts down to
+    /// the bound, as the store does at its next commit.
     Recover {
         /// The store's checkpoints in the order it committed them, oldest
         /// first (a savepoint may follow a newer checkpoint: savepoints are
@@ -494,7 +506,11 @@ pub enum AbortReason {
 }
 
 impl AbortReason {
-    /// Whether this failure counts towards the tolerable-failure limit.
+    /// Whether this failure counts towards the tolerable-failure limit
+    /// when a checkpoint fails with it. A savepoint's failure never counts,
+    /// whatever the reason (Flink's `CheckpointFailureManager` ignores
+    /// savepoints): this says what the reason is worth, not whether the
+    /// coordinator counted it.
     #[must_use]
     pub fn counts_as_failure(self) -> bool {
         match self {
@@ -690,12 +706,21 @@ pub enum Ignored {
     /// The task already acknowledged this checkpoint (the seed's `DUPLICATE`).
     DuplicateAck,
     /// The task (or attempt) is not one this checkpoint waits for (the seed's
-    /// `UNKNOWN`; state discarded).
+    /// `UNKNOWN`, Flink's answer to an ack from an execution the checkpoint
+    /// does not wait for; state discarded). An ack from another attempt of
+    /// a task the checkpoint waits for, older or newer, is this one, not
+    /// [`Ignored::StaleAttempt`].
     UnknownTask,
     /// The checkpoint is fully acknowledged and completing (the seed's
     /// `DISCARDED`; state discarded).
     CheckpointDiscarded,
-    /// The message is from an older attempt of the task.
+    /// The message is about an attempt of the task that it no longer
+    /// concerns: a decline from an attempt the checkpoint was not triggered
+    /// for (older or newer), or a report that an attempt runs, failed or
+    /// finished when it is not the task's current running one (an older
+    /// attempt, or the known one again). Acks from another attempt are
+    /// [`Ignored::UnknownTask`] instead (their state is discarded; a
+    /// decline carries none).
     StaleAttempt,
     /// The timer is not armed (cancelled, or its checkpoint is gone).
     TimerNotArmed,
@@ -754,7 +779,8 @@ pub enum CoordinatorError {
         /// The highest id seen before.
         last: CheckpointId,
     },
-    /// An id at `u64::MAX` leaves no successor.
+    /// An id at `u64::MAX` leaves no successor: a savepoint restored at it
+    /// could hand the id counter no next id.
     #[error("checkpoint id {0} leaves no successor (overflow)")]
     IdOverflow(CheckpointId),
     /// `TaskRunning`, `TaskFailed` or `TaskFinished` for a task id not in
@@ -784,7 +810,8 @@ pub enum CoordinatorError {
 pub enum RecoverProblem {
     /// The coordinator is not fresh: it holds an id, a checkpoint (pending,
     /// completed or recovered), a request, a recent id, an armed timer (its
-    /// scheduler started), or a generation (it recovered already). Events
+    /// scheduler started), or a generation above 0 (it recovered already; a
+    /// `Recover` of nothing at generation 0 leaves it as fresh as before). Events
     /// that leave none of these behind (a task's status, a restore from
     /// scratch) are not detected: a host sends `Recover` first.
     NotFresh,

@@ -1059,3 +1059,130 @@ fn finalize_carries_what_was_triggered_and_when() {
         e_finalize_kind(2, user(), 12, false, &[200, 201])
     );
 }
+
+#[test]
+fn a_savepoint_restore_evicts_a_recovered_surplus_as_its_commit_did() {
+    // The store evicted checkpoint 1 when it committed the savepoint (the
+    // recipe's step 2); the `Restore` discards its state between the id
+    // counter's reset and the restore itself.
+    let mut h = H::with(CoordinatorSettings {
+        retained_max: 1,
+        ..settings()
+    });
+    h.step(
+        0,
+        Ev::Recover {
+            checkpoints: vec![recovered(1, &[10]), recovered(2, &[20])],
+            last_id: Some(cp(2)),
+            generation: Generation(1),
+        },
+    );
+    h.expect(
+        1,
+        Ev::Restore {
+            source: RestoreSource::Savepoint {
+                checkpoint: cp(5),
+                handles: vec![hd(50)],
+            },
+        },
+        vec![
+            E::Job(JobCommand::ResetIdCounter {
+                generation: Generation(1),
+                next: cp(6),
+            }),
+            E::Discard {
+                generation: Generation(1),
+                checkpoint: cp(1),
+                handle: hd(10),
+            },
+            E::Job(JobCommand::Restore {
+                checkpoint: Some(cp(5)),
+                handles: vec![hd(50)],
+            }),
+        ],
+        applied(Applied::Restored {
+            checkpoint: Some(cp(5)),
+        }),
+    );
+    let kept: Vec<CheckpointId> = h.s.completed().map(|c| c.id()).collect();
+    assert_eq!(kept, [cp(2), cp(5)], "the savepoint does not count");
+}
+
+#[test]
+fn a_recover_of_nothing_at_generation_0_leaves_the_coordinator_fresh() {
+    let mut h = H::new();
+    let empty = |generation| Ev::Recover {
+        checkpoints: vec![],
+        last_id: None,
+        generation,
+    };
+    h.expect(
+        0,
+        empty(G0),
+        vec![],
+        applied(Applied::Recovered { latest: None }),
+    );
+    h.expect(
+        0,
+        empty(Generation(5)),
+        vec![],
+        applied(Applied::Recovered { latest: None }),
+    );
+    assert_eq!(h.s.generation(), Generation(5));
+    // A generation above 0 was taken: no third `Recover`.
+    h.expect(
+        0,
+        empty(Generation(6)),
+        vec![],
+        Outcome::Rejected(CoordinatorError::RecoverConflict(RecoverProblem::NotFresh)),
+    );
+}
+
+#[test]
+fn a_deferred_restore_that_wants_a_checkpoint_goes_on_from_scratch_when_the_only_one_fails() {
+    // `error_if_none` is judged when the restore arrives: checkpoint 1 is
+    // finalizing then, so the restore waits; its finalize fails and
+    // nothing else is retained.
+    let mut h = H::new();
+    h.user_cp(0, 1);
+    h.ack_all(0, 1);
+    let deferred = h.step(
+        1,
+        Ev::Restore {
+            source: RestoreSource::Latest {
+                error_if_none: true,
+            },
+        },
+    );
+    assert_eq!(
+        deferred.outcome,
+        applied(Applied::RestoreDeferred { awaiting: cp(1) })
+    );
+    let failed = h.step(2, fin(1, false));
+    assert!(
+        failed.effects.contains(&E::Job(JobCommand::Restore {
+            checkpoint: None,
+            handles: vec![],
+        })),
+        "{:?}",
+        failed.effects
+    );
+}
+
+#[test]
+fn an_id_at_the_maximum_is_taken_and_leaves_no_id_above_it() {
+    let mut h = H::new();
+    h.step(0, trigger(user()));
+    h.step(0, alloc(0, u64::MAX));
+    assert_eq!(h.s.last_id(), Some(cp(u64::MAX)));
+    h.step(1, trigger(forced()));
+    h.expect(
+        1,
+        alloc(1, u64::MAX),
+        vec![],
+        Outcome::Rejected(CoordinatorError::NonIncreasingId {
+            got: cp(u64::MAX),
+            last: cp(u64::MAX),
+        }),
+    );
+}
