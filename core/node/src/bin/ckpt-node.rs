@@ -218,10 +218,20 @@ fn open_dir(dir: &Path) -> Result<Arc<dyn Fs>, Fail> {
 }
 
 /// The object store rooted at `root` (created if missing): the local file
-/// system's (`LocalFileSystem`).
+/// system's (`LocalFileSystem`). A root the process may not use, or that
+/// is not a directory, is refused (exit 3: a restart would meet it again);
+/// any other error exits 1.
 fn open_store(root: &Path) -> Result<Arc<dyn ObjectStore>, Fail> {
-    std::fs::create_dir_all(root)
-        .map_err(|e| (EXIT_FAILED, format!("store {}: {e}", root.display())))?;
+    let fail = |e: std::io::Error| {
+        let code = match e.kind() {
+            std::io::ErrorKind::PermissionDenied
+            | std::io::ErrorKind::AlreadyExists
+            | std::io::ErrorKind::NotADirectory => EXIT_REFUSED,
+            _ => EXIT_FAILED,
+        };
+        (code, format!("store {}: {e}", root.display()))
+    };
+    std::fs::create_dir_all(root).map_err(fail)?;
     let objects = LocalFileSystem::new_with_prefix(root)
         .map_err(|e| (EXIT_FAILED, format!("store {}: {e}", root.display())))?;
     Ok(Arc::new(objects))

@@ -10,19 +10,22 @@ use object_store::path::Path;
 use object_store::{ObjectStore, PutPayload};
 
 /// An object store's error in the store's terms: an `Io` error whose kind
-/// says what a caller may do about it. Access the store refuses
-/// (`PermissionDenied`, `Unauthenticated`) is `io::ErrorKind::PermissionDenied`,
-/// which a restart will not cure (ckpt-node exits 3 on it, not 1: a
-/// supervisor restarting it would loop); everything else is `Other`.
+/// says what a caller may do about it. Access the store refuses is
+/// `io::ErrorKind::PermissionDenied`, which a restart will not cure
+/// (ckpt-node exits 3 on it, not 1: a supervisor restarting it would
+/// loop): a cloud store's `PermissionDenied` or `Unauthenticated`, or any
+/// error caused by an I/O error of that kind (`LocalFileSystem` reports a
+/// file it may not open as `Generic`, with the system's error as its
+/// source). Everything else is `Other`.
 pub(super) fn obj_err<'a>(
     op: &'static str,
     path: &'a Path,
 ) -> impl FnOnce(object_store::Error) -> StoreError + 'a {
     move |e| {
-        let kind = match e {
-            object_store::Error::PermissionDenied { .. }
-            | object_store::Error::Unauthenticated { .. } => io::ErrorKind::PermissionDenied,
-            _ => io::ErrorKind::Other,
+        let kind = if denied(&e) {
+            io::ErrorKind::PermissionDenied
+        } else {
+            io::ErrorKind::Other
         };
         StoreError::Io {
             op,
@@ -30,6 +33,26 @@ pub(super) fn obj_err<'a>(
             source: io::Error::new(kind, e),
         }
     }
+}
+
+/// Whether `e` is, or was caused by, a refusal of access.
+fn denied(e: &object_store::Error) -> bool {
+    if matches!(
+        e,
+        object_store::Error::PermissionDenied { .. } | object_store::Error::Unauthenticated { .. }
+    ) {
+        return true;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::PermissionDenied)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 pub(super) fn bad_log(path: &Path, why: String) -> StoreError {
@@ -173,6 +196,11 @@ mod tests {
             object_store::Error::Unauthenticated {
                 path: "log/1".into(),
                 source: why(),
+            },
+            // As `LocalFileSystem` reports a file it may not open.
+            object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: Box::new(io::Error::new(io::ErrorKind::PermissionDenied, "no")),
             },
         ] {
             assert_eq!(kind_of(e), io::ErrorKind::PermissionDenied);
