@@ -22,12 +22,14 @@ cd "$ROOT"
 cargo build -q --workspace --profile test --bin ckpt-conformance
 args=()
 for a in "${ALLOW[@]}"; do args+=(--allow "$a"); done
-./target/debug/ckpt-conformance \
+# Where cargo put it: CARGO_TARGET_DIR when set (relative to this directory, as cargo reads it).
+bin="${CARGO_TARGET_DIR:-target}/debug/ckpt-conformance"
+"$bin" \
     --seed "${CKPT_CONFORMANCE_SEED:-20261202}" \
     --sequences "${CKPT_CONFORMANCE_SEQUENCES:-300}" \
     --quiet --out target/conformance-ci "${args[@]}"
 # Then sequences that also draw task finishes (FLIP-147's plan against Flink's).
-exec ./target/debug/ckpt-conformance \
+exec "$bin" \
     --seed "${CKPT_CONFORMANCE_SEED:-20261202}" \
     --sequences "${CKPT_CONFORMANCE_FINISHED_SEQUENCES:-150}" --finished-tasks \
     --quiet --out target/conformance-ci-finished "${args[@]}"

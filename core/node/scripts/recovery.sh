@@ -14,7 +14,8 @@
 set -euo pipefail
 runs=${1:-10}
 root=$(cd "$(dirname "$0")/../../.." && pwd)
-bin="$root/target/release/ckpt-node"
+# Where cargo put it: CARGO_TARGET_DIR when set.
+bin="${CARGO_TARGET_DIR:-$root/target}/release/ckpt-node"
 [ -x "$bin" ] || { echo "build first: cargo build --release -p ckpt-node" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT

@@ -8,10 +8,42 @@
 //! built, a harness crash or unreadable line, a sequence the harness
 //! refused, a run that compared nothing, bad arguments). `--replay` and
 //! `--rerun`: 0 agree, 1 a divergence, 2 an unreadable file or a failed
-//! replay / run.
+//! replay / run. 141 when stdout cannot be written (its reader went away,
+//! `| head`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// Writes a line to stdout (as `println!`, which panics instead): a reader
+/// that went away (`--catalog | head`) ends the process with 141, as a
+/// shell reports a SIGPIPE death, and any other write error too, after
+/// saying what it was.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            stdout_failed(&e)
+        }
+    }};
+}
+
+/// [`out!`] without the line break.
+macro_rules! out_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = write!(std::io::stdout(), $($arg)*) {
+            stdout_failed(&e)
+        }
+    }};
+}
+
+/// Stdout failed: exit 141 (see [`out!`]).
+fn stdout_failed(e: &std::io::Error) -> ! {
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        eprintln!("ckpt-conformance: writing to stdout: {e}");
+    }
+    std::process::exit(141)
+}
 use std::sync::Mutex;
 
 use ckpt_tests::conformance::profile::Version;
@@ -83,12 +115,12 @@ fn print_catalog() {
             catalog::Class::Choice => "choice".to_owned(),
             catalog::Class::Gap { fix } => format!("gap (proposed fix: {fix})"),
         };
-        println!("{} [{class}]", e.name);
-        println!("  pattern: {}", e.pattern);
-        println!("  flink:   {}", e.flink);
-        println!("  ckpt:    {}", e.ckpt);
-        println!("  why:     {}", e.why);
-        println!("  after:   {:?}", e.after);
+        out!("{} [{class}]", e.name);
+        out!("  pattern: {}", e.pattern);
+        out!("  flink:   {}", e.flink);
+        out!("  ckpt:    {}", e.ckpt);
+        out!("  why:     {}", e.why);
+        out!("  after:   {:?}", e.after);
     }
 }
 
@@ -141,12 +173,15 @@ fn rerun(path: &PathBuf, cli: &Cli) -> ExitCode {
         eprintln!("ckpt-conformance: {}: {e}", out.display());
         return ExitCode::from(2);
     }
-    println!("written with: {}", file.expect);
-    println!(
+    out!("written with: {}", file.expect);
+    out!(
         "compared {} events against Flink {}; named: {:?}; stopped by {:?}",
-        r.compared, fresh.version, r.names, r.stopped_by
+        r.compared,
+        fresh.version,
+        r.names,
+        r.stopped_by
     );
-    println!("finds today: {} ({})", fresh.expect, out.display());
+    out!("finds today: {} ({})", fresh.expect, out.display());
     if r.divergence.is_some() {
         ExitCode::from(1)
     } else {
@@ -161,26 +196,28 @@ fn replay(path: &PathBuf, allow: &[String]) -> ExitCode {
     };
     match file.replay(allow) {
         Ok(r) => {
-            println!("written with: {}", file.expect);
-            println!(
+            out!("written with: {}", file.expect);
+            out!(
                 "compared {} events; named: {:?}; stopped by {:?}",
-                r.compared, r.names, r.stopped_by
+                r.compared,
+                r.names,
+                r.stopped_by
             );
             match r.divergence {
                 Some(d) => {
-                    println!("diverges today: {}", d.signature());
-                    println!(
+                    out!("diverges today: {}", d.signature());
+                    out!(
                         "  ckpt : {}",
                         serde_json::to_string(&d.ckpt).unwrap_or_default()
                     );
-                    println!(
+                    out!(
                         "  flink: {}",
                         serde_json::to_string(&d.flink).unwrap_or_default()
                     );
                     ExitCode::from(1)
                 }
                 None => {
-                    println!("agrees today");
+                    out!("agrees today");
                     ExitCode::SUCCESS
                 }
             }
@@ -242,7 +279,7 @@ fn main() -> ExitCode {
         .clone()
         .unwrap_or_else(flink_side::default_harness_dir);
     let jobs = cli.jobs.unwrap_or(versions.len()).clamp(1, versions.len());
-    println!(
+    out!(
         "ckpt-conformance: seed {seed}, {} sequences x {} events per version, versions {}, {jobs} at once",
         cli.sequences,
         cli.events_per_sequence,
@@ -320,11 +357,11 @@ fn main() -> ExitCode {
     }
     for r in &reports {
         for f in r.found.values() {
-            println!("Flink {}: {}", r.version.full(), conformance::describe(f));
+            out!("Flink {}: {}", r.version.full(), conformance::describe(f));
         }
     }
-    println!("seed {seed}");
-    print!("{}", conformance::summary(&reports));
+    out!("seed {seed}");
+    out_raw!("{}", conformance::summary(&reports));
     if fatal {
         return ExitCode::from(2);
     }
