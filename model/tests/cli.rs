@@ -70,6 +70,56 @@ fn legacy_cancel_on_fanout_is_refused_naming_the_flags_that_reach_it() {
     assert_eq!(code(&o), 2);
 }
 
+/// A knob its world cannot reach is refused with the flags that reach it;
+/// `--semantics all` is offered only where it would be accepted (`check`,
+/// without `--shard`, `--trace-out` or `--diagram`).
+#[test]
+fn only_check_offers_semantics_all_for_an_unreachable_knob() {
+    let offers = "or --semantics all";
+    let o = run(&["check", "--semantics", "legacy", "--tasks", "1"]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(stderr(&o).contains("--tasks 2"), "{}", stderr(&o));
+    assert!(stderr(&o).contains(offers), "{}", stderr(&o));
+    for args in [
+        &[
+            "explore",
+            "--semantics",
+            "legacy",
+            "--tasks",
+            "1",
+            "--port",
+            "0",
+        ][..],
+        &["dist", "--semantics", "legacy", "--tasks", "1"],
+        &["simulate", "--semantics", "legacy", "--tasks", "1"],
+        &[
+            "dist",
+            "--semantics",
+            "legacy-notify-out-of-order",
+            "--checkpoints",
+            "1",
+        ],
+        &[
+            "check",
+            "--semantics",
+            "legacy",
+            "--tasks",
+            "1",
+            "--shard",
+            "0/2",
+        ],
+    ] {
+        let o = run(args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stdout(&o));
+        assert!(
+            stderr(&o).contains("cannot be reached in this configuration: it needs"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains(offers), "{args:?}: {}", stderr(&o));
+    }
+}
+
 #[test]
 fn combinations_that_cannot_ask_their_question_are_refused() {
     // Each combination, and what its refusal (exit 2) must name.
@@ -599,6 +649,42 @@ fn zoo_traces_are_checked_before_any_search() {
     assert_eq!(left, ["a-file", "zoo_flink_17869_legacy_cancel.jsonl"]);
 }
 
+/// `zoo --only` with a text that selects no race is a usage error, not an
+/// empty table that passes: nothing was asked.
+#[test]
+fn zoo_only_matching_no_race_is_a_usage_error() {
+    let o = run(&["zoo", "--only", "no-such-race"]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).is_empty(), "printed a table: {}", stdout(&o));
+    assert!(
+        stderr(&o).contains("no race of the zoo matches --only no-such-race"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `zoo --check-traces DIR`: a DIR that does not exist is a usage error
+/// before any search; a trace missing from an existing DIR fails the check
+/// (exit 1) and says it is missing, not that it differs.
+#[test]
+fn zoo_check_traces_tells_a_missing_directory_and_a_missing_trace() {
+    let d = scratch("zoo-check-traces");
+    let absent = d.join("absent").to_string_lossy().into_owned();
+    let o = run(&["zoo", "--only", "33186", "--check-traces", &absent]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).is_empty(), "searched anyway: {}", stdout(&o));
+    assert!(stderr(&o).contains("--check-traces"), "{}", stderr(&o));
+    let empty = d.to_string_lossy().into_owned();
+    let o = run(&["zoo", "--only", "33186", "--check-traces", &empty]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("zoo_flink_33186_legacy_finish_fails_checkpoint.jsonl: missing"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("differs"), "{}", stderr(&o));
+}
+
 // ----- replay ---------------------------------------------------------------------
 
 /// The legacy counterexample as a trace and a diagram; returns check's
@@ -849,6 +935,15 @@ fn json_has_a_schema_structured_steps_and_what_was_not_checked() {
     let search = v["search_seconds"].as_f64().unwrap_or(f64::MAX);
     assert!(wall >= search, "{wall} {search}");
     assert!(v["not_checked"].as_array().is_some_and(|a| !a.is_empty()));
+    // The reason as the text report words it: the flags that add it.
+    for n in v["not_checked"].as_array().into_iter().flatten() {
+        assert!(
+            n["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("needs --")),
+            "{n}"
+        );
+    }
     let cx = &v["counterexample"];
     let steps = cx["steps"].as_array().unwrap_or_else(|| panic!("{cx}"));
     assert_eq!(Some(steps.len() as u64), cx["step_count"].as_u64());

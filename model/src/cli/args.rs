@@ -401,7 +401,8 @@ pub struct ZooArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "check_traces")]
     pub traces: Option<PathBuf>,
     /// Compare each counterexample with the trace committed in DIR (exit 1
-    /// on a difference: regenerate with --traces DIR).
+    /// on a difference or a missing file: regenerate with --traces DIR; a
+    /// DIR that is not a directory is a usage error, before any search).
     #[arg(long, value_name = "DIR")]
     pub check_traces: Option<PathBuf>,
     /// Partial-order reduction in every search (validation: every knob is
@@ -415,7 +416,8 @@ pub struct ZooArgs {
     /// counterexamples may differ from run to run (so may --check-traces).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub threads: u16,
-    /// Only the races whose ticket or knob name contains this text.
+    /// Only the races whose ticket or knob name contains this text (one at
+    /// least: a text that selects none is a usage error).
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
 }

@@ -99,8 +99,10 @@ impl ExitStatus {
             ExitStatus::Ok => "every property holds over the whole bounded space",
             ExitStatus::Violated => "a property is violated (a counterexample is printed)",
             ExitStatus::Usage => {
-                "usage error: bad flag, a combination that cannot ask its question, an output \
-                 path that is a directory or cannot be written (checked before the search)"
+                "usage error: bad flag, a combination that cannot ask its question (a `zoo \
+                 --only` that selects no race), an output path that is a directory or cannot be \
+                 written, a `zoo --check-traces` directory that is not one (checked before the \
+                 search)"
             }
             ExitStatus::Inconclusive => {
                 "inconclusive: `--time-limit` or `--max-depth` cut the search and nothing was \

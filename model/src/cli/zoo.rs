@@ -31,6 +31,29 @@ pub fn run(args: &ZooArgs) -> ExitStatus {
             })
         })
         .collect();
+    // An `--only` that selects nothing would print an empty table and exit
+    // 0: a pass for a question never asked.
+    if let (Some(only), true) = (&args.only, rows.is_empty()) {
+        return usage_error(&format!(
+            "no race of the zoo matches --only {only} (it keeps the races whose ticket, as \
+             `FLINK-33186`, or knob name, as `legacy-stale-mail`, contains it)"
+        ));
+    }
+    // The committed traces' directory is checked before the first search,
+    // as the output paths are: a mistyped one is a usage error now, not a
+    // failed comparison after the table.
+    if let Some(dir) = &args.check_traces {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return usage_error(&format!(
+                    "--check-traces {}: not a directory",
+                    dir.display()
+                ))
+            }
+            Err(e) => return usage_error(&format!("--check-traces {}: {e}", dir.display())),
+        }
+    }
     // Every row's trace file is checked before the first search (as
     // `check --trace-out` is): an unwritable one is a usage error now, not
     // after minutes of searching. The check's temporary file goes at once
@@ -100,11 +123,26 @@ pub fn run(args: &ZooArgs) -> ExitStatus {
         }
         if let Some(dir) = &args.check_traces {
             let path = dir.join(&file);
-            let committed = std::fs::read(&path).unwrap_or_default();
-            if r.trace_bytes() != committed {
+            // A file missing from the directory is a failed check (1), said
+            // as such: there is nothing it could differ from.
+            let problem = match std::fs::read(&path) {
+                Ok(committed) if committed == r.trace_bytes() => None,
+                Ok(_) => Some((
+                    "the committed trace differs from this counterexample".to_string(),
+                    "regenerate",
+                )),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some((
+                    "missing: no trace of this counterexample is committed".to_string(),
+                    "write it",
+                )),
+                Err(e) => Some((
+                    format!("the committed trace cannot be read: {e}"),
+                    "regenerate",
+                )),
+            };
+            if let Some((problem, remedy)) = problem {
                 eprintln!(
-                    "{}: the committed trace differs from this counterexample (regenerate with \
-                     `ckpt-model zoo --traces {}`)",
+                    "{}: {problem} ({remedy} with `ckpt-model zoo --traces {}`)",
                     path.display(),
                     dir.display()
                 );

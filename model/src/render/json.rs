@@ -59,7 +59,8 @@ pub struct NotCheckedJson {
     pub name: String,
     /// Always `sometimes`.
     pub kind: Kind,
-    /// The flag that adds it.
+    /// The flags that add it, as the text report says it: `needs` and the
+    /// flags (`needs --shared-state`).
     pub reason: String,
 }
 
@@ -339,7 +340,7 @@ impl CheckJson {
                 .map(|(name, flag)| NotCheckedJson {
                     name: name.into(),
                     kind: Kind::Sometimes,
-                    reason: format!("{flag} is 0"),
+                    reason: format!("needs {flag}"),
                 })
                 .collect(),
             counterexample: r.counterexample.as_ref().zip(replay).map(|(c, replay)| {
