@@ -241,7 +241,10 @@
 //!    answers the outstanding I/O also carries `JobCommand::Stop` (that I/O
 //!    was a stop-with-savepoint's), the stop wins: end the job as `Stop`
 //!    says and skip step 5; the `Restore` after it names the stop's
-//!    savepoint, which a later start recovers from the store.
+//!    savepoint, which a later start recovers from the store. So does
+//!    `JobCommand::Finish` (that I/O was the final checkpoint's, every task
+//!    had finished): end the job as finished; the `Restore` after it names
+//!    the final checkpoint.
 //! 5. Start a fresh [`task::TaskState::new`] per task under the next
 //!    attempt number, its operators restored from those handles, and send
 //!    `TaskRunning { task, attempt }` for each; triggering resumes on the
@@ -300,13 +303,26 @@
 //!    does not reference, so put the savepoint's files in place after it.
 //!    Do not send `StartScheduler` yet: the reducer takes the savepoint
 //!    only with nothing pending and no id request out, and only with an
-//!    id above the last one handed out (`Recover`'s `last_id`); anything
-//!    else is `Rejected(SavepointRestoreConflict)`. (A savepoint the store
-//!    already holds, whose id is the highest, is `Restore { Latest }`'s.)
+//!    id above the last one handed out (`Recover`'s `last_id`) and below
+//!    `u64::MAX`; anything else is `Rejected(SavepointRestoreConflict)`
+//!    (or `IdOverflow`). **Check the id before step 2**: a store takes any
+//!    new savepoint id, and ids are used up without being stored (every
+//!    aborted checkpoint's), so a savepoint id above every stored id may
+//!    still be at or below `last_id`; once stored it is the store's latest,
+//!    which the reference store will not dispose of
+//!    (`StoreError::LatestSavepoint`), and a later start would restore a
+//!    savepoint the coordinator refused. Such a savepoint cannot be
+//!    started from this store: start the job on a new store. (A savepoint
+//!    the store already holds, whose id is the highest, is
+//!    `Restore { Latest }`'s.)
 //! 2. Add the savepoint to the completed-checkpoint store (its id, its
-//!    handles, marked a savepoint), durably.
-//! 3. Send the `Restore`. If it is rejected, remove the savepoint from the
-//!    store again. Otherwise carry out its effects in order: first
+//!    handles, marked a savepoint), durably. This is a commit: the store's
+//!    retention runs, as the coordinator's does at step 3.
+//! 3. Send the `Restore`. With step 1's check and nothing else sent since,
+//!    it is not rejected (if a host's own bug gets it rejected, the store
+//!    and the coordinator may disagree on the latest: stop and recover a
+//!    new coordinator from the store, which restores the store's latest).
+//!    Carry out its effects in order: first
 //!    `JobCommand::ResetIdCounter` (the counter moves past the savepoint's
 //!    id; if that fails, stop and recover a new coordinator from the
 //!    store, whose `last_id` must be at least every id it holds, the
@@ -330,6 +346,18 @@
 //! `Discard`s delete what no other checkpoint holds. A savepoint may
 //! commit after a newer checkpoint ([`commit`]); "latest" is always the
 //! highest id.
+//!
+//! The coordinator never subsumes a savepoint, but a task cannot tell a
+//! savepoint from a checkpoint (its events carry no options): a task whose
+//! async part of a savepoint finishes after a newer checkpoint completed
+//! discards that state as subsumed and sends no ack
+//! ([`task`]'s phase 4), so the savepoint expires (`Expired`, not counted
+//! as a failure). A savepoint running beside a newer checkpoint (a forced
+//! one, or `max_concurrent` above 1) therefore completes only if every
+//! task acknowledged it before that checkpoint completed. To keep a
+//! savepoint from that race, trigger nothing else while it runs
+//! (`max_concurrent` 1 refuses periodic triggers meanwhile; do not force a
+//! checkpoint).
 //!
 //! ## Finished tasks (FLIP-147)
 //!

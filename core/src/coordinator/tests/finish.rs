@@ -322,3 +322,48 @@ fn a_job_that_finishes_without_its_final_checkpoint_is_caught() {
     let v = check_step(&before, &ev, &step, &h.s).expect_err("a finish with no final checkpoint");
     assert_eq!(v.invariant, names::FINISH_AFTER_FINAL, "{v}");
 }
+
+#[test]
+fn a_restore_deferred_behind_the_final_checkpoint_comes_with_the_finish_after_it() {
+    // A failover while the final checkpoint stores: the restore waits for
+    // the store's answer, whose step carries `Finish` first and then the
+    // `Restore` of that same checkpoint (the host's recipe: the finish
+    // wins, as a stop does).
+    let mut h = H::new();
+    h.step(0, finished(0, 0));
+    h.step(0, finished(1, 0));
+    let r = h.s.next_request;
+    h.step(0, trigger(user()));
+    h.step(0, alloc(r, 1));
+    h.step(0, fin(1, true));
+    let deferred = h.step(1, restore_latest());
+    assert_eq!(
+        deferred.outcome,
+        applied(Applied::RestoreDeferred { awaiting: cp(1) })
+    );
+    let step = h.step(2, store(1, true));
+    let jobs: Vec<&JobCommand> = step
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            E::Job(j) => Some(j),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(
+            jobs.as_slice(),
+            [
+                JobCommand::Finish {
+                    final_checkpoint: Some(c),
+                    ..
+                },
+                JobCommand::Restore {
+                    checkpoint: Some(r),
+                    ..
+                },
+            ] if *c == cp(1) && *r == cp(1)
+        ),
+        "{jobs:?}"
+    );
+}

@@ -53,7 +53,7 @@ impl Sim {
         mut log: Option<&mut Vec<Delivery>>,
     ) -> Outcome {
         let (outcome, follow) = self.leader_event(s, Leader::Current, ev, log.as_deref_mut());
-        if follow.restored && follow.stop.is_none() {
+        if follow.restored && follow.stop.is_none() && follow.finish.is_none() {
             self.files_restored(s);
         }
         if let Some(savepoint) = follow.stop {
@@ -62,10 +62,14 @@ impl Sim {
             // that restore's command, in the same step, is not acted on.
             s.awaiting_restore = false;
             self.stop_job(s, savepoint, log);
+        } else if let Some(final_checkpoint) = follow.finish {
+            // So does a finish (the crate docs' failover recipe, step 4):
+            // the restore waited for the final checkpoint, and the job ends
+            // on it instead.
+            s.awaiting_restore = false;
+            self.finish_job(s, final_checkpoint, log);
         } else if follow.restored && s.awaiting_restore {
             self.start_tasks(s, log);
-        } else if let Some(final_checkpoint) = follow.finish {
-            self.finish_job(s, final_checkpoint, log);
         }
         outcome
     }
