@@ -1250,3 +1250,67 @@ fn a_deposed_leader_is_refused_every_write_and_changes_nothing_the_new_one_recov
     assert_eq!(rec.generation, ckpt_core::Generation(3));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A checkpoint whose metadata is quarantined a second time (a human put a
+/// still damaged copy back) is renamed `.2.corrupt`, and recovery reports
+/// every quarantined file under the name it has on disk.
+#[test]
+fn a_checkpoint_quarantined_twice_is_reported_under_each_files_name() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 2);
+    for n in 1..=2 {
+        let id = store.allocate_id(store.generation()).unwrap();
+        commit(&mut store, &*fs, id, &[h(n)]);
+    }
+    drop(store);
+    let mut bad = fs.read(&meta_path(2)).unwrap();
+    bad[30] ^= 1;
+    fs.write(&meta_path(2), &bad).unwrap();
+    let (_, rec) = open(&fs, 2);
+    assert_eq!(rec.quarantined, [format!("{}.corrupt", meta_path(2))]);
+    fs.write(&meta_path(2), &bad).unwrap();
+    let (_, rec) = open(&fs, 2);
+    let mut on_disk: Vec<String> = fs
+        .list(CHECKPOINT_DIR)
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".corrupt"))
+        .map(|n| format!("{CHECKPOINT_DIR}/{n}"))
+        .collect();
+    on_disk.sort();
+    assert_eq!(rec.quarantined, on_disk);
+    assert_eq!(
+        on_disk,
+        [
+            format!("{}.2.corrupt", meta_path(2)),
+            format!("{}.corrupt", meta_path(2))
+        ]
+    );
+}
+
+/// `dispose_savepoint` spares state a finalized checkpoint names (were it
+/// deleted, that checkpoint's commit would name a missing file). A host
+/// that follows the docs never shares a savepoint's state; the store does
+/// not rely on it.
+#[test]
+fn disposing_of_a_savepoint_spares_state_a_finalized_checkpoint_names() {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 2);
+    let g = store.generation();
+    let sp = store.allocate_id(g).unwrap();
+    commit_kind(&mut store, &*fs, sp, true, 1, &[h(1), h(9)]);
+    let c2 = store.allocate_id(g).unwrap();
+    commit(&mut store, &*fs, c2, &[h(2)]);
+    let c3 = store.allocate_id(g).unwrap();
+    write_state(&*fs, h(3), b"state").unwrap();
+    store
+        .finalize(g, c3, false, Millis(3), &[h(3), h(9)])
+        .unwrap();
+    assert_eq!(store.dispose_savepoint(g, sp).unwrap(), [h(1)]);
+    assert!(fs.exists(&state_path(h(9))));
+    store.store(g, c3).unwrap();
+    drop(store);
+    let (_, rec) = open(&fs, 2);
+    assert!(rec.damaged.is_empty(), "{rec:?}");
+    assert_eq!(rec.latest().map(|c| c.checkpoint), Some(c3));
+}

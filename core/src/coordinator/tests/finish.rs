@@ -345,10 +345,7 @@ fn a_restore_deferred_behind_the_final_checkpoint_comes_with_the_finish_after_it
     let jobs: Vec<&JobCommand> = step
         .effects
         .iter()
-        .filter_map(|e| match e {
-            E::Job(j) => Some(j),
-            _ => None,
-        })
+        .filter_map(|e| if let E::Job(j) = e { Some(j) } else { None })
         .collect();
     assert!(
         matches!(

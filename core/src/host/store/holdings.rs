@@ -202,10 +202,17 @@ impl Holdings {
     }
 
     /// After a disposed savepoint is forgotten: whether its handle `h` is
-    /// to be deleted (no other stored checkpoint and no quarantined
-    /// metadata references it; a deferral of it is then settled).
+    /// to be deleted (no other stored checkpoint, no finalized one waiting
+    /// for its store and no quarantined metadata references it; a deferral
+    /// of it is then settled). A host that follows the crate docs never
+    /// lets a checkpoint share a savepoint's state (savepoints are
+    /// self-contained), so the finalized ones are spared only in case one
+    /// does: its commit would otherwise name a deleted file.
     pub fn release_disposed(&mut self, h: StateHandle) -> bool {
-        if self.holders.contains_key(&h) || self.quarantined.contains(&h) {
+        if self.holders.contains_key(&h)
+            || self.quarantined.contains(&h)
+            || self.prepared.values().any(|e| e.handles.contains(&h))
+        {
             return false;
         }
         self.deferred.remove(&h);

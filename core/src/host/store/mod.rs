@@ -11,7 +11,7 @@
 //! state/<handle as 16 hex digits>       one state handle = one file, written by a task
 //! checkpoints/chk-<id, 20 digits>.prepared   finalized metadata, fsync'd, not yet stored
 //! checkpoints/chk-<id, 20 digits>.meta       a stored (committed) checkpoint or savepoint
-//! checkpoints/*.tmp                     a write in progress
+//! checkpoints/chk-<id, 20 digits>.*.tmp     a write in progress (any other name there is foreign, left alone)
 //! checkpoints/*.corrupt                 a quarantined checkpoint, kept with its state for a human
 //! ```
 //!
@@ -93,7 +93,7 @@
 //!    whose state is incomplete, are never deleted, so a human can repair
 //!    the file, rename it back and rerun. (A `*.corrupt` file too damaged to
 //!    name its handles keeps every unreferenced state file until it is
-//!    removed.) Half-written files (`*.tmp`, `*.prepared`) are removed and
+//!    removed.) Half-written files (`chk-*.tmp`, `chk-*.prepared`) are removed and
 //!    never restored; state files no stored or quarantined checkpoint
 //!    references are deleted (state of checkpoints that never committed).
 //! 4. Nothing is evicted on open: a store opened with a lower `retained_max`
@@ -219,7 +219,8 @@ pub struct Recovery {
     pub quarantined: Vec<String>,
     /// Files in the store's directories that it did not write, left alone.
     pub foreign: Vec<String>,
-    /// Half-written files removed (`*.tmp`, `*.prepared`).
+    /// Half-written files removed (`chk-*.tmp`, `chk-*.prepared`; other
+    /// names are [`Recovery::foreign`]).
     pub removed_partial: Vec<String>,
     /// State files no stored or quarantined checkpoint references, deleted.
     pub removed_orphans: Vec<StateHandle>,
@@ -827,8 +828,10 @@ impl FileStore {
     /// find the files gone): its metadata is removed first (and the directory
     /// synced, so a crash after this leaves no savepoint pointing at
     /// missing files), then every state file of it that no other stored
-    /// checkpoint and no quarantined metadata references. Returns the state
-    /// files deleted.
+    /// checkpoint, no finalized one and no quarantined metadata references
+    /// (a checkpoint still pending at the coordinator cannot be seen here:
+    /// the crate docs' shared-state rule keeps a savepoint's state out of
+    /// every checkpoint). Returns the state files deleted.
     ///
     /// Refused for a checkpoint that is not stored, not a savepoint, or the
     /// store's latest (the next start would restore an older one). An error

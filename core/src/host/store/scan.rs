@@ -103,11 +103,19 @@ impl Scan {
 
     pub(super) fn report(&self, generation: Generation) -> Recovery {
         let mut quarantined = self.quarantined.clone();
-        quarantined.extend(
-            self.to_quarantine
-                .iter()
-                .map(|id| format!("{}.corrupt", meta_path(*id))),
-        );
+        // The names the renames take: the first free one, as
+        // `FileStore::apply` picks it (a checkpoint quarantined before keeps
+        // its `.corrupt`; the next one of that id is `.2.corrupt`, ...).
+        for id in &self.to_quarantine {
+            let from = meta_path(*id);
+            let mut to = format!("{from}.corrupt");
+            let mut n = 2;
+            while quarantined.contains(&to) {
+                to = format!("{from}.{n}.corrupt");
+                n += 1;
+            }
+            quarantined.push(to);
+        }
         quarantined.sort();
         Recovery {
             generation,
