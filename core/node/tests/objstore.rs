@@ -817,3 +817,58 @@ fn a_disposal_whose_append_answer_is_lost_is_an_unknown_outcome_settled_by_a_ret
         assert_eq!(next.holdings().stored_ids(), vec![newer]);
     });
 }
+
+/// Metadata whose only damage is its checksum still names its handles, as
+/// the file store reads it: they are kept with the quarantined file, and a
+/// state object nothing names is deleted (not kept as if the quarantine
+/// could name nothing).
+#[test]
+fn metadata_damaged_only_in_its_checksum_still_names_its_state() {
+    block_on(async {
+        let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let g1 = Generation(1);
+        let (mut s, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 3, g1))
+            .await
+            .expect("open");
+        for n in 1..=2 {
+            let h = StateHandle(n);
+            objstore::write_state(&*objects, h, vec![7])
+                .await
+                .expect("state");
+            let c = s.allocate_id(g1).await.expect("id");
+            s.finalize(g1, c, false, Millis(n), &[h])
+                .await
+                .expect("finalize");
+            s.store(g1, c).await.expect("store");
+        }
+        drop(s);
+        let meta = object_store::path::Path::from(store::meta_path(CheckpointId(2)));
+        let mut bytes = objects
+            .get(&meta)
+            .await
+            .expect("get")
+            .bytes()
+            .await
+            .expect("bytes")
+            .to_vec();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        assert!(store::Metadata::decode(&bytes).is_err());
+        assert!(store::handles_named_by(&bytes).is_some());
+        objects.put(&meta, bytes.into()).await.expect("put");
+        objstore::write_state(&*objects, StateHandle(77), vec![7])
+            .await
+            .expect("orphan");
+        let (_, rec) = ObjStore::open(
+            Arc::clone(&objects),
+            OpenOptions::new(JOB, 3, Generation(2)),
+        )
+        .await
+        .expect("second start");
+        assert_eq!(rec.damaged.len(), 1, "{rec:?}");
+        assert_eq!(rec.removed_orphans, [StateHandle(77)], "{rec:?}");
+        assert!(rec.kept_unreferenced.is_empty(), "{rec:?}");
+        let left = state_objects(&*objects).await;
+        assert_eq!(left.len(), 2, "{left:?}");
+    });
+}

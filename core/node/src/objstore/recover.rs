@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use ckpt_core::commit;
 use ckpt_core::host::store::{
-    meta_path, state_path, CheckpointEntry, Damage, Damaged, Holdings, Metadata, MetadataError,
-    OpenOptions, Recovery, StateCheck, StoreError, CHECKPOINT_DIR, STATE_DIR,
+    handles_named_by, meta_path, state_path, CheckpointEntry, Damage, Damaged, Holdings, Metadata,
+    MetadataError, OpenOptions, Recovery, StateCheck, StoreError, CHECKPOINT_DIR, STATE_DIR,
 };
 use ckpt_core::{CheckpointId, StateHandle};
 use object_store::path::Path;
@@ -173,12 +173,20 @@ impl ObjStore {
                 continue;
             }
             let path = Path::from(format!("{CHECKPOINT_DIR}/{name}"));
-            match read(objects, &path).await.map(|b| Metadata::decode(&b)) {
-                Ok(Ok(m)) => {
-                    max_named_corrupt(&mut quarantined_ids_max, m.checkpoint);
-                    kept.extend(m.handles);
+            // Its handles as the file store reads them: the structure, not
+            // the checksum (a file whose only damage is its checksum still
+            // names them); its id from its name.
+            match read(objects, &path).await.map(|b| handles_named_by(&b)) {
+                Ok(Some(handles)) => {
+                    let id = name
+                        .split_once(".meta")
+                        .and_then(|(stem, _)| parse_meta_name(&format!("{stem}.meta")));
+                    if let Some(id) = id {
+                        max_named_corrupt(&mut quarantined_ids_max, id);
+                    }
+                    kept.extend(handles);
                 }
-                Ok(Err(_)) | Err(_) => unnamed = true,
+                Ok(None) | Err(_) => unnamed = true,
             }
             quarantined.push(path.to_string());
         }

@@ -272,8 +272,9 @@ impl Metadata {
 
 /// The handles a damaged metadata file still names, if its structure
 /// parses (the checksum, the flags and trailing bytes are not checked):
-/// recovery keeps those state files for a human to repair the checkpoint.
-pub(super) fn handles_named_by(bytes: &[u8]) -> Option<Vec<StateHandle>> {
+/// recovery keeps those state files for a human to repair the checkpoint
+/// (the file store's, and ckpt-node's object store's, which must agree).
+pub fn handles_named_by(bytes: &[u8]) -> Option<Vec<StateHandle>> {
     RawMetadata::parse(bytes).ok().map(|m| m.handles)
 }
 

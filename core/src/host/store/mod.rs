@@ -139,7 +139,7 @@ mod scan;
 
 pub use error::*;
 pub use format::*;
-use format::{handles_named_by, leader_path, meta_name, Reader};
+use format::{leader_path, meta_name, Reader};
 pub use holdings::{CheckpointEntry, Holdings};
 use scan::parse_leader_name;
 use scan::Scan;
