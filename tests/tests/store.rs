@@ -165,6 +165,18 @@ fn half_written_checkpoints_are_cleaned_up_and_never_restored() {
     assert_eq!(store.next_id(), cp(3));
 }
 
+/// A store in memory that committed checkpoints 1 and 2 (state `h(1)`,
+/// `h(2)`), closed.
+fn two_committed() -> Arc<dyn Fs> {
+    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
+    let (mut store, _) = open(&fs, 2);
+    for n in 1..=2 {
+        let id = store.allocate_id(store.generation()).unwrap();
+        commit(&mut store, &*fs, id, &[h(n)]);
+    }
+    fs
+}
+
 fn meta_path(id: u64) -> String {
     format!("{CHECKPOINT_DIR}/chk-{id:020}.meta")
 }
@@ -176,13 +188,7 @@ fn recover_with_damaged_latest(
     damage: impl FnOnce(Vec<u8>) -> Vec<u8>,
     expect: fn(&MetadataError) -> bool,
 ) {
-    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-    let (mut store, _) = open(&fs, 2);
-    for n in 1..=2 {
-        let id = store.allocate_id(store.generation()).unwrap();
-        commit(&mut store, &*fs, id, &[h(n)]);
-    }
-    drop(store);
+    let fs = two_committed();
     let bytes = fs.read(&meta_path(2)).unwrap();
     fs.write(&meta_path(2), &damage(bytes)).unwrap();
     let (_, rec) = open(&fs, 2);
@@ -273,13 +279,7 @@ fn foreign_metadata_is_reported_and_never_loaded() {
 
 #[test]
 fn a_checkpoint_with_a_missing_state_file_is_reported_and_not_restored() {
-    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-    let (mut store, _) = open(&fs, 2);
-    for n in 1..=2 {
-        let id = store.allocate_id(store.generation()).unwrap();
-        commit(&mut store, &*fs, id, &[h(n)]);
-    }
-    drop(store);
+    let fs = two_committed();
     fs.remove(&state_path(h(2))).unwrap();
     let (_, rec) = open(&fs, 2);
     assert_eq!(
@@ -1256,13 +1256,7 @@ fn a_deposed_leader_is_refused_every_write_and_changes_nothing_the_new_one_recov
 /// every quarantined file under the name it has on disk.
 #[test]
 fn a_checkpoint_quarantined_twice_is_reported_under_each_files_name() {
-    let fs: Arc<dyn Fs> = Arc::new(MemFs::new());
-    let (mut store, _) = open(&fs, 2);
-    for n in 1..=2 {
-        let id = store.allocate_id(store.generation()).unwrap();
-        commit(&mut store, &*fs, id, &[h(n)]);
-    }
-    drop(store);
+    let fs = two_committed();
     let mut bad = fs.read(&meta_path(2)).unwrap();
     bad[30] ^= 1;
     fs.write(&meta_path(2), &bad).unwrap();

@@ -826,23 +826,8 @@ fn a_disposal_whose_append_answer_is_lost_is_an_unknown_outcome_settled_by_a_ret
 fn metadata_damaged_only_in_its_checksum_still_names_its_state() {
     block_on(async {
         let objects: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
-        let g1 = Generation(1);
-        let (mut s, _) = ObjStore::open(Arc::clone(&objects), OpenOptions::new(JOB, 3, g1))
-            .await
-            .expect("open");
-        for n in 1..=2 {
-            let h = StateHandle(n);
-            objstore::write_state(&*objects, h, vec![7])
-                .await
-                .expect("state");
-            let c = s.allocate_id(g1).await.expect("id");
-            s.finalize(g1, c, false, Millis(n), &[h])
-                .await
-                .expect("finalize");
-            s.store(g1, c).await.expect("store");
-        }
-        drop(s);
-        let meta = object_store::path::Path::from(store::meta_path(CheckpointId(2)));
+        let last = two_committed(&objects).await;
+        let meta = object_store::path::Path::from(store::meta_path(last));
         let mut bytes = objects
             .get(&meta)
             .await
@@ -861,7 +846,7 @@ fn metadata_damaged_only_in_its_checksum_still_names_its_state() {
             .expect("orphan");
         let (_, rec) = ObjStore::open(
             Arc::clone(&objects),
-            OpenOptions::new(JOB, 3, Generation(2)),
+            OpenOptions::new(JOB, 2, Generation(2)),
         )
         .await
         .expect("second start");

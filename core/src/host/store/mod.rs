@@ -480,20 +480,14 @@ impl FileStore {
         }
         for id in &scan.to_quarantine {
             let from = meta_path(*id);
-            let mut to = format!("{from}.corrupt");
-            let mut n = 2;
             // A name is free only when reading it says "not found" (an
             // `exists` that failed would have the rename replace an
             // earlier quarantined file, whose state would lose its guard).
-            loop {
-                match fs.read(&to) {
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => break,
-                    Ok(_) => {}
-                    Err(e) => return Err(io_err("read", &to)(e)),
-                }
-                to = format!("{from}.{n}.corrupt");
-                n += 1;
-            }
+            let to = scan::quarantine_name(*id, |name| match fs.read(name) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+                Ok(_) => Ok(true),
+                Err(e) => Err(io_err("read", name)(e)),
+            })?;
             fs.rename(&from, &to).map_err(io_err("rename", &from))?;
         }
         // Always, changed or not: what this start read and restores must

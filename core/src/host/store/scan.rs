@@ -29,6 +29,25 @@ pub(super) fn parse_state_name(name: &str) -> Option<StateHandle> {
     u64::from_str_radix(name, 16).ok().map(StateHandle)
 }
 
+/// The name a quarantined metadata file of checkpoint `id` takes: the
+/// first of `chk-<id>.meta.corrupt`, `.2.corrupt`, `.3.corrupt`, ... that
+/// `taken` says is free (a checkpoint quarantined before keeps its file).
+/// One rule for the rename (`FileStore::apply`, asking the file system)
+/// and for the report of it (asking the listing).
+pub(super) fn quarantine_name<E>(
+    id: CheckpointId,
+    mut taken: impl FnMut(&str) -> Result<bool, E>,
+) -> Result<String, E> {
+    let from = meta_path(id);
+    let mut to = format!("{from}.corrupt");
+    let mut n = 2u64;
+    while taken(&to)? {
+        to = format!("{from}.{n}.corrupt");
+        n += 1;
+    }
+    Ok(to)
+}
+
 /// Everything recovery read, before it changes anything.
 pub(super) struct Scan {
     pub(super) counter: u64,
@@ -103,17 +122,12 @@ impl Scan {
 
     pub(super) fn report(&self, generation: Generation) -> Recovery {
         let mut quarantined = self.quarantined.clone();
-        // The names the renames take: the first free one, as
-        // `FileStore::apply` picks it (a checkpoint quarantined before keeps
-        // its `.corrupt`; the next one of that id is `.2.corrupt`, ...).
+        // The names the renames take (`FileStore::apply`), free in the
+        // listing this scan read.
         for id in &self.to_quarantine {
-            let from = meta_path(*id);
-            let mut to = format!("{from}.corrupt");
-            let mut n = 2;
-            while quarantined.contains(&to) {
-                to = format!("{from}.{n}.corrupt");
-                n += 1;
-            }
+            let Ok(to) = quarantine_name(*id, |name| {
+                Ok::<_, std::convert::Infallible>(quarantined.iter().any(|q| q == name))
+            });
             quarantined.push(to);
         }
         quarantined.sort();
