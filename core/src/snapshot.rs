@@ -435,13 +435,15 @@ impl CoordinatorState {
             now,
             shutdown,
             periodic,
-            next_request,
+            is_completing: _,
+            completing_id: _,
             cold,
             pending,
-            completing,
         } = self;
+        let completing = self.completing();
         let Cold {
             config,
+            next_request,
             timers,
             tasks,
             in_flight,
@@ -472,7 +474,7 @@ impl CoordinatorState {
             in_flight: in_flight.as_ref().map(RequestSnapshot::from),
             queue: queue.iter().map(RequestSnapshot::from).collect(),
             pending: pending.values().map(PendingSnapshot::from).collect(),
-            completing: *completing,
+            completing,
             completed: completed.iter().map(CompletedSnapshot::from).collect(),
             recent: recent.iter().copied().collect(),
             last_id: *last_id,
@@ -627,13 +629,15 @@ impl CoordinatorState {
                 issued(r)?;
             }
         }
-        let state = CoordinatorState {
+        let mut state = CoordinatorState {
             now,
             shutdown,
             periodic,
-            next_request,
+            is_completing: false,
+            completing_id: CheckpointId(0),
             cold: Shared::new(Cold {
                 config: std::sync::Arc::new(config),
+                next_request,
                 timers: timers.into_iter().collect(),
                 tasks: tasks.into_iter().collect(),
                 in_flight: in_flight.map(Request::from),
@@ -655,8 +659,8 @@ impl CoordinatorState {
                 },
             }),
             pending: pending_map,
-            completing,
         };
+        state.set_completing(completing);
         Ok(state)
     }
 }

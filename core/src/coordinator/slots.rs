@@ -107,24 +107,35 @@ const _: () = assert!(LEAF <= 64);
 /// otherwise `Acked(Some(handles[k]))` when bit `k` of `held` is set and
 /// `Acked(None)` when it is not. `handles[k]` is 0 whenever bit `k` of
 /// `held` is clear, so equal slots are equal bytes (derived `Eq`).
+/// `len` is the table's slot count (at most [`LEAF`]), held here rather
+/// than beside the pointer so that a table is two words.
 #[derive(Clone, PartialEq, Eq)]
 struct Leaf {
     acked: u64,
     held: u64,
+    len: u32,
     handles: [u64; LEAF],
 }
 
 impl Leaf {
-    fn filled(slot: AckSlot) -> Leaf {
+    /// `len` slots (at most [`LEAF`]); every slot of the leaf is `slot`.
+    fn filled(len: u32, slot: AckSlot) -> Leaf {
         let mut leaf = Leaf {
             acked: 0,
             held: 0,
+            len,
             handles: [0; LEAF],
         };
         for k in 0..LEAF {
             leaf.set(k, slot);
         }
         leaf
+    }
+
+    /// The mask of the table's slots (slots past `len` are not the
+    /// table's: a filled leaf sets all of them).
+    fn live(&self) -> u64 {
+        1u64.checked_shl(self.len).map_or(u64::MAX, |b| b - 1)
     }
 
     /// Slot `k` (`k` below [`LEAF`]; above it, `Waiting`).
@@ -258,13 +269,6 @@ impl Log {
     }
 }
 
-/// The mask of a leaf's first `len` slots (slots past `len` are not the
-/// table's: a filled leaf sets all of them).
-fn live(len: usize) -> u64 {
-    1u64.checked_shl(u32::try_from(len).unwrap_or(u32::MAX))
-        .map_or(u64::MAX, |b| b - 1)
-}
-
 /// Where a table's slots are (see the module docs).
 #[derive(Clone)]
 enum Repr {
@@ -273,10 +277,15 @@ enum Repr {
 }
 
 /// A persistent, fixed-size table of ack slots (see the module docs).
+///
+/// Two words: the pointer and a log's version. The slot count lives in
+/// the leaf or the log (a table never changes its length), so that a
+/// pending checkpoint, and with it the coordinator's state, stays small
+/// enough to be moved without a call to `memcpy` (see
+/// [`super::STATE_BYTES_MAX`]).
 #[derive(Clone)]
 pub struct AckTable {
     repr: Repr,
-    len: usize,
 }
 
 /// One slot of an [`AckTable`], open for reading and writing: found once by
@@ -303,10 +312,9 @@ impl AckTable {
     /// `len` slots, every one `slot`.
     #[must_use]
     pub fn filled(len: usize, slot: AckSlot) -> AckTable {
-        if len <= LEAF {
+        if let Some(small) = u32::try_from(len).ok().filter(|_| len <= LEAF) {
             AckTable {
-                repr: Repr::Leaf(Arc::new(Leaf::filled(slot))),
-                len,
+                repr: Repr::Leaf(Arc::new(Leaf::filled(small, slot))),
             }
         } else if slot == AckSlot::Waiting {
             AckTable {
@@ -314,7 +322,6 @@ impl AckTable {
                     log: Arc::new(Log::waiting(len)),
                     version: 1,
                 },
-                len,
             }
         } else {
             std::iter::repeat_n(slot, len).collect()
@@ -323,14 +330,18 @@ impl AckTable {
 
     /// Number of slots.
     #[must_use]
+    #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        match &self.repr {
+            Repr::Leaf(leaf) => leaf.len as usize,
+            Repr::Log { log, .. } => log.cells.len(),
+        }
     }
 
     /// Whether there is no slot.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Slot `i`, which the caller checked is below `len`.
@@ -393,14 +404,14 @@ impl AckTable {
     /// Slot `i`, or `None` past the end.
     #[must_use]
     pub fn get(&self, i: usize) -> Option<AckSlot> {
-        (i < self.len).then(|| self.read(i))
+        (i < self.len()).then(|| self.read(i))
     }
 
     /// Slot `i` for reading and then writing, or `None` past the end.
     /// Finding it writes and copies nothing; [`SlotMut::set`] writes in
     /// place when it can (see the module docs).
     pub fn slot_mut(&mut self, i: usize) -> Option<SlotMut<'_>> {
-        (i < self.len).then_some(SlotMut { table: self, i })
+        (i < self.len()).then_some(SlotMut { table: self, i })
     }
 
     /// Overwrites slot `i`; `None` (and nothing written) past the end.
@@ -421,7 +432,7 @@ impl AckTable {
         // instructions, `benches/ACK-2026-12-07.md`).
         let mut out = match &self.repr {
             Repr::Leaf(leaf) => {
-                Vec::with_capacity((leaf.held & leaf.acked & live(self.len)).count_ones() as usize)
+                Vec::with_capacity((leaf.held & leaf.acked & leaf.live()).count_ones() as usize)
             }
             Repr::Log { .. } => Vec::new(),
         };
@@ -434,7 +445,7 @@ impl AckTable {
     pub fn extend_handles(&self, out: &mut Vec<StateHandle>) {
         match &self.repr {
             Repr::Leaf(leaf) => {
-                let mut held = leaf.held & leaf.acked & live(self.len);
+                let mut held = leaf.held & leaf.acked & leaf.live();
                 out.reserve(held.count_ones() as usize);
                 while held != 0 {
                     let k = held.trailing_zeros() as usize;
@@ -445,8 +456,7 @@ impl AckTable {
                 }
             }
             Repr::Log { log, version } => {
-                let cells = log.cells.get(..self.len).unwrap_or(&log.cells);
-                for cell in cells {
+                for cell in &log.cells {
                     if let AckSlot::Acked(Some(h)) = cell.read(*version) {
                         out.push(h);
                     }
@@ -462,7 +472,7 @@ impl AckTable {
     /// here. `false` says nothing (a check then lists the handles).
     #[must_use]
     pub fn keeps_handles_of(&self, older: &AckTable) -> bool {
-        if self.len != older.len {
+        if self.len() != older.len() {
             return false;
         }
         if self.same(older) {
@@ -470,7 +480,7 @@ impl AckTable {
         }
         match (&self.repr, &older.repr) {
             (Repr::Leaf(new), Repr::Leaf(old)) => {
-                let mut held = old.held & old.acked & live(older.len);
+                let mut held = old.held & old.acked & old.live();
                 if held & new.held & new.acked != held {
                     return false;
                 }
@@ -493,7 +503,7 @@ impl AckTable {
     #[must_use]
     pub fn holds_no_handle(&self) -> bool {
         match &self.repr {
-            Repr::Leaf(leaf) => leaf.held & leaf.acked & live(self.len) == 0,
+            Repr::Leaf(leaf) => leaf.held & leaf.acked & leaf.live() == 0,
             Repr::Log { .. } => !self.iter().any(|a| matches!(a, AckSlot::Acked(Some(_)))),
         }
     }
@@ -503,6 +513,7 @@ impl AckTable {
         Iter {
             table: self,
             next: 0,
+            len: self.len(),
         }
     }
 }
@@ -519,8 +530,8 @@ impl FromIterator<AckSlot> for AckTable {
     fn from_iter<I: IntoIterator<Item = AckSlot>>(iter: I) -> Self {
         let slots: Vec<AckSlot> = iter.into_iter().collect();
         let len = slots.len();
-        let repr = if len <= LEAF {
-            let mut leaf = Leaf::filled(AckSlot::Waiting);
+        let repr = if let Some(small) = u32::try_from(len).ok().filter(|_| len <= LEAF) {
+            let mut leaf = Leaf::filled(small, AckSlot::Waiting);
             for (k, slot) in slots.iter().enumerate() {
                 leaf.set(k, *slot);
             }
@@ -531,7 +542,7 @@ impl FromIterator<AckSlot> for AckTable {
                 version: 1,
             }
         };
-        AckTable { repr, len }
+        AckTable { repr }
     }
 }
 
@@ -540,6 +551,8 @@ pub struct Iter<'a> {
     table: &'a AckTable,
     /// The next slot's index.
     next: usize,
+    /// The table's length.
+    len: usize,
 }
 
 impl Iterator for Iter<'_> {
@@ -547,7 +560,7 @@ impl Iterator for Iter<'_> {
 
     fn next(&mut self) -> Option<AckSlot> {
         let i = self.next;
-        if i >= self.table.len {
+        if i >= self.len {
             return None;
         }
         self.next = i + 1;
@@ -555,7 +568,7 @@ impl Iterator for Iter<'_> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.table.len.saturating_sub(self.next);
+        let n = self.len.saturating_sub(self.next);
         (n, Some(n))
     }
 }
@@ -574,7 +587,7 @@ impl Hash for AckTable {
     /// The length, then every slot in order (the table's content; the
     /// representation and version do not enter).
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.len.hash(h);
+        self.len().hash(h);
         for s in self {
             s.hash(h);
         }
@@ -597,7 +610,7 @@ impl AckTable {
 
 impl PartialEq for AckTable {
     fn eq(&self, other: &Self) -> bool {
-        self.len == other.len && (self.same(other) || self.iter().eq(other.iter()))
+        self.len() == other.len() && (self.same(other) || self.iter().eq(other.iter()))
     }
 }
 

@@ -650,31 +650,43 @@ impl Hash for FailureCounter {
 
 /// The whole coordinator. Cheap to clone (persistent collections).
 ///
-/// 152 bytes on a 64-bit target ([`STATE_BYTES_MAX`]): the fields an ack,
+/// 128 bytes on a 64-bit target ([`STATE_BYTES_MAX`]): the fields an ack,
 /// a trigger or a completion write are here; every other field is behind
 /// the one `cold` pointer, and the fields written only together with one of
-/// those (the last id, the latest completion, the failure counters) are
-/// there too. An embedder or a model checker that keeps every state writes
-/// a whole state per event: at 248 bytes (before 2026-12-07) that was four
-/// cache lines per kept ack, at 152 it is between two and three
-/// (`benches/ACK-2026-12-07c.md`).
+/// those (the last id, the next request's id, the latest completion, the
+/// failure counters) are there too. An embedder or a model checker that
+/// keeps every state writes a whole state per event: at 248 bytes (before
+/// 2026-12-07) that was four cache lines per kept ack, at 128 two. And 128
+/// bytes is as much as the compiler moves inline for the baseline x86-64
+/// target (eight 16-byte moves): at 152 every move of a state (out of
+/// `reduce`, into the caller's list of kept states) was a call to
+/// `memcpy`, four per kept ack in the benchmark, and the kept ack at
+/// 10 000 tasks took 72-83 ns against 54-56 at 128, with no call left
+/// (`benches/ACK-2026-12-07d.md`).
 #[derive(Debug)]
 pub struct CoordinatorState {
     pub(crate) now: Millis,
     pub(crate) shutdown: bool,
     pub(crate) periodic: bool,
-    pub(crate) next_request: u64,
+    /// Whether a checkpoint is finalizing or storing; it is
+    /// `completing_id` then (0 otherwise, so that equal states are equal
+    /// bytes). A flag beside the other two rather than an
+    /// `Option<CheckpointId>`, which takes 16 bytes: any id, 0 included,
+    /// can be pending, so the option has no spare value to use. Read and
+    /// written through [`Self::completing`] and `set_completing`.
+    pub(crate) is_completing: bool,
+    pub(crate) completing_id: CheckpointId,
     /// The configuration, timers, tasks, requests, retained checkpoints,
     /// recent ids, the in-doubt checkpoint and the fields written only with
     /// one of them ([`Cold`]).
     pub(crate) cold: Shared<Cold>,
     pub(crate) pending: PendingMap,
-    pub(crate) completing: Option<CheckpointId>,
 }
 
 /// The most bytes a [`CoordinatorState`] takes on a 64-bit target (a test
-/// holds it there: a field added to the hot part costs every kept state).
-pub const STATE_BYTES_MAX: usize = 152;
+/// holds it there: a field added to the hot part costs every kept state,
+/// and one past 128 bytes makes every move of a state a `memcpy` call).
+pub const STATE_BYTES_MAX: usize = 128;
 
 impl Clone for CoordinatorState {
     /// Field by field, inlined into `reduce` (the derived clone, with the
@@ -687,19 +699,19 @@ impl Clone for CoordinatorState {
             now,
             shutdown,
             periodic,
-            next_request,
+            is_completing,
+            completing_id,
             cold,
             pending,
-            completing,
         } = self;
         CoordinatorState {
             now: *now,
             shutdown: *shutdown,
             periodic: *periodic,
-            next_request: *next_request,
+            is_completing: *is_completing,
+            completing_id: *completing_id,
             cold: cold.clone(),
             pending: pending.clone(),
-            completing: *completing,
         }
     }
 }
@@ -1050,6 +1062,9 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SharedVec<T> {
 #[derive(Clone, Debug)]
 pub(crate) struct Cold {
     pub(crate) config: Arc<CoordinatorConfig>,
+    /// The next request's id (written with `in_flight` or `queue`, which
+    /// every request enters unless refused at once).
+    pub(crate) next_request: u64,
     pub(crate) timers: TimerTable,
     /// Indexed by task id ([`TaskTable`]: one flat slice, copied whole on
     /// the first write to a shared one).
@@ -1095,6 +1110,7 @@ impl PartialEq for Cold {
         // Destructured so that a new field cannot silently drop out.
         let Cold {
             config,
+            next_request,
             timers,
             tasks,
             in_flight,
@@ -1113,6 +1129,7 @@ impl PartialEq for Cold {
             failures,
         } = self;
         *last_id == other.last_id
+            && *next_request == other.next_request
             && *last_completion == other.last_completion
             && *latest_completed == other.latest_completed
             && *consecutive_trigger_failures == other.consecutive_trigger_failures
@@ -1170,15 +1187,15 @@ impl CoordinatorState {
             now: _,
             shutdown,
             periodic,
-            next_request,
+            is_completing,
+            completing_id,
             cold,
             pending,
-            completing,
         } = self;
         *shutdown == other.shutdown
             && *periodic == other.periodic
-            && *next_request == other.next_request
-            && *completing == other.completing
+            && *is_completing == other.is_completing
+            && *completing_id == other.completing_id
             && *cold == other.cold
             && *pending == other.pending
     }
@@ -1199,13 +1216,17 @@ impl Hash for CoordinatorState {
             now,
             shutdown,
             periodic,
-            next_request,
+            is_completing: _,
+            completing_id: _,
             cold,
             pending,
-            completing,
         } = self;
+        // The completing checkpoint is hashed as the `Option` it was a
+        // field of (the same bytes: fingerprints did not move).
+        let completing = self.completing();
         let Cold {
             config: _,
+            next_request,
             timers,
             tasks,
             in_flight,
@@ -1263,9 +1284,11 @@ impl CoordinatorState {
             now: Millis(0),
             shutdown: false,
             periodic: false,
-            next_request: 0,
+            is_completing: false,
+            completing_id: CheckpointId(0),
             cold: Shared::new(Cold {
                 config: Arc::new(config),
+                next_request: 0,
                 timers: TimerTable::default(),
                 tasks,
                 in_flight: None,
@@ -1284,7 +1307,6 @@ impl CoordinatorState {
                 failures: FailureCounter::default(),
             }),
             pending: PendingMap::default(),
-            completing: None,
         }
     }
 
@@ -1410,8 +1432,15 @@ impl CoordinatorState {
         self.cold.tasks.get(task.0 as usize).copied()
     }
     /// The checkpoint in finalize / store, if any.
+    #[inline]
     pub fn completing(&self) -> Option<CheckpointId> {
-        self.completing
+        self.is_completing.then_some(self.completing_id)
+    }
+    /// Sets (or clears, with `None`) the checkpoint in finalize / store.
+    #[inline]
+    pub(crate) fn set_completing(&mut self, id: Option<CheckpointId>) {
+        self.is_completing = id.is_some();
+        self.completing_id = id.unwrap_or(CheckpointId(0));
     }
     /// The checkpoint whose finalize or store was outstanding when the
     /// coordinator shut down (see [`JobCommand::ResolveInDoubt`](super::JobCommand::ResolveInDoubt)).

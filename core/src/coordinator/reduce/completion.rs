@@ -63,7 +63,7 @@ impl CoordinatorState {
     }
 
     pub(super) fn start_next_completion(&mut self, fx: &mut Fx) {
-        if self.completing.is_some() {
+        if self.completing().is_some() {
             return;
         }
         let externalized = self.cold.config.externalized;
@@ -75,7 +75,6 @@ impl CoordinatorState {
             p.phase = PendingPhase::Finalizing;
             let handles = p.handle_vec();
             let externalized = externalized || p.kind.is_savepoint();
-            self.completing = Some(id);
             fx.push(E::Io {
                 generation: self.cold.generation,
                 request: IoRequest::Finalize {
@@ -86,6 +85,7 @@ impl CoordinatorState {
                     handles,
                 },
             });
+            self.set_completing(Some(id));
         }
     }
 
@@ -153,7 +153,7 @@ impl CoordinatorState {
         let Some(p) = self.pending.remove(&id) else {
             return unreachable_branch(Unreachable::AwaitedVanished);
         };
-        self.completing = None;
+        self.set_completing(None);
         self.remember(id);
         let savepoint = p.kind.is_savepoint();
         self.cold.completed.push_back(Completed {
@@ -257,8 +257,8 @@ impl CoordinatorState {
             return;
         };
         self.disarm(Timer::Timeout(id), fx);
-        if self.completing == Some(id) {
-            self.completing = None;
+        if self.completing() == Some(id) {
+            self.set_completing(None);
         }
         let mut handles = p.handle_vec();
         self.discard_unheld(id, &mut handles, fx);

@@ -175,7 +175,7 @@ impl CoordinatorState {
                     .is(LegacyBug::RestoreBehindCompletion);
                 // A finalize or store in flight may commit: the restore
                 // point is not known until it answers.
-                let awaiting = self.completing.filter(|_| !legacy);
+                let awaiting = self.completing().filter(|_| !legacy);
                 if error_if_none && self.restore_point().is_none() && awaiting.is_none() {
                     return Outcome::Rejected(CoordinatorError::NoCheckpointToRestore);
                 }
@@ -187,7 +187,7 @@ impl CoordinatorState {
                         .pending
                         .keys()
                         .copied()
-                        .filter(|id| Some(*id) != self.completing)
+                        .filter(|id| Some(*id) != self.completing())
                         .collect();
                     aborted = !ids.is_empty();
                     for id in ids {
@@ -475,7 +475,7 @@ impl CoordinatorState {
             // Never discard: the store may hold (or still commit) it. The
             // state stays owned here, in doubt, for the host to resolve.
             if let Some(p) = self.pending.remove(&id) {
-                self.completing = None;
+                self.set_completing(None);
                 self.remember(id);
                 let in_doubt = Completed {
                     id,

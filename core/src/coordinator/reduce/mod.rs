@@ -112,7 +112,7 @@ impl CoordinatorState {
             // Whatever ended the outstanding completion (its store answer, a
             // failure, an abort), a restore that waited for it is answered
             // in the same step, with the latest checkpoint there is now.
-            if self.cold.restore_deferred && self.completing.is_none() {
+            if self.cold.restore_deferred && self.completing().is_none() {
                 self.cold.restore_deferred = false;
                 self.emit_restore(fx);
             }

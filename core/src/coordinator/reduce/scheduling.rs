@@ -78,7 +78,7 @@ impl CoordinatorState {
         {
             None
         } else {
-            self.completing
+            self.completing()
         }
     }
 

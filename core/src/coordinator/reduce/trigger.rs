@@ -4,8 +4,11 @@ use super::*;
 
 impl CoordinatorState {
     pub(super) fn new_request(&mut self, kind: TriggerKind) -> Request {
-        let id = RequestId(self.next_request);
-        self.next_request = self.next_request.saturating_add(1);
+        // In the cold part: every request that is not refused at once
+        // enters `in_flight` or `queue` there in the same step.
+        let cold = &mut *self.cold;
+        let id = RequestId(cold.next_request);
+        cold.next_request = cold.next_request.saturating_add(1);
         Request {
             id,
             kind,

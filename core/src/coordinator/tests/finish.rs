@@ -101,7 +101,7 @@ fn a_checkpoint_the_task_took_before_it_finished_still_completes() {
 fn the_plan_leaves_out_a_finished_source_and_triggers_the_task_reading_from_it() {
     let mut h = H::new();
     h.step(0, finished(0, 0));
-    let r = h.s.next_request;
+    let r = h.s.cold.next_request;
     h.step(0, trigger(user()));
     h.expect(
         0,
@@ -139,7 +139,7 @@ fn a_checkpoint_after_every_task_finished_is_final_and_the_job_finishes_on_it() 
         None,
         "on: the job waits for its final checkpoint"
     );
-    let r = h.s.next_request;
+    let r = h.s.cold.next_request;
     h.step(0, trigger(user()));
     // Nothing to wait for: the final checkpoint goes straight to finalize.
     let step = h.step(0, alloc(r, 1));
@@ -332,7 +332,7 @@ fn a_restore_deferred_behind_the_final_checkpoint_comes_with_the_finish_after_it
     let mut h = H::new();
     h.step(0, finished(0, 0));
     h.step(0, finished(1, 0));
-    let r = h.s.next_request;
+    let r = h.s.cold.next_request;
     h.step(0, trigger(user()));
     h.step(0, alloc(r, 1));
     h.step(0, fin(1, true));

@@ -182,10 +182,10 @@ fn invariant_one_completing_can_fail() {
     let mut h = base();
     h.step(0, ack(1, 1, 101));
     let mut s = h.s.clone();
-    s.completing = None;
+    s.set_completing(None);
     assert_eq!(violated(check_state(&s)), names::ONE_COMPLETING);
     let mut s = h.s;
-    s.completing = Some(cp(5));
+    s.set_completing(Some(cp(5)));
     assert_eq!(violated(check_state(&s)), names::ONE_COMPLETING);
 }
 

@@ -363,7 +363,7 @@ impl H {
     /// Triggers a checkpoint of `kind` at `now` and allocates `id` for it;
     /// returns the request id.
     fn pending(&mut self, now: u64, kind: TriggerKind, id: u64) -> u64 {
-        let r = self.s.next_request;
+        let r = self.s.cold.next_request;
         let step = self.step(now, trigger(kind));
         assert_eq!(
             step.outcome,
