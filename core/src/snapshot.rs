@@ -65,8 +65,8 @@ use thiserror::Error;
 
 use crate::coordinator::{
     AckSlot, Cold, Completed, ConfigError, CoordinatorConfig, CoordinatorSettings,
-    CoordinatorState, FailureCounter, FinishPhase, Pending, PendingMap, PendingPhase, Request,
-    RequestId, Shared, StopPhase, TaskStatus, Timer, TriggerKind,
+    CoordinatorState, FailureCounter, FinishPhase, Pending, PendingMap, PendingPhase,
+    PendingRecord, Request, RequestId, Shared, StopPhase, TaskStatus, Timer, TriggerKind,
 };
 use crate::invariants::{self, Violation};
 use crate::task::{Lifecycle, Recovery, ResultStatus, TaskConfig, TaskError, TaskState};
@@ -402,9 +402,12 @@ impl From<CompletedSnapshot> for Completed {
     }
 }
 
-impl From<&Pending> for PendingSnapshot {
-    fn from(p: &Pending) -> Self {
-        let Pending {
+impl From<Pending<'_>> for PendingSnapshot {
+    fn from(p: Pending<'_>) -> Self {
+        // Settled into a record of its own (the state's version of its
+        // ack table), destructured so that a new field cannot silently
+        // drop out.
+        let PendingRecord {
             id,
             request,
             kind,
@@ -414,15 +417,15 @@ impl From<&Pending> for PendingSnapshot {
             // Derived from the slots on the way back.
             remaining: _,
             phase,
-        } = p;
+        } = p.to_record();
         PendingSnapshot {
-            id: *id,
-            request: *request,
-            kind: kind.clone(),
-            timestamp: *timestamp,
+            id,
+            request,
+            kind,
+            timestamp,
             attempts: attempts.iter().collect(),
             acks: acks.iter().collect(),
-            phase: *phase,
+            phase,
         }
     }
 }
@@ -601,7 +604,7 @@ impl CoordinatorState {
             // `TASK_ID_MAX` (16 Mi), so 32 bits.
             let remaining = p.acks.iter().filter(|a| **a == AckSlot::Waiting).count();
             let remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
-            pending_map.insert(Pending {
+            pending_map.insert(PendingRecord {
                 id: p.id,
                 request: p.request,
                 kind: p.kind,
@@ -617,7 +620,7 @@ impl CoordinatorState {
         }
         if let Some(c) = completing {
             let completes = pending_map.get(&c).is_some_and(|p| {
-                matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing)
+                matches!(p.phase(), PendingPhase::Finalizing | PendingPhase::Storing)
             });
             if !completes {
                 return Err(corrupt(Corruption::Completing(c)));

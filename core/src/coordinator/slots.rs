@@ -27,6 +27,15 @@
 //!   its own), and any write that is not `Waiting` -> `Acked` (which the
 //!   reducer never makes: only the symmetry permutation and tests do).
 //!
+//! A table can also be read at a version other than its own
+//! ([`AckTable::at`]) and acknowledged as that version without being
+//! written ([`AckTable::ack_at`]): the pending map keeps, in the state,
+//! the version each of its shared checkpoints is read at, so that an ack
+//! to one of several pending checkpoints writes neither the checkpoint nor
+//! the map (`state.rs`, `PendingMap`). A log's versions form one line
+//! (only the tip makes the next one), so a later version of the same log
+//! reads every slot an earlier one read.
+//!
 //! Every slot of a log is written at most once: the tip at version `v`
 //! reads a slot as `Waiting` only when nothing stamped it (every stamp in
 //! the log is at most `v`), and it stamps `v + 1`. Versions sharing a log
@@ -71,13 +80,16 @@
 //! 100 000 acks where the log's cells take 353 k. With the log the kept
 //! ack's table costs nothing: what is left is the copy of the pending
 //! map (`state.rs`: one checkpoint is held inline and cloned with the
-//! state; more are one slice, copied per kept state) and the reducer's own
-//! work, the same at every task count (2026-12-04, with the checkpoint
-//! inline: 614 instructions per kept ack at 10 000 and 100 000 x 1,
-//! `benches/ACK-2026-12-04.md`). The Flink-like baseline (a hash map from 128-bit ids) runs
-//! 723 instructions per ack; it is slower in time at 100 000 tasks because
-//! its maps do not fit in the caches. A small table (the model checker's)
-//! copies its 528-byte leaf per kept state, as before.
+//! state; more are one slice, shared, each read at this state's version)
+//! and the reducer's own work, the same at every task count (2026-12-07,
+//! a 128-byte state and the versions in the state: 547 instructions per
+//! kept ack at 10 000 x 1 and 508 at 10 000 x 4, against 1 138 at x 4
+//! when the ack copied the slice and the checkpoint,
+//! `benches/ACK-2026-12-07d.md`). The Flink-like baseline (a hash map
+//! from 128-bit ids) runs 723 instructions per ack; it is slower in time
+//! at 100 000 tasks because its maps do not fit in the caches. A small
+//! table (the model checker's) copies its 528-byte leaf per kept state, as
+//! before.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -346,10 +358,75 @@ impl AckTable {
 
     /// Slot `i`, which the caller checked is below `len`.
     fn read(&self, i: usize) -> AckSlot {
+        self.view().read(i)
+    }
+
+    /// The table as it reads itself (a log at its own version).
+    #[inline]
+    pub(crate) fn view(&self) -> At<'_> {
         match &self.repr {
-            Repr::Leaf(leaf) => leaf.get(i),
-            Repr::Log { log, version } => log.get(i, *version),
+            Repr::Leaf(_) => At {
+                table: self,
+                version: 0,
+            },
+            Repr::Log { version, .. } => At {
+                table: self,
+                version: *version,
+            },
         }
+    }
+
+    /// The table read at version `version` of its log instead of its own
+    /// (a leaf has no versions and ignores it). Only for a version some
+    /// table of this log was at (the pending map's overrides, `state.rs`).
+    #[inline]
+    pub(crate) fn at(&self, version: u32) -> At<'_> {
+        match &self.repr {
+            Repr::Leaf(_) => self.view(),
+            Repr::Log { .. } => At {
+                table: self,
+                version,
+            },
+        }
+    }
+
+    /// The version of its log this table reads (`None`: a leaf).
+    #[inline]
+    pub(crate) fn log_version(&self) -> Option<u32> {
+        match &self.repr {
+            Repr::Leaf(_) => None,
+            Repr::Log { version, .. } => Some(*version),
+        }
+    }
+
+    /// Moves a log's table to `version` (what [`Self::at`] read at that
+    /// version reads); a leaf ignores it.
+    pub(crate) fn set_version(&mut self, to: u32) {
+        match &mut self.repr {
+            Repr::Leaf(_) => {}
+            Repr::Log { version, .. } => *version = to,
+        }
+    }
+
+    /// Acknowledges slot `i` as version `at` of this table's log would,
+    /// without writing this table (which other states share): when `at` is
+    /// the log's tip, slot `i` reads `Waiting` there and a next version
+    /// exists, the slot is stamped in place and the new version returned,
+    /// which reads what `at` read plus this slot. `None` (and nothing
+    /// written) otherwise, and for a leaf: the caller then copies.
+    pub(crate) fn ack_at(&self, at: u32, i: usize, handle: Option<StateHandle>) -> Option<u32> {
+        let Repr::Log { log, .. } = &self.repr else {
+            return None;
+        };
+        let next = at.checked_add(1).filter(|n| *n <= VERSION)?;
+        if log.get(i, at) != AckSlot::Waiting || i >= log.cells.len() {
+            return None;
+        }
+        log.tip
+            .compare_exchange(at, next, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()?;
+        log.stamp(i, next, handle);
+        Some(next)
     }
 
     /// Writes slot `i`, which the caller checked is below `len`: in place
@@ -426,11 +503,82 @@ impl AckTable {
     /// cells in order) rather than slot by slot.
     #[must_use]
     pub fn handles(&self) -> Vec<StateHandle> {
+        self.view().handles()
+    }
+
+    /// Appends [`Self::handles`] to `out` (one list of many tables'
+    /// handles, in one allocation).
+    pub fn extend_handles(&self, out: &mut Vec<StateHandle>) {
+        self.view().extend_handles(out);
+    }
+
+    /// Whether this table holds, in the same slot, every handle `older`
+    /// holds, shown without reading every slot ([`At::keeps_handles_of`]).
+    #[must_use]
+    pub fn keeps_handles_of(&self, older: &AckTable) -> bool {
+        self.view().keeps_handles_of(older.view())
+    }
+
+    /// Whether no slot holds a handle (a leaf answers from its masks).
+    #[must_use]
+    pub fn holds_no_handle(&self) -> bool {
+        self.view().holds_no_handle()
+    }
+
+    /// The slots in order.
+    pub fn iter(&self) -> Iter<'_> {
+        self.view().iter()
+    }
+}
+
+/// An [`AckTable`] read at one version of its log: its own
+/// ([`AckTable::view`]) or another ([`AckTable::at`]). Every read of a
+/// table goes through here.
+#[derive(Clone, Copy)]
+pub(crate) struct At<'a> {
+    table: &'a AckTable,
+    /// The log's version read (ignored by a leaf).
+    version: u32,
+}
+
+impl<'a> At<'a> {
+    /// Number of slots.
+    #[inline]
+    pub(crate) fn len(self) -> usize {
+        self.table.len()
+    }
+
+    /// Slot `i`, which the caller checked is below `len`.
+    #[inline]
+    fn read(self, i: usize) -> AckSlot {
+        match &self.table.repr {
+            Repr::Leaf(leaf) => leaf.get(i),
+            Repr::Log { log, .. } => log.get(i, self.version),
+        }
+    }
+
+    /// Slot `i`, or `None` past the end.
+    #[inline]
+    pub(crate) fn get(self, i: usize) -> Option<AckSlot> {
+        (i < self.len()).then(|| self.read(i))
+    }
+
+    /// The slots in order.
+    pub(crate) fn iter(self) -> Iter<'a> {
+        Iter {
+            at: self,
+            next: 0,
+            len: self.len(),
+        }
+    }
+
+    /// [`AckTable::handles`] at this version.
+    pub(crate) fn handles(self) -> Vec<StateHandle> {
         // A leaf knows its count: one allocation of exactly that size,
         // without `reserve`'s growth policy on an empty list (with a
         // disarm's single search, 36 of the 1 x 1 in-place ack's 1,142
         // instructions, `benches/ACK-2026-12-07.md`).
-        let mut out = match &self.repr {
+        let mut out = match &self.table.repr {
             Repr::Leaf(leaf) => {
                 Vec::with_capacity((leaf.held & leaf.acked & leaf.live()).count_ones() as usize)
             }
@@ -440,10 +588,9 @@ impl AckTable {
         out
     }
 
-    /// Appends [`Self::handles`] to `out` (one list of many tables'
-    /// handles, in one allocation).
-    pub fn extend_handles(&self, out: &mut Vec<StateHandle>) {
-        match &self.repr {
+    /// [`AckTable::extend_handles`] at this version.
+    pub(crate) fn extend_handles(self, out: &mut Vec<StateHandle>) {
+        match &self.table.repr {
             Repr::Leaf(leaf) => {
                 let mut held = leaf.held & leaf.acked & leaf.live();
                 out.reserve(held.count_ones() as usize);
@@ -455,9 +602,9 @@ impl AckTable {
                     }
                 }
             }
-            Repr::Log { log, version } => {
+            Repr::Log { log, .. } => {
                 for cell in &log.cells {
-                    if let AckSlot::Acked(Some(h)) = cell.read(*version) {
+                    if let AckSlot::Acked(Some(h)) = cell.read(self.version) {
                         out.push(h);
                     }
                 }
@@ -467,19 +614,20 @@ impl AckTable {
 
     /// Whether this table holds, in the same slot, every handle `older`
     /// holds, shown without reading every slot: as many slots, and the
-    /// same storage at the same version or two leaves whose slots with a
-    /// handle in `older` (read through its masks) hold the same handle
-    /// here. `false` says nothing (a check then lists the handles).
-    #[must_use]
-    pub fn keeps_handles_of(&self, older: &AckTable) -> bool {
+    /// same storage at the same version, or a later version of the same
+    /// log (a log's versions form one line, each adding one
+    /// acknowledgement), or two leaves whose slots with a handle in `older`
+    /// (read through its masks) hold the same handle here. `false` says
+    /// nothing (a check then lists the handles).
+    pub(crate) fn keeps_handles_of(self, older: At<'_>) -> bool {
         if self.len() != older.len() {
             return false;
         }
-        if self.same(older) {
-            return true;
-        }
-        match (&self.repr, &older.repr) {
+        match (&self.table.repr, &older.table.repr) {
             (Repr::Leaf(new), Repr::Leaf(old)) => {
+                if Arc::ptr_eq(new, old) {
+                    return true;
+                }
                 let mut held = old.held & old.acked & old.live();
                 if held & new.held & new.acked != held {
                     return false;
@@ -493,27 +641,45 @@ impl AckTable {
                 }
                 true
             }
+            (Repr::Log { log: new, .. }, Repr::Log { log: old, .. }) => {
+                Arc::ptr_eq(new, old) && self.version >= older.version
+            }
             (Repr::Leaf(_), Repr::Log { log: _, version: _ })
-            | (Repr::Log { log: _, version: _ }, Repr::Leaf(_))
-            | (Repr::Log { log: _, version: _ }, Repr::Log { log: _, version: _ }) => false,
+            | (Repr::Log { log: _, version: _ }, Repr::Leaf(_)) => false,
         }
     }
 
     /// Whether no slot holds a handle (a leaf answers from its masks).
-    #[must_use]
-    pub fn holds_no_handle(&self) -> bool {
-        match &self.repr {
+    pub(crate) fn holds_no_handle(self) -> bool {
+        match &self.table.repr {
             Repr::Leaf(leaf) => leaf.held & leaf.acked & leaf.live() == 0,
             Repr::Log { .. } => !self.iter().any(|a| matches!(a, AckSlot::Acked(Some(_)))),
         }
     }
 
-    /// The slots in order.
-    pub fn iter(&self) -> Iter<'_> {
-        Iter {
-            table: self,
-            next: 0,
-            len: self.len(),
+    /// Same storage read at the same version: equal without reading it.
+    fn same(self, other: At<'_>) -> bool {
+        match (&self.table.repr, &other.table.repr) {
+            (Repr::Leaf(a), Repr::Leaf(b)) => Arc::ptr_eq(a, b),
+            (Repr::Log { log: a, .. }, Repr::Log { log: b, .. }) => {
+                self.version == other.version && Arc::ptr_eq(a, b)
+            }
+            (Repr::Leaf(_), Repr::Log { log: _, version: _ })
+            | (Repr::Log { log: _, version: _ }, Repr::Leaf(_)) => false,
+        }
+    }
+
+    /// Equal slots (the table's content, as [`AckTable`]'s `Eq`).
+    pub(crate) fn same_slots(self, other: At<'_>) -> bool {
+        self.len() == other.len() && (self.same(other) || self.iter().eq(other.iter()))
+    }
+
+    /// Hashes the length, then every slot in order (as [`AckTable`]'s
+    /// `Hash`).
+    pub(crate) fn hash_slots<H: Hasher>(self, h: &mut H) {
+        self.len().hash(h);
+        for s in self.iter() {
+            s.hash(h);
         }
     }
 }
@@ -548,7 +714,7 @@ impl FromIterator<AckSlot> for AckTable {
 
 /// The slots of an [`AckTable`] in order.
 pub struct Iter<'a> {
-    table: &'a AckTable,
+    at: At<'a>,
     /// The next slot's index.
     next: usize,
     /// The table's length.
@@ -564,7 +730,7 @@ impl Iterator for Iter<'_> {
             return None;
         }
         self.next = i + 1;
-        Some(self.table.read(i))
+        Some(self.at.read(i))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -587,30 +753,13 @@ impl Hash for AckTable {
     /// The length, then every slot in order (the table's content; the
     /// representation and version do not enter).
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.len().hash(h);
-        for s in self {
-            s.hash(h);
-        }
-    }
-}
-
-impl AckTable {
-    /// Same storage read at the same version: equal without reading it.
-    fn same(&self, other: &AckTable) -> bool {
-        match (&self.repr, &other.repr) {
-            (Repr::Leaf(a), Repr::Leaf(b)) => Arc::ptr_eq(a, b),
-            (Repr::Log { log: a, version: x }, Repr::Log { log: b, version: y }) => {
-                x == y && Arc::ptr_eq(a, b)
-            }
-            (Repr::Leaf(_), Repr::Log { log: _, version: _ })
-            | (Repr::Log { log: _, version: _ }, Repr::Leaf(_)) => false,
-        }
+        self.view().hash_slots(h);
     }
 }
 
 impl PartialEq for AckTable {
     fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && (self.same(other) || self.iter().eq(other.iter()))
+        self.view().same_slots(other.view())
     }
 }
 

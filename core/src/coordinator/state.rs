@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
-use super::slots::{AckSlot, AckTable};
+use super::slots::{AckSlot, AckTable, At};
 use super::{RequestId, Timer, TriggerKind};
 use crate::types::{AttemptNo, CheckpointId, Generation, Millis, StateHandle};
 
@@ -60,9 +60,12 @@ pub enum StopPhase {
     },
 }
 
-/// A checkpoint that was triggered and has not completed or been aborted.
+/// A checkpoint that was triggered and has not completed or been aborted,
+/// as stored in the pending map. Read through [`Pending`], which applies
+/// the map's override of its ack table's version (see [`PendingMap`]);
+/// written through the map's `get_mut`, which settles the override first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Pending {
+pub(crate) struct PendingRecord {
     pub(crate) id: CheckpointId,
     pub(crate) request: RequestId,
     pub(crate) kind: TriggerKind,
@@ -77,29 +80,110 @@ pub struct Pending {
     pub(crate) phase: PendingPhase,
 }
 
-impl Hash for Pending {
+impl PendingRecord {
+    /// [`Pending::handles`], collected ([`AckTable::handles`]: one
+    /// allocation, read straight from the table).
+    pub(crate) fn handle_vec(&self) -> Vec<StateHandle> {
+        self.acks.handles()
+    }
+    /// Moves the ack table to version `at` of its log, as an override of
+    /// the pending map said this state reads it (0: no override), and
+    /// `remaining` with it: each version of a log acknowledges one more
+    /// slot than the one before (`slots.rs`).
+    fn settle(&mut self, at: u32) {
+        let Some(own) = self.acks.log_version().filter(|own| at > *own) else {
+            return;
+        };
+        self.remaining = self.remaining.saturating_sub(at - own);
+        self.acks.set_version(at);
+    }
+}
+
+/// A pending checkpoint as one coordinator state reads it: the stored
+/// record with the state's own version of its ack table. What
+/// [`CoordinatorState::pending`] and [`CoordinatorState::pending_checkpoint`]
+/// give; `Copy`, two words.
+#[derive(Clone, Copy)]
+pub struct Pending<'a> {
+    rec: &'a PendingRecord,
+    /// The version of the record's ack log this state reads (0: the
+    /// table's own).
+    at: u32,
+}
+
+impl Hash for Pending<'_> {
     fn hash<H: Hasher>(&self, h: &mut H) {
         // Destructured so that a new field cannot silently drop out of the
         // hash (a model checker keeps only fingerprints).
-        let Pending {
+        let PendingRecord {
             id,
             request,
             kind,
             timestamp,
             attempts,
-            acks,
-            remaining,
+            acks: _,
+            remaining: _,
             phase,
-        } = self;
+        } = self.rec;
         id.hash(h);
         request.hash(h);
         kind.hash(h);
         timestamp.hash(h);
         attempts.len().hash(h);
         attempts.hash(h);
-        acks.hash(h);
-        remaining.hash(h);
+        self.table().hash_slots(h);
+        self.remaining_u32().hash(h);
         phase.hash(h);
+    }
+}
+
+impl PartialEq for Pending<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        // Destructured so that a new field cannot silently drop out.
+        let PendingRecord {
+            id,
+            request,
+            kind,
+            timestamp,
+            attempts,
+            acks: _,
+            remaining: _,
+            phase,
+        } = self.rec;
+        *id == other.rec.id
+            && *request == other.rec.request
+            && *kind == other.rec.kind
+            && *timestamp == other.rec.timestamp
+            && *attempts == other.rec.attempts
+            && *phase == other.rec.phase
+            && self.remaining_u32() == other.remaining_u32()
+            && self.table().same_slots(other.table())
+    }
+}
+
+impl Eq for Pending<'_> {}
+
+impl std::fmt::Debug for Pending<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("id", &self.rec.id)
+            .field("request", &self.rec.request)
+            .field("kind", &self.rec.kind)
+            .field("timestamp", &self.rec.timestamp)
+            .field("attempts", &self.rec.attempts)
+            .field("acks", &DebugSlots(self.table()))
+            .field("remaining", &self.remaining_u32())
+            .field("phase", &self.rec.phase)
+            .finish()
+    }
+}
+
+/// An ack table's slots as a list, for `Debug`.
+struct DebugSlots<'a>(At<'a>);
+
+impl std::fmt::Debug for DebugSlots<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
     }
 }
 
@@ -184,63 +268,92 @@ impl Hash for PlannedAttempts {
     }
 }
 
-impl Pending {
+impl<'a> Pending<'a> {
+    /// The record read at its own version.
+    pub(crate) fn of(rec: &'a PendingRecord) -> Pending<'a> {
+        Pending { rec, at: 0 }
+    }
     /// The checkpoint id.
-    pub fn id(&self) -> CheckpointId {
-        self.id
+    pub fn id(self) -> CheckpointId {
+        self.rec.id
     }
     /// The request it came from.
-    pub fn request(&self) -> RequestId {
-        self.request
+    pub fn request(self) -> RequestId {
+        self.rec.request
     }
     /// What kind of checkpoint.
-    pub fn kind(&self) -> &TriggerKind {
-        &self.kind
+    pub fn kind(self) -> &'a TriggerKind {
+        &self.rec.kind
     }
     /// When it was triggered.
-    pub fn timestamp(&self) -> Millis {
-        self.timestamp
+    pub fn timestamp(self) -> Millis {
+        self.rec.timestamp
     }
     /// Forced checkpoints are exempt from the concurrency limit.
-    pub fn is_forced(&self) -> bool {
-        self.kind.is_forced()
+    pub fn is_forced(self) -> bool {
+        self.rec.kind.is_forced()
     }
     /// Savepoints are never subsumed.
-    pub fn can_be_subsumed(&self) -> bool {
-        !self.kind.is_savepoint()
+    pub fn can_be_subsumed(self) -> bool {
+        !self.rec.kind.is_savepoint()
     }
     /// Acks still missing.
-    pub fn remaining(&self) -> usize {
+    pub fn remaining(self) -> usize {
         // Lossless: `usize` is at least 32 bits wherever this builds.
-        usize::try_from(self.remaining).unwrap_or(usize::MAX)
+        usize::try_from(self.remaining_u32()).unwrap_or(usize::MAX)
+    }
+    /// Acks still missing, as stored: the record's count less the slots
+    /// the versions past the record's own acknowledged.
+    #[inline]
+    pub(crate) fn remaining_u32(self) -> u32 {
+        match self.rec.acks.log_version() {
+            Some(own) if self.at > own => self.rec.remaining.saturating_sub(self.at - own),
+            Some(_) | None => self.rec.remaining,
+        }
     }
     /// The phase.
-    pub fn phase(&self) -> PendingPhase {
-        self.phase
+    pub fn phase(self) -> PendingPhase {
+        self.rec.phase
+    }
+    /// The ack table at this state's version.
+    #[inline]
+    pub(crate) fn table(self) -> At<'a> {
+        if self.at == 0 {
+            self.rec.acks.view()
+        } else {
+            self.rec.acks.at(self.at)
+        }
     }
     /// Every ack slot, in `tasks_to_wait` order.
-    pub fn acks(&self) -> impl Iterator<Item = AckSlot> + '_ {
-        self.acks.iter()
+    pub fn acks(self) -> impl Iterator<Item = AckSlot> + 'a {
+        self.table().iter()
     }
     /// The attempt expected in each ack slot.
-    pub fn attempts(&self) -> impl ExactSizeIterator<Item = AttemptNo> + '_ {
-        self.attempts.iter()
+    pub fn attempts(self) -> impl ExactSizeIterator<Item = AttemptNo> + 'a {
+        self.rec.attempts.iter()
+    }
+    /// Whether slot `slot` expects `attempt`.
+    #[inline]
+    pub(crate) fn expects(self, slot: usize, attempt: AttemptNo) -> bool {
+        self.rec.attempts.expects(slot, attempt)
     }
     /// Handles held by this pending checkpoint.
-    pub fn handles(&self) -> impl Iterator<Item = StateHandle> + '_ {
-        self.acks.iter().filter_map(|a| match a {
+    pub fn handles(self) -> impl Iterator<Item = StateHandle> + 'a {
+        self.table().iter().filter_map(|a| match a {
             AckSlot::Acked(h) => h,
             AckSlot::Waiting => None,
         })
     }
-    /// [`Self::handles`], collected ([`AckTable::handles`]: one
-    /// allocation, read straight from the table).
-    pub(crate) fn handle_vec(&self) -> Vec<StateHandle> {
-        self.acks.handles()
-    }
     /// Fully acknowledged.
-    pub fn fully_acked(&self) -> bool {
-        self.remaining == 0
+    pub fn fully_acked(self) -> bool {
+        self.remaining_u32() == 0
+    }
+    /// A record that reads as this one does (a copy, settled at this
+    /// state's version).
+    pub(crate) fn to_record(self) -> PendingRecord {
+        let mut rec = self.rec.clone();
+        rec.settle(self.at);
+        rec
     }
 }
 
@@ -304,16 +417,23 @@ impl Completed {
 ///   state clones it (two reference counts, the kind); writing it writes
 ///   the state's own copy: no allocation, shared or not.
 /// * **None, or more than one: a small sorted slice of checkpoints, each
-///   behind its own `Arc`, the slice behind one `Arc`**. Cloning a state
-///   shares the slice; the first write to a checkpoint of a shared map
-///   copies the slice (one allocation, a count bump for every other
-///   checkpoint, which stays shared) and the checkpoint written (a second
-///   allocation). An unshared map and checkpoint are written in place.
+///   behind its own `Arc`, the slice behind one `Arc`**, and beside it, in
+///   the state, one version number for each of the first [`OVERRIDES`]
+///   checkpoints. An ack to a checkpoint of a shared map whose ack table
+///   is a log (more than `slots::LEAF` slots) writes neither: it stamps
+///   the log in place, as the log's tip (`slots.rs`), and records the new
+///   version in this state's override; the checkpoint is read at that
+///   version ([`Pending`]), its `remaining` less one per version. Any
+///   other write to a checkpoint of a shared map copies the slice (one
+///   allocation, a count bump for every other checkpoint, which stays
+///   shared) and the checkpoint written (a second allocation), settling
+///   its override into the copy. An unshared map and checkpoint are
+///   written in place.
 ///
 /// Inserting and removing rebuild the slice (once per checkpoint), sharing
 /// the checkpoints; the one inline checkpoint moves in and out uncopied.
 ///
-/// Why the two shapes (callgrind, `profile pure_retained`,
+/// Why the shapes (callgrind, `profile pure_retained`,
 /// `benches/README.md`): each checkpoint behind its own `Arc` was the first
 /// shape, and with one checkpoint pending its second allocation was about a
 /// third of the instructions of an ack whose old state is kept, hence the
@@ -321,22 +441,42 @@ impl Completed {
 /// then sat by value in the slice, and a kept ack with four pending copied
 /// all four (740 of its 1 054 instructions at 10 000 x 4, 2026-12-06);
 /// behind their own `Arc`s again, it copies one (`benches/ACK-2026-12-06.md`).
+/// Copying the slice and the checkpoint still took eight locked
+/// instructions and two allocations per kept ack at four pending (about
+/// 5.5 ns each lock here); with the overrides it takes three and none, as
+/// with one pending (`benches/ACK-2026-12-07d.md`).
 pub(crate) enum PendingMap {
     /// Exactly one checkpoint.
-    One(Pending),
+    One(PendingRecord),
     /// None, or more than one (sorted by id).
-    Many(triomphe::Arc<[Entry]>),
+    Many {
+        /// The checkpoints.
+        entries: triomphe::Arc<[Entry]>,
+        /// `at[i]`: the version of checkpoint `i`'s ack log this state
+        /// reads, when not the table's own (0: no override). Only a log's
+        /// table has one, and only at a version some table of that log
+        /// reached: at least the record's own.
+        at: [u32; OVERRIDES],
+    },
 }
 
+/// How many checkpoints of a [`PendingMap::Many`] can be acknowledged
+/// without a copy (the first ones by id). Flink's default allows one
+/// concurrent checkpoint; the benchmarks run four.
+pub(crate) const OVERRIDES: usize = 4;
+
 /// A checkpoint of [`PendingMap::Many`], shared until written.
-type Entry = (CheckpointId, triomphe::Arc<Pending>);
+pub(crate) type Entry = (CheckpointId, triomphe::Arc<PendingRecord>);
 
 impl Clone for PendingMap {
     #[inline]
     fn clone(&self) -> Self {
         match self {
             PendingMap::One(one) => PendingMap::One(clone_one(one)),
-            PendingMap::Many(many) => PendingMap::Many(many.clone()),
+            PendingMap::Many { entries, at } => PendingMap::Many {
+                entries: entries.clone(),
+                at: *at,
+            },
         }
     }
 }
@@ -345,36 +485,42 @@ impl Clone for PendingMap {
 /// cloning a state with any other number pending stays one count bump,
 /// inlined).
 #[inline(never)]
-fn clone_one(one: &Pending) -> Pending {
+fn clone_one(one: &PendingRecord) -> PendingRecord {
     one.clone()
 }
 
 impl Default for PendingMap {
     fn default() -> Self {
-        PendingMap::Many(std::iter::empty().collect())
+        PendingMap::Many {
+            entries: std::iter::empty().collect(),
+            at: [0; OVERRIDES],
+        }
     }
 }
 
 /// The checkpoints of a [`PendingMap`] in id order.
-pub(crate) enum PendingIter<'a> {
-    /// [`PendingMap::One`]'s checkpoint, until taken.
-    One(Option<&'a Pending>),
-    /// [`PendingMap::Many`]'s.
-    Many(std::slice::Iter<'a, Entry>),
+pub(crate) struct PendingIter<'a> {
+    map: &'a PendingMap,
+    /// The next position from the front.
+    front: usize,
+    /// One past the last position not yet taken from the back.
+    back: usize,
 }
 
 impl<'a> Iterator for PendingIter<'a> {
-    type Item = (&'a CheckpointId, &'a Pending);
+    type Item = (CheckpointId, Pending<'a>);
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            PendingIter::One(one) => one.take().map(|p| (&p.id, p)),
-            PendingIter::Many(many) => many.next().map(|(k, p)| (k, &**p)),
+        if self.front >= self.back {
+            return None;
         }
+        let p = self.map.at(self.front)?;
+        self.front += 1;
+        Some((p.id(), p))
     }
     #[inline]
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.len();
+        let n = self.back.saturating_sub(self.front);
         (n, Some(n))
     }
 }
@@ -382,58 +528,68 @@ impl<'a> Iterator for PendingIter<'a> {
 impl DoubleEndedIterator for PendingIter<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        match self {
-            PendingIter::One(one) => one.take().map(|p| (&p.id, p)),
-            PendingIter::Many(many) => many.next_back().map(|(k, p)| (k, &**p)),
+        if self.front >= self.back {
+            return None;
         }
+        self.back -= 1;
+        let p = self.map.at(self.back)?;
+        Some((p.id(), p))
     }
 }
 
-impl ExactSizeIterator for PendingIter<'_> {
-    #[inline]
-    fn len(&self) -> usize {
-        match self {
-            PendingIter::One(one) => usize::from(one.is_some()),
-            PendingIter::Many(many) => many.len(),
-        }
-    }
-}
+impl ExactSizeIterator for PendingIter<'_> {}
 
 impl PendingMap {
-    /// Builds the map from entries sorted by id.
+    /// Builds the map from entries sorted by id (every record settled: no
+    /// override).
     fn from_sorted(mut v: Vec<Entry>) -> PendingMap {
         match v.pop() {
             Some((_, one)) if v.is_empty() => PendingMap::One(triomphe::Arc::unwrap_or_clone(one)),
             Some(last) => {
                 v.push(last);
-                PendingMap::Many(v.into())
+                PendingMap::Many {
+                    entries: v.into(),
+                    at: [0; OVERRIDES],
+                }
             }
             None => PendingMap::default(),
         }
     }
-    /// The entries, the checkpoints shared (one inline is copied).
+    /// The entries, the checkpoints shared (one inline, or one read at an
+    /// override, is copied).
     fn to_entries(&self) -> Vec<Entry> {
         match self {
             PendingMap::One(p) => vec![(p.id, triomphe::Arc::new(p.clone()))],
-            PendingMap::Many(many) => many.to_vec(),
+            PendingMap::Many { entries, at } => entries
+                .iter()
+                .enumerate()
+                .map(|(i, (id, p))| match at.get(i).copied().unwrap_or(0) {
+                    0 => (*id, triomphe::Arc::clone(p)),
+                    v => (
+                        *id,
+                        triomphe::Arc::new(Pending { rec: p, at: v }.to_record()),
+                    ),
+                })
+                .collect(),
         }
     }
+    /// The position of checkpoint `id`, or where it would go.
     #[inline]
-    fn find(&self, id: &CheckpointId) -> Result<usize, usize> {
+    pub(crate) fn find(&self, id: &CheckpointId) -> Result<usize, usize> {
         match self {
             PendingMap::One(p) => match p.id.cmp(id) {
                 std::cmp::Ordering::Equal => Ok(0),
                 std::cmp::Ordering::Less => Err(1),
                 std::cmp::Ordering::Greater => Err(0),
             },
-            PendingMap::Many(many) => many.binary_search_by(|(k, _)| k.cmp(id)),
+            PendingMap::Many { entries, .. } => entries.binary_search_by(|(k, _)| k.cmp(id)),
         }
     }
     #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
             PendingMap::One(_) => 1,
-            PendingMap::Many(many) => many.len(),
+            PendingMap::Many { entries, .. } => entries.len(),
         }
     }
     #[inline]
@@ -445,43 +601,105 @@ impl PendingMap {
         self.find(id).is_ok()
     }
     #[inline]
-    pub(crate) fn get(&self, id: &CheckpointId) -> Option<&Pending> {
+    pub(crate) fn get(&self, id: &CheckpointId) -> Option<Pending<'_>> {
         let i = self.find(id).ok()?;
         self.at(i)
     }
     #[inline]
-    pub(crate) fn get_mut(&mut self, id: &CheckpointId) -> Option<&mut Pending> {
+    pub(crate) fn get_mut(&mut self, id: &CheckpointId) -> Option<&mut PendingRecord> {
         let i = self.find(id).ok()?;
         self.at_mut(i)
     }
     /// The first checkpoint (in id order) that satisfies `pred`, for
     /// writing: one pass, no second lookup by id.
     #[inline]
-    pub(crate) fn find_mut(&mut self, pred: impl Fn(&Pending) -> bool) -> Option<&mut Pending> {
+    pub(crate) fn find_mut(
+        &mut self,
+        pred: impl Fn(Pending<'_>) -> bool,
+    ) -> Option<&mut PendingRecord> {
         let i = self.values().position(pred)?;
         self.at_mut(i)
     }
-    /// The checkpoint at position `i`.
+    /// The checkpoint at position `i`, as this state reads it.
     #[inline]
-    fn at(&self, i: usize) -> Option<&Pending> {
+    pub(crate) fn at(&self, i: usize) -> Option<Pending<'_>> {
         match self {
-            PendingMap::One(p) => (i == 0).then_some(p),
-            PendingMap::Many(many) => many.get(i).map(|(_, p)| &**p),
+            PendingMap::One(p) => (i == 0).then_some(Pending::of(p)),
+            PendingMap::Many { entries, at } => entries.get(i).map(|(_, p)| Pending {
+                rec: p,
+                at: at.get(i).copied().unwrap_or(0),
+            }),
         }
     }
     /// The checkpoint at position `i`, for writing (a shared slice is
-    /// copied first, then the checkpoint if it is shared).
+    /// copied first, then the checkpoint if it is shared; its override, if
+    /// any, is settled into it).
     #[inline]
-    fn at_mut(&mut self, i: usize) -> Option<&mut Pending> {
+    fn at_mut(&mut self, i: usize) -> Option<&mut PendingRecord> {
         match self {
             PendingMap::One(p) => (i == 0).then_some(p),
-            PendingMap::Many(many) => many_at_mut(many, i),
+            PendingMap::Many { entries, at } => {
+                let v = at.get_mut(i).map_or(0, std::mem::take);
+                let p = many_at_mut(entries, i)?;
+                p.settle(v);
+                Some(p)
+            }
+        }
+    }
+    /// Acknowledges slot `slot` of the checkpoint at position `i` with
+    /// `handle` if the slot is `Waiting` there: `Ok` with the acks still
+    /// missing after it, or `Err` with what the slot holds instead (`None`:
+    /// no such checkpoint or slot), nothing written. One read of the slot.
+    /// A checkpoint of a shared map whose table is a log, among the first
+    /// [`OVERRIDES`], is acknowledged through this state's override when
+    /// its log allows (see the type's docs); otherwise the checkpoint is
+    /// written as by `get_mut`.
+    #[inline(always)]
+    pub(crate) fn ack(
+        &mut self,
+        i: usize,
+        slot: usize,
+        handle: Option<StateHandle>,
+    ) -> Result<u32, Option<AckSlot>> {
+        let p = match self {
+            PendingMap::One(p) if i == 0 => p,
+            PendingMap::One(_) => return Err(None),
+            PendingMap::Many { entries, at } => {
+                let Some((_, rec)) = entries.get(i) else {
+                    return Err(None);
+                };
+                // Unshared, past the overrides (`None`) or a leaf: written
+                // as by `get_mut` (in place when unshared).
+                let shared = !entries.is_unique() || !rec.is_unique();
+                if let (true, Some(v), Some(own)) = (shared, at.get_mut(i), rec.acks.log_version())
+                {
+                    let from = if *v == 0 { own } else { *v };
+                    let read = rec.acks.at(from).get(slot);
+                    if read != Some(AckSlot::Waiting) {
+                        return Err(read);
+                    }
+                    if let Some(next) = rec.acks.ack_at(from, slot, handle) {
+                        *v = next;
+                        return Ok(rec.remaining.saturating_sub(next - own));
+                    }
+                }
+                self.at_mut(i).ok_or(None)?
+            }
+        };
+        let mut cell = p.acks.slot_mut(slot).ok_or(None)?;
+        match cell.get() {
+            AckSlot::Waiting => {
+                cell.set(AckSlot::Acked(handle));
+                p.remaining = p.remaining.saturating_sub(1);
+                Ok(p.remaining)
+            }
+            held @ AckSlot::Acked(_) => Err(Some(held)),
         }
     }
     /// Inserts `p` under its own id, or replaces the checkpoint of that id;
     /// returns the replaced one. (Keyed by `p.id` alone: a key apart from
     /// the checkpoint could disagree with it.)
-    pub(crate) fn insert(&mut self, p: Pending) -> Option<Pending> {
+    pub(crate) fn insert(&mut self, p: PendingRecord) -> Option<PendingRecord> {
         let id = p.id;
         if self.is_empty() {
             *self = PendingMap::One(p);
@@ -499,7 +717,7 @@ impl PendingMap {
         *self = PendingMap::from_sorted(v);
         old.map(triomphe::Arc::unwrap_or_clone)
     }
-    pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<Pending> {
+    pub(crate) fn remove(&mut self, id: &CheckpointId) -> Option<PendingRecord> {
         if let PendingMap::One(p) = self {
             if p.id != *id {
                 return None;
@@ -507,7 +725,7 @@ impl PendingMap {
             // The one checkpoint moves out: no copy.
             return match std::mem::take(self) {
                 PendingMap::One(p) => Some(p),
-                many @ PendingMap::Many(_) => {
+                many @ PendingMap::Many { .. } => {
                     *self = many;
                     None
                 }
@@ -521,16 +739,28 @@ impl PendingMap {
     }
     #[inline]
     pub(crate) fn iter(&self) -> PendingIter<'_> {
-        match self {
-            PendingMap::One(one) => PendingIter::One(Some(one)),
-            PendingMap::Many(many) => PendingIter::Many(many.iter()),
+        PendingIter {
+            map: self,
+            front: 0,
+            back: self.len(),
         }
     }
-    pub(crate) fn keys(&self) -> impl DoubleEndedIterator<Item = &CheckpointId> + '_ {
+    pub(crate) fn keys(&self) -> impl DoubleEndedIterator<Item = CheckpointId> + '_ {
         self.iter().map(|(k, _)| k)
     }
-    pub(crate) fn values(&self) -> impl DoubleEndedIterator<Item = &Pending> + '_ {
+    pub(crate) fn values(&self) -> impl DoubleEndedIterator<Item = Pending<'_>> + '_ {
         self.iter().map(|(_, v)| v)
+    }
+    /// Whether both are one shared slice read at the same versions (equal
+    /// without reading the checkpoints).
+    pub(crate) fn same(&self, other: &PendingMap) -> bool {
+        match (self, other) {
+            (PendingMap::Many { entries: a, at: x }, PendingMap::Many { entries: b, at: y }) => {
+                x == y && triomphe::Arc::ptr_eq(a, b)
+            }
+            (PendingMap::One(_), PendingMap::One(_) | PendingMap::Many { .. })
+            | (PendingMap::Many { .. }, PendingMap::One(_)) => false,
+        }
     }
 }
 
@@ -539,7 +769,7 @@ impl PendingMap {
 /// shared. The checks inline into the in-place ack, which copies neither;
 /// the copies are out of line.
 #[inline]
-fn many_at_mut(many: &mut triomphe::Arc<[Entry]>, i: usize) -> Option<&mut Pending> {
+fn many_at_mut(many: &mut triomphe::Arc<[Entry]>, i: usize) -> Option<&mut PendingRecord> {
     if !many.is_unique() {
         unshare(many, i);
     }
@@ -560,7 +790,7 @@ fn unshare(many: &mut triomphe::Arc<[Entry]>, i: usize) {
         .enumerate()
         .map(|(j, (id, p))| {
             let p = if j == i {
-                triomphe::Arc::new(Pending::clone(p))
+                triomphe::Arc::new(PendingRecord::clone(p))
             } else {
                 triomphe::Arc::clone(p)
             };
@@ -571,12 +801,12 @@ fn unshare(many: &mut triomphe::Arc<[Entry]>, i: usize) {
 
 /// Copies a shared checkpoint of a [`PendingMap::Many`] slice.
 #[inline(never)]
-fn unshare_one(p: &mut triomphe::Arc<Pending>) {
-    *p = triomphe::Arc::new(Pending::clone(p));
+fn unshare_one(p: &mut triomphe::Arc<PendingRecord>) {
+    *p = triomphe::Arc::new(PendingRecord::clone(p));
 }
 
 impl<'a> IntoIterator for &'a PendingMap {
-    type Item = (&'a CheckpointId, &'a Pending);
+    type Item = (CheckpointId, Pending<'a>);
     type IntoIter = PendingIter<'a>;
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
@@ -585,13 +815,20 @@ impl<'a> IntoIterator for &'a PendingMap {
 
 impl PartialEq for PendingMap {
     fn eq(&self, other: &Self) -> bool {
+        if self.same(other) {
+            return true;
+        }
         match (self, other) {
-            (PendingMap::Many(a), PendingMap::Many(b)) => {
-                triomphe::Arc::ptr_eq(a, b)
-                    || (a.len() == b.len()
-                        && a.iter().zip(b.iter()).all(|((ka, pa), (kb, pb))| {
-                            ka == kb && (triomphe::Arc::ptr_eq(pa, pb) || pa == pb)
-                        }))
+            (PendingMap::Many { entries: a, at: x }, PendingMap::Many { entries: b, at: y }) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .zip(b.iter())
+                        .enumerate()
+                        .all(|(i, ((ka, pa), (kb, pb)))| {
+                            ka == kb
+                                && ((triomphe::Arc::ptr_eq(pa, pb) && x.get(i) == y.get(i))
+                                    || self.at(i) == other.at(i))
+                        })
             }
             _ => self.len() == other.len() && self.iter().eq(other.iter()),
         }
@@ -1350,11 +1587,11 @@ impl CoordinatorState {
             .min_by_key(|(t, at)| (*at, *t))
     }
     /// Pending checkpoints in id order.
-    pub fn pending(&self) -> impl Iterator<Item = &Pending> + '_ {
+    pub fn pending(&self) -> impl Iterator<Item = Pending<'_>> + '_ {
         self.pending.values()
     }
     /// One pending checkpoint.
-    pub fn pending_checkpoint(&self, id: CheckpointId) -> Option<&Pending> {
+    pub fn pending_checkpoint(&self, id: CheckpointId) -> Option<Pending<'_>> {
         self.pending.get(&id)
     }
     /// Number of pending checkpoints.
@@ -1478,17 +1715,15 @@ impl CoordinatorState {
                 }
             }
         }
-        if let (PendingMap::Many(a), PendingMap::Many(b)) = (&self.pending, &before.pending) {
-            if triomphe::Arc::ptr_eq(a, b) {
-                return true;
-            }
+        if self.pending.same(&before.pending) {
+            return true;
         }
         before.pending.values().all(|old| {
-            old.acks.holds_no_handle()
+            old.table().holds_no_handle()
                 || self
                     .pending
-                    .get(&old.id)
-                    .is_some_and(|new| new.acks.keeps_handles_of(&old.acks))
+                    .get(&old.id())
+                    .is_some_and(|new| new.table().keeps_handles_of(old.table()))
         })
     }
     /// Every state handle the coordinator currently owns (pending acks,
@@ -1497,7 +1732,7 @@ impl CoordinatorState {
     pub fn owned_handles(&self) -> Vec<StateHandle> {
         let mut out = Vec::new();
         for p in self.pending.values() {
-            p.acks.extend_handles(&mut out);
+            p.table().extend_handles(&mut out);
         }
         for c in self.cold.completed.iter().chain(&self.cold.in_doubt) {
             c.handles.extend_handles(&mut out);

@@ -74,13 +74,13 @@ impl CoordinatorState {
         }
         next.cold.tasks = tasks.into_iter().collect();
         for p in self.pending.values() {
-            let mut q = p.clone();
-            let mut attempts: Vec<AttemptNo> = p.attempts.iter().collect();
-            for (s, a) in p.attempts.iter().enumerate() {
+            let mut q = p.to_record();
+            let mut attempts: Vec<AttemptNo> = p.attempts().collect();
+            for (s, a) in p.attempts().enumerate() {
                 *attempts.get_mut(*new_slot.get(s)?)? = a;
             }
             q.attempts = attempts.into();
-            for (s, a) in p.acks.iter().enumerate() {
+            for (s, a) in p.acks().enumerate() {
                 q.acks.set(*new_slot.get(s)?, renamed(a, rename))?;
             }
             next.pending.insert(q);

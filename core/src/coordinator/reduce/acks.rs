@@ -94,7 +94,13 @@ impl CoordinatorState {
             return Outcome::Rejected(e);
         }
         let slot = self.cold.config.wait_slot(task);
-        let Some(p) = self.pending.get_mut(&id) else {
+        // Read first (nothing is copied for a refused ack), then one write.
+        let Some((i, p)) = self
+            .pending
+            .find(&id)
+            .ok()
+            .and_then(|i| Some((i, self.pending.at(i)?)))
+        else {
             // Late or unknown: discard, unless a live checkpoint holds the
             // handle (a duplicated ack that arrives after completion must
             // not delete committed state).
@@ -106,21 +112,40 @@ impl CoordinatorState {
             self.discard_one(id, handle, fx);
             return Outcome::Ignored(Ignored::UnknownTask);
         };
-        if !p.attempts.expects(slot, attempt) {
+        if !p.expects(slot, attempt) {
             self.discard_one(id, handle, fx);
             return Outcome::Ignored(Ignored::UnknownTask);
         }
-        let completing = matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing);
-        // One lookup of the slot: read and, on success, write (in place when
-        // the table can, `slots.rs`).
-        let Some(mut cell) = p.acks.slot_mut(slot) else {
-            // Slots are sized from `tasks_to_wait` at trigger time and
-            // `wait_slot` only answers indices below that size.
-            self.discard_one(id, handle, fx);
-            return unreachable_branch(Unreachable::AckSlotMissing);
+        let phase = p.phase();
+        let completing = matches!(phase, PendingPhase::Finalizing | PendingPhase::Storing);
+        // One read of the slot: the write (in place when the table can,
+        // `PendingMap::ack`) or what it holds.
+        let cell: Option<AckSlot> = if completing {
+            p.table().get(slot)
+        } else {
+            match self.pending.ack(i, slot, handle) {
+                Ok(remaining) => {
+                    if remaining == 0 && phase == PendingPhase::AwaitingAcks {
+                        self.on_fully_acked(id, fx);
+                    }
+                    return Outcome::Applied(Applied::Acknowledged {
+                        checkpoint: id,
+                        // Lossless: `usize` is at least 32 bits wherever
+                        // this builds.
+                        remaining: usize::try_from(remaining).unwrap_or(usize::MAX),
+                    });
+                }
+                Err(held) => held,
+            }
         };
-        match cell.get() {
-            AckSlot::Acked(held) => {
+        match cell {
+            None => {
+                // Slots are sized from `tasks_to_wait` at trigger time and
+                // `wait_slot` only answers indices below that size.
+                self.discard_one(id, handle, fx);
+                unreachable_branch(Unreachable::AckSlotMissing)
+            }
+            Some(AckSlot::Acked(held)) => {
                 // Same handle again: a duplicate delivery, nothing to free.
                 // Another handle: the second write is an orphan.
                 let outcome = Outcome::Ignored(if completing {
@@ -133,20 +158,9 @@ impl CoordinatorState {
                 }
                 outcome
             }
-            AckSlot::Waiting if !completing => {
-                cell.set(AckSlot::Acked(handle));
-                p.remaining = p.remaining.saturating_sub(1);
-                let remaining = p.remaining();
-                let ready = remaining == 0 && p.phase == PendingPhase::AwaitingAcks;
-                if ready {
-                    self.on_fully_acked(id, fx);
-                }
-                Outcome::Applied(Applied::Acknowledged {
-                    checkpoint: id,
-                    remaining,
-                })
-            }
-            AckSlot::Waiting => {
+            Some(AckSlot::Waiting) => {
+                // Completing: the acks it waited for are all in; a late
+                // one's state is not part of it.
                 self.discard_one(id, handle, fx);
                 Outcome::Ignored(Ignored::CheckpointDiscarded)
             }
@@ -172,13 +186,13 @@ impl CoordinatorState {
             return Outcome::Ignored(Ignored::UnknownTask);
         }
         if let Some(slot) = self.cold.config.wait_slot(task) {
-            if !p.attempts.expects(slot, attempt) {
+            if !p.expects(slot, attempt) {
                 return Outcome::Ignored(Ignored::StaleAttempt);
             }
         } else if self.cold.tasks.get(task.0 as usize).map(|s| s.attempt) != Some(attempt) {
             return Outcome::Ignored(Ignored::StaleAttempt);
         }
-        if p.fully_acked() && p.phase != PendingPhase::AwaitingHooks {
+        if p.fully_acked() && p.phase() != PendingPhase::AwaitingHooks {
             return Outcome::Ignored(Ignored::CheckpointDiscarded);
         }
         let abort = AbortReason::Declined(reason);

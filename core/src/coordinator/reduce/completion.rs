@@ -15,8 +15,8 @@ impl CoordinatorState {
             // Legacy (Arroyo PR 1124): every task acknowledged the stop's
             // savepoint, so it counts as done: the tasks commit and the job
             // stops before its metadata is written and stored.
-            if let Some(p) = self.pending.get(&id).filter(|p| p.kind.stops_the_job()) {
-                let (request, timestamp, kind) = (p.request, p.timestamp, p.kind.clone());
+            if let Some(p) = self.pending.get(&id).filter(|p| p.kind().stops_the_job()) {
+                let (request, timestamp, kind) = (p.request(), p.timestamp(), p.kind().clone());
                 fx.push(E::Report(Report::Completed {
                     checkpoint: id,
                     request,
@@ -69,7 +69,7 @@ impl CoordinatorState {
         let externalized = self.cold.config.externalized;
         if let Some(p) = self
             .pending
-            .find_mut(|p| p.remaining == 0 && p.phase == PendingPhase::AwaitingAcks)
+            .find_mut(|p| p.fully_acked() && p.phase() == PendingPhase::AwaitingAcks)
         {
             let id = p.id;
             p.phase = PendingPhase::Finalizing;
@@ -118,7 +118,7 @@ impl CoordinatorState {
     pub(super) fn awaits(&self, id: CheckpointId, phase: PendingPhase) -> Result<(), Ignored> {
         match self.pending.get(&id) {
             None => Err(self.gone(id)),
-            Some(p) if p.phase == phase => Ok(()),
+            Some(p) if p.phase() == phase => Ok(()),
             Some(_) => Err(Ignored::NotAwaited),
         }
     }
@@ -177,8 +177,8 @@ impl CoordinatorState {
         let older: Vec<CheckpointId> = self
             .pending
             .values()
-            .filter(|q| q.id < id && q.can_be_subsumed())
-            .map(|q| q.id)
+            .filter(|q| q.id() < id && q.can_be_subsumed())
+            .map(Pending::id)
             .collect();
         for q in older {
             self.abort(q, AbortReason::Subsumed, fx);
@@ -279,7 +279,7 @@ impl CoordinatorState {
                             message: TaskMessage::NotifyAborted {
                                 checkpoint: id,
                                 latest_completed: self.cold.latest_completed,
-                                timestamp: p.timestamp(),
+                                timestamp: p.timestamp,
                             },
                         });
                     }

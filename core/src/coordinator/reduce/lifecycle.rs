@@ -76,10 +76,10 @@ impl CoordinatorState {
                 .pending
                 .values()
                 .filter(|p| {
-                    !matches!(p.phase, PendingPhase::Finalizing | PendingPhase::Storing)
-                        && p.acks.get(slot) == Some(AckSlot::Waiting)
+                    !matches!(p.phase(), PendingPhase::Finalizing | PendingPhase::Storing)
+                        && p.table().get(slot) == Some(AckSlot::Waiting)
                 })
-                .map(|p| p.id)
+                .map(Pending::id)
                 .collect(),
             None => Vec::new(),
         };
@@ -186,7 +186,6 @@ impl CoordinatorState {
                     let ids: Vec<CheckpointId> = self
                         .pending
                         .keys()
-                        .copied()
                         .filter(|id| Some(*id) != self.completing())
                         .collect();
                     aborted = !ids.is_empty();
@@ -441,7 +440,7 @@ impl CoordinatorState {
             .as_ref()
             .is_some_and(|r| r.id == request)
             || self.cold.queue.iter().any(|r| r.id == request)
-            || self.pending.values().any(|p| p.request == request);
+            || self.pending.values().any(|p| p.request() == request);
         if alive {
             return;
         }
@@ -493,7 +492,7 @@ impl CoordinatorState {
                 self.cold.in_doubt = Some(in_doubt);
             }
         }
-        let ids: Vec<CheckpointId> = self.pending.keys().copied().collect();
+        let ids: Vec<CheckpointId> = self.pending.keys().collect();
         for id in ids {
             self.abort(id, AbortReason::Shutdown, fx);
         }

@@ -14,7 +14,9 @@ mod trigger;
 
 use super::config::RECENT_IDS_MAX;
 use super::slots::{AckSlot, AckTable};
-use super::state::{Completed, CoordinatorState, Pending, PendingPhase, Request, StopPhase};
+use super::state::{
+    Completed, CoordinatorState, Pending, PendingPhase, PendingRecord, Request, StopPhase,
+};
 use super::{
     AbortReason, Applied, CheckpointOptions, Clock, CoordinatorEffect, CoordinatorEffect as E,
     CoordinatorError, CoordinatorEvent, FailJobReason, Ignored, IoRequest, JobCommand, JobStatus,

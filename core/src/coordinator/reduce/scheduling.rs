@@ -49,12 +49,7 @@ impl CoordinatorState {
         self.periodic = false;
         self.disarm(Timer::Periodic, fx);
         let keep = self.completing_kept();
-        let ids: Vec<CheckpointId> = self
-            .pending
-            .keys()
-            .copied()
-            .filter(|id| Some(*id) != keep)
-            .collect();
+        let ids: Vec<CheckpointId> = self.pending.keys().filter(|id| Some(*id) != keep).collect();
         for id in &ids {
             self.abort(*id, AbortReason::SchedulerStopped, fx);
         }

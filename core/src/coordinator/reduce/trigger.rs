@@ -25,7 +25,7 @@ impl CoordinatorState {
             + self
                 .pending
                 .values()
-                .filter(|p| p.kind.is_savepoint())
+                .filter(|p| p.kind().is_savepoint())
                 .count()
             + cold.queue.iter().filter(|r| r.kind.is_savepoint()).count()
             + usize::from(
@@ -403,7 +403,7 @@ impl CoordinatorState {
                 remaining = remaining.saturating_sub(1);
             }
         }
-        let pending = Pending {
+        let pending = PendingRecord {
             id,
             request: req.id,
             kind: req.kind,
@@ -444,7 +444,7 @@ impl CoordinatorState {
         let Some(p) = self.pending.get(&id) else {
             return;
         };
-        self.trigger_tasks(id, p.timestamp, p.kind.options(), fx);
+        self.trigger_tasks(id, p.timestamp(), p.kind().options(), fx);
     }
 
     pub(super) fn trigger_tasks(

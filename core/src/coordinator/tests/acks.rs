@@ -263,7 +263,9 @@ fn a_kept_states_ack_copies_the_acknowledged_checkpoint_and_shares_the_others() 
     h.user_cp(0, 3);
     let before = h.s.clone();
     h.step(1, ack(0, 2, 200));
-    let (PendingMap::Many(old), PendingMap::Many(new)) = (&before.pending, &h.s.pending) else {
+    let (PendingMap::Many { entries: old, .. }, PendingMap::Many { entries: new, .. }) =
+        (&before.pending, &h.s.pending)
+    else {
         panic!("three pending checkpoints sit in the shared slice");
     };
     assert!(!triomphe::Arc::ptr_eq(old, new), "the slice was copied");
@@ -374,4 +376,157 @@ fn recent_ids_ring_keeps_the_16_most_recent_ids() {
         vec![e_discard(2, 200)],
         ignored(Ignored::LateMessage),
     );
+}
+
+// ----- the pending map's overrides (ack tables that are logs) ----------------
+
+/// A coordinator of `tasks` tasks (more than one leaf's 64: every ack table
+/// a log) with checkpoints `1..=pending` pending.
+fn logs_pending(tasks: u32, pending: u64) -> H {
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 8,
+        tolerable_failures: 5,
+        ..CoordinatorSettings::with_tasks(JOB, tasks)
+    });
+    for id in 1..=pending {
+        h.user_cp(0, id);
+    }
+    h
+}
+
+/// The slice of a many-checkpoint map and its overrides.
+fn many(s: &CoordinatorState) -> (&triomphe::Arc<[Entry]>, [u32; 4]) {
+    match &s.pending {
+        PendingMap::Many { entries, at } => (entries, *at),
+        PendingMap::One(_) => panic!("more than one checkpoint is pending"),
+    }
+}
+
+/// A copy of `s` that shares nothing with it (through its snapshot).
+fn unshared(s: &CoordinatorState) -> CoordinatorState {
+    CoordinatorState::from_snapshot(s.snapshot()).expect("a state's own snapshot")
+}
+
+fn hash_of(s: &CoordinatorState) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+#[test]
+fn a_kept_ack_to_a_shared_map_of_logs_copies_nothing_and_every_state_reads_its_own() {
+    let h = logs_pending(100, 3);
+    let s0 = h.s.clone();
+    // Three acks by the pure reducer, every state kept.
+    let s1 = reduce(&s0, ms(1), ack(5, 2, 205)).state;
+    let s2 = reduce(&s1, ms(1), ack(6, 2, 206)).state;
+    let s3 = reduce(&s2, ms(1), ack(7, 3, 307)).state;
+    for s in [&s1, &s2, &s3] {
+        assert!(
+            triomphe::Arc::ptr_eq(many(&s0).0, many(s).0),
+            "no copy of the slice"
+        );
+    }
+    assert_eq!(many(&s0).1, [0; 4]);
+    assert_ne!(many(&s1).1[1], 0, "checkpoint 2 read at an override");
+    assert_eq!(many(&s3).1[0], 0, "checkpoint 1 untouched");
+    let slot = |s: &CoordinatorState, id: u64, task: usize| {
+        s.pending_checkpoint(cp(id))
+            .and_then(|p| p.acks().nth(task))
+    };
+    let remaining =
+        |s: &CoordinatorState, id: u64| s.pending_checkpoint(cp(id)).map(Pending::remaining);
+    assert_eq!(slot(&s0, 2, 5), Some(AckSlot::Waiting));
+    assert_eq!(slot(&s1, 2, 5), Some(AckSlot::Acked(Some(hd(205)))));
+    assert_eq!(slot(&s1, 2, 6), Some(AckSlot::Waiting));
+    assert_eq!(slot(&s2, 2, 6), Some(AckSlot::Acked(Some(hd(206)))));
+    assert_eq!(slot(&s2, 3, 7), Some(AckSlot::Waiting));
+    assert_eq!(slot(&s3, 3, 7), Some(AckSlot::Acked(Some(hd(307)))));
+    assert_eq!(
+        [&s0, &s1, &s2, &s3].map(|s| remaining(s, 2)),
+        [Some(100), Some(99), Some(98), Some(98)]
+    );
+    assert_eq!(s3.owned_handles(), vec![hd(205), hd(206), hd(307)]);
+    assert_eq!(s0.owned_handles(), vec![]);
+    // Each state equals, and hashes as, the same acks applied in place to
+    // a copy that shares nothing (no override there).
+    let mut fresh = unshared(&s0);
+    for (task, id, handle) in [(5, 2, 205), (6, 2, 206), (7, 3, 307)] {
+        fresh.apply(ms(1), ack(task, id, handle));
+    }
+    assert_eq!(many(&fresh).1, [0; 4]);
+    assert!(fresh == s3);
+    assert!(s3 == fresh);
+    assert_eq!(hash_of(&fresh), hash_of(&s3));
+    assert_eq!(format!("{fresh:?}"), format!("{s3:?}"));
+    assert_eq!(fresh.snapshot(), s3.snapshot());
+    // A second successor of `s1` is not the log's tip: it copies, and
+    // every state still reads its own.
+    let s2b = reduce(&s1, ms(1), ack(9, 2, 209)).state;
+    assert!(!triomphe::Arc::ptr_eq(many(&s1).0, many(&s2b).0));
+    assert_eq!(slot(&s2b, 2, 9), Some(AckSlot::Acked(Some(hd(209)))));
+    assert_eq!(slot(&s2b, 2, 6), Some(AckSlot::Waiting));
+    assert_eq!(slot(&s2, 2, 9), Some(AckSlot::Waiting));
+    assert_eq!(remaining(&s2b, 2), Some(98));
+    assert_eq!(s1.owned_handles(), vec![hd(205)]);
+    assert_ne!(s2, s2b);
+}
+
+#[test]
+fn checkpoints_past_the_overrides_and_duplicates_read_right() {
+    // Six pending: the last two have no override and are copied on write.
+    let h = logs_pending(70, 6);
+    let s0 = h.s.clone();
+    let mut s = s0.clone();
+    for id in 1..=6 {
+        s = reduce(&s, ms(1), ack(69, id, id * 1000)).state;
+    }
+    assert_eq!(many(&s).1.iter().filter(|v| **v != 0).count(), 4);
+    for id in 1..=6 {
+        let p = s.pending_checkpoint(cp(id)).expect("pending");
+        assert_eq!(p.remaining(), 69);
+        assert_eq!(p.handles().collect::<Vec<_>>(), vec![hd(id * 1000)]);
+        assert_eq!(
+            s0.pending_checkpoint(cp(id)).map(Pending::remaining),
+            Some(70)
+        );
+    }
+    // A duplicate through an override is refused and changes nothing.
+    let t = reduce(&s, ms(2), ack(69, 2, 2000));
+    assert_eq!(t.step.outcome, ignored(Ignored::DuplicateAck));
+    assert!(t.state.eq_but_now(&s));
+    let t = reduce(&s, ms(2), ack(69, 2, 7));
+    assert_eq!(t.step.effects, vec![e_discard(2, 7)]);
+    let mut fresh = unshared(&s0);
+    for id in 1..=6 {
+        fresh.apply(ms(1), ack(69, id, id * 1000));
+    }
+    assert!(fresh == s);
+    assert_eq!(hash_of(&fresh), hash_of(&s));
+}
+
+/// The checked step (every invariant, the pure and in-place reducers
+/// compared, `Rigor::Full`'s extra successors) over whole checkpoints of
+/// logs with four pending: the overrides settle into the checkpoint when it
+/// completes, aborts or is subsumed.
+#[test]
+fn whole_checkpoints_of_logs_through_the_checked_step() {
+    let mut h = logs_pending(65, 4);
+    for task in 0..65 {
+        for id in [2, 4] {
+            h.step(1, ack(task, id, id * 100 + u64::from(task)));
+        }
+        if task == 30 {
+            h.step(1, decline(3, 1));
+        }
+    }
+    assert_eq!(h.s.completing(), Some(cp(2)));
+    assert_eq!(h.s.pending_count(), 3, "1 declined");
+    h.step(2, fin(2, true));
+    h.step(2, store(2, true));
+    assert_eq!(h.s.completing(), Some(cp(4)));
+    h.step(3, fin(4, true));
+    h.step(3, store(4, true));
+    assert_eq!(h.s.pending_count(), 0);
 }

@@ -48,7 +48,7 @@ fn fake_completed(id: u64, savepoint: bool) -> Completed {
 fn invariant_pending_bounded_can_fail() {
     let mut s = base().s;
     for id in [2, 3] {
-        let mut p = s.pending_checkpoint(cp(1)).expect("pending").clone();
+        let mut p = s.pending_checkpoint(cp(1)).expect("pending").to_record();
         p.id = cp(id);
         s.pending.insert(p);
         s.cold.timers.insert(Timer::Timeout(cp(id)), ms(1));

@@ -425,7 +425,11 @@ fn recheck_queue_state() -> H {
     h.step(0, trigger(savepoint())); // request 1 queued: queue full
     let mut other = H::new();
     other.user_cp(0, 9);
-    let p = other.s.pending_checkpoint(cp(9)).expect("pending").clone();
+    let p = other
+        .s
+        .pending_checkpoint(cp(9))
+        .expect("pending")
+        .to_record();
     h.s.pending.insert(p);
     h.s.cold.timers.insert(Timer::Timeout(cp(9)), ms(10_000));
     h.s.cold.last_id = Some(cp(9));
