@@ -665,25 +665,36 @@ impl PendingMap {
             PendingMap::One(p) if i == 0 => p,
             PendingMap::One(_) => return Err(None),
             PendingMap::Many { entries, at } => {
-                let Some((_, rec)) = entries.get(i) else {
-                    return Err(None);
-                };
-                // Unshared, past the overrides (`None`) or a leaf: written
-                // as by `get_mut` (in place when unshared).
-                let shared = !entries.is_unique() || !rec.is_unique();
-                if let (true, Some(v), Some(own)) = (shared, at.get_mut(i), rec.acks.log_version())
+                let v = at.get_mut(i);
+                if let Some(rec) = triomphe::Arc::get_mut(entries)
+                    .and_then(|e| e.get_mut(i))
+                    .and_then(|(_, rec)| triomphe::Arc::get_mut(rec))
                 {
-                    let from = if *v == 0 { own } else { *v };
-                    let read = rec.acks.at(from).get(slot);
-                    if read != Some(AckSlot::Waiting) {
-                        return Err(read);
+                    // Unshared: in place (settling an override a shared
+                    // past left).
+                    rec.settle(v.map_or(0, std::mem::take));
+                    rec
+                } else {
+                    let Some((_, rec)) = entries.get(i) else {
+                        return Err(None);
+                    };
+                    // Shared: through the override when the table is a
+                    // log and the checkpoint has one; otherwise (a leaf,
+                    // past the overrides, not the log's tip) copied as by
+                    // `get_mut`.
+                    if let (Some(v), Some(own)) = (v, rec.acks.log_version()) {
+                        let from = if *v == 0 { own } else { *v };
+                        let read = rec.acks.at(from).get(slot);
+                        if read != Some(AckSlot::Waiting) {
+                            return Err(read);
+                        }
+                        if let Some(next) = rec.acks.ack_at(from, slot, handle) {
+                            *v = next;
+                            return Ok(rec.remaining.saturating_sub(next - own));
+                        }
                     }
-                    if let Some(next) = rec.acks.ack_at(from, slot, handle) {
-                        *v = next;
-                        return Ok(rec.remaining.saturating_sub(next - own));
-                    }
+                    self.at_mut(i).ok_or(None)?
                 }
-                self.at_mut(i).ok_or(None)?
             }
         };
         let mut cell = p.acks.slot_mut(slot).ok_or(None)?;
