@@ -102,7 +102,10 @@ impl PendingRecord {
 /// A pending checkpoint as one coordinator state reads it: the stored
 /// record with the state's own version of its ack table. What
 /// [`CoordinatorState::pending`] and [`CoordinatorState::pending_checkpoint`]
-/// give; `Copy`, two words.
+/// give; `Copy`, two words, borrowing the state. To keep one beyond the
+/// state, take its snapshot
+/// ([`PendingSnapshot::from`](crate::snapshot::PendingSnapshot)), an owned
+/// value equal for equal checkpoints.
 #[derive(Clone, Copy)]
 pub struct Pending<'a> {
     rec: &'a PendingRecord,
