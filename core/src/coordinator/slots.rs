@@ -82,8 +82,8 @@
 //! map (`state.rs`: one checkpoint is held inline and cloned with the
 //! state; more are one slice, shared, each read at this state's version)
 //! and the reducer's own work, the same at every task count (2026-12-07,
-//! a 128-byte state and the versions in the state: 547 instructions per
-//! kept ack at 10 000 x 1 and 508 at 10 000 x 4, against 1 138 at x 4
+//! a 128-byte state and the versions in the state: 544 instructions per
+//! kept ack at 10 000 x 1 and 517 at 10 000 x 4, against 1 138 at x 4
 //! when the ack copied the slice and the checkpoint,
 //! `benches/ACK-2026-12-07d.md`). The Flink-like baseline (a hash map
 //! from 128-bit ids) runs 723 instructions per ack; it is slower in time
