@@ -1305,7 +1305,10 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SharedVec<T> {
 /// the in-doubt checkpoint, and the fields only ever written in a step
 /// that writes one of those already (the last id, the latest completion
 /// and its time, the failure counters: moving them here copies nothing
-/// more, and took 72 bytes off every state, 2026-12-07). Behind one
+/// more, and took 72 bytes off every state, 2026-12-07), and the next
+/// request's id (written with the queue or the request in flight, except
+/// for a request refused at once: one copy of this part per refused
+/// request, none per ack). Behind one
 /// pointer ([`Shared`]): the pure reducer clones the whole state for every
 /// event (every ack), and these fields are most of its bytes and four of
 /// its five reference counts; an ack copies 8 of those bytes and bumps one
