@@ -91,11 +91,20 @@ impl PendingRecord {
     /// `remaining` with it: each version of a log acknowledges one more
     /// slot than the one before (`slots.rs`).
     fn settle(&mut self, at: u32) {
-        let Some(own) = self.acks.log_version().filter(|own| at > *own) else {
-            return;
-        };
-        self.remaining = self.remaining.saturating_sub(at - own);
-        self.acks.set_version(at);
+        if self.acks.log_version().is_some_and(|own| at > own) {
+            self.remaining = self.remaining_at(at);
+            self.acks.set_version(at);
+        }
+    }
+    /// The acks still missing when the table is read at version `at` of
+    /// its log (0, a version not past the table's own, or a leaf: as
+    /// stored): the stored count less one per version past the table's.
+    #[inline]
+    fn remaining_at(&self, at: u32) -> u32 {
+        match self.acks.log_version() {
+            Some(own) if at > own => self.remaining.saturating_sub(at - own),
+            Some(_) | None => self.remaining,
+        }
     }
 }
 
@@ -309,10 +318,7 @@ impl<'a> Pending<'a> {
     /// the versions past the record's own acknowledged.
     #[inline]
     pub(crate) fn remaining_u32(self) -> u32 {
-        match self.rec.acks.log_version() {
-            Some(own) if self.at > own => self.rec.remaining.saturating_sub(self.at - own),
-            Some(_) | None => self.rec.remaining,
-        }
+        self.rec.remaining_at(self.at)
     }
     /// The phase.
     pub fn phase(self) -> PendingPhase {
@@ -693,7 +699,7 @@ impl PendingMap {
                         }
                         if let Some(next) = rec.acks.ack_at(from, slot, handle) {
                             *v = next;
-                            return Ok(rec.remaining.saturating_sub(next - own));
+                            return Ok(rec.remaining_at(next));
                         }
                     }
                     self.at_mut(i).ok_or(None)?
