@@ -65,7 +65,7 @@ use thiserror::Error;
 
 use crate::coordinator::{
     AckSlot, Cold, Completed, ConfigError, CoordinatorConfig, CoordinatorSettings,
-    CoordinatorState, FailureCounter, FinishPhase, Pending, PendingMap, PendingPhase,
+    CoordinatorState, FailureCounter, FinishPhase, Parts, Pending, PendingMap, PendingPhase,
     PendingRecord, Request, RequestId, Shared, StopPhase, TaskStatus, Timer, TriggerKind,
 };
 use crate::invariants::{self, Violation};
@@ -404,24 +404,22 @@ impl From<CompletedSnapshot> for Completed {
 
 impl From<Pending<'_>> for PendingSnapshot {
     fn from(p: Pending<'_>) -> Self {
-        // Settled into a record of its own (the state's version of its
-        // ack table), destructured so that a new field cannot silently
-        // drop out.
-        let PendingRecord {
+        // Every field as the state reads it (`Parts` lists them once).
+        let Parts {
             id,
             request,
             kind,
             timestamp,
             attempts,
-            acks,
             // Derived from the slots on the way back.
             remaining: _,
             phase,
-        } = p.to_record();
+            acks,
+        } = p.parts();
         PendingSnapshot {
             id,
             request,
-            kind,
+            kind: kind.clone(),
             timestamp,
             attempts: attempts.iter().collect(),
             acks: acks.iter().collect(),

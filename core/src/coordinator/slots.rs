@@ -533,7 +533,8 @@ impl AckTable {
 
 /// An [`AckTable`] read at one version of its log: its own
 /// ([`AckTable::view`]) or another ([`AckTable::at`]). Every read of a
-/// table goes through here.
+/// table goes through here. Equal when the slots are
+/// ([`At::same_slots`]).
 #[derive(Clone, Copy)]
 pub(crate) struct At<'a> {
     table: &'a AckTable,
@@ -754,6 +755,12 @@ impl Hash for AckTable {
     /// representation and version do not enter).
     fn hash<H: Hasher>(&self, h: &mut H) {
         self.view().hash_slots(h);
+    }
+}
+
+impl PartialEq for At<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_slots(*other)
     }
 }
 
