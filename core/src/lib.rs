@@ -347,17 +347,18 @@
 //! commit after a newer checkpoint ([`commit`]); "latest" is always the
 //! highest id.
 //!
-//! The coordinator never subsumes a savepoint, but a task cannot tell a
-//! savepoint from a checkpoint (its events carry no options): a task whose
-//! async part of a savepoint finishes after a newer checkpoint completed
-//! discards that state as subsumed and sends no ack
-//! ([`task`]'s phase 4), so the savepoint expires (`Expired`, not counted
-//! as a failure). A savepoint running beside a newer checkpoint (a forced
-//! one, or `max_concurrent` above 1) therefore completes only if every
-//! task acknowledged it before that checkpoint completed. To keep a
-//! savepoint from that race, trigger nothing else while it runs
-//! (`max_concurrent` 1 refuses periodic triggers meanwhile; do not force a
-//! checkpoint).
+//! The coordinator never subsumes a savepoint, and a task cannot tell a
+//! savepoint from a checkpoint (its events carry no options), so a task
+//! acknowledges every async part it finishes, even one that finishes after
+//! a newer checkpoint completed ([`task`]'s phase 4): the coordinator
+//! counts the ack towards a savepoint still pending, and discards the state
+//! of a checkpoint it already subsumed (unless a live checkpoint holds the
+//! handle). A savepoint may therefore run beside newer checkpoints (a forced
+//! one, or `max_concurrent` above 1) and still complete. The world checks
+//! that no task deletes its part of a checkpoint the coordinator still
+//! waits for (`invariants::coordinator::check_task_discard`);
+//! `LegacyBug::SubsumedPartDiscarded` drops such a part as subsumed, and
+//! the savepoint waits until it expires.
 //!
 //! ## Finished tasks (FLIP-147)
 //!

@@ -205,6 +205,17 @@ pub fn needs(bug: LegacyBug, cfg: &ModelConfig) -> Result<(), String> {
                 missing.push("--network reorder-dup-drop --faults 1 (a duplicated ack discards its handle twice)");
             }
         }
+        LegacyBug::SubsumedPartDiscarded => {
+            if cfg.savepoints == 0 {
+                missing.push("--savepoints 1");
+            }
+            if cfg.checkpoints == 0 {
+                missing.push("--checkpoints 1 (a newer checkpoint to complete first)");
+            }
+            if cfg.max_concurrent < 2 {
+                missing.push("--max-concurrent 2 (a checkpoint beside the savepoint)");
+            }
+        }
         LegacyBug::NoOpWhileChannelsRecover => {
             if cfg.task_failures == 0 || cfg.recovering_tasks == 0 {
                 missing.push("--task-failures 1 --recovering-tasks 1 (a task restarts with channel state to replay)");
@@ -578,6 +589,16 @@ pub fn entry(bug: LegacyBug) -> Entry {
                 task_failures: 1,
                 recovering_tasks: 1,
                 shutdown: false,
+                ..base()
+            },
+        ),
+        LegacyBug::SubsumedPartDiscarded => (
+            "a newer checkpoint completes before a task's part of a savepoint; the task discards the part as subsumed and the savepoint waits for an ack that never comes",
+            props::OTHER,
+            ModelConfig {
+                tasks: 1,
+                max_concurrent: 2,
+                savepoints: 1,
                 ..base()
             },
         ),

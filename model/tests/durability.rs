@@ -273,7 +273,7 @@ fn shared_files_are_deleted_once_after_their_last_reference() {
         &across_checkpoints,
         &[props::S_SHARED_FILE_DELETED, props::S_TWO_COMPLETE],
     );
-    assert_eq!(n, 2_270);
+    assert_eq!(n, 2_267);
     let across_tasks = ModelConfig {
         tasks: 3,
         shared_files: true,

@@ -7,6 +7,8 @@
 //! * [`HandleLedger`]: every state handle delivered to the coordinator is
 //!   retained or discarded, never lost, never discarded while retained, and
 //!   discarded at most once per delivery.
+//! * [`check_task_discard`]: a task never deletes its part of a checkpoint
+//!   the coordinator still waits for.
 
 use std::collections::BTreeSet;
 
@@ -16,7 +18,7 @@ use crate::coordinator::{
     PendingPhase, Report, Step, Timer,
 };
 use crate::route::TaskMessage;
-use crate::types::{CheckpointId, StateHandle};
+use crate::types::{AttemptNo, CheckpointId, StateHandle, TaskId};
 
 /// Invariant names, for matching in tests.
 pub mod names {
@@ -105,11 +107,16 @@ pub mod names {
     /// completed checkpoint holds a state for every task of its plan that
     /// was running.
     pub const PLAN_WAITS_FOR_ALL: &str = "plan-waits-for-every-task";
+    /// A task never deletes the state it wrote for a checkpoint while the
+    /// coordinator still waits for that task attempt's ack of it: the
+    /// checkpoint (a savepoint, which nothing subsumes) would wait for an
+    /// ack that never comes, and expire ([`check_task_discard`](super::check_task_discard)).
+    pub const AWAITED_STATE_KEPT: &str = "awaited-state-kept";
     pub use super::super::finish::names::{FINISH_AFTER_FINAL, FINISH_NOT_A_FAILURE};
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 31] = [
+    pub const ALL: [&str; 32] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -141,7 +148,36 @@ pub mod names {
         PLAN_WAITS_FOR_ALL,
         FINISH_NOT_A_FAILURE,
         FINISH_AFTER_FINAL,
+        AWAITED_STATE_KEPT,
     ];
+}
+
+/// [`names::AWAITED_STATE_KEPT`] for a task's delete of the state it wrote
+/// for `checkpoint` (a [`crate::task::TaskEffect::Discard`] of the state its
+/// async part finished with), checked against the coordinator it reports
+/// to: a violation while `coordinator` has `checkpoint` pending and still
+/// waits for the ack of `task`'s `attempt`. A host that keeps both
+/// machines (the model's world) calls it where it routes the discard.
+///
+/// # Errors
+///
+/// The violation, naming the task, the attempt and the checkpoint.
+pub fn check_task_discard(
+    coordinator: &CoordinatorState,
+    task: TaskId,
+    attempt: AttemptNo,
+    checkpoint: CheckpointId,
+) -> Result<(), Violation> {
+    let awaited = coordinator.pending_checkpoint(checkpoint).is_some_and(|p| {
+        coordinator.config().wait_slot(task).is_some_and(|slot| {
+            p.expects(slot, attempt) && p.table().get(slot) == Some(AckSlot::Waiting)
+        })
+    });
+    ensure(!awaited, names::AWAITED_STATE_KEPT, || {
+        format!(
+            "task {} (attempt {}) deleted its state of checkpoint {}, whose coordinator still waits for its ack", task.0, attempt.0, checkpoint.0
+        )
+    })
 }
 
 /// Checks every single-state invariant.

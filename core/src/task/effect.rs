@@ -25,7 +25,12 @@ pub enum TaskEffect {
     /// Send to the coordinator (RPC), enveloped with
     /// [`ToCoordinator::event`](crate::route::ToCoordinator::event).
     Coordinator(ToCoordinator),
-    /// Delete state nobody owns.
+    /// Delete state nobody owns. The fixed semantics never emits it (a
+    /// finished async part is always acknowledged, and the coordinator
+    /// discards what it no longer needs); only
+    /// [`LegacyBug::SubsumedPartDiscarded`](crate::LegacyBug::SubsumedPartDiscarded)
+    /// does, for a part it takes as subsumed. A host that embeds a build
+    /// with that knob carries it out like a coordinator's discard.
     Discard(StateHandle),
     /// Call the operators' hooks.
     Operators(OperatorNotice),

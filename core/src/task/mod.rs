@@ -22,12 +22,12 @@
 //!    a cancel marker goes downstream and the checkpoint is declined;
 //!    otherwise the barrier goes downstream and the async part takes
 //!    (`getAndRemove`) the result.
-//! 4. **finish** — the async part completes (ack with the state handle, or
-//!    discard it when a newer checkpoint already completed: the task takes
-//!    it as subsumed, and cannot tell a savepoint, which the coordinator
-//!    never subsumes and which then expires; see the crate docs,
-//!    "Savepoints are the user's") or fails (decline); a notify-aborted
-//!    cancels it.
+//! 4. **finish** — the async part completes (ack with the state handle,
+//!    also when a newer checkpoint already completed: the task cannot tell
+//!    a savepoint, which the coordinator never subsumes and still waits
+//!    for, from a subsumed checkpoint, whose late ack the coordinator
+//!    discards; see the crate docs, "Savepoints are the user's") or fails
+//!    (decline); a notify-aborted cancels it.
 //!
 //! A write result is created only by start and removed only on the task
 //! thread (by the async part taking it, an abort with cleanup, or close);

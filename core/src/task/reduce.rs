@@ -558,10 +558,14 @@ impl TaskState {
     }
 
     /// The async part of `checkpoint` finished with `handle`: acknowledged,
-    /// or, when a newer checkpoint already completed (this one is
-    /// subsumed), discarded if the task `owns` it (it wrote it for this
-    /// checkpoint) and left alone if it is an earlier checkpoint's state
-    /// reported again.
+    /// always. The coordinator decides what a late ack's state is worth:
+    /// it counts towards a checkpoint still pending (a savepoint is never
+    /// subsumed, so it may still wait for this ack after a newer checkpoint
+    /// completed) and discards what no live checkpoint holds otherwise.
+    /// `owns` (the task wrote the state for this checkpoint, rather than
+    /// reporting an earlier checkpoint's state again) matters only to the
+    /// legacy knob [`LegacyBug::SubsumedPartDiscarded`], which discards an
+    /// owned part as subsumed once a newer checkpoint completed.
     fn on_async_done(
         &mut self,
         checkpoint: CheckpointId,
@@ -572,8 +576,10 @@ impl TaskState {
         if self.async_parts.remove(&checkpoint).is_none() {
             return Outcome::Ignored(IgnoreReason::NoSuchAsyncPart);
         }
-        if self.last_completed.is_some_and(|c| c > checkpoint) {
-            // A newer checkpoint already completed: this one is subsumed.
+        let subsumed = self.last_completed.is_some_and(|c| c > checkpoint);
+        if subsumed && self.legacy(LegacyBug::SubsumedPartDiscarded) {
+            // The task cannot tell a savepoint, which the coordinator never
+            // subsumes and which then waits for this ack until it expires.
             if owns {
                 fx.push(TaskEffect::Discard(handle));
             }

@@ -333,6 +333,7 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         | c::TRIGGER_ONLY_PENDING
         | c::ATTEMPTS_FORWARD
         | c::GENERATION_FORWARD
+        | c::AWAITED_STATE_KEPT
         | t::ANSWER_AFTER_EXECUTED
         | t::ABORTED_BOUND
         | t::ABORTED_UNEXECUTED

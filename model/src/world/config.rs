@@ -217,6 +217,7 @@ pub fn legacy_name(bug: LegacyBug) -> &'static str {
         LegacyBug::FinishFailsCheckpoint => "legacy-finish-fails-checkpoint",
         LegacyBug::LogicalFileReleasedTwice => "legacy-double-release",
         LegacyBug::NoOpWhileChannelsRecover => "legacy-no-op-while-channels-recover",
+        LegacyBug::SubsumedPartDiscarded => "legacy-subsumed-part-discarded",
     }
 }
 

@@ -1186,3 +1186,43 @@ fn an_id_at_the_maximum_is_taken_and_leaves_no_id_above_it() {
         }),
     );
 }
+
+#[test]
+fn a_savepoint_overtaken_by_a_newer_checkpoint_still_takes_its_late_acks() {
+    // Savepoint 1 and checkpoint 2 run side by side; 2 completes first.
+    // The savepoint is never subsumed: it still waits for both tasks, so a
+    // task that deleted its part of 1 now (as a task that took it for
+    // subsumed would) is caught, and the late acks the tasks send instead
+    // complete it.
+    use crate::invariants::coordinator::check_task_discard;
+    let mut h = H::with(CoordinatorSettings {
+        max_concurrent: 2,
+        ..settings()
+    });
+    h.pending(0, savepoint(), 1);
+    h.user_cp(0, 2);
+    h.complete(1, 2);
+    let awaited = |h: &H, task: u32, id: u64| {
+        check_task_discard(&h.s, t(task), AttemptNo(0), cp(id)).map_err(|v| v.invariant)
+    };
+    assert_eq!(awaited(&h, 0, 1), Err(names::AWAITED_STATE_KEPT));
+    // Another attempt's part, or a checkpoint no longer pending: nobody
+    // waits for it.
+    assert_eq!(check_task_discard(&h.s, t(0), AttemptNo(1), cp(1)), Ok(()));
+    assert_eq!(awaited(&h, 0, 2), Ok(()));
+    assert_eq!(
+        h.step(2, ack(0, 1, 100)).outcome,
+        applied(Applied::Acknowledged {
+            checkpoint: cp(1),
+            remaining: 1
+        })
+    );
+    assert_eq!(awaited(&h, 0, 1), Ok(()));
+    assert_eq!(awaited(&h, 1, 1), Err(names::AWAITED_STATE_KEPT));
+    h.step(2, ack(1, 1, 101));
+    h.step(2, fin(1, true));
+    assert_eq!(
+        h.step(2, store(1, true)).outcome,
+        applied(Applied::Completed { checkpoint: cp(1) })
+    );
+}

@@ -356,6 +356,12 @@ impl Sim {
                 | TaskEffect::Operators(_)
                 | TaskEffect::Fail(_) => {}
                 TaskEffect::Discard(handle) => {
+                    // The state its async part finished with: never while
+                    // the coordinator still waits for the ack.
+                    if let TEv::AsyncPartCompleted { checkpoint, .. } = &ev {
+                        let awaited = check_task_discard(&s.coord, t, attempt, *checkpoint);
+                        note(&mut found, awaited);
+                    }
                     note(&mut found, self.delete_state(s, *handle, Deleter::Task));
                 }
                 TaskEffect::Mail(checkpoint) => {
