@@ -244,7 +244,9 @@
 //!    savepoint, which a later start recovers from the store. So does
 //!    `JobCommand::Finish` (that I/O was the final checkpoint's, every task
 //!    had finished): end the job as finished; the `Restore` after it names
-//!    the final checkpoint.
+//!    the final checkpoint. The world checks the finish's rule where it
+//!    restarts tasks (`invariants::coordinator::check_restart`, the
+//!    invariant `no-restart-after-finish`).
 //! 5. Start a fresh [`task::TaskState::new`] per task under the next
 //!    attempt number, its operators restored from those handles, and send
 //!    `TaskRunning { task, attempt }` for each; triggering resumes on the
@@ -347,18 +349,34 @@
 //! commit after a newer checkpoint ([`commit`]); "latest" is always the
 //! highest id.
 //!
-//! The coordinator never subsumes a savepoint, and a task cannot tell a
-//! savepoint from a checkpoint (its events carry no options), so a task
-//! acknowledges every async part it finishes, even one that finishes after
-//! a newer checkpoint completed ([`task`]'s phase 4): the coordinator
-//! counts the ack towards a savepoint still pending, and discards the state
-//! of a checkpoint it already subsumed (unless a live checkpoint holds the
-//! handle). A savepoint may therefore run beside newer checkpoints (a forced
-//! one, or `max_concurrent` above 1) and still complete. The world checks
-//! that no task deletes its part of a checkpoint the coordinator still
-//! waits for (`invariants::coordinator::check_task_discard`);
-//! `LegacyBug::SubsumedPartDiscarded` drops such a part as subsumed, and
-//! the savepoint waits until it expires.
+//! The coordinator never subsumes a savepoint, but a task cannot tell a
+//! savepoint from a checkpoint (its events carry no options), and two
+//! races follow when a savepoint runs beside a newer checkpoint (a forced
+//! one, or `max_concurrent` above 1):
+//!
+//! * **A part finished after the newer checkpoint completed** is still
+//!   acknowledged ([`task`]'s phase 4): the coordinator counts the ack
+//!   towards the savepoint, still pending, and discards the state of a
+//!   checkpoint it already subsumed (unless a live checkpoint holds the
+//!   handle). The world checks that no task deletes its part of a
+//!   checkpoint the coordinator still waits for
+//!   (`invariants::coordinator::check_task_discard`);
+//!   `LegacyBug::SubsumedPartDiscarded` drops such a part as subsumed, and
+//!   the savepoint waits until it expires.
+//! * **A task that starts the newer checkpoint before it executed the
+//!   savepoint** (the newer barrier arrives before the savepoint's
+//!   checkpoint mail runs) fails the savepoint's write result as subsumed,
+//!   as it does for any older unexecuted checkpoint (every checkpoint here
+//!   is unaligned), and declines it (`DeclineReason::Subsumed`): the
+//!   savepoint is aborted (`Report::Aborted` with `Declined(Subsumed)`,
+//!   not counted as a failure) and the user may trigger it again. Sources
+//!   execute on their trigger and never lose a savepoint this way;
+//!   downstream tasks can.
+//!
+//! So a savepoint beside newer checkpoints completes or is declined, never
+//! hangs and never loses state. To be sure it completes, trigger nothing
+//! else while it runs (`max_concurrent` 1 refuses periodic triggers
+//! meanwhile; do not force a checkpoint).
 //!
 //! ## Finished tasks (FLIP-147)
 //!

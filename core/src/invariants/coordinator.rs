@@ -9,9 +9,11 @@
 //!   discarded at most once per delivery.
 //! * [`check_task_discard`]: a task never deletes its part of a checkpoint
 //!   the coordinator still waits for.
+//! * [`check_restart`]: a job told it finished is not restarted.
 
 use std::collections::BTreeSet;
 
+pub use super::finish::check_restart;
 use super::{ensure, Violation};
 use crate::coordinator::{
     AckSlot, CoordinatorEffect, CoordinatorEvent, CoordinatorState, Ignored, JobCommand, Outcome,
@@ -112,11 +114,13 @@ pub mod names {
     /// checkpoint (a savepoint, which nothing subsumes) would wait for an
     /// ack that never comes, and expire ([`check_task_discard`](super::check_task_discard)).
     pub const AWAITED_STATE_KEPT: &str = "awaited-state-kept";
-    pub use super::super::finish::names::{FINISH_AFTER_FINAL, FINISH_NOT_A_FAILURE};
+    pub use super::super::finish::names::{
+        FINISH_AFTER_FINAL, FINISH_NOT_A_FAILURE, NO_RESTART_AFTER_FINISH,
+    };
 
     /// Every name above (the model maps each to a property; a test checks
     /// that none is left unmapped).
-    pub const ALL: [&str; 32] = [
+    pub const ALL: [&str; 33] = [
         PENDING_BOUNDED,
         ONE_QUEUED,
         QUEUE_BOUNDED,
@@ -149,6 +153,7 @@ pub mod names {
         FINISH_NOT_A_FAILURE,
         FINISH_AFTER_FINAL,
         AWAITED_STATE_KEPT,
+        NO_RESTART_AFTER_FINISH,
     ];
 }
 

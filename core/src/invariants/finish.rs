@@ -18,6 +18,31 @@ pub mod names {
     /// after finished tasks on, in the step its final checkpoint (planned
     /// with every task finished) completed; off, with no final checkpoint.
     pub const FINISH_AFTER_FINAL: &str = "job-finishes-on-its-final-checkpoint";
+    /// A job told it finished is not restarted: when `JobCommand::Finish`
+    /// and a `JobCommand::Restore` come in one step (a failover's restore
+    /// that waited for the final checkpoint), the finish wins and the host
+    /// does not act on the restore ([`check_restart`](super::check_restart)).
+    pub const NO_RESTART_AFTER_FINISH: &str = "no-restart-after-finish";
+}
+
+/// [`names::NO_RESTART_AFTER_FINISH`], for a host about to restart the
+/// job's tasks on a [`JobCommand::Restore`]: a violation once `coordinator`
+/// told the job it finished. A host that keeps the coordinator's state
+/// (the model's world) calls it where it restarts the tasks.
+///
+/// # Errors
+///
+/// The violation, naming the final checkpoint the job ended on.
+pub fn check_restart(coordinator: &CoordinatorState) -> Result<(), Violation> {
+    match coordinator.finish_phase() {
+        Some(FinishPhase::Finished { final_checkpoint }) => Err(Violation {
+            invariant: names::NO_RESTART_AFTER_FINISH,
+            detail: format!(
+                "the job's tasks restart after the job finished (final checkpoint {final_checkpoint:?})"
+            ),
+        }),
+        Some(FinishPhase::Final { .. }) | None => Ok(()),
+    }
 }
 
 /// What must hold of every state: a final checkpoint in its phase is

@@ -315,7 +315,9 @@ pub fn classify(invariant: &str) -> Option<&'static str> {
         d::IDS_NEVER_REPEAT => props::IDS,
         d::NOTIFY_AFTER_COMMIT | c::COMPLETE_AFTER_STORE => props::NOTIFY,
         c::STOP_IS_LAST => props::STOP,
-        c::FINISH_NOT_A_FAILURE | c::FINISH_AFTER_FINAL => props::FINISH,
+        c::FINISH_NOT_A_FAILURE | c::FINISH_AFTER_FINAL | c::NO_RESTART_AFTER_FINISH => {
+            props::FINISH
+        }
         f::FILE_DELETED_ONCE | f::REFS_MATCH_SEGMENTS => props::FILES,
         t::ABORTED_NOT_EXECUTED => props::ABORT_HONOURED,
         t::RECOVERED_INPUT_CAPTURED => props::RECOVERY,

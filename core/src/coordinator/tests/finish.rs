@@ -341,7 +341,16 @@ fn a_restore_deferred_behind_the_final_checkpoint_comes_with_the_finish_after_it
         deferred.outcome,
         applied(Applied::RestoreDeferred { awaiting: cp(1) })
     );
+    // Restarting the tasks is still the recipe here; after the finish it
+    // is a violation (`no-restart-after-finish`), which a host that acted
+    // on the `Restore` below would commit.
+    let restart = |h: &H| crate::invariants::coordinator::check_restart(&h.s);
+    assert_eq!(restart(&h), Ok(()));
     let step = h.step(2, store(1, true));
+    assert_eq!(
+        restart(&h).map_err(|v| v.invariant),
+        Err(names::NO_RESTART_AFTER_FINISH)
+    );
     let jobs: Vec<&JobCommand> = step
         .effects
         .iter()

@@ -219,6 +219,11 @@ impl Sim {
     /// came: a fresh task state per task under its next attempt, then
     /// `TaskRunning` for each.
     pub(super) fn start_tasks(&self, n: &mut World, mut log: Option<&mut Vec<Delivery>>) {
+        // Never for a job that finished (the finish wins over the restore
+        // of its step, as `coord_event` routes them).
+        if let Err(v) = check_restart(&n.coord) {
+            n.violation.get_or_insert_with(|| Box::new(v));
+        }
         n.awaiting_restore = false;
         for side in &mut n.tasks {
             let fresh = self.restarted_task(AttemptNo(side.attempt.0.saturating_add(1)));

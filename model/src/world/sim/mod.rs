@@ -17,7 +17,7 @@ use ckpt_core::coordinator::{
 };
 use ckpt_core::coordinator::{CoordinatorEffect, IoAnswer, JobCommand, Report};
 use ckpt_core::invariants::checked::{self, Rigor};
-use ckpt_core::invariants::coordinator::{check_task_discard, HandleLedger};
+use ckpt_core::invariants::coordinator::{check_restart, check_task_discard, HandleLedger};
 use ckpt_core::invariants::durability::{Deleter, DurableLedger, Stored};
 use ckpt_core::invariants::task::{check_quiescent, names as task_names, TaskMonitor};
 use ckpt_core::invariants::Violation;
