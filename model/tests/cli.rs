@@ -447,6 +447,33 @@ fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
 }
 
 #[test]
+fn a_reader_that_closes_stdout_ends_a_search_at_once_with_141() {
+    // A search prints nothing on stdout until its report: without a watch
+    // on stdout it would search on for minutes after its reader left.
+    let mut child = bin()
+        .args(long_check(&["--quiet"]))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_millis(1_000));
+    drop(child.stdout.take());
+    let closed = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap_or_else(|e| panic!("{e}")) {
+            break s;
+        }
+        if closed.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still searching 20 s after its reader closed stdout");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(141));
+}
+
+#[test]
 fn sigterm_is_an_interrupt_with_the_partial_report() {
     // What Kubernetes sends to stop a pod; stdout is a file, as in a job.
     let d = scratch("sigterm");

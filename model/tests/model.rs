@@ -378,7 +378,7 @@ fn representative_is_canonical_with_restarted_attempts() {
 
 #[test]
 fn a_state_limit_stops_the_search_without_faking_a_failure() {
-    // The default configuration has 773,666 unique states; stop far short.
+    // The default configuration has 773,552 unique states; stop far short.
     let cfg = ModelConfig::default();
     let r = run_check(
         &cfg,

@@ -100,6 +100,7 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             let codec = Arc::new(twophase::codec());
             let status = report(
                 &opts,
+                &format!("--two-phase {n}"),
                 process,
                 None,
                 search(Arc::new(model.clone()), key, Some(codec), &opts),
@@ -139,8 +140,19 @@ pub fn run(args: &DistArgs) -> ExitStatus {
             // without it is no verdict, never "holds" (as in `check`).
             let knob = (Question::of(cfg.semantics) == Question::BugIsFound)
                 .then(|| semantics_name(cfg.semantics));
+            let shown = format!(
+                "{}{}{}",
+                ckpt_model::render::flags::flags(&cfg),
+                if symmetry { "" } else { " --no-symmetry" },
+                if args.no_reduction {
+                    " --no-reduction"
+                } else {
+                    ""
+                }
+            );
             report(
                 &opts,
+                &shown,
                 process,
                 knob,
                 search(model, key, Some(codec), &opts),
@@ -202,9 +214,11 @@ fn start_children(p: u16, port: u16) -> Result<Vec<Child>, String> {
 }
 
 /// Prints the run's report (process 0) and decides the exit status;
-/// `knob` is the legacy semantics searched for its bug, if one is.
+/// `knob` is the legacy semantics searched for its bug, if one is;
+/// `flags` the configuration as the flags that select it (the banner).
 fn report(
     opts: &DistOptions,
+    flags: &str,
     process: u16,
     knob: Option<&str>,
     r: Result<DistReport, String>,
@@ -225,8 +239,7 @@ fn report(
     let secs = r.elapsed.as_secs_f64();
     let workers = r.shares.len();
     outln!(
-        "dist: {} | {workers} workers ({})",
-        opts.config,
+        "ckpt-model dist {flags} | {workers} workers ({})",
         opts.cluster_kind()
     );
     match &r.violation {

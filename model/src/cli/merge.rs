@@ -119,6 +119,20 @@ pub fn run(args: &MergeArgs) -> ExitStatus {
         .min_by_key(|(c, s)| (c.action_count, s.index));
     let note = if !missing.is_empty() {
         format!("shards {missing:?} of {count} are missing")
+    } else if cut
+        && reports.iter().all(|(_, v, _)| {
+            matches!(
+                v.completion,
+                Completion::Complete | Completion::StoppedAtViolation
+            )
+        })
+    {
+        // Shards stopped at their violation (all a legacy semantics
+        // asks): that is the verdict, not a doubt about it.
+        Completion::StoppedAtViolation
+            .cut_reason()
+            .unwrap_or_default()
+            .into()
     } else if cut {
         "a shard's search was cut short".into()
     } else if verdict == Verdict::Inconclusive {

@@ -43,6 +43,7 @@ use output::stdout_failed;
 
 /// Runs the command `cli` names; `started` is when the process started.
 pub fn run(cli: Cli, started: Instant) -> ExitStatus {
+    watch_stdout();
     match cli.cmd {
         Cmd::Check(a) => check::run(&a, started),
         Cmd::Explore(a) => explore::run(&a),
@@ -66,6 +67,46 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
         stdout_failed(&e);
     }
 }
+
+/// Ends the process with [`ExitStatus::OutputFailed`] as soon as stdout's
+/// reader is gone (the read end of its pipe closed: a pager quit, a
+/// consumer that died), not at the next write, which for a search that
+/// prints nothing on stdout until its report is the end of the search
+/// (minutes and gigabytes later). A thread waits in
+/// `poll(2)` for the error condition a pipe's write end reports then; a
+/// terminal, a file or `/dev/null` never reports it, and stdout that
+/// cannot be polled is not watched (its next write still fails as before).
+#[cfg(unix)]
+fn watch_stdout() {
+    use rustix::event::{poll, PollFd, PollFlags};
+    let watch = || {
+        let stdout = std::io::stdout();
+        loop {
+            let mut fds = [PollFd::new(&stdout, PollFlags::empty())];
+            match poll(&mut fds, None) {
+                Ok(_) => {
+                    let got = fds[0].revents();
+                    if got.intersects(PollFlags::ERR | PollFlags::HUP) {
+                        std::process::exit(i32::from(ExitStatus::OutputFailed.code()));
+                    }
+                    if got.contains(PollFlags::NVAL) {
+                        return;
+                    }
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return,
+            }
+        }
+    };
+    // A run without the watch is still correct: only later to notice.
+    let _ = std::thread::Builder::new()
+        .name("stdout-watch".into())
+        .spawn(watch);
+}
+
+/// Elsewhere the next write notices, as before.
+#[cfg(not(unix))]
+fn watch_stdout() {}
 
 /// Prints the JSON Schema of one `--json` output.
 fn schema(output: &str) -> ExitStatus {
