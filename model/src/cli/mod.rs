@@ -43,7 +43,11 @@ use output::stdout_failed;
 
 /// Runs the command `cli` names; `started` is when the process started.
 pub fn run(cli: Cli, started: Instant) -> ExitStatus {
-    watch_stdout();
+    // Not `explore`: a server whose first lines were read (its address,
+    // through `| head -1`) goes on serving; its 141 is not promised.
+    if !matches!(cli.cmd, Cmd::Explore(_)) {
+        watch_stdout();
+    }
     match cli.cmd {
         Cmd::Check(a) => check::run(&a, started),
         Cmd::Explore(a) => explore::run(&a),
