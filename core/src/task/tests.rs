@@ -459,6 +459,27 @@ fn notify_complete_is_monotonic() {
     );
 }
 
+/// Checkpoint 1's async part finishing with handle 9 after the task was
+/// told checkpoint 2 completed: the part's own state (`owns`) or an
+/// earlier checkpoint's reported again.
+fn part_after_a_newer_completion(
+    semantics: Semantics,
+    owns: bool,
+) -> (Harness, (Vec<TaskEffect>, Outcome)) {
+    let mut h = Harness::new(semantics);
+    h.step(barrier(1));
+    h.step(mail(1));
+    h.step(TaskEvent::NotifyComplete { checkpoint: cp(2) });
+    let (checkpoint, handle) = (cp(1), StateHandle(9));
+    let ev = if owns {
+        TaskEvent::AsyncPartCompleted { checkpoint, handle }
+    } else {
+        TaskEvent::AsyncPartReused { checkpoint, handle }
+    };
+    let step = h.step(ev);
+    (h, step)
+}
+
 #[test]
 fn async_part_of_a_checkpoint_older_than_a_completed_one_is_still_acknowledged() {
     // The task cannot tell a savepoint (never subsumed: the coordinator
@@ -466,21 +487,12 @@ fn async_part_of_a_checkpoint_older_than_a_completed_one_is_still_acknowledged()
     // discards the late ack's state): it reports the part either way, its
     // own state and an earlier checkpoint's reported again alike.
     for owns in [true, false] {
-        let (checkpoint, handle) = (cp(1), StateHandle(9));
-        let mut h = Harness::new(Semantics::Fixed);
-        h.step(barrier(1));
-        h.step(mail(1));
-        h.step(TaskEvent::NotifyComplete { checkpoint: cp(2) });
-        let ev = if owns {
-            TaskEvent::AsyncPartCompleted { checkpoint, handle }
-        } else {
-            TaskEvent::AsyncPartReused { checkpoint, handle }
-        };
+        let (h, step) = part_after_a_newer_completion(Semantics::Fixed, owns);
         assert_eq!(
-            h.step(ev),
+            step,
             applied(vec![E::Coordinator(ToCoordinator::Ack {
-                checkpoint,
-                handle
+                checkpoint: cp(1),
+                handle: StateHandle(9)
             })])
         );
         h.quiescent_without_leak();
@@ -494,18 +506,10 @@ fn legacy_subsumed_part_is_discarded_without_an_ack() {
     // ack: a savepoint waited for it until it expired. The task alone
     // cannot see that (`check_task_discard` needs the coordinator; the
     // world checks it there).
+    let legacy = Semantics::Legacy(LegacyBug::SubsumedPartDiscarded);
     for (owns, expected) in [(true, vec![E::Discard(StateHandle(9))]), (false, vec![])] {
-        let mut h = Harness::new(Semantics::Legacy(LegacyBug::SubsumedPartDiscarded));
-        h.step(barrier(1));
-        h.step(mail(1));
-        h.step(TaskEvent::NotifyComplete { checkpoint: cp(2) });
-        let (checkpoint, handle) = (cp(1), StateHandle(9));
-        let ev = if owns {
-            TaskEvent::AsyncPartCompleted { checkpoint, handle }
-        } else {
-            TaskEvent::AsyncPartReused { checkpoint, handle }
-        };
-        assert_eq!(h.step(ev), applied(expected));
+        let (_, step) = part_after_a_newer_completion(legacy, owns);
+        assert_eq!(step, applied(expected));
     }
 }
 
