@@ -9,12 +9,13 @@
 //!   in 8 bytes each (the handle) plus two bit masks (acknowledged;
 //!   acknowledged with a handle): 528 bytes. The model checker's jobs (a few
 //!   tasks) live here: a kept state costs that one copy.
-//! * **More slots: a stamped log shared by every version.** One allocation
-//!   per table holds, per slot, a 4-byte stamp (0: never written; otherwise
-//!   the version that acknowledged it, and whether it came with a handle)
-//!   beside the 8-byte handle (16 bytes with padding: one cache line per
-//!   ack); each table value is a pointer to it plus its
-//!   own version. A slot reads as acknowledged when its stamp is at most the
+//! * **More slots: a stamped log shared by every version.** Per slot, a
+//!   4-byte stamp (0: never written; otherwise the version that
+//!   acknowledged it, and whether it came with a handle) and a bit (written
+//!   by some version); per version, the 8-byte handle it wrote, in a
+//!   journal each ack appends to (about 12 bytes a slot, 1.2 MB at 100 000
+//!   slots; see `Log` for why three arrays). Each table value is a pointer
+//!   to it plus its own version. A slot reads as acknowledged when its stamp is at most the
 //!   reader's version, so an old version still reads every slot it read
 //!   before. The newest version of a log (its *tip*, recorded in the log)
 //!   acknowledges a slot by writing its stamp and handle in place and
@@ -52,8 +53,8 @@
 //! * `get` is one or two loads.
 //! * [`AckTable::slot_mut`] finds the slot without writing; its `set`
 //!   writes as above.
-//! * [`AckTable::filled`] with `Waiting` is one zeroed allocation (16 bytes
-//!   per slot, 1.6 MB at 100 000 tasks).
+//! * [`AckTable::filled`] with `Waiting` writes every slot once, so the
+//!   pages are mapped at the trigger rather than during the acks.
 //! * `iter` visits the slots in order: O(len), sequential memory.
 //! * `Eq` and `Hash` are by content (the slot sequence); two tables at the
 //!   same version of the same log compare equal without reading it.
@@ -77,7 +78,7 @@
 //! the checkpoint, three branches, the leaf: half the instructions were
 //! `malloc`) and eight at 100 000; its in-place ack walked four to six
 //! levels, and 100 000 tasks took 742 k first-level data-cache misses for
-//! 100 000 acks where the log's cells take 353 k. With the log the kept
+//! 100 000 acks where the log's 16-byte cells took 353 k. With the log the kept
 //! ack's table costs nothing: what is left is the copy of the pending
 //! map (`state.rs`: one checkpoint is held inline and cloned with the
 //! state; more are one slice, shared, each read at this state's version)
@@ -196,87 +197,161 @@ const HELD: u32 = 1 << 31;
 /// A stamp's version bits.
 const VERSION: u32 = HELD - 1;
 
-/// One slot of a [`Log`]: its stamp and handle side by side, so that an
-/// ack touches one cache line of the table, not two (16 bytes a slot).
-struct Cell {
-    stamp: AtomicU32,
-    handle: AtomicU64,
-}
-
-/// The slots of every version of a large table (see the module docs).
-/// A cell's stamp is 0 while no version wrote the slot; otherwise its low
-/// 31 bits are the version that wrote it (at least 1) and [`HELD`] says
-/// whether the cell's handle is the slot's (0 when not).
+/// The slots of every version of a large table (see the module docs),
+/// in three arrays, so that an ack writes one 4-byte stamp at its slot
+/// and appends its handle, rather than writing 16 bytes at its slot:
+///
+/// * `stamps`, 4 bytes a slot: 0 while no version wrote the slot;
+///   otherwise its low 31 bits are the version that wrote it (at least 1)
+///   and [`HELD`] says whether the slot holds a handle;
+/// * `journal`, 8 bytes a version: the handle of the slot version `v`
+///   stamped is `journal[v]` (read only when the stamp says [`HELD`]).
+///   The tip makes the next version, so an ack appends: its write lands
+///   beside the previous ack's, in a cache line already written, whatever
+///   slot it acknowledges;
+/// * `written`, 1 bit a slot: set once the slot is stamped, by any
+///   version. The question every ack asks first ("has anyone written this
+///   slot?", all the tip needs) reads 12.5 KB at 100 000 slots, which stay
+///   in the first- or second-level cache.
+///
+/// At 100 000 slots the one write an ack makes at a scattered place goes
+/// into 400 KB, not 1.6 MB: with four checkpoints pending that is 1.6 MB
+/// of stamps instead of 6.4 MB of 16-byte cells, which no longer fit the
+/// caches, and each ack's write then waited for memory
+/// (`benches/ACK-2026-12-08.md`).
 struct Log {
     /// The version that may write in place.
     tip: AtomicU32,
-    cells: Box<[Cell]>,
+    /// One bit per slot: stamped (by any version).
+    written: Box<[AtomicU64]>,
+    /// One stamp per slot.
+    stamps: Box<[AtomicU32]>,
+    /// The handle each version wrote, by version (index 0 and the versions
+    /// no ack made are unused).
+    journal: Box<[AtomicU64]>,
 }
 
-impl Cell {
-    fn new(stamp: u32, handle: u64) -> Cell {
-        Cell {
-            stamp: AtomicU32::new(stamp),
-            handle: AtomicU64::new(handle),
-        }
-    }
+/// The word of `written` that holds slot `i`'s bit, and the bit.
+#[inline]
+fn bit_of(i: usize) -> (usize, u64) {
+    (i / 64, 1 << (i % 64))
+}
 
-    /// The slot as version `version` reads this cell.
+impl Log {
+    /// Slot `i` as version `version` reads it (`Waiting` past the end).
     #[inline]
-    fn read(&self, version: u32) -> AckSlot {
-        let stamp = self.stamp.load(Ordering::Acquire);
+    fn get(&self, i: usize, version: u32) -> AckSlot {
+        if !self.is_written(i) {
+            return AckSlot::Waiting;
+        }
+        let Some(stamp) = self.stamps.get(i).map(|s| s.load(Ordering::Acquire)) else {
+            return AckSlot::Waiting;
+        };
         let written = stamp & VERSION;
         if written == 0 || written > version {
             AckSlot::Waiting
         } else if stamp & HELD == 0 {
             AckSlot::Acked(None)
         } else {
-            AckSlot::Acked(Some(StateHandle(self.handle.load(Ordering::Relaxed))))
-        }
-    }
-}
-
-impl Log {
-    /// Slot `i` as version `version` reads it (`Waiting` past the end).
-    fn get(&self, i: usize, version: u32) -> AckSlot {
-        self.cells
-            .get(i)
-            .map_or(AckSlot::Waiting, |cell| cell.read(version))
-    }
-
-    /// `len` slots, all `Waiting`, at version 1.
-    fn waiting(len: usize) -> Log {
-        Log {
-            tip: AtomicU32::new(1),
-            cells: (0..len).map(|_| Cell::new(0, 0)).collect(),
+            AckSlot::Acked(
+                self.journal
+                    .get(written as usize)
+                    .map(|h| StateHandle(h.load(Ordering::Relaxed))),
+            )
         }
     }
 
-    /// A log whose version 1 reads `slots`.
-    fn of(slots: &[AckSlot]) -> Log {
-        Log {
-            tip: AtomicU32::new(1),
-            cells: slots
-                .iter()
-                .map(|s| match s {
-                    AckSlot::Waiting => Cell::new(0, 0),
-                    AckSlot::Acked(None) => Cell::new(1, 0),
-                    AckSlot::Acked(Some(StateHandle(h))) => Cell::new(1 | HELD, *h),
-                })
-                .collect(),
+    /// Number of slots.
+    #[inline]
+    fn len(&self) -> usize {
+        self.stamps.len()
+    }
+
+    /// Whether some version stamped slot `i` (`false` past the end). The
+    /// bit is set after the stamp (`Release`), so a reader that sees it
+    /// set sees the stamp and the handle; one that sees it clear reads
+    /// `Waiting`, as it would from a stamp not yet written.
+    #[inline]
+    fn is_written(&self, i: usize) -> bool {
+        let (w, bit) = bit_of(i);
+        self.written
+            .get(w)
+            .is_some_and(|word| word.load(Ordering::Acquire) & bit != 0)
+    }
+
+    /// `len` slots of which version `version` reads `slots` (missing
+    /// ones `Waiting`), all written here, once: every page of a large log
+    /// is then mapped when the checkpoint is created (the trigger), not a
+    /// page fault at a time during its acks, the path a host waits on. A
+    /// zeroed allocation would have left the faults to the acks.
+    ///
+    /// The acknowledged slots of `slots` are stamped with versions 1, 2,
+    /// ... in slot order; the log starts at the last of them (1 when there
+    /// is none), which is returned.
+    fn of(len: usize, slots: &[AckSlot]) -> (Log, u32) {
+        let mut journal: Vec<AtomicU64> = Vec::with_capacity(len + 2);
+        journal.push(AtomicU64::new(0));
+        let mut words: Vec<u64> = vec![0; len.div_ceil(64)];
+        let stamps: Box<[AtomicU32]> = (0..len)
+            .map(|i| {
+                let stamp = match slots.get(i) {
+                    None | Some(AckSlot::Waiting) => 0,
+                    Some(AckSlot::Acked(handle)) => {
+                        // At most `len` versions: fits (the caller's
+                        // tables are bounded far below 2^31 slots).
+                        let v = u32::try_from(journal.len()).unwrap_or(VERSION) & VERSION;
+                        journal.push(AtomicU64::new(handle.map_or(0, |h| h.0)));
+                        let (w, bit) = bit_of(i);
+                        if let Some(word) = words.get_mut(w) {
+                            *word |= bit;
+                        }
+                        v | if handle.is_some() { HELD } else { 0 }
+                    }
+                };
+                AtomicU32::new(stamp)
+            })
+            .collect();
+        let version = u32::try_from(journal.len() - 1).unwrap_or(VERSION).max(1);
+        // Room for one version per slot still waiting, and every page
+        // written now.
+        journal.resize_with(len + 2, || AtomicU64::new(0));
+        for stamp in &stamps {
+            // An atomic store the optimiser keeps: the page is written now
+            // (the collect above may have become a zeroed allocation).
+            stamp.store(stamp.load(Ordering::Relaxed), Ordering::Relaxed);
         }
+        let log = Log {
+            tip: AtomicU32::new(version),
+            written: words.into_iter().map(AtomicU64::new).collect(),
+            stamps,
+            journal: journal.into_boxed_slice(),
+        };
+        (log, version)
     }
 
     /// Stamps slot `i` with `Acked(handle)` at version `next` (the caller
-    /// won the tip and saw the slot `Waiting`).
+    /// won the tip and saw the slot `Waiting`): the handle into the
+    /// journal, the stamp, then the slot's `written` bit. The bit's word is
+    /// read and stored, not updated with a locked `fetch_or`: only the tip
+    /// writes a log, and the next tip is a state made from this write's
+    /// result, so the writes to one log happen one after another (a state
+    /// reaches another thread only through something that orders memory:
+    /// a channel, a lock, a spawn).
+    #[inline]
     fn stamp(&self, i: usize, next: u32, handle: Option<StateHandle>) {
         let (held, h) = match handle {
             Some(StateHandle(h)) => (HELD, h),
             None => (0, 0),
         };
-        if let Some(cell) = self.cells.get(i) {
-            cell.handle.store(h, Ordering::Relaxed);
-            cell.stamp.store(next | held, Ordering::Release);
+        let (w, bit) = bit_of(i);
+        if let (Some(stamp), Some(entry), Some(word)) = (
+            self.stamps.get(i),
+            self.journal.get(next as usize),
+            self.written.get(w),
+        ) {
+            entry.store(h, Ordering::Relaxed);
+            stamp.store(next | held, Ordering::Release);
+            word.store(word.load(Ordering::Relaxed) | bit, Ordering::Release);
         }
     }
 }
@@ -310,11 +385,13 @@ pub struct SlotMut<'a> {
 impl SlotMut<'_> {
     /// The slot's value.
     #[must_use]
+    #[inline]
     pub fn get(&self) -> AckSlot {
         self.table.read(self.i)
     }
 
     /// Overwrites the slot.
+    #[inline]
     pub fn set(&mut self, slot: AckSlot) {
         self.table.write(self.i, slot);
     }
@@ -329,10 +406,11 @@ impl AckTable {
                 repr: Repr::Leaf(Arc::new(Leaf::filled(small, slot))),
             }
         } else if slot == AckSlot::Waiting {
+            let (log, version) = Log::of(len, &[]);
             AckTable {
                 repr: Repr::Log {
-                    log: Arc::new(Log::waiting(len)),
-                    version: 1,
+                    log: Arc::new(log),
+                    version,
                 },
             }
         } else {
@@ -346,7 +424,7 @@ impl AckTable {
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Leaf(leaf) => leaf.len as usize,
-            Repr::Log { log, .. } => log.cells.len(),
+            Repr::Log { log, .. } => log.len(),
         }
     }
 
@@ -419,7 +497,7 @@ impl AckTable {
             return None;
         };
         let next = at.checked_add(1).filter(|n| *n <= VERSION)?;
-        if log.get(i, at) != AckSlot::Waiting || i >= log.cells.len() {
+        if log.get(i, at) != AckSlot::Waiting || i >= log.len() {
             return None;
         }
         log.tip
@@ -431,7 +509,8 @@ impl AckTable {
 
     /// Writes slot `i`, which the caller checked is below `len`: in place
     /// when the leaf is not shared or this is the log's tip acknowledging a
-    /// waiting slot, otherwise into a copy.
+    /// waiting slot, otherwise into a copy ([`Self::write_copy`]).
+    #[inline]
     fn write(&mut self, i: usize, slot: AckSlot) {
         let (log, version) = match &mut self.repr {
             Repr::Leaf(leaf) => {
@@ -471,6 +550,12 @@ impl AckTable {
             }
         }
         // Not the tip, or not `Waiting` -> `Acked`: a fresh log.
+        self.write_copy(i, slot);
+    }
+
+    /// [`Self::write`]'s copy: a fresh log with slot `i` set to `slot`.
+    #[inline(never)]
+    fn write_copy(&mut self, i: usize, slot: AckSlot) {
         let mut slots: Vec<AckSlot> = self.iter().collect();
         if let Some(s) = slots.get_mut(i) {
             *s = slot;
@@ -604,8 +689,8 @@ impl<'a> At<'a> {
                 }
             }
             Repr::Log { log, .. } => {
-                for cell in &log.cells {
-                    if let AckSlot::Acked(Some(h)) = cell.read(self.version) {
+                for i in 0..log.len() {
+                    if let AckSlot::Acked(Some(h)) = log.get(i, self.version) {
                         out.push(h);
                     }
                 }
@@ -693,7 +778,8 @@ impl Default for AckTable {
 }
 
 impl FromIterator<AckSlot> for AckTable {
-    /// A leaf for up to [`LEAF`] slots, else a fresh log at version 1.
+    /// A leaf for up to [`LEAF`] slots, else a fresh log (its acknowledged
+    /// slots stamped with versions 1, 2, ..., read at the last).
     fn from_iter<I: IntoIterator<Item = AckSlot>>(iter: I) -> Self {
         let slots: Vec<AckSlot> = iter.into_iter().collect();
         let len = slots.len();
@@ -704,9 +790,10 @@ impl FromIterator<AckSlot> for AckTable {
             }
             Repr::Leaf(Arc::new(leaf))
         } else {
+            let (log, version) = Log::of(len, &slots);
             Repr::Log {
-                log: Arc::new(Log::of(&slots)),
-                version: 1,
+                log: Arc::new(log),
+                version,
             }
         };
         AckTable { repr }
@@ -967,8 +1054,10 @@ mod tests {
         }
         for n in [LEAF + 1, 100_000] {
             assert_eq!(log_of(&AckTable::filled(n, AckSlot::Waiting)).1, 1);
+            // A log made from slots stamps the acknowledged ones 1, 2, ...
+            // and starts at the last.
             let t: AckTable = std::iter::repeat_n(AckSlot::Acked(None), n).collect();
-            assert_eq!(log_of(&t).1, 1);
+            assert_eq!(log_of(&t).1, u32::try_from(n).unwrap());
             assert_eq!(t, AckTable::filled(n, AckSlot::Acked(None)));
         }
     }
