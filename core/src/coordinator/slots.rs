@@ -218,7 +218,7 @@ const VERSION: u32 = HELD - 1;
 /// into 400 KB, not 1.6 MB: with four checkpoints pending that is 1.6 MB
 /// of stamps instead of 6.4 MB of 16-byte cells, which no longer fit the
 /// caches, and each ack's write then waited for memory
-/// (`benches/ACK-2026-12-08.md`).
+/// (`benches/ACK-2026-12-07e.md`).
 struct Log {
     /// The version that may write in place.
     tip: AtomicU32,
@@ -561,6 +561,70 @@ impl AckTable {
             *s = slot;
         }
         *self = slots.into_iter().collect();
+    }
+
+    /// Acknowledges slot `i` with `handle` when it is `Waiting` (what
+    /// [`Self::slot_mut`]'s `get` then `set` do, with one lookup): `Ok`
+    /// once written (in place when the leaf is not shared or this is the
+    /// log's tip, otherwise into a copy), `Err(Some(held))` when the slot
+    /// is already acknowledged, `Err(None)` past the end. A log's slot
+    /// that no version stamped reads `Waiting` at every version, so its
+    /// bit alone answers, and the ack writes without reading the stamp.
+    #[inline]
+    pub(crate) fn ack(
+        &mut self,
+        i: usize,
+        handle: Option<StateHandle>,
+    ) -> Result<(), Option<AckSlot>> {
+        let slot = AckSlot::Acked(handle);
+        match &mut self.repr {
+            Repr::Leaf(leaf) => {
+                if i >= leaf.len as usize {
+                    return Err(None);
+                }
+                match leaf.get(i) {
+                    AckSlot::Waiting => {
+                        Arc::make_mut(leaf).set(i, slot);
+                        Ok(())
+                    }
+                    held @ AckSlot::Acked(_) => Err(Some(held)),
+                }
+            }
+            Repr::Log { log, version } => {
+                if i >= log.len() {
+                    return Err(None);
+                }
+                if log.is_written(i) {
+                    let held = log.get(i, *version);
+                    if held != AckSlot::Waiting {
+                        return Err(Some(held));
+                    }
+                    // Stamped by a later version: this one is not the tip.
+                } else if let Some(next) = version.checked_add(1).filter(|n| *n <= VERSION) {
+                    let won = match Arc::get_mut(log) {
+                        Some(own) => {
+                            let tip = own.tip.get_mut();
+                            let mine = *tip == *version;
+                            if mine {
+                                *tip = next;
+                            }
+                            mine
+                        }
+                        None => log
+                            .tip
+                            .compare_exchange(*version, next, Ordering::AcqRel, Ordering::Relaxed)
+                            .is_ok(),
+                    };
+                    if won {
+                        log.stamp(i, next, handle);
+                        *version = next;
+                        return Ok(());
+                    }
+                }
+                self.write_copy(i, slot);
+                Ok(())
+            }
+        }
     }
 
     /// Slot `i`, or `None` past the end.
@@ -1267,6 +1331,52 @@ mod tests {
                     assert_eq!(t, fresh, "n={n} i={i} {a:?} then {b:?}");
                     assert_eq!(hash_of(&t), hash_of(&fresh));
                 }
+            }
+        }
+    }
+
+    /// `ack` does what `slot_mut`'s `get` then `set` do, in every case: a
+    /// leaf and a log; a waiting slot, an acknowledged one (same or other
+    /// handle) and one past the end; the tip, a kept version that is not
+    /// the tip, and a kept version whose slot a later version stamped.
+    #[test]
+    fn ack_is_get_then_set() {
+        fn by_get_set(
+            t: &mut AckTable,
+            i: usize,
+            h: Option<StateHandle>,
+        ) -> Result<(), Option<AckSlot>> {
+            let mut cell = t.slot_mut(i).ok_or(None)?;
+            match cell.get() {
+                AckSlot::Waiting => {
+                    cell.set(AckSlot::Acked(h));
+                    Ok(())
+                }
+                held => Err(Some(held)),
+            }
+        }
+        for n in [5, 200] {
+            let mut tip = AckTable::filled(n, AckSlot::Waiting);
+            let mut versions = vec![tip.clone()];
+            for i in [3, 1, 4] {
+                assert_eq!(tip.ack(i, Some(StateHandle(i as u64))), Ok(()));
+                versions.push(tip.clone());
+            }
+            for (k, v) in versions.iter().enumerate() {
+                for i in [0, 1, 3, 4, n - 1, n, n + 7] {
+                    for h in [None, Some(StateHandle(i as u64)), Some(StateHandle(99))] {
+                        let (mut a, mut b) = (v.clone(), v.clone());
+                        let got = a.ack(i, h);
+                        assert_eq!(got, by_get_set(&mut b, i, h), "n {n} version {k} slot {i}");
+                        assert_eq!(a, b, "n {n} version {k} slot {i}");
+                        assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
+                    }
+                }
+            }
+            // Every kept version still reads as it did.
+            for (k, v) in versions.iter().enumerate() {
+                let acked_slots = v.iter().filter(|a| *a != AckSlot::Waiting).count();
+                assert_eq!(acked_slots, k, "n {n} version {k}");
             }
         }
     }

@@ -730,15 +730,9 @@ impl PendingMap {
                 }
             }
         };
-        let mut cell = p.acks.slot_mut(slot).ok_or(None)?;
-        match cell.get() {
-            AckSlot::Waiting => {
-                cell.set(AckSlot::Acked(handle));
-                p.remaining = p.remaining.saturating_sub(1);
-                Ok(p.remaining)
-            }
-            held @ AckSlot::Acked(_) => Err(Some(held)),
-        }
+        p.acks.ack(slot, handle)?;
+        p.remaining = p.remaining.saturating_sub(1);
+        Ok(p.remaining)
     }
     /// Inserts `p` under its own id, or replaces the checkpoint of that id;
     /// returns the replaced one. (Keyed by `p.id` alone: a key apart from
