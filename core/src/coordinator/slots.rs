@@ -15,11 +15,12 @@
 //!   by some version); per version, the 8-byte handle it wrote, in a
 //!   journal each ack appends to (about 12 bytes a slot, 1.2 MB at 100 000
 //!   slots; see `Log` for why three arrays). Each table value is a pointer
-//!   to it plus its own version. A slot reads as acknowledged when its stamp is at most the
-//!   reader's version, so an old version still reads every slot it read
-//!   before. The newest version of a log (its *tip*, recorded in the log)
-//!   acknowledges a slot by writing its stamp and handle in place and
-//!   becoming the next version: no copy and no allocation, whether or not
+//!   to it plus its own version. A slot reads as acknowledged when its
+//!   stamp is at most the reader's version, so an old version still reads
+//!   every slot it read before. The newest version of a log (its *tip*,
+//!   recorded in the log) acknowledges a slot by writing its stamp, bit and
+//!   handle in place and becoming the next version: no copy and no
+//!   allocation, whether or not
 //!   older versions are kept. Any other write copies the table into a fresh
 //!   log (O(slots)): a write by a version that is not the tip (a second
 //!   successor of one state, as the model checker or
@@ -50,7 +51,8 @@
 //! ("is this shared?") is a load rather than the compare-and-swap of
 //! `std::sync::Arc::make_mut`.
 //!
-//! * `get` is one or two loads.
+//! * `get` is one to three loads: a log's bit, then its stamp when the bit
+//!   is set, then the journal when the stamp holds a handle.
 //! * [`AckTable::slot_mut`] finds the slot without writing; its `set`
 //!   writes as above.
 //! * [`AckTable::filled`] with `Waiting` writes every slot once, so the
