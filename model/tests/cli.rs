@@ -53,6 +53,17 @@ fn long_check<'a>(more: &[&'a str]) -> Vec<&'a str> {
     LONG_CHECK.iter().chain(more).copied().collect()
 }
 
+/// The long search, `--quiet`, started in the background with its
+/// output where the test wants it (the tests that stop it midway).
+fn spawn_long_check(stdout: Stdio, stderr: Stdio) -> std::process::Child {
+    bin()
+        .args(long_check(&["--quiet"]))
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 // ----- wrong or missing answers ----------------------------------------------
 
 #[test]
@@ -427,12 +438,7 @@ fn progress_is_plain_lines_when_stderr_is_not_a_terminal() {
 
 #[test]
 fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
-    let child = bin()
-        .args(long_check(&["--quiet"]))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let child = spawn_long_check(Stdio::piped(), Stdio::piped());
     std::thread::sleep(Duration::from_millis(1_500));
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -450,12 +456,7 @@ fn ctrl_c_prints_the_counts_so_far_and_exits_130() {
 fn a_reader_that_closes_stdout_ends_a_search_at_once_with_141() {
     // A search prints nothing on stdout until its report: without a watch
     // on stdout it would search on for minutes after its reader left.
-    let mut child = bin()
-        .args(long_check(&["--quiet"]))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = spawn_long_check(Stdio::piped(), Stdio::null());
     std::thread::sleep(Duration::from_millis(1_000));
     drop(child.stdout.take());
     let closed = Instant::now();
@@ -479,12 +480,7 @@ fn sigterm_is_an_interrupt_with_the_partial_report() {
     let d = scratch("sigterm");
     let out = d.join("report.txt");
     let file = std::fs::File::create(&out).unwrap_or_else(|e| panic!("{e}"));
-    let mut child = bin()
-        .args(long_check(&["--quiet"]))
-        .stdout(Stdio::from(file))
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = spawn_long_check(Stdio::from(file), Stdio::piped());
     std::thread::sleep(Duration::from_millis(1_500));
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
