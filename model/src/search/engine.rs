@@ -39,10 +39,11 @@
 //!
 //! **What it saves** (perf, default configuration, one thread: stateright's
 //! checker loop was about a third of the time per state): the visited set
-//! is 64 lock-striped open-addressing tables of the fingerprints themselves
-//! (linear probing; one cache line per lookup, where a `HashSet<u64>` reads
-//! a control byte and a slot; one table, locked once, with one worker)
-//! instead of a `DashSet` behind `RwLock`s;
+//! is one open-addressing table of the fingerprints themselves (linear
+//! probing; one cache line per lookup, where a `HashSet<u64>` reads a
+//! control byte and a slot; locked once for the whole search with one
+//! worker, atomic slots and no lock per lookup with several), read ahead a
+//! batch of successors at a time, instead of a `DashSet` behind `RwLock`s;
 //! a state's path is a shared link to its parent (one small allocation)
 //! instead of a copy of every action index above it; discovered properties
 //! are a bit mask instead of a `DashMap` looked up by name (SipHash of every
@@ -64,10 +65,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use stateright::{Checker, Expectation, Model, Path, Property};
-
-/// Lock stripes of the visited set: a power of two well above the thread
-/// count, so two workers rarely wait on one stripe.
-const SHARDS: usize = 64;
 
 /// How many states a worker takes from its stack between looks at the
 /// shared counters, the finish flag and hungry workers (stateright shares
@@ -189,7 +186,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// One stripe of the visited set: open addressing with linear probing over
+/// The one worker's visited set: open addressing with linear probing over
 /// the fingerprints themselves (a fingerprint is never 0, so 0 marks an
 /// empty slot).
 ///
@@ -205,7 +202,7 @@ struct FingerprintTable {
 }
 
 impl FingerprintTable {
-    /// Slots of a stripe's first table: 64 stripes of 8 KiB.
+    /// Slots of the first table (8 KiB).
     const SLOTS_MIN: usize = 1024;
 
     /// Inserts `fp` (not 0); whether it was new.
@@ -215,13 +212,14 @@ impl FingerprintTable {
         // in five) reads three slots on average, one for a new one about
         // thirteen, in one or two cache lines. A 70 % bound measured no
         // faster on the default check and took 1.9x the memory on 3 tasks x
-        // 2 checkpoints (4.4 GiB against 2.3: 3.3 M states per stripe sit
-        // just above 70 % of a power of two).
+        // 2 checkpoints (4.4 GiB against 2.3, with the lock stripes of the
+        // time: its 212.5 M states fill 79 % of 2^28 slots, and a 70 %
+        // bound doubles the table).
         if (self.len + 1) * 5 > self.slots.len() * 4 {
             self.grow();
         }
         let mask = self.slots.len() - 1;
-        // The low bits pick the slot (the stripe came from bits 40 to 45).
+        // The low bits pick the slot.
         #[allow(clippy::cast_possible_truncation)]
         let mut i = fp as usize & mask;
         loop {
@@ -262,45 +260,268 @@ impl FingerprintTable {
     }
 }
 
-/// The visited set: fingerprints in lock-striped shards. With one worker
-/// there is one table, which the worker locks once for its whole search
-/// (a lock and an unlock per generated state were 5 % of its time); the
-/// count of unique states is published separately ([`Shared::unique`]), so
-/// the progress line never waits for the table.
-struct Visited {
-    shards: Vec<Mutex<FingerprintTable>>,
+/// The visited set. With one worker, one [`FingerprintTable`], which the
+/// worker locks once for its whole search (a lock and an unlock per
+/// generated state were 5 % of its time); with several, one
+/// [`AtomicTable`] they share ([`ManyVisited`]). The count of unique states
+/// is published separately ([`Shared::unique`]), so the progress line never
+/// waits for the table.
+enum Visited {
+    One(Mutex<FingerprintTable>),
+    Many(Box<ManyVisited>),
 }
 
 impl Visited {
     fn new(threads: usize) -> Visited {
-        let shards = if threads > 1 { SHARDS } else { 1 };
-        Visited {
-            shards: (0..shards)
-                .map(|_| Mutex::new(FingerprintTable::default()))
-                .collect(),
+        if threads > 1 {
+            Visited::Many(Box::new(ManyVisited::new(threads)))
+        } else {
+            Visited::One(Mutex::new(FingerprintTable::default()))
         }
     }
 
-    /// The stripe `fp` belongs to.
-    fn stripe(&self, fp: u64) -> &Mutex<FingerprintTable> {
-        // Middle bits: the table inside uses the low bits.
-        #[allow(clippy::cast_possible_truncation)]
-        let i = (fp >> 40) as usize & (self.shards.len() - 1);
-        &self.shards[i]
-    }
-
-    /// Inserts `fp` (never 0: [`fingerprint`]); whether it was new.
+    /// Inserts `fp` (never 0: [`fingerprint`]); whether it was new. For the
+    /// initial states, before the workers start.
     fn insert(&self, fp: u64) -> bool {
-        lock(self.stripe(fp)).insert(fp)
+        let mut new = Vec::new();
+        self.access(0).insert_all(&[fp], &mut new);
+        new.first().copied().unwrap_or(false)
     }
 
-    /// The one table, for the one worker to hold ([`Visited::new`] with one
-    /// thread).
-    fn single(&self) -> Option<MutexGuard<'_, FingerprintTable>> {
-        match self.shards.as_slice() {
-            [one] => Some(lock(one)),
-            _ => None,
+    /// Worker `worker`'s access to the set: the one table, held for the
+    /// whole search, or its gate into the shared one.
+    fn access(&self, worker: usize) -> Access<'_> {
+        match self {
+            Visited::One(table) => Access::One(lock(table)),
+            Visited::Many(many) => Access::Many {
+                many,
+                reader: many.reader(worker),
+            },
         }
+    }
+}
+
+/// A worker's hold on the visited set ([`Visited::access`]).
+enum Access<'a> {
+    One(MutexGuard<'a, FingerprintTable>),
+    Many {
+        many: &'a ManyVisited,
+        reader: Reader,
+    },
+}
+
+impl Access<'_> {
+    /// Looks each of `fps` up and inserts it, in order, pushing to `new`
+    /// whether it was new. First reads the home slot of each (independent
+    /// loads the processor overlaps: one miss's latency for the batch
+    /// instead of one per fingerprint); the inserts then find those lines
+    /// in the cache.
+    fn insert_all(&mut self, fps: &[u64], new: &mut Vec<bool>) {
+        match self {
+            Access::One(table) => {
+                std::hint::black_box(table.touch(fps.iter().copied()));
+                new.extend(fps.iter().map(|fp| table.insert(*fp)));
+            }
+            Access::Many { many, reader } => many.insert_all(reader, fps, new),
+        }
+    }
+}
+
+/// A cache line (two of them: the adjacent-line prefetcher pairs lines)
+/// of its own, so that a word one worker writes never shares a line with
+/// another's.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// The visited set of several workers: one open-addressing table of
+/// atomic slots, linear probing, a slot written once (0 -> fingerprint by
+/// compare-and-swap), so a lookup takes no lock and may read the home
+/// slots of a whole batch ahead, as the one worker's table does.
+///
+/// Why not lock stripes (the shape before 2026-12-08: 64 tables, each
+/// behind a `Mutex`, a lock per generated state): two workers each took a
+/// lock per lookup, the lock's line moving between the cores, and a lookup
+/// could not be read ahead (the table might be growing), so every miss of
+/// the 128 MiB table was paid in turn while the lock was held. On two-phase
+/// commit with 9 resource managers (123,558,402 lookups) two workers took
+/// 23.0-28.2 CPU s where one takes 18.5-18.8; with this table 17.6-19.4,
+/// and 9.5-10.5 s of wall time against 12.1-15.0
+/// (`model/TWOPHASE-2026-12-08.md`). The table grows whole (the old and
+/// the new one both held while it is copied), so a search's peak memory is
+/// that of one worker's table, not of 64 stripes growing one at a time:
+/// 3.0 GiB against 2.4 on 3 tasks x 2 checkpoints.
+///
+/// Growth: each worker enters the table through a gate of its own (an
+/// uncontended `Mutex`, its line in that worker's cache) for each batch;
+/// the table grows (doubles, at 80 % full as the one worker's does) only
+/// with every gate held, so no insert is in flight while it is copied, and
+/// a worker finds the new table on its next batch by the generation
+/// number. The fill is counted per worker and published every
+/// [`PUBLISH_EVERY`] new fingerprints (one shared write per batch of them,
+/// not per state); a batch that finds the table full despite that grows it
+/// and continues, so the count's lag never loses a fingerprint.
+struct ManyVisited {
+    gates: Box<[Padded<Mutex<()>>]>,
+    /// The table; replaced (with every gate held) when it grows.
+    current: Mutex<Arc<AtomicTable>>,
+    /// How many times it has grown.
+    generation: Padded<AtomicU64>,
+    /// Fingerprints inserted, as published by the workers (may count a few
+    /// twice across a growth: it sizes the table, nothing else).
+    len: Padded<AtomicUsize>,
+}
+
+/// New fingerprints a worker counts before publishing them to
+/// [`ManyVisited::len`].
+const PUBLISH_EVERY: usize = 64;
+
+/// A worker's view of [`ManyVisited`]: its gate, the table as of the
+/// generation it last saw, its unpublished count.
+struct Reader {
+    gate: usize,
+    table: Arc<AtomicTable>,
+    generation: u64,
+    unpublished: usize,
+}
+
+impl ManyVisited {
+    /// Slots of the first table: 512 KiB, so the workers' unpublished
+    /// counts ([`PUBLISH_EVERY`] each) are a small part of it.
+    const SLOTS_MIN: usize = 1 << 16;
+
+    fn new(workers: usize) -> ManyVisited {
+        ManyVisited {
+            gates: (0..workers.max(1))
+                .map(|_| Padded(Mutex::new(())))
+                .collect(),
+            current: Mutex::new(Arc::new(AtomicTable::with_slots(Self::SLOTS_MIN))),
+            generation: Padded(AtomicU64::new(0)),
+            len: Padded(AtomicUsize::new(0)),
+        }
+    }
+
+    fn reader(&self, worker: usize) -> Reader {
+        let _gate = lock(&self.gates[worker % self.gates.len()].0);
+        Reader {
+            gate: worker % self.gates.len(),
+            table: Arc::clone(&lock(&self.current)),
+            generation: self.generation.0.load(Ordering::Acquire),
+            unpublished: 0,
+        }
+    }
+
+    /// Whether a table of `slots` holding `len` (plus what every worker may
+    /// not have published yet) is past 80 % full.
+    fn full(&self, len: usize, slots: usize) -> bool {
+        (len + self.gates.len() * PUBLISH_EVERY) * 5 > slots * 4
+    }
+
+    /// [`Access::insert_all`] for one worker.
+    fn insert_all(&self, reader: &mut Reader, fps: &[u64], new: &mut Vec<bool>) {
+        let mut done = 0;
+        while done < fps.len() {
+            let slots = {
+                let _gate = lock(&self.gates[reader.gate].0);
+                // Under the gate no growth runs, and one that ran before is
+                // seen (its gates' unlock happens before this lock).
+                let generation = self.generation.0.load(Ordering::Acquire);
+                if generation != reader.generation {
+                    reader.table = Arc::clone(&lock(&self.current));
+                    reader.generation = generation;
+                }
+                let table = &reader.table;
+                std::hint::black_box(table.touch(fps[done..].iter().copied()));
+                while let Some(fp) = fps.get(done) {
+                    let Some(fresh) = table.insert(*fp) else {
+                        break;
+                    };
+                    new.push(fresh);
+                    reader.unpublished += usize::from(fresh);
+                    done += 1;
+                }
+                table.slots.len()
+            };
+            if reader.unpublished >= PUBLISH_EVERY || done < fps.len() {
+                let len = self.len.0.fetch_add(reader.unpublished, Ordering::Relaxed)
+                    + reader.unpublished;
+                reader.unpublished = 0;
+                if done < fps.len() || self.full(len, slots) {
+                    self.grow(slots);
+                }
+            }
+        }
+    }
+
+    /// Doubles the table if it still has `slots` (another worker may have
+    /// grown it first), with every gate held.
+    fn grow(&self, slots: usize) {
+        let _gates: Vec<MutexGuard<'_, ()>> = self.gates.iter().map(|g| lock(&g.0)).collect();
+        let mut current = lock(&self.current);
+        if current.slots.len() != slots {
+            return;
+        }
+        let bigger = AtomicTable::with_slots(slots * 2);
+        let mut len = 0;
+        for slot in current.slots.iter() {
+            let fp = slot.load(Ordering::Relaxed);
+            if fp != 0 {
+                // A table twice as large has room for every fingerprint.
+                len += usize::from(bigger.insert(fp).unwrap_or(false));
+            }
+        }
+        *current = Arc::new(bigger);
+        self.len.0.store(len, Ordering::Relaxed);
+        self.generation.0.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// [`ManyVisited`]'s table: a power of two of atomic slots, 0 marking an
+/// empty one.
+struct AtomicTable {
+    slots: Box<[AtomicU64]>,
+}
+
+impl AtomicTable {
+    fn with_slots(slots: usize) -> AtomicTable {
+        AtomicTable {
+            slots: (0..slots).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Inserts `fp` (not 0): whether it was new, or `None` if the table is
+    /// full (every slot probed). A slot changes once, from 0 to a
+    /// fingerprint, so a probe that reads a fingerprint other than `fp`
+    /// may move on for good, and two workers inserting one fingerprint meet
+    /// at the first empty slot of its probe, where one swap wins.
+    fn insert(&self, fp: u64) -> Option<bool> {
+        let mask = self.slots.len() - 1;
+        #[allow(clippy::cast_possible_truncation)]
+        let mut i = fp as usize & mask;
+        for _ in 0..self.slots.len() {
+            let slot = &self.slots[i];
+            let seen = slot.load(Ordering::Relaxed);
+            if seen == fp {
+                return Some(false);
+            }
+            if seen == 0 {
+                match slot.compare_exchange(0, fp, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => return Some(true),
+                    Err(now) if now == fp => return Some(false),
+                    Err(_) => {}
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        None
+    }
+
+    /// [`FingerprintTable::touch`] for this table.
+    fn touch(&self, fps: impl Iterator<Item = u64>) -> u64 {
+        let mask = self.slots.len() - 1;
+        #[allow(clippy::cast_possible_truncation)]
+        fps.fold(0, |acc, fp| {
+            acc ^ self.slots[fp as usize & mask].load(Ordering::Relaxed)
+        })
     }
 }
 
@@ -437,7 +658,7 @@ where
         self.wake.notify_all();
     }
 
-    fn work(&self) {
+    fn work(&self, worker: usize) {
         // A worker that panics (a reducer bug: no input should make one)
         // ends the search, so the others do not wait for it forever; the
         // panic reaches whoever joins the checker.
@@ -463,7 +684,8 @@ where
         let mut successor_indices: Vec<u32> = Vec::new();
         let mut states = 0usize;
         let mut unique = 0usize;
-        let mut single = self.visited.single();
+        let mut visited = self.visited.access(worker);
+        let mut fresh: Vec<bool> = Vec::new();
         let mut depth_max = 0usize;
         let mut budget = BLOCK;
         loop {
@@ -541,18 +763,13 @@ where
             drop(pre);
             states += keys.len();
             let terminal = keys.is_empty();
-            if let Some(table) = single.as_ref() {
-                std::hint::black_box(table.touch(keys.iter().copied()));
-            }
-            for ((next, fp), index) in next_states
+            fresh.clear();
+            visited.insert_all(&keys, &mut fresh);
+            for ((next, new), index) in next_states
                 .drain(..)
-                .zip(keys.iter().copied())
+                .zip(fresh.iter().copied())
                 .zip(successor_indices.drain(..))
             {
-                let new = match single.as_mut() {
-                    Some(table) => table.insert(fp),
-                    None => self.visited.insert(fp),
-                };
                 if !new {
                     continue;
                 }
@@ -711,7 +928,7 @@ where
             let s = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name(format!("checker-{t}"))
-                .spawn(move || s.work())
+                .spawn(move || s.work(t))
                 .unwrap_or_else(|e| panic!("cannot start checker thread {t}: {e}"))
         })
         .collect();
@@ -795,7 +1012,9 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::{FingerprintTable, Visited};
+    use std::sync::atomic::Ordering;
+
+    use super::{lock, FingerprintTable, ManyVisited, Visited};
 
     #[test]
     fn the_fingerprint_table_keeps_every_fingerprint_once_through_its_growth() {
@@ -815,19 +1034,75 @@ mod tests {
     }
 
     #[test]
-    fn the_visited_set_counts_each_fingerprint_once_across_its_stripes() {
-        let v = Visited::new(2);
-        assert_eq!(v.shards.len(), super::SHARDS);
-        assert!(v.single().is_none());
-        let fps: Vec<u64> = (1..=3_000u64)
-            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    fn the_shared_visited_set_counts_each_fingerprint_once_through_its_growth() {
+        // More fingerprints than the first table holds, so it grows while
+        // two workers insert the same fingerprints in opposite orders, in
+        // batches of 7; low bits shared, so probes collide.
+        let fps: Vec<u64> = (1..=200_000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) << 4 | 1)
             .collect();
-        let new = fps.iter().filter(|&&fp| v.insert(fp)).count();
-        let again = fps.iter().filter(|&&fp| v.insert(fp)).count();
-        let held: usize = v.shards.iter().map(|s| super::lock(s).len).sum();
-        assert_eq!((new, again, held), (fps.len(), 0, fps.len()));
+        let v = Visited::new(2);
+        let Visited::Many(many) = &v else {
+            panic!("two workers share one table");
+        };
+        let new: Vec<usize> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..2)
+                .map(|w| {
+                    let v = &v;
+                    let fps = &fps;
+                    scope.spawn(move || {
+                        let mut access = v.access(w);
+                        let mut order = fps.clone();
+                        if w == 1 {
+                            order.reverse();
+                        }
+                        let mut fresh = Vec::new();
+                        for batch in order.chunks(7) {
+                            access.insert_all(batch, &mut fresh);
+                        }
+                        assert_eq!(fresh.len(), fps.len());
+                        fresh.iter().filter(|n| **n).count()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        assert_eq!(
+            new.iter().sum::<usize>(),
+            fps.len(),
+            "each new once: {new:?}"
+        );
+        let table = lock(&many.current);
+        assert!(table.slots.len() > ManyVisited::SLOTS_MIN, "it grew");
+        assert!(many.generation.0.load(Ordering::Relaxed) > 0);
+        let held = table
+            .slots
+            .iter()
+            .filter(|s| s.load(Ordering::Relaxed) != 0)
+            .count();
+        assert_eq!(held, fps.len());
+        assert!(held * 5 <= table.slots.len() * 4, "at most 80 % full");
+        drop(table);
+        assert!(fps.iter().all(|fp| !v.insert(*fp)), "every one known");
         let one = Visited::new(1);
         assert!(one.insert(fps[0]) && !one.insert(fps[0]));
-        assert!(one.single().is_some_and(|t| t.len == 1));
+        assert!(matches!(&one, Visited::One(t) if lock(t).len == 1));
+    }
+
+    #[test]
+    fn a_full_shared_table_grows_in_the_middle_of_a_batch() {
+        // One batch larger than the first table: its inserts find the table
+        // full and grow it, losing none.
+        let v = ManyVisited::new(1);
+        let fps: Vec<u64> = (1..=(ManyVisited::SLOTS_MIN as u64 + 10)).collect();
+        let mut reader = v.reader(0);
+        let mut fresh = Vec::new();
+        v.insert_all(&mut reader, &fps, &mut fresh);
+        assert_eq!(fresh.len(), fps.len());
+        assert!(fresh.iter().all(|n| *n));
+        fresh.clear();
+        v.insert_all(&mut reader, &fps, &mut fresh);
+        assert!(fresh.iter().all(|n| !*n));
+        assert!(lock(&v.current).slots.len() >= 2 * ManyVisited::SLOTS_MIN);
     }
 }
