@@ -9,8 +9,8 @@
 # for ROUNDS rounds (default 2), so that a change in the machine's load
 # falls on all of them; the 1-minute load average is printed beside each
 # row. THREADS (default 1) is the thread count of ckpt's engine and of
-# stateright's checkers (SPIN's search is sequential; the distributed
-# search runs THREADS workers). CHECKERS picks and orders the checkers
+# stateright's checkers (SPIN's search is sequential: its rows say 1; the
+# distributed search runs THREADS workers). CHECKERS picks and orders the checkers
 # (default "engine dfs bfs dist spin").
 # Prints a Markdown table: unique states, wall time, CPU time (user +
 # system), states per wall and per CPU second, peak RSS (GNU time's
@@ -48,12 +48,12 @@ read -r -a checkers <<<"${CHECKERS:-engine dfs bfs dist spin}"
 echo "| N | round | checker | threads | unique states | wall s | CPU s | states per wall s | states per CPU s | peak RSS MiB | load |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 
-# row N ROUND NAME UNIQUE WALL CPU RSS_KB LOAD
+# row N ROUND NAME UNIQUE WALL CPU RSS_KB LOAD THREADS
 row() {
     local rate wrate
     rate=$(awk -v u="$4" -v s="$6" 'BEGIN { if (s > 0) printf "%.0f", u / s; else print "-" }')
     wrate=$(awk -v u="$4" -v s="$5" 'BEGIN { if (s > 0) printf "%.0f", u / s; else print "-" }')
-    printf '| %s | %s | %s | %s | %s | %.2f | %.2f | %s | %s | %.0f | %s |\n' "$1" "$2" "$3" "$threads" "$4" "$5" "$6" "$wrate" "$rate" "$(awk -v k="$7" 'BEGIN { print k / 1024 }')" "$8"
+    printf '| %s | %s | %s | %s | %s | %.2f | %.2f | %s | %s | %.0f | %s |\n' "$1" "$2" "$3" "$9" "$4" "$5" "$6" "$wrate" "$rate" "$(awk -v k="$7" 'BEGIN { print k / 1024 }')" "$8"
 }
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
@@ -78,7 +78,7 @@ check_count() {
 
 # one N ROUND CHECKER: runs one checker once and prints its row.
 one() {
-    local n="$1" r="$2" f="$work/$3$1.$2" u secs cpu rss load
+    local n="$1" r="$2" f="$work/$3$1.$2" u secs cpu rss load used="$threads"
     load=$(load1)
     case "$3" in
     engine)
@@ -108,6 +108,7 @@ one() {
         u=$(sed -n 's/^ *\([0-9]*\) states, stored.*/\1/p' "$f.out")
         grep -q "errors: 0" "$f.out" || { cat "$f.out" >&2; exit 1; }
         name="SPIN pan (exhaustive, -w$w)"
+        used=1
         ;;
     *)
         echo "error: unknown checker $3" >&2
@@ -116,7 +117,7 @@ one() {
     esac
     check_count "$n" "$name" "$u"
     read -r secs cpu rss < <(usage_of "$f")
-    row "$n" "$r" "$name" "$u" "$secs" "$cpu" "$rss" "$load"
+    row "$n" "$r" "$name" "$u" "$secs" "$cpu" "$rss" "$load" "$used"
 }
 
 for n in "${sizes[@]}"; do

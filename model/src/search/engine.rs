@@ -344,7 +344,7 @@ struct Padded<T>(T);
 /// could not be read ahead (the table might be growing), so every miss of
 /// the 128 MiB table was paid in turn while the lock was held. On two-phase
 /// commit with 9 resource managers (123,558,402 lookups) two workers took
-/// 23.0-28.2 CPU s where one takes 18.5-18.8; with this table 17.6-19.4,
+/// 23.4-28.8 CPU s where one takes 16.6-19.4; with this table 18.1-20.0,
 /// and 9.5-10.5 s of wall time against 12.1-15.0
 /// (`model/TWOPHASE-2026-12-08.md`). The table grows whole (the old and
 /// the new one both held while it is copied), so a search's peak memory is
