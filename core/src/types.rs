@@ -61,6 +61,23 @@ id_type!(
     StateHandle(u64)
 );
 
+/// The state handles a finalize request references
+/// ([`crate::coordinator::IoRequest::Finalize`]), in ack-slot order: a
+/// list that holds up to two handles in place and spills to the heap
+/// beyond (24 bytes either way, as a `Vec`), so a job of one or two tasks
+/// finalizes without allocating it. Derefs to a slice; `Handles::from(vec)`
+/// (or `vec.into()`) makes one, `into_vec` gives a `Vec` back (without a
+/// copy once spilled); serialized as a sequence, as a `Vec` is.
+///
+/// Why: at one task every ack completes its checkpoint, and the handle
+/// list was one of the two allocations of that ack (with the effect list)
+/// and about a fifth of its instructions (`benches/ACK-2026-12-08.md`).
+pub type Handles = smallvec::SmallVec<[StateHandle; HANDLES_INLINE]>;
+
+/// Handles a [`Handles`] list holds without allocating: two, the most that
+/// fit in the 16 bytes a `Vec`'s pointer and length take.
+pub const HANDLES_INLINE: usize = 2;
+
 impl Millis {
     /// `self + ms`, saturating at `u64::MAX` (a deadline never wraps around).
     #[must_use]
@@ -394,7 +411,26 @@ impl LegacyBug {
 
 #[cfg(test)]
 mod tests {
-    use super::LegacyBug;
+    use super::{Handles, LegacyBug, StateHandle, HANDLES_INLINE};
+
+    #[test]
+    fn a_handle_list_is_a_vec_sized_and_serialized_holding_two_in_place() {
+        assert_eq!(
+            std::mem::size_of::<Handles>(),
+            std::mem::size_of::<Vec<StateHandle>>()
+        );
+        for n in 0..=HANDLES_INLINE + 1 {
+            let v: Vec<StateHandle> = (0..n as u64).map(StateHandle).collect();
+            let h = Handles::from_slice(&v);
+            assert_eq!(h.spilled(), n > HANDLES_INLINE);
+            assert_eq!(
+                serde_json::to_string(&h).unwrap(),
+                serde_json::to_string(&v).unwrap()
+            );
+            let back: Handles = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+            assert_eq!(back.into_vec(), v);
+        }
+    }
 
     #[test]
     fn every_legacy_bug_names_its_tickets() {

@@ -10,7 +10,7 @@ use super::{
 pub use crate::route::CheckpointOptions;
 use crate::route::{TaskMessage, ToCoordinator};
 use crate::types::{
-    AttemptNo, CheckpointId, Generation, IoFailure, JobId, Millis, StateHandle, TaskId,
+    AttemptNo, CheckpointId, Generation, Handles, IoFailure, JobId, Millis, StateHandle, TaskId,
 };
 
 /// What the host must do, in the order the effects are returned. See the
@@ -102,7 +102,7 @@ pub enum IoRequest {
         /// savepoint).
         externalized: bool,
         /// The state handles it references, in ack-slot order.
-        handles: Vec<StateHandle>,
+        handles: Handles,
     },
     /// Add the finalized checkpoint to the completed-checkpoint store.
     Store {
@@ -371,7 +371,7 @@ mod tests {
             kind: TriggerKind::Periodic,
             timestamp: Millis(5),
             externalized: false,
-            handles: vec![StateHandle(1)],
+            handles: vec![StateHandle(1)].into(),
         };
         assert_eq!(
             finalize.answer(IoAnswer::Ok {

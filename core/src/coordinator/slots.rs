@@ -110,7 +110,7 @@ use triomphe::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::StateHandle;
+use crate::types::{Handles, StateHandle};
 
 /// One ack slot of a pending checkpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -664,6 +664,16 @@ impl AckTable {
         self.view().handles()
     }
 
+    /// [`Self::handles`] as a [`Handles`] list, in place when there are at
+    /// most [`HANDLES_INLINE`](crate::types::HANDLES_INLINE): a small
+    /// table's (a leaf: up to 64 slots) allocates nothing then; a larger
+    /// one's is [`Self::handles`], moved into the list without a copy when
+    /// it spills (copied and freed when it does not).
+    #[must_use]
+    pub fn handle_list(&self) -> Handles {
+        self.view().handle_list()
+    }
+
     /// Appends [`Self::handles`] to `out` (one list of many tables'
     /// handles, in one allocation).
     pub fn extend_handles(&self, out: &mut Vec<StateHandle>) {
@@ -745,6 +755,35 @@ impl<'a> At<'a> {
         };
         self.extend_handles(&mut out);
         out
+    }
+
+    /// [`AckTable::handle_list`] at this version.
+    pub(crate) fn handle_list(self) -> Handles {
+        match &self.table.repr {
+            Repr::Leaf(leaf)
+                if (leaf.held & leaf.acked & leaf.live()).count_ones() as usize
+                    <= crate::types::HANDLES_INLINE =>
+            {
+                let mut out = Handles::new();
+                let mut held = leaf.held & leaf.acked & leaf.live();
+                while held != 0 {
+                    let k = held.trailing_zeros() as usize;
+                    held &= held - 1;
+                    if let Some(h) = leaf.handles.get(k) {
+                        out.push(StateHandle(*h));
+                    }
+                }
+                out
+            }
+            Repr::Leaf(_) | Repr::Log { .. } => {
+                let all = self.handles();
+                if all.len() <= crate::types::HANDLES_INLINE {
+                    Handles::from_slice(&all)
+                } else {
+                    Handles::from_vec(all)
+                }
+            }
+        }
     }
 
     /// [`AckTable::extend_handles`] at this version.
@@ -1300,6 +1339,11 @@ mod tests {
                 }
                 for k in &kept {
                     assert_eq!(k.handles(), walk(k), "n={n} fill {f:?}");
+                    // The finalize request's list: the same handles, in
+                    // place up to two of them.
+                    let list = k.handle_list();
+                    assert_eq!(list.as_slice(), walk(k).as_slice(), "n={n} fill {f:?}");
+                    assert_eq!(list.spilled(), list.len() > crate::types::HANDLES_INLINE);
                 }
             }
         }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::config::{ConfigError, CoordinatorConfig, CoordinatorSettings};
 use super::slots::{AckSlot, AckTable, At};
 use super::{RequestId, Timer, TriggerKind};
-use crate::types::{AttemptNo, CheckpointId, Generation, Millis, StateHandle};
+use crate::types::{AttemptNo, CheckpointId, Generation, Handles, Millis, StateHandle};
 
 /// Where a task attempt is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -85,6 +85,11 @@ impl PendingRecord {
     /// allocation, read straight from the table).
     pub(crate) fn handle_vec(&self) -> Vec<StateHandle> {
         self.acks.handles()
+    }
+    /// [`Self::handle_vec`] as a finalize request carries it
+    /// ([`AckTable::handle_list`]).
+    pub(crate) fn handle_list(&self) -> Handles {
+        self.acks.handle_list()
     }
     /// Moves the ack table to version `at` of its log, as an override of
     /// the pending map said this state reads it (0: no override), and

@@ -73,7 +73,7 @@ impl CoordinatorState {
         {
             let id = p.id;
             p.phase = PendingPhase::Finalizing;
-            let handles = p.handle_vec();
+            let handles = p.handle_list();
             let externalized = externalized || p.kind.is_savepoint();
             fx.push(E::Io {
                 generation: self.cold.generation,
