@@ -161,6 +161,23 @@ impl Leaf {
         1u64.checked_shl(self.len).map_or(u64::MAX, |b| b - 1)
     }
 
+    /// The handles its slots hold, in slot order, and how many.
+    fn held_handles(&self) -> (usize, impl Iterator<Item = StateHandle> + '_) {
+        let mut held = self.held & self.acked & self.live();
+        let count = held.count_ones() as usize;
+        let handles = std::iter::from_fn(move || {
+            while held != 0 {
+                let k = held.trailing_zeros() as usize;
+                held &= held - 1;
+                if let Some(h) = self.handles.get(k) {
+                    return Some(StateHandle(*h));
+                }
+            }
+            None
+        });
+        (count, handles)
+    }
+
     /// Slot `k` (`k` below [`LEAF`]; above it, `Waiting`).
     fn get(&self, k: usize) -> AckSlot {
         let bit = 1u64
@@ -748,9 +765,7 @@ impl<'a> At<'a> {
         // disarm's single search, 36 of the 1 x 1 in-place ack's 1,142
         // instructions, `benches/ACK-2026-12-07.md`).
         let mut out = match &self.table.repr {
-            Repr::Leaf(leaf) => {
-                Vec::with_capacity((leaf.held & leaf.acked & leaf.live()).count_ones() as usize)
-            }
+            Repr::Leaf(leaf) => Vec::with_capacity(leaf.held_handles().0),
             Repr::Log { .. } => Vec::new(),
         };
         self.extend_handles(&mut out);
@@ -760,20 +775,8 @@ impl<'a> At<'a> {
     /// [`AckTable::handle_list`] at this version.
     pub(crate) fn handle_list(self) -> Handles {
         match &self.table.repr {
-            Repr::Leaf(leaf)
-                if (leaf.held & leaf.acked & leaf.live()).count_ones() as usize
-                    <= crate::types::HANDLES_INLINE =>
-            {
-                let mut out = Handles::new();
-                let mut held = leaf.held & leaf.acked & leaf.live();
-                while held != 0 {
-                    let k = held.trailing_zeros() as usize;
-                    held &= held - 1;
-                    if let Some(h) = leaf.handles.get(k) {
-                        out.push(StateHandle(*h));
-                    }
-                }
-                out
+            Repr::Leaf(leaf) if leaf.held_handles().0 <= crate::types::HANDLES_INLINE => {
+                leaf.held_handles().1.collect()
             }
             Repr::Leaf(_) | Repr::Log { .. } => {
                 let all = self.handles();
@@ -790,15 +793,9 @@ impl<'a> At<'a> {
     pub(crate) fn extend_handles(self, out: &mut Vec<StateHandle>) {
         match &self.table.repr {
             Repr::Leaf(leaf) => {
-                let mut held = leaf.held & leaf.acked & leaf.live();
-                out.reserve(held.count_ones() as usize);
-                while held != 0 {
-                    let k = held.trailing_zeros() as usize;
-                    held &= held - 1;
-                    if let Some(h) = leaf.handles.get(k) {
-                        out.push(StateHandle(*h));
-                    }
-                }
+                let (count, handles) = leaf.held_handles();
+                out.reserve(count);
+                out.extend(handles);
             }
             Repr::Log { log, .. } => {
                 for i in 0..log.len() {

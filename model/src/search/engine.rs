@@ -376,7 +376,10 @@ struct ManyVisited {
 const PUBLISH_EVERY: usize = 64;
 
 /// A worker's view of [`ManyVisited`]: its gate, the table as of the
-/// generation it last saw, its unpublished count.
+/// generation it last saw, its unpublished count. A worker waiting for
+/// jobs keeps the table it last used alive until its next batch: at most
+/// half the current table's slots (the tables only double), and only
+/// while it waits (at a search's start and end).
 struct Reader {
     gate: usize,
     table: Arc<AtomicTable>,
