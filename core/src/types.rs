@@ -71,7 +71,7 @@ id_type!(
 ///
 /// Why: at one task every ack completes its checkpoint, and the handle
 /// list was one of the two allocations of that ack (with the effect list)
-/// and about a fifth of its instructions (`benches/ACK-2026-12-08.md`).
+/// and 16 % of its instructions (`benches/ACK-2026-12-08.md`).
 pub type Handles = smallvec::SmallVec<[StateHandle; HANDLES_INLINE]>;
 
 /// Handles a [`Handles`] list holds without allocating: two, the most that
