@@ -774,19 +774,23 @@ impl<'a> At<'a> {
 
     /// [`AckTable::handle_list`] at this version.
     pub(crate) fn handle_list(self) -> Handles {
-        match &self.table.repr {
-            Repr::Leaf(leaf) if leaf.held_handles().0 <= crate::types::HANDLES_INLINE => {
-                leaf.held_handles().1.collect()
+        // A leaf with few enough handles fills the list in place; any other
+        // table collects its `Vec` first.
+        let in_place = match &self.table.repr {
+            Repr::Leaf(leaf) => {
+                let (count, handles) = leaf.held_handles();
+                (count <= crate::types::HANDLES_INLINE).then(|| handles.collect())
             }
-            Repr::Leaf(_) | Repr::Log { .. } => {
-                let all = self.handles();
-                if all.len() <= crate::types::HANDLES_INLINE {
-                    Handles::from_slice(&all)
-                } else {
-                    Handles::from_vec(all)
-                }
+            Repr::Log { .. } => None,
+        };
+        in_place.unwrap_or_else(|| {
+            let all = self.handles();
+            if all.len() <= crate::types::HANDLES_INLINE {
+                Handles::from_slice(&all)
+            } else {
+                Handles::from_vec(all)
             }
-        }
+        })
     }
 
     /// [`AckTable::extend_handles`] at this version.
